@@ -1,0 +1,103 @@
+//! Store throughput: appending messages in batches of 1,000 to a file-backed WAL database.
+//!
+//! The baseline is the same rows inserted with plain rusqlite into a bare table (no indexes,
+//! triggers or FTS) in the same run, so the report is a ratio that survives a noisy machine.
+
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use strata_store::{NewMessage, Role, Store};
+
+const BATCH: usize = 1_000;
+
+/// A fixed-seed batch of chat-like messages with a fixed clock.
+fn batch(seed: u64) -> Vec<NewMessage> {
+    let words = [
+        "deploy",
+        "the",
+        "billing",
+        "service",
+        "merge",
+        "conflict",
+        "in",
+        "src/main.rs",
+        "port",
+        "8080",
+        "retry",
+        "timeout",
+        "postgres",
+        "migration",
+        "failed",
+        "fixed",
+        "we",
+        "decided",
+        "to",
+        "use",
+    ];
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let start = chrono::DateTime::from_timestamp(1_767_225_600, 0).unwrap();
+    (0..BATCH)
+        .map(|i| {
+            let len = rng.random_range(8..60);
+            let content: Vec<&str> = (0..len).map(|_| words[rng.random_range(0..words.len())]).collect();
+            let mut message =
+                NewMessage::text(if i % 2 == 0 { Role::User } else { Role::Assistant }, content.join(" "));
+            message.created_at = start + chrono::Duration::seconds(i as i64);
+            message.token_count = len as u32;
+            message
+        })
+        .collect()
+}
+
+fn append(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let messages = batch(7);
+    let mut group = c.benchmark_group("append_1000");
+    group.throughput(Throughput::Elements(BATCH as u64));
+    group.sample_size(20);
+
+    let raw = rusqlite::Connection::open(dir.path().join("baseline.db")).unwrap();
+    raw.execute_batch(
+        "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;
+         CREATE TABLE m (id INTEGER PRIMARY KEY, session INTEGER, seq INTEGER, role TEXT, content TEXT,
+                         created_at REAL, token_count INTEGER);",
+    )
+    .unwrap();
+    let mut seq = 0i64;
+    group.bench_function("baseline_rusqlite_bare_table", |b| {
+        b.iter(|| {
+            let tx = raw.unchecked_transaction().unwrap();
+            {
+                let mut insert =
+                    tx.prepare_cached("INSERT INTO m VALUES (NULL, 1, ?1, ?2, ?3, ?4, ?5)").unwrap();
+                for message in &messages {
+                    insert
+                        .execute(rusqlite::params![
+                            seq,
+                            message.role.as_str(),
+                            message.content,
+                            strata_store::to_unix(message.created_at),
+                            message.token_count
+                        ])
+                        .unwrap();
+                    seq += 1;
+                }
+            }
+            tx.commit().unwrap();
+        })
+    });
+
+    let store = Store::open(dir.path().join("strata.db")).unwrap();
+    let session = store.session("bench", "default").unwrap();
+    group.bench_function("strata_store_append", |b| {
+        b.iter_batched(
+            || messages.clone(),
+            |messages| store.append(session.id, &messages).unwrap(),
+            BatchSize::LargeInput,
+        )
+    });
+    group.finish();
+}
+
+criterion_group!(benches, append);
+criterion_main!(benches);

@@ -1,0 +1,182 @@
+//! Exact token counting with tiktoken, chosen by model name.
+
+use serde::{Deserialize, Serialize};
+use tiktoken_rs::CoreBPE;
+
+/// Tokens every chat message costs beyond its text (OpenAI's chat format: start, role, end).
+pub const TOKENS_PER_MESSAGE: u32 = 3;
+/// Tokens a `name` field costs beyond its text.
+pub const TOKENS_PER_NAME: u32 = 1;
+/// Tokens that prime the reply, once per request.
+pub const TOKENS_PER_REPLY: u32 = 3;
+
+/// The BPE vocabularies strata knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Encoding {
+    /// GPT-3.5 / GPT-4 and most other models.
+    Cl100kBase,
+    /// GPT-4o, GPT-4.1, GPT-5 and the o-series.
+    O200kBase,
+}
+
+impl Encoding {
+    /// The encoding a model name implies: `o200k_base` for gpt-4o, gpt-4.1, gpt-5, o1/o3/o4
+    /// style names, `cl100k_base` otherwise (a close, stable count for non-OpenAI models).
+    pub fn for_model(model: &str) -> Encoding {
+        let model = model.rsplit('/').next().unwrap_or(model).to_ascii_lowercase();
+        let o_series = model.len() >= 2
+            && model.starts_with('o')
+            && model[1..].chars().next().is_some_and(|c| c.is_ascii_digit());
+        if o_series
+            || ["gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "chatgpt-4o", "gpt-oss"]
+                .iter()
+                .any(|p| model.starts_with(p))
+        {
+            Encoding::O200kBase
+        } else {
+            Encoding::Cl100kBase
+        }
+    }
+
+    /// The tiktoken name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Encoding::Cl100kBase => "cl100k_base",
+            Encoding::O200kBase => "o200k_base",
+        }
+    }
+
+    fn bpe(self) -> &'static CoreBPE {
+        // tiktoken-rs builds each vocabulary once per process, on first use.
+        match self {
+            Encoding::Cl100kBase => tiktoken_rs::cl100k_base_singleton(),
+            Encoding::O200kBase => tiktoken_rs::o200k_base_singleton(),
+        }
+    }
+}
+
+impl std::str::FromStr for Encoding {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Encoding, String> {
+        match s {
+            "cl100k_base" => Ok(Encoding::Cl100kBase),
+            "o200k_base" => Ok(Encoding::O200kBase),
+            other => Err(format!("unknown encoding {other:?} (expected cl100k_base or o200k_base)")),
+        }
+    }
+}
+
+/// Counts tokens exactly as the model's tokenizer would. Cheap to clone.
+#[derive(Clone)]
+pub struct TokenCounter {
+    encoding: Encoding,
+    bpe: &'static CoreBPE,
+}
+
+impl std::fmt::Debug for TokenCounter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenCounter").field("encoding", &self.encoding).finish()
+    }
+}
+
+impl TokenCounter {
+    /// A counter for an encoding.
+    pub fn new(encoding: Encoding) -> TokenCounter {
+        TokenCounter { encoding, bpe: encoding.bpe() }
+    }
+
+    /// A counter for the encoding a model name implies.
+    pub fn for_model(model: &str) -> TokenCounter {
+        TokenCounter::new(Encoding::for_model(model))
+    }
+
+    /// The encoding in use.
+    pub fn encoding(&self) -> Encoding {
+        self.encoding
+    }
+
+    /// Tokens of plain text. Special-token strings such as `<|endoftext|>` count as ordinary
+    /// text, as they do when a provider receives them inside a message.
+    pub fn text(&self, text: &str) -> u32 {
+        self.bpe.encode_ordinary(text).len() as u32
+    }
+
+    /// Tokens of one chat message: its text, its tool calls (as the JSON sent), the id of the
+    /// call it answers, its name, and the per-message overhead.
+    pub fn message(
+        &self,
+        content: &str,
+        tool_calls: Option<&serde_json::Value>,
+        tool_call_id: Option<&str>,
+        name: Option<&str>,
+    ) -> u32 {
+        let mut tokens = TOKENS_PER_MESSAGE + 1 + self.text(content); // +1: the role name
+        if let Some(calls) = tool_calls {
+            tokens += self.text(&calls.to_string());
+        }
+        if let Some(id) = tool_call_id {
+            tokens += self.text(id);
+        }
+        if let Some(name) = name {
+            tokens += TOKENS_PER_NAME + self.text(name);
+        }
+        tokens
+    }
+
+    /// Fills in the token count of a message about to be stored.
+    pub fn count_new(&self, message: &mut strata_store::NewMessage) {
+        message.token_count = self.message(
+            &message.content,
+            message.tool_calls.as_ref(),
+            message.tool_call_id.as_deref(),
+            message.name.as_deref(),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_names_pick_the_encoding() {
+        for model in
+            ["gpt-4o", "gpt-4o-mini", "gpt-4.1-nano", "o1", "o3-mini", "o4-mini", "openai/gpt-5", "GPT-4O"]
+        {
+            assert_eq!(Encoding::for_model(model), Encoding::O200kBase, "{model}");
+        }
+        for model in ["gpt-4", "gpt-3.5-turbo", "llama3.1:8b", "qwen2.5", "ollama", "omni"] {
+            assert_eq!(Encoding::for_model(model), Encoding::Cl100kBase, "{model}");
+        }
+    }
+
+    #[test]
+    fn counts_are_exact() {
+        let cl = TokenCounter::new(Encoding::Cl100kBase);
+        // Reference counts from OpenAI's tokenizer.
+        assert_eq!(cl.text("hello world"), 2);
+        assert_eq!(cl.text(""), 0);
+        assert_eq!(cl.text("<|endoftext|>"), 7, "special tokens count as text");
+        let o = TokenCounter::new(Encoding::O200kBase);
+        assert_eq!(o.text("hello world"), 2);
+        // CJK and emoji take several tokens each, far from a chars/4 estimate.
+        // CJK and emoji cost far more than a chars/4 estimate (2 and 0 here). The values are
+        // pinned from the vocabularies, so a tokenizer change shows up here.
+        assert_eq!(cl.text("数据库迁移已经完成"), 7);
+        assert_eq!(o.text("数据库迁移已经完成"), 5);
+        assert_eq!(cl.text("🦀🦀🦀"), 9);
+    }
+
+    #[test]
+    fn message_overhead_and_fields_are_counted() {
+        let cl = TokenCounter::new(Encoding::Cl100kBase);
+        let plain = cl.message("hello world", None, None, None);
+        assert_eq!(plain, 2 + 4);
+        assert_eq!(cl.message("hello world", None, None, Some("bob")), plain + 1 + cl.text("bob"));
+        let calls = serde_json::json!([{"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]);
+        assert_eq!(cl.message("", Some(&calls), None, None), 4 + cl.text(&calls.to_string()));
+        assert_eq!(cl.message("ok", None, Some("call_1"), None), 4 + cl.text("ok") + cl.text("call_1"));
+    }
+}

@@ -1,0 +1,69 @@
+//! Opening connections: pragmas, extensions, the pool.
+
+use std::path::Path;
+use std::time::Duration;
+
+use r2d2_sqlite::SqliteConnectionManager;
+use rusqlite::{Connection, OpenFlags};
+
+use crate::error::{Error, Result};
+
+/// How long a writer waits for the lock before [`Error::Busy`], unless told otherwise.
+pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub(crate) type Pool = r2d2::Pool<SqliteConnectionManager>;
+
+const FLAGS: OpenFlags = OpenFlags::SQLITE_OPEN_READ_WRITE
+    .union(OpenFlags::SQLITE_OPEN_CREATE)
+    .union(OpenFlags::SQLITE_OPEN_URI)
+    .union(OpenFlags::SQLITE_OPEN_NO_MUTEX);
+
+/// The per-connection settings every strata connection gets.
+pub(crate) fn init_connection(conn: &Connection, busy_timeout: Duration) -> rusqlite::Result<()> {
+    conn.busy_timeout(busy_timeout)?;
+    conn.execute_batch(
+        "PRAGMA foreign_keys = ON;
+         PRAGMA synchronous = NORMAL;",
+    )?;
+    Ok(())
+}
+
+/// Opens one connection with the extension registered and WAL switched on.
+/// Used for the first connection of a store, whose errors must keep their detail.
+pub(crate) fn open_connection(path: &Path, busy_timeout: Duration) -> Result<Connection> {
+    crate::vec::register();
+    let conn = Connection::open_with_flags(path, FLAGS)
+        .map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
+    init_connection(&conn, busy_timeout)?;
+    // WAL is a property of the file, so setting it once is enough; it lets readers run while a
+    // writer commits. The pragma answers with the mode now in force.
+    let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        tracing::warn!(%mode, "database could not switch to WAL");
+    }
+    Ok(conn)
+}
+
+/// The pool for an already migrated file.
+pub(crate) fn pool(path: &Path, busy_timeout: Duration) -> Result<Pool> {
+    let manager = SqliteConnectionManager::file(path)
+        .with_flags(FLAGS)
+        .with_init(move |conn| init_connection(conn, busy_timeout));
+    Ok(r2d2::Pool::builder()
+        .max_size(16)
+        .min_idle(Some(0))
+        .connection_timeout(busy_timeout.max(Duration::from_secs(1)))
+        .build(manager)?)
+}
+
+/// Runs a cached query and collects every row.
+pub(crate) fn query_all<T>(
+    conn: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+    from_row: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> Result<Vec<T>> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let rows = stmt.query_map(params, from_row)?.collect::<rusqlite::Result<Vec<T>>>()?;
+    Ok(rows)
+}

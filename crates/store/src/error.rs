@@ -1,0 +1,110 @@
+use std::path::PathBuf;
+
+use crate::types::{NodeId, SessionId};
+
+/// A specialized `Result` for store operations.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in the store.
+///
+/// SQLite failures the callers act on are classified ([`Error::Busy`], [`Error::Corrupt`],
+/// [`Error::SchemaTooNew`]); the rest keep the original [`rusqlite::Error`] as their source.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The database file could not be opened (missing directory, permissions, ...).
+    #[error("cannot open database {}", path.display())]
+    Open {
+        /// The path that was opened.
+        path: PathBuf,
+        /// What SQLite said.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// Another writer held the database lock for longer than the busy timeout.
+    #[error("database is locked by another writer (gave up after the busy timeout)")]
+    Busy(#[source] rusqlite::Error),
+    /// The file is not a SQLite database, or it is damaged.
+    #[error("database file is corrupt or is not a strata database")]
+    Corrupt(#[source] rusqlite::Error),
+    /// The database was written by a newer strata whose schema this build does not know.
+    #[error(
+        "database schema version {found} is newer than this strata supports ({supported}); upgrade strata"
+    )]
+    SchemaTooNew {
+        /// `PRAGMA user_version` of the file.
+        found: i64,
+        /// The newest version this build can migrate to.
+        supported: i64,
+    },
+    /// A row named by the caller does not exist (or belongs to another persona).
+    #[error("{0} not found")]
+    NotFound(String),
+    /// A session key is already bound to a different persona.
+    #[error("session {key:?} belongs to persona {existing:?}, not {requested:?}")]
+    PersonaMismatch {
+        /// The session key.
+        key: String,
+        /// The persona the session was created with.
+        existing: String,
+        /// The persona the caller asked for.
+        requested: String,
+    },
+    /// Some of the messages a new Level-0 node would cover are already covered.
+    #[error("message seq {seq} of session {session} is already covered by summary node {node}")]
+    AlreadyCovered {
+        /// The session.
+        session: SessionId,
+        /// The first covered seq found.
+        seq: i64,
+        /// The node that covers it.
+        node: NodeId,
+    },
+    /// A node to merge already has a parent.
+    #[error("summary node {node} was already merged into node {parent}")]
+    AlreadyMerged {
+        /// The node.
+        node: NodeId,
+        /// Its parent.
+        parent: NodeId,
+    },
+    /// The agent tried to change a category only the user may write.
+    #[error("user_preferences are read-only to the agent; only the user can change them")]
+    ProtectedCategory,
+    /// The caller passed a value that breaks a rule of the data model.
+    #[error("invalid {field}: {reason}")]
+    Invalid {
+        /// Which input was wrong.
+        field: &'static str,
+        /// Why, in words a user can act on.
+        reason: String,
+    },
+    /// Any other SQLite error.
+    #[error("database error")]
+    Sqlite(#[source] rusqlite::Error),
+    /// The connection pool could not hand out a connection.
+    #[error("could not get a database connection")]
+    Pool(#[from] r2d2::Error),
+}
+
+impl Error {
+    pub(crate) fn invalid(field: &'static str, reason: impl Into<String>) -> Error {
+        Error::Invalid { field, reason: reason.into() }
+    }
+
+    /// True when the error is the database lock timing out; the caller may retry later.
+    pub fn is_busy(&self) -> bool {
+        matches!(self, Error::Busy(_))
+    }
+}
+
+impl From<rusqlite::Error> for Error {
+    fn from(err: rusqlite::Error) -> Error {
+        use rusqlite::ErrorCode;
+        match err.sqlite_error_code() {
+            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => Error::Busy(err),
+            Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => Error::Corrupt(err),
+            _ => Error::Sqlite(err),
+        }
+    }
+}

@@ -1,0 +1,61 @@
+//! strata-store: the SQLite layer of strata.
+//!
+//! One file in WAL mode holds everything: sessions, the verbatim messages (append-only), the
+//! summary forest, the agent memories, and their full-text (FTS5) and vector (sqlite-vec)
+//! indexes. This crate knows nothing of LLMs, HTTP or async runtimes; it offers a typed,
+//! synchronous API on one type, [`Store`], whose writes are short immediate transactions.
+//!
+//! ```
+//! use strata_store::{NewMessage, NewSummary, Role, Store};
+//!
+//! # fn main() -> Result<(), strata_store::Error> {
+//! let dir = tempfile::tempdir().unwrap();
+//! let store = Store::open(dir.path().join("strata.db"))?;
+//! let session = store.session("chat-1", "default")?;
+//! let mut hello = NewMessage::text(Role::User, "Hello, please remember the port is 8080.");
+//! hello.token_count = 12;
+//! let ids = store.append(session.id, &[hello, NewMessage::text(Role::Assistant, "Noted.")])?;
+//! assert_eq!(store.message(ids[1])?.seq, 1);
+//!
+//! // Fold both messages into a Level-0 summary node; they stay readable verbatim.
+//! let summary = NewSummary {
+//!     headline: "The user set the port to 8080.".into(),
+//!     body: "- decision: port 8080".into(),
+//!     token_count: 9,
+//!     summarizer: "extractive".into(),
+//! };
+//! let node = store.insert_leaf(session.id, 0, 1, &summary)?;
+//! assert_eq!(store.covered_messages(node.id)?.len(), 2);
+//! // The same messages cannot be covered twice.
+//! assert!(store.insert_leaf(session.id, 1, 1, &summary).is_err());
+//! # Ok(()) }
+//! ```
+#![deny(missing_docs)]
+
+mod compaction;
+mod db;
+mod error;
+mod memories;
+mod messages;
+mod migrate;
+mod nodes;
+mod recall;
+mod search;
+mod sessions;
+mod store;
+mod types;
+mod vec;
+mod vectors;
+
+pub use crate::db::DEFAULT_BUSY_TIMEOUT;
+pub use crate::error::{Error, Result};
+pub use crate::memories::{MAX_CONTENT_CHARS, MAX_KEY_CHARS, MemoryWrite, normalize_key};
+pub use crate::migrate::SCHEMA_VERSION;
+pub use crate::search::{HitKind, SearchFilter, TextHit, TextQuery};
+pub use crate::sessions::validate_persona;
+pub use crate::store::{IncomingMessage, Stats, Store};
+pub use crate::types::{
+    Category, Level, Memory, MemoryId, Message, MessageId, NewMessage, NewSummary, NodeId, Role, Session,
+    SessionId, SummaryNode, Writer, from_unix, to_unix,
+};
+pub use crate::vectors::{BacklogItem, EMBEDDING_DIM};

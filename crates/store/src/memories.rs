@@ -1,0 +1,170 @@
+//! Agent memories: the user's `agent_memories` table, isolated per persona.
+
+use chrono::{DateTime, Utc};
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::db::query_all;
+use crate::error::{Error, Result};
+use crate::sessions::{validate_name, validate_persona};
+use crate::types::{Category, Memory, Writer, to_unix};
+
+/// The most characters a memory's content may hold.
+pub const MAX_CONTENT_CHARS: usize = 500;
+/// The most characters a key may hold.
+pub const MAX_KEY_CHARS: usize = 64;
+
+/// Turns free text into a snake_case key: lowercase letters and digits joined by single
+/// underscores (`"Preferred Editor!"` becomes `preferred_editor`). `None` when nothing is left.
+/// Non-ASCII letters are kept, lowercased, so keys in any script work.
+pub fn normalize_key(raw: &str) -> Option<String> {
+    let mut key = String::with_capacity(raw.len());
+    let mut gap = false;
+    for ch in raw.chars() {
+        if ch.is_alphanumeric() {
+            if gap && !key.is_empty() {
+                key.push('_');
+            }
+            gap = false;
+            key.extend(ch.to_lowercase());
+        } else {
+            gap = true;
+        }
+    }
+    let key: String = key.chars().take(MAX_KEY_CHARS).collect();
+    let key = key.trim_end_matches('_').to_owned();
+    (!key.is_empty()).then_some(key)
+}
+
+/// A memory to write.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MemoryWrite<'a> {
+    /// Its category.
+    pub category: Category,
+    /// Its key; must already be normalized (see [`normalize_key`]).
+    pub key: &'a str,
+    /// Human-readable label.
+    pub title: &'a str,
+    /// Markdown or JSON, at most [`MAX_CONTENT_CHARS`] characters.
+    pub content: &'a str,
+}
+
+fn check_writer(writer: Writer, category: Category) -> Result<()> {
+    if writer == Writer::Agent && category == Category::UserPreferences {
+        return Err(Error::ProtectedCategory);
+    }
+    Ok(())
+}
+
+/// Inserts or replaces the memory `(category, key)` of a persona in one statement.
+pub fn upsert(
+    conn: &Connection,
+    writer: Writer,
+    persona: &str,
+    memory: &MemoryWrite<'_>,
+    now: DateTime<Utc>,
+) -> Result<Memory> {
+    check_writer(writer, memory.category)?;
+    validate_persona(persona)?;
+    if normalize_key(memory.key).as_deref() != Some(memory.key) {
+        return Err(Error::invalid(
+            "key",
+            format!("{:?} is not a snake_case key (try {:?})", memory.key, normalize_key(memory.key)),
+        ));
+    }
+    validate_name("title", memory.title, 200)?;
+    let chars = memory.content.chars().count();
+    if chars > MAX_CONTENT_CHARS {
+        return Err(Error::invalid(
+            "content",
+            format!("{chars} characters; a memory holds at most {MAX_CONTENT_CHARS}"),
+        ));
+    }
+    if memory.content.trim().is_empty() {
+        return Err(Error::invalid("content", "must not be empty"));
+    }
+    // The stored vector no longer matches new text: clear it; the backlog trigger re-queues it.
+    let sql = format!(
+        "INSERT INTO agent_memories(category, key, title, content, updated_at, role)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+         ON CONFLICT(category, key, role) DO UPDATE SET
+             title = excluded.title, content = excluded.content,
+             updated_at = excluded.updated_at, embedding = NULL
+         RETURNING {}",
+        Memory::COLUMNS
+    );
+    Ok(conn.prepare_cached(&sql)?.query_row(
+        params![memory.category.as_str(), memory.key, memory.title, memory.content, to_unix(now), persona],
+        Memory::from_row,
+    )?)
+}
+
+/// One memory of a persona.
+pub fn get(conn: &Connection, persona: &str, category: Category, key: &str) -> Result<Option<Memory>> {
+    let sql = format!(
+        "SELECT {} FROM agent_memories WHERE role = ?1 AND category = ?2 AND key = ?3",
+        Memory::COLUMNS
+    );
+    Ok(conn
+        .prepare_cached(&sql)?
+        .query_row(params![persona, category.as_str(), key], Memory::from_row)
+        .optional()?)
+}
+
+/// The memories of a persona, by category then key; one category only when given.
+pub fn list(conn: &Connection, persona: &str, category: Option<Category>) -> Result<Vec<Memory>> {
+    let sql = format!(
+        "SELECT {} FROM agent_memories WHERE role = ?1 AND (?2 IS NULL OR category = ?2)
+         ORDER BY category, key",
+        Memory::COLUMNS
+    );
+    query_all(conn, &sql, params![persona, category.map(Category::as_str)], Memory::from_row)
+}
+
+/// Deletes a memory (and its vector). Returns whether it existed.
+pub fn delete(
+    conn: &Connection,
+    writer: Writer,
+    persona: &str,
+    category: Category,
+    key: &str,
+) -> Result<bool> {
+    check_writer(writer, category)?;
+    let id: Option<i64> = conn
+        .prepare_cached(
+            "DELETE FROM agent_memories WHERE role = ?1 AND category = ?2 AND key = ?3 RETURNING id",
+        )?
+        .query_row(params![persona, category.as_str(), key], |row| row.get(0))
+        .optional()?;
+    if let Some(id) = id {
+        conn.prepare_cached("DELETE FROM memories_vec WHERE rowid = ?1")?.execute([id])?;
+    }
+    Ok(id.is_some())
+}
+
+/// Deletes the memories of `category` last written before `cutoff`; returns how many.
+pub fn purge_older_than(conn: &Connection, category: Category, cutoff: DateTime<Utc>) -> Result<usize> {
+    let ids: Vec<i64> = conn
+        .prepare_cached("DELETE FROM agent_memories WHERE category = ?1 AND updated_at < ?2 RETURNING id")?
+        .query_map(params![category.as_str(), to_unix(cutoff)], |row| row.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut unvector = conn.prepare_cached("DELETE FROM memories_vec WHERE rowid = ?1")?;
+    for id in &ids {
+        unvector.execute([id])?;
+    }
+    Ok(ids.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::normalize_key;
+
+    #[test]
+    fn keys_normalize_to_snake_case() {
+        assert_eq!(normalize_key("Preferred Editor!").as_deref(), Some("preferred_editor"));
+        assert_eq!(normalize_key("  --already_snake--  ").as_deref(), Some("already_snake"));
+        assert_eq!(normalize_key("CamelCase Key 2").as_deref(), Some("camelcase_key_2"));
+        assert_eq!(normalize_key("言語 設定").as_deref(), Some("言語_設定"));
+        assert_eq!(normalize_key("!!!"), None);
+        assert_eq!(normalize_key(&"a".repeat(200)).map(|k| k.len()), Some(64));
+    }
+}

@@ -1,0 +1,101 @@
+//! Messages: append-only, numbered densely per session.
+
+use std::ops::RangeInclusive;
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::db::query_all;
+use crate::error::{Error, Result};
+use crate::types::{Message, MessageId, NewMessage, Role, SessionId, to_unix};
+
+fn validate(message: &NewMessage) -> Result<()> {
+    if let Some(calls) = &message.tool_calls {
+        if !calls.is_array() {
+            return Err(Error::invalid("tool_calls", "must be a JSON array"));
+        }
+        if message.role != Role::Assistant {
+            return Err(Error::invalid("tool_calls", "only assistant messages make tool calls"));
+        }
+    }
+    if message.tool_call_id.is_some() && message.role != Role::Tool {
+        return Err(Error::invalid("tool_call_id", "only tool messages answer a tool call"));
+    }
+    Ok(())
+}
+
+/// Appends messages to a session, numbering them after its last one.
+///
+/// Call inside an immediate transaction: the seq is read and written in one step, so two
+/// writers never hand out the same number.
+pub fn append(conn: &Connection, session: SessionId, messages: &[NewMessage]) -> Result<Vec<MessageId>> {
+    for message in messages {
+        validate(message)?;
+    }
+    let next_seq: i64 = conn
+        .prepare_cached("SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE session_id = ?1")?
+        .query_row([session], |row| row.get(0))?;
+    let mut insert = conn.prepare_cached(
+        "INSERT INTO messages(session_id, seq, role, content, tool_calls, tool_call_id, name,
+                              created_at, token_count, pinned)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    )?;
+    let mut ids = Vec::with_capacity(messages.len());
+    let mut newest = f64::MIN;
+    for (seq, message) in (next_seq..).zip(messages) {
+        let created_at = to_unix(message.created_at);
+        newest = newest.max(created_at);
+        insert.execute(params![
+            session,
+            seq,
+            message.role.as_str(),
+            message.content,
+            message.tool_calls.as_ref().map(|calls| calls.to_string()),
+            message.tool_call_id,
+            message.name,
+            created_at,
+            message.token_count,
+            message.pinned,
+        ])?;
+        ids.push(MessageId(conn.last_insert_rowid()));
+    }
+    if !messages.is_empty() {
+        conn.prepare_cached("UPDATE sessions SET last_active_at = MAX(last_active_at, ?2) WHERE id = ?1")?
+            .execute(params![session, newest])?;
+    }
+    Ok(ids)
+}
+
+/// One message by id.
+pub fn by_id(conn: &Connection, id: MessageId) -> Result<Message> {
+    let sql = format!("SELECT {} FROM messages m WHERE m.id = ?1", Message::COLUMNS);
+    conn.prepare_cached(&sql)?
+        .query_row([id], Message::from_row)
+        .optional()?
+        .ok_or_else(|| Error::NotFound(format!("message {id}")))
+}
+
+/// The messages of a session whose seq lies in `seqs`, in order.
+pub fn range(conn: &Connection, session: SessionId, seqs: RangeInclusive<i64>) -> Result<Vec<Message>> {
+    let sql = format!(
+        "SELECT {} FROM messages m WHERE m.session_id = ?1 AND m.seq BETWEEN ?2 AND ?3 ORDER BY m.seq",
+        Message::COLUMNS
+    );
+    query_all(conn, &sql, params![session, seqs.start(), seqs.end()], Message::from_row)
+}
+
+/// The messages a Level-0 node covers, in order.
+pub fn covered_by(conn: &Connection, node: crate::NodeId) -> Result<Vec<Message>> {
+    let sql = format!("SELECT {} FROM messages m WHERE m.summary_id = ?1 ORDER BY m.seq", Message::COLUMNS);
+    query_all(conn, &sql, [node], Message::from_row)
+}
+
+/// Sets or clears the pin of a message. A message already folded into a summary cannot be
+/// pinned: it is no longer in the context to keep.
+pub fn set_pinned(conn: &Connection, id: MessageId, pinned: bool) -> Result<()> {
+    let message = by_id(conn, id)?;
+    if pinned && message.summary_id.is_some() {
+        return Err(Error::invalid("pin", format!("message {id} is already compacted")));
+    }
+    conn.prepare_cached("UPDATE messages SET pinned = ?2 WHERE id = ?1")?.execute(params![id, pinned])?;
+    Ok(())
+}

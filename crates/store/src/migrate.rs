@@ -1,0 +1,108 @@
+//! Schema migrations: numbered SQL files applied by `PRAGMA user_version`.
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use crate::error::{Error, Result};
+
+/// The migrations, in order. Version N is the state after applying the first N files.
+/// Never edit a released file: add a new one.
+const MIGRATIONS: &[&str] =
+    &[include_str!("../../../schema/0001_init.sql"), include_str!("../../../schema/0002_search.sql")];
+
+/// The schema version this build creates and understands.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Brings the database to [`SCHEMA_VERSION`], refusing files from a newer strata.
+pub(crate) fn migrate(conn: &mut Connection) -> Result<()> {
+    migrate_to(conn, SCHEMA_VERSION)
+}
+
+/// Applies the missing migrations up to `target` in one immediate transaction, so two
+/// processes opening a new file at once cannot both apply them and a crash leaves the old
+/// version intact.
+pub(crate) fn migrate_to(conn: &mut Connection, target: i64) -> Result<()> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let current: i64 = tx.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    if current > SCHEMA_VERSION {
+        return Err(Error::SchemaTooNew { found: current, supported: SCHEMA_VERSION });
+    }
+    if current >= target {
+        return Ok(());
+    }
+    for (index, sql) in MIGRATIONS.iter().enumerate().take(target as usize).skip(current as usize) {
+        tracing::debug!(version = index + 1, "applying migration");
+        tx.execute_batch(sql)?;
+    }
+    tx.pragma_update(None, "user_version", target)?;
+    tx.commit()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::{DEFAULT_BUSY_TIMEOUT, init_connection, open_connection};
+
+    fn schema_of(conn: &Connection) -> Vec<(String, String, Option<String>)> {
+        let mut stmt = conn.prepare("SELECT type, name, sql FROM sqlite_master ORDER BY type, name").unwrap();
+        stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    }
+
+    #[test]
+    fn upgraded_step_by_step_equals_fresh() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut fresh = open_connection(&dir.path().join("fresh.db"), DEFAULT_BUSY_TIMEOUT).unwrap();
+        migrate(&mut fresh).unwrap();
+
+        let mut stepped = open_connection(&dir.path().join("stepped.db"), DEFAULT_BUSY_TIMEOUT).unwrap();
+        for version in 1..=SCHEMA_VERSION {
+            migrate_to(&mut stepped, version).unwrap();
+            let found: i64 = stepped.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
+            assert_eq!(found, version);
+            if version == 1 {
+                // Data written under an old schema must survive and be indexed by later ones.
+                stepped
+                    .execute_batch(
+                        "INSERT INTO sessions(key, role, created_at, last_active_at) VALUES ('s', 'p', 0, 0);
+                         INSERT INTO messages(session_id, seq, role, content, created_at, token_count)
+                             VALUES (1, 0, 'user', 'needle in the haystack', 0, 5);",
+                    )
+                    .unwrap();
+            }
+        }
+        assert_eq!(schema_of(&fresh), schema_of(&stepped));
+        let hits: i64 = stepped
+            .query_row("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH '\"needle\"'", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(hits, 1, "migration 2 indexes rows written under version 1");
+        let backlog: i64 =
+            stepped.query_row("SELECT count(*) FROM embedding_backlog", [], |r| r.get(0)).unwrap();
+        assert_eq!(backlog, 1, "migration 2 queues old rows for embedding");
+    }
+
+    #[test]
+    fn newer_database_is_refused_and_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("new.db");
+        let mut conn = open_connection(&path, DEFAULT_BUSY_TIMEOUT).unwrap();
+        migrate(&mut conn).unwrap();
+        conn.pragma_update(None, "user_version", SCHEMA_VERSION + 7).unwrap();
+        drop(conn);
+
+        let mut conn = open_connection(&path, DEFAULT_BUSY_TIMEOUT).unwrap();
+        init_connection(&conn, DEFAULT_BUSY_TIMEOUT).unwrap();
+        let err = migrate(&mut conn).unwrap_err();
+        assert!(
+            matches!(err, Error::SchemaTooNew { found, supported } if found == SCHEMA_VERSION + 7 && supported == SCHEMA_VERSION),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("newer than this strata supports"));
+        let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
+        assert_eq!(version, SCHEMA_VERSION + 7);
+    }
+}

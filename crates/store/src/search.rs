@@ -1,0 +1,356 @@
+//! Keyword search over messages, summaries and memories (FTS5, trigram tokenizer).
+//!
+//! Whatever text arrives here (from a user or from a model) is parsed into plain fragments and
+//! handed to FTS5 only as quoted strings or as bound `LIKE` patterns: FTS operators such as
+//! `NEAR`, `OR`, `-`, `^`, column filters and parentheses lose their meaning.
+
+use chrono::{DateTime, Utc};
+use rusqlite::types::Value;
+use rusqlite::{Connection, params_from_iter};
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::types::{Category, Level, SessionId, from_unix, to_unix};
+
+/// Most fragments a query may have; more are dropped (the search only gets broader).
+const MAX_TERMS: usize = 32;
+/// Most characters per fragment.
+const MAX_TERM_CHARS: usize = 200;
+/// The trigram index only helps for fragments of three characters or more.
+const TRIGRAM: usize = 3;
+
+/// A parsed keyword query: fragments that must all appear, case-insensitively, in any order.
+///
+/// - Words separated by spaces are separate fragments.
+/// - `"quoted text"` is one fragment, spaces included.
+/// - `*` stands for any text, so it splits a word into fragments (`merg*` finds `merge`,
+///   `merging`; `err*timeout` needs both pieces).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TextQuery {
+    terms: Vec<String>,
+}
+
+impl TextQuery {
+    /// Parses query text. Fails only when nothing searchable is left (e.g. `*` or `""`).
+    pub fn parse(input: &str) -> Result<TextQuery> {
+        let mut terms = Vec::new();
+        let mut push = |text: &str| {
+            for fragment in text.split('*') {
+                let fragment = fragment.split_whitespace().collect::<Vec<_>>().join(" ");
+                if !fragment.is_empty() && terms.len() < MAX_TERMS {
+                    terms.push(fragment.chars().take(MAX_TERM_CHARS).collect::<String>());
+                }
+            }
+        };
+        let mut rest = input;
+        while let Some(quote) = rest.find('"') {
+            rest[..quote].split_whitespace().for_each(&mut push);
+            let after = &rest[quote + 1..];
+            let end = after.find('"').unwrap_or(after.len());
+            push(&after[..end]);
+            rest = after.get(end + 1..).unwrap_or("");
+        }
+        rest.split_whitespace().for_each(&mut push);
+        terms.dedup();
+        if terms.is_empty() {
+            return Err(Error::invalid("query", "has no searchable text (only spaces, quotes or `*`)"));
+        }
+        Ok(TextQuery { terms })
+    }
+
+    /// The fragments, in order.
+    pub fn terms(&self) -> &[String] {
+        &self.terms
+    }
+
+    /// The FTS5 MATCH expression for the long fragments: each one a quoted string, joined by
+    /// spaces (implicit AND). `None` when every fragment is too short for the trigram index.
+    pub fn match_expression(&self) -> Option<String> {
+        let quoted: Vec<String> = self
+            .terms
+            .iter()
+            .filter(|term| term.chars().count() >= TRIGRAM)
+            .map(|term| format!("\"{}\"", term.replace('"', "\"\"")))
+            .collect();
+        (!quoted.is_empty()).then(|| quoted.join(" "))
+    }
+
+    /// `LIKE` patterns (escape character `\`) for the fragments too short for the index.
+    pub fn like_patterns(&self) -> Vec<String> {
+        self.terms
+            .iter()
+            .filter(|term| term.chars().count() < TRIGRAM)
+            .map(|term| {
+                let escaped = term.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
+                format!("%{escaped}%")
+            })
+            .collect()
+    }
+}
+
+/// What a hit is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HitKind {
+    /// A stored message.
+    Message,
+    /// A summary node.
+    Summary,
+    /// An agent memory.
+    Memory,
+}
+
+impl HitKind {
+    /// The name used in tool answers.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HitKind::Message => "message",
+            HitKind::Summary => "summary",
+            HitKind::Memory => "memory",
+        }
+    }
+}
+
+/// Restricts a search.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SearchFilter {
+    /// Only this persona's rows. Always set: there is no cross-persona search.
+    pub persona: String,
+    /// Only this session's messages and summaries (memories belong to the persona, not a session).
+    pub session: Option<SessionId>,
+    /// Inclusive lower time bound.
+    pub start: Option<DateTime<Utc>>,
+    /// Exclusive upper time bound.
+    pub end: Option<DateTime<Utc>>,
+    /// Which kinds to search.
+    pub kinds: Vec<HitKind>,
+    /// Most hits per kind.
+    pub limit: usize,
+}
+
+impl SearchFilter {
+    /// Every kind of one persona, up to 20 hits.
+    pub fn persona(persona: impl Into<String>) -> SearchFilter {
+        SearchFilter {
+            persona: persona.into(),
+            session: None,
+            start: None,
+            end: None,
+            kinds: vec![HitKind::Message, HitKind::Summary, HitKind::Memory],
+            limit: 20,
+        }
+    }
+}
+
+/// One keyword hit.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TextHit {
+    /// What was found.
+    pub kind: HitKind,
+    /// Its id (message id, node id or memory id).
+    pub id: i64,
+    /// The session of a message or summary.
+    pub session_id: Option<SessionId>,
+    /// That session's key.
+    pub session: Option<String>,
+    /// Position of a message in its session.
+    pub seq: Option<i64>,
+    /// Message role, or `summary`/`memory`.
+    pub role: String,
+    /// Level of a summary node.
+    pub level: Option<Level>,
+    /// Category of a memory.
+    pub category: Option<Category>,
+    /// Key of a memory.
+    pub key: Option<String>,
+    /// Message time, summary end time, or memory update time.
+    pub timestamp: DateTime<Utc>,
+    /// The matching text with matches between `«` and `»`.
+    pub snippet: String,
+    /// FTS5 bm25 rank: lower is better. Zero for hits found by `LIKE` alone.
+    pub rank: f64,
+}
+
+struct KindSql {
+    fts: &'static str,
+    select: &'static str,
+    from: &'static str,
+    time: &'static str,
+    session: &'static str,
+    persona: &'static str,
+    /// The columns the short-fragment `LIKE`s test (any of them may hold the fragment).
+    text_columns: &'static [&'static str],
+}
+
+const MESSAGES: KindSql = KindSql {
+    fts: "messages_fts",
+    select: "m.id, m.session_id, s.key, m.seq, m.role, NULL, NULL, NULL, m.created_at, \
+             snippet(messages_fts, 0, '«', '»', '…', 24)",
+    from: "messages_fts JOIN messages m ON m.id = messages_fts.rowid JOIN sessions s ON s.id = m.session_id",
+    time: "m.created_at",
+    session: "m.session_id",
+    persona: "s.role",
+    text_columns: &["messages_fts.content"],
+};
+
+const SUMMARIES: KindSql = KindSql {
+    fts: "summaries_fts",
+    select: "n.id, n.session_id, s.key, NULL, 'summary', n.level, NULL, NULL, n.end_time, \
+             snippet(summaries_fts, -1, '«', '»', '…', 24)",
+    from: "summaries_fts JOIN summary_nodes n ON n.id = summaries_fts.rowid JOIN sessions s ON s.id = n.session_id",
+    time: "n.end_time",
+    session: "n.session_id",
+    persona: "s.role",
+    text_columns: &["summaries_fts.headline", "summaries_fts.body"],
+};
+
+const MEMORIES: KindSql = KindSql {
+    fts: "memories_fts",
+    select: "a.id, NULL, NULL, NULL, 'memory', NULL, a.category, a.key, a.updated_at, \
+             snippet(memories_fts, -1, '«', '»', '…', 24)",
+    from: "memories_fts JOIN agent_memories a ON a.id = memories_fts.rowid",
+    time: "a.updated_at",
+    session: "NULL",
+    persona: "a.role",
+    text_columns: &["memories_fts.key", "memories_fts.title", "memories_fts.content"],
+};
+
+/// Keyword search, best rank first (ties: newest first).
+pub fn grep(conn: &Connection, query: &TextQuery, filter: &SearchFilter) -> Result<Vec<TextHit>> {
+    let mut hits = Vec::new();
+    for &kind in &filter.kinds {
+        let sql = match kind {
+            HitKind::Message => &MESSAGES,
+            HitKind::Summary => &SUMMARIES,
+            HitKind::Memory => &MEMORIES,
+        };
+        if kind == HitKind::Memory && filter.session.is_some() {
+            continue;
+        }
+        grep_kind(conn, kind, sql, query, filter, &mut hits)?;
+    }
+    hits.sort_by(|a, b| a.rank.total_cmp(&b.rank).then(b.timestamp.cmp(&a.timestamp)));
+    Ok(hits)
+}
+
+fn grep_kind(
+    conn: &Connection,
+    kind: HitKind,
+    sql: &KindSql,
+    query: &TextQuery,
+    filter: &SearchFilter,
+    hits: &mut Vec<TextHit>,
+) -> Result<()> {
+    // The statement text depends only on the shape of the query (how many short fragments,
+    // whether there is a MATCH); every value, the user's text included, is a bound parameter.
+    let mut conditions = vec![format!("{} = ?", sql.persona)];
+    let mut values: Vec<Value> = vec![Value::Text(filter.persona.clone())];
+    let rank = match query.match_expression() {
+        Some(expression) => {
+            conditions.push(format!("{} MATCH ?", sql.fts));
+            values.push(Value::Text(expression));
+            format!("bm25({})", sql.fts)
+        }
+        None => "0.0".to_owned(),
+    };
+    for pattern in query.like_patterns() {
+        let any_column: Vec<String> =
+            sql.text_columns.iter().map(|column| format!("{column} LIKE ? ESCAPE '\\'")).collect();
+        conditions.push(format!("({})", any_column.join(" OR ")));
+        values.extend(sql.text_columns.iter().map(|_| Value::Text(pattern.clone())));
+    }
+    if let Some(start) = filter.start {
+        conditions.push(format!("{} >= ?", sql.time));
+        values.push(Value::Real(to_unix(start)));
+    }
+    if let Some(end) = filter.end {
+        conditions.push(format!("{} < ?", sql.time));
+        values.push(Value::Real(to_unix(end)));
+    }
+    if let Some(session) = filter.session {
+        conditions.push(format!("{} = ?", sql.session));
+        values.push(Value::Integer(session.0));
+    }
+    values.push(Value::Integer(filter.limit.min(1000) as i64));
+    let statement = format!(
+        "SELECT {select}, {rank} AS rank FROM {from} WHERE {conditions} ORDER BY rank, {time} DESC LIMIT ?",
+        select = sql.select,
+        from = sql.from,
+        conditions = conditions.join(" AND "),
+        time = sql.time,
+    );
+    let mut stmt = conn.prepare_cached(&statement)?;
+    let rows = stmt.query_map(params_from_iter(values), |row| {
+        let category: Option<String> = row.get(6)?;
+        Ok(TextHit {
+            kind,
+            id: row.get(0)?,
+            session_id: row.get(1)?,
+            session: row.get(2)?,
+            seq: row.get(3)?,
+            role: row.get(4)?,
+            level: row.get(5)?,
+            category: category.and_then(|c| c.parse().ok()),
+            key: row.get(7)?,
+            timestamp: from_unix(row.get(8)?),
+            snippet: row.get(9)?,
+            rank: row.get(10)?,
+        })
+    })?;
+    for hit in rows {
+        hits.push(hit?);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn terms(input: &str) -> Vec<String> {
+        TextQuery::parse(input).unwrap().terms().to_vec()
+    }
+
+    #[test]
+    fn words_phrases_and_wildcards() {
+        assert_eq!(terms("Merge  conflict"), ["Merge", "conflict"]);
+        assert_eq!(terms(r#"the "merge conflict" again"#), ["the", "merge conflict", "again"]);
+        assert_eq!(terms("merg*"), ["merg"]);
+        assert_eq!(terms("err*timeout"), ["err", "timeout"]);
+        assert_eq!(terms(r#"unterminated "quote here"#), ["unterminated", "quote here"]);
+        assert_eq!(terms("数据库 迁移"), ["数据库", "迁移"]);
+    }
+
+    #[test]
+    fn nothing_searchable_is_an_error() {
+        for input in ["", "   ", "*", "\"\"", "* * *", "\" \""] {
+            let err = TextQuery::parse(input).unwrap_err();
+            assert!(err.to_string().contains("no searchable text"), "{input:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn fts_operators_are_quoted() {
+        let query = TextQuery::parse(r#"a OR b NEAR(c d) -e col:f "g""h" ^i"#).unwrap();
+        assert_eq!(query.match_expression().unwrap(), r#""NEAR(c" "col:f""#);
+        let query = TextQuery::parse(r#"say "it's ""quoted"" ok""#).unwrap();
+        for term in query.match_expression().unwrap().split("\" \"") {
+            assert_eq!(term.trim_matches('"').matches('"').count() % 2, 0, "{term}");
+        }
+    }
+
+    #[test]
+    fn short_fragments_become_escaped_like_patterns() {
+        let query = TextQuery::parse("a% _b 迁移 longer").unwrap();
+        assert_eq!(query.like_patterns(), [r"%a\%%", r"%\_b%", "%迁移%"]);
+        assert_eq!(query.match_expression().unwrap(), "\"longer\"");
+    }
+
+    #[test]
+    fn huge_input_is_capped() {
+        let input = "word ".repeat(5000) + &"x".repeat(10_000);
+        let query = TextQuery::parse(&input).unwrap();
+        assert!(query.terms().len() <= MAX_TERMS);
+        assert!(query.terms().iter().all(|t| t.chars().count() <= MAX_TERM_CHARS));
+    }
+}

@@ -1,0 +1,359 @@
+//! The `Store` type: owns the pool and every transaction boundary.
+
+use std::collections::HashMap;
+use std::ops::RangeInclusive;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use rusqlite::{Connection, Transaction, TransactionBehavior};
+use serde::Serialize;
+
+use crate::db::{self, Pool};
+use crate::error::{Error, Result};
+use crate::memories::{self, MemoryWrite};
+use crate::search::{self, HitKind, SearchFilter, TextHit, TextQuery};
+use crate::types::{
+    Category, Level, Memory, Message, MessageId, NewMessage, NewSummary, NodeId, Session, SessionId,
+    SummaryNode, Writer,
+};
+use crate::vectors::{self, BacklogItem};
+use crate::{messages, migrate, nodes, sessions};
+
+/// A message to append to a session named by key, as read from a transcript.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IncomingMessage {
+    /// The session's key; created on first use.
+    pub session_key: String,
+    /// The persona a new session is bound to (must match an existing one).
+    pub persona: String,
+    /// The message.
+    pub message: NewMessage,
+}
+
+/// Counts for `strata stats`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Stats {
+    /// Sessions.
+    pub sessions: u64,
+    /// Messages.
+    pub messages: u64,
+    /// Messages covered by a Level-0 node.
+    pub compacted_messages: u64,
+    /// Sum of cached message token counts.
+    pub message_tokens: u64,
+    /// Summary nodes per level, index = level.
+    pub nodes_per_level: Vec<u64>,
+    /// Agent memories.
+    pub memories: u64,
+    /// Rows waiting for a vector.
+    pub embedding_backlog: u64,
+    /// Size of the database file (without the WAL), in bytes.
+    pub file_bytes: u64,
+}
+
+/// A strata database: one SQLite file in WAL mode, shared by a pool of connections.
+///
+/// Cheap to clone; every clone uses the same pool. Writes run in short immediate transactions,
+/// so concurrent writers queue on the lock (up to the busy timeout) instead of failing.
+#[derive(Clone, Debug)]
+pub struct Store {
+    pool: Pool,
+    path: PathBuf,
+}
+
+impl Store {
+    /// Opens the database at `path`, creating it and bringing its schema up to date.
+    ///
+    /// A file written by a newer strata is refused with [`Error::SchemaTooNew`] and left alone;
+    /// a file that is not a SQLite database gives [`Error::Corrupt`].
+    pub fn open(path: impl AsRef<Path>) -> Result<Store> {
+        Store::open_with_timeout(path, db::DEFAULT_BUSY_TIMEOUT)
+    }
+
+    /// Like [`Store::open`], with the time a writer waits for the lock before [`Error::Busy`].
+    pub fn open_with_timeout(path: impl AsRef<Path>, busy_timeout: Duration) -> Result<Store> {
+        let path = path.as_ref().to_path_buf();
+        // The first connection is opened by hand so that its errors keep their detail; the pool
+        // would reduce them to a message.
+        let mut conn = db::open_connection(&path, busy_timeout)?;
+        migrate::migrate(&mut conn)?;
+        drop(conn);
+        Ok(Store { pool: db::pool(&path, busy_timeout)?, path })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        let conn = self.pool.get()?;
+        f(&conn)
+    }
+
+    /// Runs `f` in an immediate transaction: it takes the write lock at the start, so a
+    /// read-then-write inside it cannot fail half-way with `SQLITE_BUSY`.
+    fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
+        let mut conn = self.pool.get()?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let value = f(&tx)?;
+        tx.commit()?;
+        Ok(value)
+    }
+
+    // Sessions.
+
+    /// The session with this key, created for `persona` if new. A key bound to another persona
+    /// is refused with [`Error::PersonaMismatch`].
+    pub fn session(&self, key: &str, persona: &str) -> Result<Session> {
+        self.write(|tx| sessions::get_or_create(tx, key, persona, Utc::now()))
+    }
+
+    /// The session with this key, if it exists.
+    pub fn find_session(&self, key: &str) -> Result<Option<Session>> {
+        self.read(|conn| sessions::by_key(conn, key))
+    }
+
+    /// The session with this id.
+    pub fn session_by_id(&self, id: SessionId) -> Result<Session> {
+        self.read(|conn| sessions::by_id(conn, id))
+    }
+
+    /// All sessions, or those of one persona, oldest first.
+    pub fn sessions(&self, persona: Option<&str>) -> Result<Vec<Session>> {
+        self.read(|conn| sessions::list(conn, persona))
+    }
+
+    /// Records that the sync guidelines were injected into this session at `at`.
+    pub fn mark_bootstrap(&self, session: SessionId, at: DateTime<Utc>) -> Result<()> {
+        self.write(|tx| sessions::mark_bootstrap(tx, session, at))
+    }
+
+    // Messages.
+
+    /// Appends messages to a session in one transaction; returns their ids in order.
+    pub fn append(&self, session: SessionId, messages: &[NewMessage]) -> Result<Vec<MessageId>> {
+        self.write(|tx| {
+            sessions::by_id(tx, session)?;
+            messages::append(tx, session, messages)
+        })
+    }
+
+    /// Appends messages to sessions named by key, creating sessions as needed, all in one
+    /// transaction: either every message is stored or none is.
+    pub fn append_many(&self, incoming: &[IncomingMessage]) -> Result<Vec<MessageId>> {
+        let now = Utc::now();
+        self.write(|tx| {
+            let mut session_ids: HashMap<&str, SessionId> = HashMap::new();
+            let mut ids = Vec::with_capacity(incoming.len());
+            // Consecutive messages of one session go in one call, which reads the seq once.
+            for group in incoming.chunk_by(|a, b| a.session_key == b.session_key) {
+                let first = &group[0];
+                let session = match session_ids.get(first.session_key.as_str()) {
+                    Some(&id) => id,
+                    None => {
+                        let id = sessions::get_or_create(tx, &first.session_key, &first.persona, now)?.id;
+                        session_ids.insert(&first.session_key, id);
+                        id
+                    }
+                };
+                if let Some(other) = group.iter().find(|item| item.persona != first.persona) {
+                    return Err(Error::PersonaMismatch {
+                        key: other.session_key.clone(),
+                        existing: first.persona.clone(),
+                        requested: other.persona.clone(),
+                    });
+                }
+                let messages: Vec<NewMessage> = group.iter().map(|item| item.message.clone()).collect();
+                ids.extend(messages::append(tx, session, &messages)?);
+            }
+            Ok(ids)
+        })
+    }
+
+    /// One message by id.
+    pub fn message(&self, id: MessageId) -> Result<Message> {
+        self.read(|conn| messages::by_id(conn, id))
+    }
+
+    /// One message by id, as seen from `persona`: a message of another persona is
+    /// [`Error::NotFound`], exactly like one that does not exist.
+    pub fn message_for(&self, persona: &str, id: MessageId) -> Result<(Message, Session)> {
+        self.read(|conn| {
+            let message = messages::by_id(conn, id)?;
+            let session = sessions::by_id(conn, message.session_id)?;
+            if session.persona != persona {
+                return Err(Error::NotFound(format!("message {id}")));
+            }
+            Ok((message, session))
+        })
+    }
+
+    /// The messages of a session whose seq lies in `seqs`.
+    pub fn messages(&self, session: SessionId, seqs: RangeInclusive<i64>) -> Result<Vec<Message>> {
+        self.read(|conn| messages::range(conn, session, seqs))
+    }
+
+    /// Every message of a session, in order.
+    pub fn all_messages(&self, session: SessionId) -> Result<Vec<Message>> {
+        self.messages(session, 0..=i64::MAX)
+    }
+
+    /// The messages a Level-0 node covers.
+    pub fn covered_messages(&self, node: NodeId) -> Result<Vec<Message>> {
+        self.read(|conn| messages::covered_by(conn, node))
+    }
+
+    /// Pins or unpins a message (pinned messages are never compacted).
+    pub fn set_pinned(&self, id: MessageId, pinned: bool) -> Result<()> {
+        self.write(|tx| messages::set_pinned(tx, id, pinned))
+    }
+
+    // The summary forest.
+
+    /// Atomically inserts a Level-0 node over `first_seq..=last_seq` and links those messages to
+    /// it; refused with [`Error::AlreadyCovered`] if any of them is covered already.
+    pub fn insert_leaf(
+        &self,
+        session: SessionId,
+        first_seq: i64,
+        last_seq: i64,
+        summary: &NewSummary,
+    ) -> Result<SummaryNode> {
+        self.write(|tx| nodes::insert_leaf(tx, session, first_seq, last_seq, summary, Utc::now()))
+    }
+
+    /// Atomically merges adjacent roots of one level into a new node one level up; refused with
+    /// [`Error::AlreadyMerged`] if any of them already has a parent.
+    pub fn merge(&self, children: &[NodeId], summary: &NewSummary) -> Result<SummaryNode> {
+        self.write(|tx| nodes::merge(tx, children, summary, Utc::now()))
+    }
+
+    /// Replaces a node's text if it was written by `expected_summarizer`.
+    pub fn replace_summary(
+        &self,
+        id: NodeId,
+        expected_summarizer: &str,
+        summary: &NewSummary,
+    ) -> Result<SummaryNode> {
+        self.write(|tx| nodes::replace_summary(tx, id, expected_summarizer, summary))
+    }
+
+    /// One node by id.
+    pub fn node(&self, id: NodeId) -> Result<SummaryNode> {
+        self.read(|conn| nodes::by_id(conn, id))
+    }
+
+    /// One node by id, as seen from `persona` (another persona's node is [`Error::NotFound`]).
+    pub fn node_for(&self, persona: &str, id: NodeId) -> Result<(SummaryNode, Session)> {
+        self.read(|conn| {
+            let node = nodes::by_id(conn, id)?;
+            let session = sessions::by_id(conn, node.session_id)?;
+            if session.persona != persona {
+                return Err(Error::NotFound(format!("summary node {id}")));
+            }
+            Ok((node, session))
+        })
+    }
+
+    /// The roots of a session's forest in time order, optionally of one level only.
+    pub fn roots(&self, session: SessionId, level: Option<Level>) -> Result<Vec<SummaryNode>> {
+        self.read(|conn| nodes::roots(conn, session, level))
+    }
+
+    /// Every node of a session, by level then position.
+    pub fn nodes(&self, session: SessionId) -> Result<Vec<SummaryNode>> {
+        self.read(|conn| nodes::all(conn, session))
+    }
+
+    /// The children of a node in time order.
+    pub fn children(&self, id: NodeId) -> Result<Vec<SummaryNode>> {
+        self.read(|conn| nodes::children(conn, id))
+    }
+
+    // Agent memories.
+
+    /// Inserts or replaces a memory. The agent may not write `user_preferences`
+    /// ([`Error::ProtectedCategory`]).
+    pub fn put_memory(&self, writer: Writer, persona: &str, memory: &MemoryWrite<'_>) -> Result<Memory> {
+        self.write(|tx| memories::upsert(tx, writer, persona, memory, Utc::now()))
+    }
+
+    /// One memory of a persona.
+    pub fn memory(&self, persona: &str, category: Category, key: &str) -> Result<Option<Memory>> {
+        self.read(|conn| memories::get(conn, persona, category, key))
+    }
+
+    /// A persona's memories, optionally of one category.
+    pub fn memories(&self, persona: &str, category: Option<Category>) -> Result<Vec<Memory>> {
+        self.read(|conn| memories::list(conn, persona, category))
+    }
+
+    /// Deletes a memory; returns whether it existed. The agent may not delete `user_preferences`.
+    pub fn delete_memory(
+        &self,
+        writer: Writer,
+        persona: &str,
+        category: Category,
+        key: &str,
+    ) -> Result<bool> {
+        self.write(|tx| memories::delete(tx, writer, persona, category, key))
+    }
+
+    /// Deletes the memories of `category` not written since `cutoff`; returns how many.
+    pub fn purge_memories(&self, category: Category, cutoff: DateTime<Utc>) -> Result<usize> {
+        self.write(|tx| memories::purge_older_than(tx, category, cutoff))
+    }
+
+    // Search.
+
+    /// Keyword search within one persona (see [`TextQuery`] for the query language).
+    pub fn grep(&self, query: &TextQuery, filter: &SearchFilter) -> Result<Vec<TextHit>> {
+        self.read(|conn| search::grep(conn, query, filter))
+    }
+
+    /// Up to `limit` rows waiting for a vector.
+    pub fn embedding_backlog(&self, limit: usize) -> Result<Vec<BacklogItem>> {
+        self.read(|conn| vectors::backlog(conn, limit))
+    }
+
+    /// Stores vectors for backlog items, exactly once each; returns how many were written.
+    pub fn put_embeddings(&self, items: &[(BacklogItem, Vec<f32>)]) -> Result<usize> {
+        self.write(|tx| vectors::put(tx, items))
+    }
+
+    /// The `k` rows of `kind` nearest to `query` within one persona: (id, cosine distance).
+    pub fn nearest(&self, kind: HitKind, persona: &str, query: &[f32], k: usize) -> Result<Vec<(i64, f64)>> {
+        self.read(|conn| vectors::nearest(conn, kind, persona, query, k))
+    }
+
+    /// Counts of everything stored.
+    pub fn stats(&self) -> Result<Stats> {
+        self.read(|conn| {
+            let count = |sql: &str| -> Result<u64> {
+                Ok(conn.query_row(sql, [], |row| row.get::<_, i64>(0))? as u64)
+            };
+            let mut nodes_per_level = Vec::new();
+            let mut stmt =
+                conn.prepare("SELECT level, count(*) FROM summary_nodes GROUP BY level ORDER BY level")?;
+            for row in
+                stmt.query_map([], |row| Ok((row.get::<_, i64>(0)? as usize, row.get::<_, i64>(1)? as u64)))?
+            {
+                let (level, n) = row?;
+                nodes_per_level.resize(level + 1, 0);
+                nodes_per_level[level] = n;
+            }
+            Ok(Stats {
+                sessions: count("SELECT count(*) FROM sessions")?,
+                messages: count("SELECT count(*) FROM messages")?,
+                compacted_messages: count("SELECT count(*) FROM messages WHERE summary_id IS NOT NULL")?,
+                message_tokens: count("SELECT COALESCE(SUM(token_count), 0) FROM messages")?,
+                nodes_per_level,
+                memories: count("SELECT count(*) FROM agent_memories")?,
+                embedding_backlog: vectors::backlog_len(conn)?,
+                file_bytes: std::fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0),
+            })
+        })
+    }
+}

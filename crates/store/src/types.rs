@@ -1,0 +1,407 @@
+//! Row types and the small value types they are made of.
+
+use std::fmt;
+
+use chrono::{DateTime, TimeZone, Utc};
+use rusqlite::Row;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+macro_rules! id_type {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[serde(transparent)]
+        pub struct $name(pub i64);
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                self.0.fmt(f)
+            }
+        }
+
+        impl rusqlite::ToSql for $name {
+            fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+                self.0.to_sql()
+            }
+        }
+
+        impl rusqlite::types::FromSql for $name {
+            fn column_result(value: rusqlite::types::ValueRef<'_>) -> rusqlite::types::FromSqlResult<Self> {
+                i64::column_result(value).map($name)
+            }
+        }
+    };
+}
+
+id_type!(
+    /// The id of a session (a conversation).
+    SessionId
+);
+id_type!(
+    /// The id of a stored message, unique across the database.
+    MessageId
+);
+id_type!(
+    /// The id of a summary node, unique across the database.
+    NodeId
+);
+id_type!(
+    /// The id of an agent memory.
+    MemoryId
+);
+
+/// The level of a summary node: 0 covers messages, L+1 covers level-L nodes.
+pub type Level = u32;
+
+/// Converts a timestamp to the REAL seconds stored in SQLite.
+pub fn to_unix(time: DateTime<Utc>) -> f64 {
+    time.timestamp() as f64 + f64::from(time.timestamp_subsec_nanos()) / 1e9
+}
+
+/// Converts stored REAL seconds back to a timestamp (millisecond precision).
+pub fn from_unix(seconds: f64) -> DateTime<Utc> {
+    let millis = (seconds * 1000.0).round() as i64;
+    Utc.timestamp_millis_opt(millis).single().unwrap_or(DateTime::UNIX_EPOCH)
+}
+
+/// Who sent a message, in the OpenAI chat vocabulary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Instructions from the application.
+    System,
+    /// The human.
+    User,
+    /// The model.
+    Assistant,
+    /// The result of a tool call.
+    Tool,
+}
+
+impl Role {
+    /// The name stored in the database and used on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        }
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Role {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Role> {
+        match s {
+            "system" => Ok(Role::System),
+            "user" => Ok(Role::User),
+            "assistant" => Ok(Role::Assistant),
+            "tool" => Ok(Role::Tool),
+            other => {
+                Err(Error::invalid("role", format!("{other:?} is not one of system, user, assistant, tool")))
+            }
+        }
+    }
+}
+
+/// A conversation, bound to one persona for its whole life.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Session {
+    /// Database id.
+    pub id: SessionId,
+    /// The caller's id for the conversation.
+    pub key: String,
+    /// The persona (role scope) every tool call of this session is confined to.
+    pub persona: String,
+    /// When the session was created.
+    pub created_at: DateTime<Utc>,
+    /// Time of the newest message.
+    pub last_active_at: DateTime<Utc>,
+    /// When the sync guidelines were last injected, if ever.
+    pub last_bootstrap_at: Option<DateTime<Utc>>,
+}
+
+impl Session {
+    pub(crate) const COLUMNS: &'static str = "id, key, role, created_at, last_active_at, last_bootstrap_at";
+
+    pub(crate) fn from_row(row: &Row<'_>) -> rusqlite::Result<Session> {
+        Ok(Session {
+            id: row.get(0)?,
+            key: row.get(1)?,
+            persona: row.get(2)?,
+            created_at: from_unix(row.get(3)?),
+            last_active_at: from_unix(row.get(4)?),
+            last_bootstrap_at: row.get::<_, Option<f64>>(5)?.map(from_unix),
+        })
+    }
+}
+
+/// A message to append. The store assigns its id and seq.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewMessage {
+    /// Who sent it.
+    pub role: Role,
+    /// The text, verbatim.
+    pub content: String,
+    /// Tool calls made by an assistant message: a JSON array in the OpenAI format.
+    pub tool_calls: Option<serde_json::Value>,
+    /// For a tool result: the id of the call it answers.
+    pub tool_call_id: Option<String>,
+    /// Optional participant or tool name.
+    pub name: Option<String>,
+    /// When it was sent.
+    pub created_at: DateTime<Utc>,
+    /// Its size in tokens, counted by the caller's tokenizer (the store knows nothing of models).
+    pub token_count: u32,
+    /// Pinned messages are never compacted.
+    pub pinned: bool,
+}
+
+impl NewMessage {
+    /// A plain text message sent now, with its token count still to be filled in.
+    pub fn text(role: Role, content: impl Into<String>) -> NewMessage {
+        NewMessage {
+            role,
+            content: content.into(),
+            tool_calls: None,
+            tool_call_id: None,
+            name: None,
+            created_at: Utc::now(),
+            token_count: 0,
+            pinned: false,
+        }
+    }
+}
+
+/// A stored message.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Message {
+    /// Database id.
+    pub id: MessageId,
+    /// The session it belongs to.
+    pub session_id: SessionId,
+    /// 0-based position in its session.
+    pub seq: i64,
+    /// Who sent it.
+    pub role: Role,
+    /// The text, verbatim.
+    pub content: String,
+    /// Tool calls (JSON array), for assistant messages that made some.
+    pub tool_calls: Option<serde_json::Value>,
+    /// For a tool result: the id of the call it answers.
+    pub tool_call_id: Option<String>,
+    /// Optional participant or tool name.
+    pub name: Option<String>,
+    /// When it was sent.
+    pub created_at: DateTime<Utc>,
+    /// Cached token count.
+    pub token_count: u32,
+    /// Never compacted.
+    pub pinned: bool,
+    /// The Level-0 node that covers it; `None` while it is uncompacted.
+    pub summary_id: Option<NodeId>,
+}
+
+impl Message {
+    pub(crate) const COLUMNS: &'static str = "m.id, m.session_id, m.seq, m.role, m.content, m.tool_calls, \
+         m.tool_call_id, m.name, m.created_at, m.token_count, m.pinned, m.summary_id";
+
+    pub(crate) fn from_row(row: &Row<'_>) -> rusqlite::Result<Message> {
+        let role: String = row.get(3)?;
+        let tool_calls: Option<String> = row.get(5)?;
+        Ok(Message {
+            id: row.get(0)?,
+            session_id: row.get(1)?,
+            seq: row.get(2)?,
+            role: role.parse().map_err(|e| {
+                rusqlite::Error::FromSqlConversionFailure(3, rusqlite::types::Type::Text, Box::new(e))
+            })?,
+            content: row.get(4)?,
+            tool_calls: tool_calls.map(|text| serde_json::from_str(&text)).transpose().map_err(|e| {
+                rusqlite::Error::FromSqlConversionFailure(5, rusqlite::types::Type::Text, Box::new(e))
+            })?,
+            tool_call_id: row.get(6)?,
+            name: row.get(7)?,
+            created_at: from_unix(row.get(8)?),
+            token_count: row.get(9)?,
+            pinned: row.get(10)?,
+            summary_id: row.get(11)?,
+        })
+    }
+}
+
+/// The text of a new summary node, written by a summarizer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewSummary {
+    /// One sentence (level of detail 1).
+    pub headline: String,
+    /// Structured body: timeline, decisions, pitfalls, files (level of detail 2).
+    pub body: String,
+    /// Tokens of headline + body, counted by the caller.
+    pub token_count: u32,
+    /// Model id, `extractive` or `raw-archive`.
+    pub summarizer: String,
+}
+
+/// A node of the summary forest.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SummaryNode {
+    /// Database id.
+    pub id: NodeId,
+    /// The session whose messages it covers.
+    pub session_id: SessionId,
+    /// 0 for nodes over messages, L+1 for nodes over level-L nodes.
+    pub level: Level,
+    /// The level+1 node it was merged into, if any. Roots have none.
+    pub parent_id: Option<NodeId>,
+    /// One sentence.
+    pub headline: String,
+    /// The structured summary.
+    pub body: String,
+    /// First covered message seq.
+    pub first_seq: i64,
+    /// Last covered message seq (inclusive).
+    pub last_seq: i64,
+    /// Time of the first covered message.
+    pub start_time: DateTime<Utc>,
+    /// Time of the last covered message.
+    pub end_time: DateTime<Utc>,
+    /// Tokens of headline + body.
+    pub token_count: u32,
+    /// Tokens of what it summarizes (messages for level 0, children for higher levels).
+    pub source_token_count: u32,
+    /// Model id, `extractive` or `raw-archive`.
+    pub summarizer: String,
+    /// When the node was written.
+    pub created_at: DateTime<Utc>,
+}
+
+impl SummaryNode {
+    pub(crate) const COLUMNS: &'static str = "n.id, n.session_id, n.level, n.parent_id, n.headline, n.body, \
+         n.first_seq, n.last_seq, n.start_time, n.end_time, n.token_count, n.source_token_count, \
+         n.summarizer, n.created_at";
+
+    pub(crate) fn from_row(row: &Row<'_>) -> rusqlite::Result<SummaryNode> {
+        Ok(SummaryNode {
+            id: row.get(0)?,
+            session_id: row.get(1)?,
+            level: row.get(2)?,
+            parent_id: row.get(3)?,
+            headline: row.get(4)?,
+            body: row.get(5)?,
+            first_seq: row.get(6)?,
+            last_seq: row.get(7)?,
+            start_time: from_unix(row.get(8)?),
+            end_time: from_unix(row.get(9)?),
+            token_count: row.get(10)?,
+            source_token_count: row.get(11)?,
+            summarizer: row.get(12)?,
+            created_at: from_unix(row.get(13)?),
+        })
+    }
+}
+
+/// The three memory categories.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Category {
+    /// Task progress: read-write for the agent.
+    Progress,
+    /// The user's preferences: only the user may write them.
+    UserPreferences,
+    /// Notes.
+    Memo,
+}
+
+impl Category {
+    /// Every category, in display order.
+    pub const ALL: [Category; 3] = [Category::UserPreferences, Category::Progress, Category::Memo];
+
+    /// The name stored in the database.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Category::Progress => "progress",
+            Category::UserPreferences => "user_preferences",
+            Category::Memo => "memo",
+        }
+    }
+}
+
+impl fmt::Display for Category {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Category {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Category> {
+        match s {
+            "progress" => Ok(Category::Progress),
+            "user_preferences" => Ok(Category::UserPreferences),
+            "memo" => Ok(Category::Memo),
+            other => Err(Error::invalid(
+                "category",
+                format!("{other:?} is not one of progress, user_preferences, memo"),
+            )),
+        }
+    }
+}
+
+/// Who is writing a memory: the rules differ.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Writer {
+    /// The human, through the CLI or the embedding application: may write every category.
+    User,
+    /// The model, through a tool: may not write `user_preferences`.
+    Agent,
+}
+
+/// A row of `agent_memories`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Memory {
+    /// Database id.
+    pub id: MemoryId,
+    /// Its category.
+    pub category: Category,
+    /// snake_case key, unique per category and persona.
+    pub key: String,
+    /// Human-readable label.
+    pub title: String,
+    /// Markdown or JSON, at most 500 characters.
+    pub content: String,
+    /// Last write.
+    pub updated_at: DateTime<Utc>,
+    /// The persona it belongs to.
+    pub persona: String,
+}
+
+impl Memory {
+    pub(crate) const COLUMNS: &'static str = "id, category, key, title, content, updated_at, role";
+
+    pub(crate) fn from_row(row: &Row<'_>) -> rusqlite::Result<Memory> {
+        let category: String = row.get(1)?;
+        Ok(Memory {
+            id: row.get(0)?,
+            category: category.parse().map_err(|e| {
+                rusqlite::Error::FromSqlConversionFailure(1, rusqlite::types::Type::Text, Box::new(e))
+            })?,
+            key: row.get(2)?,
+            title: row.get(3)?,
+            content: row.get(4)?,
+            updated_at: from_unix(row.get(5)?),
+            persona: row.get(6)?,
+        })
+    }
+}

@@ -1,0 +1,129 @@
+//! Vectors in sqlite-vec: the embedding backlog and k-nearest queries, per persona.
+
+use rusqlite::{Connection, params};
+
+use crate::db::query_all;
+use crate::error::{Error, Result};
+use crate::search::HitKind;
+use crate::vec::to_blob;
+
+/// Dimensions of every stored vector (all-MiniLM-L6-v2).
+pub const EMBEDDING_DIM: usize = 384;
+
+/// A row still waiting for its vector.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BacklogItem {
+    /// Which table.
+    pub kind: HitKind,
+    /// Its id there.
+    pub id: i64,
+    /// The persona it belongs to (the vector's partition).
+    pub persona: String,
+    /// The text to embed.
+    pub text: String,
+}
+
+const BACKLOG: [(HitKind, &str); 3] = [
+    (
+        HitKind::Memory,
+        "SELECT b.item_id, a.role, a.title || ': ' || a.content FROM embedding_backlog b
+         JOIN agent_memories a ON a.id = b.item_id WHERE b.kind = 'memory' ORDER BY b.item_id LIMIT ?1",
+    ),
+    (
+        HitKind::Summary,
+        "SELECT b.item_id, s.role, n.headline || char(10) || n.body FROM embedding_backlog b
+         JOIN summary_nodes n ON n.id = b.item_id JOIN sessions s ON s.id = n.session_id
+         WHERE b.kind = 'summary' ORDER BY b.item_id LIMIT ?1",
+    ),
+    (
+        HitKind::Message,
+        "SELECT b.item_id, s.role, m.content FROM embedding_backlog b
+         JOIN messages m ON m.id = b.item_id JOIN sessions s ON s.id = m.session_id
+         WHERE b.kind = 'message' ORDER BY b.item_id LIMIT ?1",
+    ),
+];
+
+fn table(kind: HitKind) -> &'static str {
+    match kind {
+        HitKind::Message => "messages_vec",
+        HitKind::Summary => "summaries_vec",
+        HitKind::Memory => "memories_vec",
+    }
+}
+
+/// Up to `limit` rows waiting for a vector: memories first, then summaries, then messages.
+pub fn backlog(conn: &Connection, limit: usize) -> Result<Vec<BacklogItem>> {
+    let mut items = Vec::new();
+    for (kind, sql) in BACKLOG {
+        let left = limit.saturating_sub(items.len());
+        if left == 0 {
+            break;
+        }
+        items.extend(query_all(conn, sql, [left as i64], |row| {
+            Ok(BacklogItem { kind, id: row.get(0)?, persona: row.get(1)?, text: row.get(2)? })
+        })?);
+    }
+    Ok(items)
+}
+
+/// How many rows wait for a vector.
+pub fn backlog_len(conn: &Connection) -> Result<u64> {
+    let count: i64 =
+        conn.prepare_cached("SELECT count(*) FROM embedding_backlog")?.query_row([], |row| row.get(0))?;
+    Ok(count as u64)
+}
+
+/// Stores vectors for backlog items and takes them off the backlog. Call inside an immediate
+/// transaction. An item no longer on the backlog (another worker stored it first) is skipped,
+/// so every row is embedded exactly once. Returns how many vectors were written.
+pub fn put(conn: &Connection, items: &[(BacklogItem, Vec<f32>)]) -> Result<usize> {
+    let mut written = 0;
+    for (item, vector) in items {
+        if vector.len() != EMBEDDING_DIM {
+            return Err(Error::invalid(
+                "embedding",
+                format!("{} dimensions, expected {EMBEDDING_DIM}", vector.len()),
+            ));
+        }
+        let taken = conn
+            .prepare_cached("DELETE FROM embedding_backlog WHERE kind = ?1 AND item_id = ?2")?
+            .execute(params![item.kind.as_str(), item.id])?;
+        if taken == 0 {
+            continue;
+        }
+        let table = table(item.kind);
+        let blob = to_blob(vector);
+        conn.prepare_cached(&format!("DELETE FROM {table} WHERE rowid = ?1"))?.execute([item.id])?;
+        conn.prepare_cached(&format!("INSERT INTO {table}(rowid, role, embedding) VALUES (?1, ?2, ?3)"))?
+            .execute(params![item.id, item.persona, blob])?;
+        if item.kind == HitKind::Memory {
+            conn.prepare_cached("UPDATE agent_memories SET embedding = ?2 WHERE id = ?1")?
+                .execute(params![item.id, blob])?;
+        }
+        written += 1;
+    }
+    Ok(written)
+}
+
+/// The `k` rows of `kind` nearest to `query` within one persona: (id, cosine distance), nearest first.
+pub fn nearest(
+    conn: &Connection,
+    kind: HitKind,
+    persona: &str,
+    query: &[f32],
+    k: usize,
+) -> Result<Vec<(i64, f64)>> {
+    if query.len() != EMBEDDING_DIM {
+        return Err(Error::invalid(
+            "embedding",
+            format!("{} dimensions, expected {EMBEDDING_DIM}", query.len()),
+        ));
+    }
+    let sql = format!(
+        "SELECT rowid, distance FROM {} WHERE embedding MATCH ?1 AND k = ?2 AND role = ?3 ORDER BY distance",
+        table(kind)
+    );
+    query_all(conn, &sql, params![to_blob(query), k.clamp(1, 4096) as i64, persona], |row| {
+        Ok((row.get(0)?, row.get(1)?))
+    })
+}

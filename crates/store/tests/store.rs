@@ -1,0 +1,394 @@
+//! The store's contracts: atomic coverage and merges, persona isolation, protected memories,
+//! concurrent appends.
+
+use std::sync::{Arc, Barrier};
+use std::thread;
+
+use strata_store::{
+    Category, Error, IncomingMessage, MemoryWrite, NewMessage, NewSummary, Role, SearchFilter, Store,
+    TextQuery, Writer,
+};
+
+fn temp_store() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("strata.db")).unwrap();
+    (dir, store)
+}
+
+fn summary(headline: &str) -> NewSummary {
+    NewSummary {
+        headline: headline.to_owned(),
+        body: format!("- {headline}"),
+        token_count: 10,
+        summarizer: "extractive".to_owned(),
+    }
+}
+
+fn text(role: Role, content: &str) -> NewMessage {
+    let mut message = NewMessage::text(role, content);
+    message.token_count = content.split_whitespace().count() as u32;
+    message
+}
+
+fn session_with(store: &Store, key: &str, persona: &str, n: usize) -> strata_store::Session {
+    let session = store.session(key, persona).unwrap();
+    let messages: Vec<NewMessage> = (0..n)
+        .map(|i| {
+            text(if i % 2 == 0 { Role::User } else { Role::Assistant }, &format!("message {i} of {key}"))
+        })
+        .collect();
+    store.append(session.id, &messages).unwrap();
+    session
+}
+
+#[test]
+fn seqs_are_dense_and_ordered() {
+    let (_dir, store) = temp_store();
+    let session = session_with(&store, "s", "p", 5);
+    session_with(&store, "s", "p", 3);
+    let seqs: Vec<i64> = store.all_messages(session.id).unwrap().iter().map(|m| m.seq).collect();
+    assert_eq!(seqs, (0..8).collect::<Vec<_>>());
+}
+
+#[test]
+fn session_key_is_bound_to_its_persona() {
+    let (_dir, store) = temp_store();
+    store.session("s", "alice").unwrap();
+    let err = store.session("s", "bob").unwrap_err();
+    assert!(matches!(err, Error::PersonaMismatch { .. }), "{err:?}");
+}
+
+#[test]
+fn leaf_covers_atomically_and_refuses_overlap() {
+    let (_dir, store) = temp_store();
+    let session = session_with(&store, "s", "p", 10);
+    let node = store.insert_leaf(session.id, 0, 3, &summary("first")).unwrap();
+    assert_eq!((node.first_seq, node.last_seq, node.level), (0, 3, 0));
+    assert_eq!(node.source_token_count, 4 * 4);
+
+    let err = store.insert_leaf(session.id, 3, 5, &summary("overlap")).unwrap_err();
+    assert!(matches!(err, Error::AlreadyCovered { seq: 3, node: n, .. } if n == node.id), "{err:?}");
+    // The refused call changed nothing.
+    let messages = store.all_messages(session.id).unwrap();
+    assert!(messages[4..].iter().all(|m| m.summary_id.is_none()));
+    assert_eq!(store.nodes(session.id).unwrap().len(), 1);
+
+    // Gaps, empty ranges and pinned messages are refused too.
+    assert!(store.insert_leaf(session.id, 8, 12, &summary("past the end")).is_err());
+    assert!(store.insert_leaf(session.id, 6, 5, &summary("backwards")).is_err());
+    store.set_pinned(messages[6].id, true).unwrap();
+    assert!(store.insert_leaf(session.id, 5, 7, &summary("pinned inside")).is_err());
+    assert!(
+        store.insert_leaf(session.id, 4, 4, &NewSummary { headline: " ".into(), ..summary("x") }).is_err()
+    );
+    assert_eq!(store.nodes(session.id).unwrap().len(), 1);
+}
+
+#[test]
+fn two_threads_racing_for_the_same_messages_one_wins() {
+    for _ in 0..5 {
+        let (_dir, store) = temp_store();
+        let session = session_with(&store, "s", "p", 20);
+        let barrier = Arc::new(Barrier::new(2));
+        let handles: Vec<_> = (0..2)
+            .map(|i| {
+                let (store, barrier) = (store.clone(), barrier.clone());
+                thread::spawn(move || {
+                    barrier.wait();
+                    store.insert_leaf(session.id, 0, 9 + i, &summary(&format!("racer {i}")))
+                })
+            })
+            .collect();
+        let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        let wins = results.iter().filter(|r| r.is_ok()).count();
+        assert_eq!(wins, 1, "{results:?}");
+        let loser = results.iter().find_map(|r| r.as_ref().err()).unwrap();
+        assert!(matches!(loser, Error::AlreadyCovered { .. }), "{loser:?}");
+        assert_eq!(store.nodes(session.id).unwrap().len(), 1);
+    }
+}
+
+#[test]
+fn merge_links_children_and_refuses_a_second_parent() {
+    let (_dir, store) = temp_store();
+    let session = session_with(&store, "s", "p", 12);
+    let leaves: Vec<_> = (0..4)
+        .map(|i| store.insert_leaf(session.id, i * 3, i * 3 + 2, &summary(&format!("leaf {i}"))).unwrap())
+        .collect();
+    let parent = store.merge(&[leaves[0].id, leaves[1].id], &summary("parent")).unwrap();
+    assert_eq!((parent.level, parent.first_seq, parent.last_seq), (1, 0, 5));
+    assert_eq!(parent.source_token_count, 20);
+    assert_eq!(
+        store.children(parent.id).unwrap().iter().map(|n| n.id).collect::<Vec<_>>(),
+        [leaves[0].id, leaves[1].id]
+    );
+
+    let err = store.merge(&[leaves[1].id, leaves[2].id], &summary("again")).unwrap_err();
+    assert!(
+        matches!(err, Error::AlreadyMerged { node, parent: p } if node == leaves[1].id && p == parent.id)
+    );
+    // Not adjacent: leaf 3 is between... (leaf 2 and nothing) — merging 2 with the level-1 node is refused.
+    assert!(store.merge(&[leaves[2].id, parent.id], &summary("mixed levels")).is_err());
+    assert!(store.merge(&[leaves[3].id], &summary("alone")).is_err());
+    let roots: Vec<_> = store.roots(session.id, None).unwrap().iter().map(|n| n.id).collect();
+    assert_eq!(roots, [parent.id, leaves[2].id, leaves[3].id]);
+}
+
+#[test]
+fn merge_refuses_roots_that_are_not_adjacent() {
+    let (_dir, store) = temp_store();
+    let session = session_with(&store, "s", "p", 9);
+    let leaves: Vec<_> = (0..3)
+        .map(|i| store.insert_leaf(session.id, i * 3, i * 3 + 2, &summary(&format!("leaf {i}"))).unwrap())
+        .collect();
+    let err = store.merge(&[leaves[0].id, leaves[2].id], &summary("gap")).unwrap_err();
+    assert!(err.to_string().contains("adjacent"), "{err}");
+}
+
+#[test]
+fn racing_merges_one_wins() {
+    let (_dir, store) = temp_store();
+    let session = session_with(&store, "s", "p", 12);
+    let leaves: Vec<_> = (0..4)
+        .map(|i| store.insert_leaf(session.id, i * 3, i * 3 + 2, &summary("leaf")).unwrap().id)
+        .collect();
+    let barrier = Arc::new(Barrier::new(2));
+    let handles: Vec<_> = [vec![leaves[0], leaves[1]], vec![leaves[0], leaves[1]]]
+        .into_iter()
+        .map(|children| {
+            let (store, barrier) = (store.clone(), barrier.clone());
+            thread::spawn(move || {
+                barrier.wait();
+                store.merge(&children, &summary("parent"))
+            })
+        })
+        .collect();
+    let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 1, "{results:?}");
+    assert!(results.iter().any(|r| matches!(r, Err(Error::AlreadyMerged { .. }))));
+}
+
+fn remember(
+    store: &Store,
+    writer: Writer,
+    persona: &str,
+    category: Category,
+    key: &str,
+    content: &str,
+) -> strata_store::Result<strata_store::Memory> {
+    store.put_memory(writer, persona, &MemoryWrite { category, key, title: key, content })
+}
+
+#[test]
+fn agent_cannot_write_user_preferences_but_user_can() {
+    let (_dir, store) = temp_store();
+    let err = remember(&store, Writer::Agent, "p", Category::UserPreferences, "editor", "vim").unwrap_err();
+    assert!(matches!(err, Error::ProtectedCategory), "{err:?}");
+    assert!(store.memories("p", None).unwrap().is_empty());
+
+    remember(&store, Writer::User, "p", Category::UserPreferences, "editor", "vim").unwrap();
+    let err = store.delete_memory(Writer::Agent, "p", Category::UserPreferences, "editor").unwrap_err();
+    assert!(matches!(err, Error::ProtectedCategory));
+    assert_eq!(store.memory("p", Category::UserPreferences, "editor").unwrap().unwrap().content, "vim");
+
+    remember(&store, Writer::Agent, "p", Category::Progress, "step", "tests pass").unwrap();
+    remember(&store, Writer::Agent, "p", Category::Progress, "step", "tests pass; docs next").unwrap();
+    let progress = store.memories("p", Some(Category::Progress)).unwrap();
+    assert_eq!(progress.len(), 1, "an upsert, not a second row");
+    assert_eq!(progress[0].content, "tests pass; docs next");
+    assert!(store.delete_memory(Writer::User, "p", Category::UserPreferences, "editor").unwrap());
+}
+
+#[test]
+fn memory_rules_are_enforced() {
+    let (_dir, store) = temp_store();
+    let long = "x".repeat(501);
+    let err = remember(&store, Writer::User, "p", Category::Memo, "k", &long).unwrap_err();
+    assert!(err.to_string().contains("at most 500"), "{err}");
+    let err = remember(&store, Writer::User, "p", Category::Memo, "Not Snake", "x").unwrap_err();
+    assert!(err.to_string().contains("not_snake"), "{err}");
+    remember(&store, Writer::User, "p", Category::Memo, "k", &"é".repeat(500)).unwrap();
+}
+
+#[test]
+fn personas_are_isolated_in_listing_and_search() {
+    let (_dir, store) = temp_store();
+    for persona in ["alice", "bob"] {
+        remember(
+            &store,
+            Writer::User,
+            persona,
+            Category::UserPreferences,
+            "language",
+            &format!("Rust for {persona}"),
+        )
+        .unwrap();
+        remember(&store, Writer::Agent, persona, Category::Memo, "deploy_target", "the staging cluster")
+            .unwrap();
+        let session = store.session(&format!("{persona}-chat"), persona).unwrap();
+        store.append(session.id, &[text(Role::User, "deploy to the staging cluster please")]).unwrap();
+    }
+    for (persona, other) in [("alice", "bob"), ("bob", "alice")] {
+        let listed = store.memories(persona, None).unwrap();
+        assert_eq!(listed.len(), 2);
+        assert!(listed.iter().all(|m| m.persona == persona));
+
+        let hits = store
+            .grep(&TextQuery::parse("staging cluster").unwrap(), &SearchFilter::persona(persona))
+            .unwrap();
+        assert_eq!(hits.len(), 2, "{hits:?}");
+        for hit in &hits {
+            if let Some(session) = &hit.session {
+                assert_eq!(session, &format!("{persona}-chat"));
+            } else {
+                let memory =
+                    store.memory(persona, Category::Memo, hit.key.as_deref().unwrap()).unwrap().unwrap();
+                assert_eq!(memory.id.0, hit.id);
+            }
+        }
+        let hits = store
+            .grep(&TextQuery::parse(&format!("Rust for {other}")).unwrap(), &SearchFilter::persona(persona))
+            .unwrap();
+        assert!(hits.is_empty(), "{persona} sees {other}: {hits:?}");
+        // Guessing ids does not help either.
+        let other_message = store.find_session(&format!("{other}-chat")).unwrap().unwrap();
+        let other_id = store.all_messages(other_message.id).unwrap()[0].id;
+        assert!(matches!(store.message_for(persona, other_id), Err(Error::NotFound(_))));
+    }
+}
+
+#[test]
+fn grep_finds_substrings_cjk_and_short_words() {
+    let (_dir, store) = temp_store();
+    let session = store.session("s", "p").unwrap();
+    store
+        .append(
+            session.id,
+            &[
+                text(Role::User, "We hit a MERGE CONFLICT in src/main.rs"),
+                text(Role::Assistant, "数据库迁移已经完成"),
+                text(Role::User, "go to v2 now"),
+            ],
+        )
+        .unwrap();
+    let find = |q: &str| store.grep(&TextQuery::parse(q).unwrap(), &SearchFilter::persona("p")).unwrap();
+    assert_eq!(find("merge conflict").len(), 1);
+    assert_eq!(find("\"merge conflict\"").len(), 1);
+    assert_eq!(find("conflict merge").len(), 1, "words in any order");
+    assert_eq!(find("\"conflict merge\"").len(), 0, "a phrase keeps its order");
+    assert_eq!(find("merg*").len(), 1);
+    assert_eq!(find("迁移").len(), 1, "two-character CJK word");
+    assert_eq!(find("数据库迁移").len(), 1);
+    assert_eq!(find("v2").len(), 1);
+    let hit = &find("conflict")[0];
+    assert!(hit.snippet.contains('«'), "{}", hit.snippet);
+    for hostile in [
+        "NEAR(a b)",
+        "a OR b",
+        "-x",
+        "\"",
+        "*\"*",
+        "'; DROP TABLE messages; --",
+        "col:x",
+        "^x",
+        "(((",
+        "%",
+        "_",
+    ] {
+        match TextQuery::parse(hostile) {
+            Ok(query) => drop(store.grep(&query, &SearchFilter::persona("p")).unwrap()),
+            Err(err) => assert!(matches!(err, Error::Invalid { field: "query", .. }), "{hostile:?}: {err:?}"),
+        }
+    }
+}
+
+#[test]
+fn append_many_is_all_or_nothing() {
+    let (_dir, store) = temp_store();
+    let good =
+        IncomingMessage { session_key: "a".into(), persona: "p".into(), message: text(Role::User, "hi") };
+    let mut bad = good.clone();
+    bad.session_key = "b".into();
+    bad.message.tool_calls = Some(serde_json::json!({"not": "an array"}));
+    let err = store.append_many(&[good.clone(), good.clone(), bad]).unwrap_err();
+    assert!(err.to_string().contains("tool_calls"), "{err}");
+    assert_eq!(store.stats().unwrap().messages, 0);
+    assert!(store.find_session("a").unwrap().is_none(), "no half-created session");
+}
+
+#[test]
+fn eight_threads_append_concurrently_without_busy_or_loss() {
+    let (_dir, store) = temp_store();
+    let threads = 8;
+    let batches = 25;
+    let barrier = Arc::new(Barrier::new(threads));
+    let handles: Vec<_> = (0..threads)
+        .map(|t| {
+            let (store, barrier) = (store.clone(), barrier.clone());
+            thread::spawn(move || {
+                barrier.wait();
+                // Two threads per session, so seqs of one session are handed out concurrently.
+                let session = store.session(&format!("s{}", t % 4), "p").unwrap();
+                for b in 0..batches {
+                    let batch: Vec<_> =
+                        (0..10).map(|i| text(Role::User, &format!("t{t} b{b} m{i}"))).collect();
+                    store.append(session.id, &batch).unwrap();
+                }
+            })
+        })
+        .collect();
+    for handle in handles {
+        handle.join().unwrap();
+    }
+    assert_eq!(store.stats().unwrap().messages, (threads * batches * 10) as u64);
+    for s in 0..4 {
+        let session = store.find_session(&format!("s{s}")).unwrap().unwrap();
+        let seqs: Vec<i64> = store.all_messages(session.id).unwrap().iter().map(|m| m.seq).collect();
+        assert_eq!(seqs, (0..(2 * batches * 10) as i64).collect::<Vec<_>>());
+    }
+}
+
+#[test]
+fn messages_are_append_only_at_the_sql_level() {
+    let (dir, store) = temp_store();
+    session_with(&store, "s", "p", 2);
+    drop(store);
+    let conn = rusqlite::Connection::open(dir.path().join("strata.db")).unwrap();
+    assert!(conn.execute("DELETE FROM messages", []).is_err());
+    assert!(conn.execute("UPDATE messages SET content = 'rewritten'", []).is_err());
+}
+
+#[test]
+fn not_a_database_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("junk.db");
+    std::fs::write(&path, "this is not sqlite, just some text that is long enough to be a header......")
+        .unwrap();
+    let err = Store::open(&path).unwrap_err();
+    assert!(matches!(err, Error::Corrupt(_)), "{err:?}");
+    let err = Store::open(dir.path().join("missing/dir/x.db")).unwrap_err();
+    assert!(matches!(err, Error::Open { .. }), "{err:?}");
+}
+
+#[test]
+fn vectors_are_stored_once_and_searched_per_persona() {
+    let (_dir, store) = temp_store();
+    session_with(&store, "a", "alice", 2);
+    session_with(&store, "b", "bob", 2);
+    let backlog = store.embedding_backlog(100).unwrap();
+    assert_eq!(backlog.len(), 4);
+    let unit = |i: usize| {
+        let mut v = vec![0.0f32; strata_store::EMBEDDING_DIM];
+        v[i] = 1.0;
+        v
+    };
+    let items: Vec<_> = backlog.iter().cloned().enumerate().map(|(i, item)| (item, unit(i))).collect();
+    assert_eq!(store.put_embeddings(&items).unwrap(), 4);
+    assert_eq!(store.put_embeddings(&items).unwrap(), 0, "already off the backlog");
+    assert!(store.embedding_backlog(100).unwrap().is_empty());
+    let near = store.nearest(strata_store::HitKind::Message, "alice", &unit(0), 10).unwrap();
+    assert_eq!(near.len(), 2, "only alice's vectors: {near:?}");
+    assert_eq!(near[0].0, backlog[0].id);
+    assert!(near[0].1.abs() < 1e-6);
+    assert!(store.nearest(strata_store::HitKind::Message, "alice", &[1.0], 1).is_err());
+}

@@ -1,0 +1,163 @@
+//! `strata ingest`: JSON Lines of chat messages into the store, all or nothing.
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+use chrono::{DateTime, Utc};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Deserialize;
+use strata_compactor::TokenCounter;
+use strata_store::{IncomingMessage, NewMessage, Role, Store};
+
+use crate::cli::output::print_json;
+
+/// Files with more lines than this get a progress bar.
+const PROGRESS_THRESHOLD: usize = 2_000;
+
+#[derive(Debug, clap::Args)]
+pub struct IngestArgs {
+    /// The JSON Lines file (`-` for standard input). Each line: {"role", "content", "name"?,
+    /// "timestamp"? (RFC 3339), "session"?, "persona"?, "tool_calls"?, "tool_call_id"?, "pinned"?}.
+    file: PathBuf,
+    /// Session key for lines that do not name one.
+    #[arg(long, default_value = "default")]
+    session: String,
+    /// Persona for sessions created by this file (lines may override with "persona").
+    #[arg(long, default_value = "default")]
+    persona: String,
+    /// Model whose tokenizer counts the messages.
+    #[arg(long, env = "STRATA_MODEL", default_value = "gpt-4o-mini")]
+    model: String,
+}
+
+/// One line of the file.
+#[derive(Debug, Deserialize)]
+struct Line {
+    role: String,
+    #[serde(default)]
+    content: Option<String>,
+    name: Option<String>,
+    timestamp: Option<String>,
+    session: Option<String>,
+    persona: Option<String>,
+    tool_calls: Option<serde_json::Value>,
+    tool_call_id: Option<String>,
+    #[serde(default)]
+    pinned: bool,
+}
+
+/// Parses one line into a message; the error names what is wrong but not the line number,
+/// which the caller adds.
+fn parse_line(
+    text: &str,
+    args: &IngestArgs,
+    counter: &TokenCounter,
+    now: DateTime<Utc>,
+) -> anyhow::Result<IncomingMessage> {
+    let line: Line = serde_json::from_str(text).context("not a valid message object")?;
+    let role: Role = line.role.parse()?;
+    let created_at = match &line.timestamp {
+        Some(stamp) => DateTime::parse_from_rfc3339(stamp)
+            .with_context(|| format!("timestamp {stamp:?} is not RFC 3339 (like 2026-01-31T09:30:00Z)"))?
+            .with_timezone(&Utc),
+        None => now,
+    };
+    if line.content.is_none() && line.tool_calls.is_none() {
+        bail!("a message needs \"content\" (or \"tool_calls\")");
+    }
+    if let Some(calls) = &line.tool_calls
+        && !calls.is_array()
+    {
+        bail!("\"tool_calls\" must be a JSON array");
+    }
+    let mut message = NewMessage {
+        role,
+        content: line.content.unwrap_or_default(),
+        tool_calls: line.tool_calls,
+        tool_call_id: line.tool_call_id,
+        name: line.name,
+        created_at,
+        token_count: 0,
+        pinned: line.pinned,
+    };
+    counter.count_new(&mut message);
+    Ok(IncomingMessage {
+        session_key: line.session.unwrap_or_else(|| args.session.clone()),
+        persona: line.persona.unwrap_or_else(|| args.persona.clone()),
+        message,
+    })
+}
+
+fn read_lines(args: &IngestArgs) -> anyhow::Result<Vec<String>> {
+    let reader: Box<dyn BufRead> = if args.file.as_os_str() == "-" {
+        Box::new(std::io::stdin().lock())
+    } else {
+        let file = std::fs::File::open(&args.file)
+            .with_context(|| format!("cannot read {}", args.file.display()))?;
+        Box::new(std::io::BufReader::new(file))
+    };
+    reader
+        .lines()
+        .enumerate()
+        .map(|(i, line)| line.with_context(|| format!("line {}: cannot read", i + 1)))
+        .collect()
+}
+
+pub fn run(store: &Store, args: &IngestArgs, json: bool, out: &mut impl Write) -> anyhow::Result<()> {
+    strata_store::validate_persona(&args.persona)?;
+    let lines = read_lines(args)?;
+    let counter = TokenCounter::for_model(&args.model);
+    let progress = if lines.len() > PROGRESS_THRESHOLD {
+        ProgressBar::new(lines.len() as u64).with_style(
+            ProgressStyle::with_template("{msg:>10} [{bar:40}] {pos}/{len} lines ({per_sec}, {eta})")
+                .expect("static template")
+                .progress_chars("=> "),
+        )
+    } else {
+        ProgressBar::hidden()
+    };
+    progress.set_message("parsing");
+    let now = Utc::now();
+    let mut incoming = Vec::with_capacity(lines.len());
+    for (index, text) in lines.iter().enumerate() {
+        progress.inc(1);
+        if text.trim().is_empty() {
+            continue;
+        }
+        // Nothing is written until every line has parsed: a bad line leaves the database as it was.
+        let message = parse_line(text, args, &counter, now)
+            .with_context(|| format!("{}: line {}", args.file.display(), index + 1))?;
+        incoming.push(message);
+    }
+    progress.set_message("writing");
+    let ids = store.append_many(&incoming).context("nothing was ingested")?;
+    progress.finish_and_clear();
+
+    let sessions: BTreeSet<&str> = incoming.iter().map(|m| m.session_key.as_str()).collect();
+    let tokens: u64 = incoming.iter().map(|m| u64::from(m.message.token_count)).sum();
+    if json {
+        print_json(
+            out,
+            &serde_json::json!({
+                "messages": ids.len(),
+                "sessions": sessions,
+                "tokens": tokens,
+                "first_id": ids.first(),
+                "last_id": ids.last(),
+            }),
+        )?;
+    } else {
+        writeln!(
+            out,
+            "ingested {} messages ({} tokens, {}) into {} session(s): {}",
+            ids.len(),
+            tokens,
+            counter.encoding().as_str(),
+            sessions.len(),
+            sessions.iter().copied().collect::<Vec<_>>().join(", ")
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,118 @@
+//! `strata memory`: the user's side of agent memories.
+
+use std::io::Write;
+
+use anyhow::Context;
+use chrono::SecondsFormat;
+use clap::Subcommand;
+use strata_store::{Category, Memory, MemoryWrite, Store, Writer, normalize_key};
+
+use crate::cli::output::print_json;
+
+#[derive(Debug, Subcommand)]
+pub enum MemoryCommand {
+    /// Write a memory (any category, user_preferences included).
+    Set {
+        /// progress, user_preferences or memo.
+        category: Category,
+        /// Key; normalized to snake_case.
+        key: String,
+        /// Markdown or JSON, at most 500 characters.
+        content: String,
+        /// Human-readable label (defaults to the key).
+        #[arg(long)]
+        title: Option<String>,
+        /// The persona it belongs to.
+        #[arg(long, default_value = "default")]
+        persona: String,
+    },
+    /// Show one memory.
+    Get {
+        category: Category,
+        key: String,
+        #[arg(long, default_value = "default")]
+        persona: String,
+    },
+    /// List memories of a persona.
+    List {
+        /// Only this category.
+        #[arg(long)]
+        category: Option<Category>,
+        #[arg(long, default_value = "default")]
+        persona: String,
+    },
+    /// Delete a memory.
+    Delete {
+        category: Category,
+        key: String,
+        #[arg(long, default_value = "default")]
+        persona: String,
+    },
+}
+
+fn key_of(raw: &str) -> anyhow::Result<String> {
+    normalize_key(raw).with_context(|| format!("key {raw:?} has no letters or digits"))
+}
+
+fn print_memory(out: &mut impl Write, memory: &Memory) -> anyhow::Result<()> {
+    writeln!(
+        out,
+        "[{}] {} — {} (updated {})\n  {}",
+        memory.category,
+        memory.key,
+        memory.title,
+        memory.updated_at.to_rfc3339_opts(SecondsFormat::Secs, true),
+        memory.content.replace('\n', "\n  ")
+    )?;
+    Ok(())
+}
+
+pub fn run(store: &Store, command: &MemoryCommand, json: bool, out: &mut impl Write) -> anyhow::Result<()> {
+    match command {
+        MemoryCommand::Set { category, key, content, title, persona } => {
+            let key = key_of(key)?;
+            let title = title.as_deref().unwrap_or(&key);
+            let memory = store.put_memory(
+                Writer::User,
+                persona,
+                &MemoryWrite { category: *category, key: &key, title, content },
+            )?;
+            if json {
+                print_json(out, &memory)?;
+            } else {
+                writeln!(out, "saved {} {} for persona {}", memory.category, memory.key, memory.persona)?;
+            }
+        }
+        MemoryCommand::Get { category, key, persona } => {
+            let key = key_of(key)?;
+            let memory = store
+                .memory(persona, *category, &key)?
+                .with_context(|| format!("no {category} memory {key:?} for persona {persona:?}"))?;
+            if json {
+                print_json(out, &memory)?;
+            } else {
+                print_memory(out, &memory)?;
+            }
+        }
+        MemoryCommand::List { category, persona } => {
+            let memories = store.memories(persona, *category)?;
+            if json {
+                print_json(out, &memories)?;
+            } else if memories.is_empty() {
+                writeln!(out, "no memories for persona {persona}")?;
+            } else {
+                for memory in &memories {
+                    print_memory(out, memory)?;
+                }
+            }
+        }
+        MemoryCommand::Delete { category, key, persona } => {
+            let key = key_of(key)?;
+            if !store.delete_memory(Writer::User, persona, *category, &key)? {
+                anyhow::bail!("no {category} memory {key:?} for persona {persona:?}");
+            }
+            writeln!(out, "deleted {category} {key}")?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,181 @@
+//! The foundation commands: init, ingest, stats, view, memory.
+
+use crate::util::Strata;
+
+fn line(role: &str, content: &str, minute: u32) -> String {
+    serde_json::json!({"role": role, "content": content, "timestamp": format!("2026-03-01T10:{minute:02}:00Z")})
+        .to_string()
+}
+
+fn transcript(n: u32) -> String {
+    (0..n)
+        .map(|i| {
+            line(if i % 2 == 0 { "user" } else { "assistant" }, &format!("message number {i}"), i % 60) + "\n"
+        })
+        .collect()
+}
+
+#[test]
+fn ingest_then_view_and_stats() {
+    let strata = Strata::new();
+    let file = strata.file("chat.jsonl", &transcript(6));
+    let out =
+        strata.run(&["ingest", file.to_str().unwrap(), "--session", "s1", "--persona", "coder"]).success();
+    assert!(out.contains("ingested 6 messages"), "{out}");
+
+    let stats = strata.run(&["stats", "--json"]).json();
+    assert_eq!(stats["messages"], 6);
+    assert_eq!(stats["sessions"], 1);
+    assert!(stats["message_tokens"].as_u64().unwrap() > 6 * 4);
+
+    let view = strata.run(&["view", "3", "--json"]).json();
+    for field in ["id", "session", "seq", "role", "timestamp"] {
+        assert!(view.get(field).is_some(), "view lacks {field}: {view}");
+    }
+    assert_eq!(view["session"], "s1");
+    assert_eq!(view["seq"], 2);
+    assert_eq!(view["role"], "user");
+    assert_eq!(view["timestamp"], "2026-03-01T10:02:00Z");
+    assert_eq!(view["content"], "message number 2");
+}
+
+#[test]
+fn sessions_and_tool_calls_come_from_the_lines() {
+    let strata = Strata::new();
+    let lines = [
+        serde_json::json!({"role": "user", "content": "a", "session": "x"}),
+        serde_json::json!({"role": "assistant", "content": null, "session": "x",
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}),
+        serde_json::json!({"role": "tool", "content": "result", "session": "x", "tool_call_id": "c1", "name": "f"}),
+        serde_json::json!({"role": "user", "content": "b", "session": "y"}),
+    ];
+    let text: String = lines.iter().map(|l| l.to_string() + "\n").collect();
+    let file = strata.file("multi.jsonl", &text);
+    strata.run(&["ingest", file.to_str().unwrap()]).success();
+    assert_eq!(strata.run(&["stats", "--json"]).json()["sessions"], 2);
+    let tool = strata.run(&["view", "3", "--json"]).json();
+    assert_eq!(tool["tool_call_id"], "c1");
+    assert_eq!(tool["seq"], 2);
+    let y = strata.run(&["view", "4", "--json"]).json();
+    assert_eq!((y["session"].as_str(), y["seq"].as_i64()), (Some("y"), Some(0)));
+}
+
+#[test]
+fn malformed_line_7_leaves_the_database_unchanged() {
+    let strata = Strata::new();
+    let good = strata.file("good.jsonl", &transcript(4));
+    strata.run(&["ingest", good.to_str().unwrap()]).success();
+    let before = strata.run(&["stats", "--json"]).json();
+
+    let mut lines: Vec<String> = transcript(10).lines().map(str::to_owned).collect();
+    lines[6] = "{\"role\": \"user\", \"content\": \"unterminated".to_owned();
+    let bad = strata.file("bad.jsonl", &(lines.join("\n") + "\n"));
+    let error = strata.run(&["ingest", bad.to_str().unwrap()]).failure();
+    assert!(error.contains("line 7"), "{error}");
+    assert_eq!(strata.run(&["stats", "--json"]).json(), before);
+}
+
+#[test]
+fn bad_input_gets_one_clear_line() {
+    let strata = Strata::new();
+    strata.run(&["init"]).success();
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (vec!["ingest".into(), strata.dir().join("nope.jsonl").to_string_lossy().into()], "cannot read"),
+        (
+            vec![
+                "ingest".into(),
+                strata.file("role.jsonl", &line("robot", "hi", 0)).to_string_lossy().into(),
+            ],
+            "robot",
+        ),
+        (
+            vec![
+                "ingest".into(),
+                strata
+                    .file("time.jsonl", "{\"role\":\"user\",\"content\":\"x\",\"timestamp\":\"yesterday\"}\n")
+                    .to_string_lossy()
+                    .into(),
+            ],
+            "RFC 3339",
+        ),
+        (
+            vec![
+                "ingest".into(),
+                strata.file("nocontent.jsonl", "{\"role\":\"user\"}\n").to_string_lossy().into(),
+            ],
+            "content",
+        ),
+        (vec!["view".into(), "999".into()], "message 999 not found"),
+        (vec!["memory".into(), "get".into(), "memo".into(), "nothing".into()], "no memo memory"),
+        (vec!["memory".into(), "set".into(), "memo".into(), "k".into(), "x".repeat(600)], "at most 500"),
+    ];
+    for (args, expected) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let error = strata.run(&args).failure();
+        assert!(error.contains(expected), "{args:?}: {error}");
+    }
+    assert_eq!(strata.run(&["stats", "--json"]).json()["messages"], 0);
+}
+
+#[test]
+fn newer_database_is_refused() {
+    let strata = Strata::new();
+    strata.run(&["init"]).success();
+    let conn = rusqlite::Connection::open(strata.db()).unwrap();
+    conn.pragma_update(None, "user_version", 99).unwrap();
+    drop(conn);
+    let error = strata.run(&["stats"]).failure();
+    assert!(error.contains("newer than this strata supports"), "{error}");
+}
+
+#[test]
+fn locked_database_times_out_with_a_clear_error() {
+    let strata = Strata::new();
+    strata.run(&["init"]).success();
+    let file = strata.file("chat.jsonl", &transcript(2));
+    let conn = rusqlite::Connection::open(strata.db()).unwrap();
+    conn.execute_batch("BEGIN IMMEDIATE; INSERT INTO sessions(key, role, created_at, last_active_at) VALUES ('lock', 'p', 0, 0);")
+        .unwrap();
+    let error = strata.run(&["--busy-timeout-ms", "200", "ingest", file.to_str().unwrap()]).failure();
+    assert!(error.contains("locked"), "{error}");
+    conn.execute_batch("ROLLBACK").unwrap();
+    assert_eq!(strata.run(&["stats", "--json"]).json()["messages"], 0);
+}
+
+#[test]
+fn not_a_database_is_refused() {
+    let strata = Strata::new();
+    std::fs::write(strata.db(), "plain text, not a database, long enough to fill a header.......").unwrap();
+    let error = strata.run(&["stats"]).failure();
+    assert!(error.contains("not a strata database"), "{error}");
+}
+
+#[test]
+fn memory_commands_round_trip() {
+    let strata = Strata::new();
+    strata
+        .run(&[
+            "memory",
+            "set",
+            "user_preferences",
+            "Preferred Editor",
+            "Helix",
+            "--title",
+            "Editor",
+            "--persona",
+            "p",
+        ])
+        .success();
+    let memory = strata
+        .run(&["memory", "get", "user_preferences", "preferred_editor", "--persona", "p", "--json"])
+        .json();
+    assert_eq!(memory["content"], "Helix");
+    assert_eq!(memory["title"], "Editor");
+    assert_eq!(strata.run(&["memory", "list", "--persona", "other", "--json"]).json(), serde_json::json!([]));
+    assert_eq!(
+        strata.run(&["memory", "list", "--persona", "p", "--json"]).json().as_array().unwrap().len(),
+        1
+    );
+    strata.run(&["memory", "delete", "user_preferences", "preferred_editor", "--persona", "p"]).success();
+    strata.run(&["memory", "delete", "user_preferences", "preferred_editor", "--persona", "p"]).failure();
+}

@@ -1,0 +1,5 @@
+//! End-to-end tests of the `strata` binary and the engine.
+
+mod util;
+
+mod cli_store;
