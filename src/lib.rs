@@ -9,13 +9,50 @@
 //! - [`compactor`]: token counting, compaction and context assembly.
 //! - [`recall`]: the LLM's tools.
 //!
+//! The whole loop of a chat bot, offline (the extractive summarizer is the default):
+//!
 //! ```
+//! use serde_json::json;
+//! use strata::{ChatMessage, Config, Engine};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> strata::Result<()> {
 //! let dir = tempfile::tempdir().unwrap();
-//! let store = strata::store::Store::open(dir.path().join("strata.db")).unwrap();
-//! assert_eq!(store.stats().unwrap().messages, 0);
+//! let engine = Engine::open(dir.path().join("strata.db"), Config::default())?;
+//! let session = engine.session("chat-1", "coder")?;
+//! session.append(ChatMessage::system("You are a helpful coding assistant."))?;
+//! session.append(ChatMessage::user("The staging database listens on port 6432."))?;
+//! session.append(ChatMessage::assistant("Noted: staging is on 6432."))?;
+//! session.append(ChatMessage::user("Which port was staging on?"))?;
+//!
+//! // Before every LLM call: compact if needed, then assemble what fits the window.
+//! let prepared = session.prepare_context().await?;
+//! assert!(prepared.context.tokens.total <= prepared.context.tokens.budget);
+//! let _request = json!({"model": "gpt-4o-mini", "messages": prepared.messages(), "tools": engine.tool_specs()});
+//!
+//! // When the model calls a tool, run it for this session's persona and append the answer.
+//! let answer = session.call_tool("memory_grep", json!({"query": "staging port"})).await;
+//! assert!(answer["count"].as_u64().unwrap() >= 1);
+//! session.append(ChatMessage::tool("call_1", "memory_grep", answer.to_string()))?;
+//! # Ok(()) }
 //! ```
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
+
+pub mod chat;
+pub mod config;
+mod engine;
+mod error;
+pub mod export;
+pub mod llm;
+pub mod mcp;
+mod message;
+pub mod synth;
+
+pub use crate::config::{Config, SummarizerConfig, SummarizerKind};
+pub use crate::engine::{Engine, EngineSession, PreparedContext};
+pub use crate::error::{Error, Result};
+pub use crate::message::ChatMessage;
 
 pub use strata_compactor as compactor;
 pub use strata_recall as recall;

@@ -2,4 +2,9 @@
 
 mod util;
 
+mod cli_chat;
+mod cli_demo;
+mod cli_mcp;
 mod cli_store;
+mod cli_recall;
+mod cli_compact;

@@ -41,6 +41,8 @@ pub enum MemoryCommand {
         #[arg(long, default_value = "default")]
         persona: String,
     },
+    /// Delete expired memories (per-category time-to-live: `recall.memory_ttls` in the config).
+    Purge,
     /// Delete a memory.
     Delete {
         category: Category,
@@ -113,6 +115,8 @@ pub fn run(store: &Store, command: &MemoryCommand, json: bool, out: &mut impl Wr
             }
             writeln!(out, "deleted {category} {key}")?;
         }
+        // Dispatched in `cli::run` with the configured time-to-lives; the defaults apply here.
+        MemoryCommand::Purge => crate::cli::recall::purge(store, &Default::default(), json, out)?,
     }
     Ok(())
 }

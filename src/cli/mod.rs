@@ -1,17 +1,22 @@
 //! Command definitions and dispatch.
 
+mod chat;
+mod compact;
+mod demo;
 mod ingest;
+mod mcp;
 mod memory;
 mod output;
+mod recall;
 
 use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use strata_store::{MessageId, Store};
+use strata_store::Store;
 
-use crate::cli::output::{MessageView, print_json};
+use crate::cli::output::print_json;
 
 /// strata: lossless memory and hierarchical context compaction for LLM chat agents.
 #[derive(Debug, Parser)]
@@ -26,12 +31,30 @@ pub struct Cli {
     /// How long to wait for another writer's lock before giving up, in milliseconds.
     #[arg(long, global = true, env = "STRATA_BUSY_TIMEOUT_MS", default_value_t = 10_000)]
     busy_timeout_ms: u64,
+    /// The configuration file (default: ./strata.toml when it exists). Every setting can also
+    /// be set as STRATA_<SECTION>_<KEY>; see `strata config`.
+    #[arg(long, global = true, env = "STRATA_CONFIG")]
+    config: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// The main job: a generated week of pair programming, stored, compacted, embedded and
+    /// recalled, fully offline.
+    Demo(demo::DemoArgs),
+    /// Print the effective configuration (defaults, file, environment) as TOML.
+    Config,
+    /// Write MEMORY.md, HISTORY.md and an index of the summary forest for a persona.
+    Export {
+        /// The persona to export.
+        #[arg(long, default_value = "default")]
+        persona: String,
+        /// The directory to write into (created if missing).
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Create the database (or bring an older one up to date).
     Init,
     /// Append chat messages from a JSON Lines file, one message per line.
@@ -46,6 +69,25 @@ enum Command {
     /// Read and write agent memories, as the user (who may also write user_preferences).
     #[command(subcommand)]
     Memory(memory::MemoryCommand),
+    /// Fold old turns of a session into summary nodes until its context fits.
+    Compact(compact::CompactArgs),
+    /// Print exactly what would be sent to the model for a session, with token counts per part.
+    Context(compact::ContextArgs),
+    /// Draw a session's summary forest as an indented tree.
+    Tree(compact::TreeArgs),
+    /// Keyword search (case-insensitive substrings, "phrases", `*`) over messages, summaries, memories.
+    Grep(recall::SearchCommand),
+    /// Semantic search (local embeddings) fused with keyword rank.
+    Search(recall::SearchCommand),
+    /// Drill into a summary node: its children, or the messages of a Level-0 node.
+    Expand(recall::ExpandCommand),
+    /// Embed everything waiting for a vector (backfill), with a progress bar.
+    Embed(recall::EmbedCommand),
+    /// Chat with a model (OpenAI-compatible API) through strata: a REPL that stores every
+    /// message, compacts, and runs the model's tool calls.
+    Chat(chat::ChatArgs),
+    /// Serve one session's recall tools to an MCP client over stdin/stdout.
+    Mcp(mcp::McpArgs),
 }
 
 /// Opens the database named on the command line.
@@ -54,10 +96,40 @@ fn open(cli: &Cli) -> anyhow::Result<Store> {
         .with_context(|| format!("cannot use database {}", cli.db.display()))
 }
 
+/// Loads the configuration: defaults, then the file, then `STRATA_*` variables.
+fn config(cli: &Cli) -> anyhow::Result<strata::Config> {
+    let default_file = PathBuf::from("strata.toml");
+    let file = cli.config.clone().or_else(|| default_file.exists().then_some(default_file));
+    strata::Config::load(file.as_deref(), std::env::vars()).context("cannot load the configuration")
+}
+
 /// Runs one command.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
+    if let Command::Mcp(args) = &cli.command {
+        // Standard output carries the protocol, written from tokio's threads: it must not be
+        // locked by this thread.
+        return mcp::run(&cli, args);
+    }
     let mut out = std::io::stdout().lock();
     match &cli.command {
+        Command::Demo(args) => demo::run(&cli.db, config(&cli)?, args, &mut out)?,
+        Command::Config => write!(out, "{}", config(&cli)?.to_toml())?,
+        Command::Export { persona, out: dir } => {
+            let report = strata::export::export_persona(&open(&cli)?, persona, dir)?;
+            if cli.json {
+                print_json(&mut out, &report)?;
+            } else {
+                writeln!(
+                    out,
+                    "wrote {} files to {}: {} memories, {} history entries, {} root nodes",
+                    report.files.len(),
+                    dir.display(),
+                    report.memories,
+                    report.history_entries,
+                    report.roots
+                )?;
+            }
+        }
         Command::Init => {
             let store = open(&cli)?;
             writeln!(
@@ -82,21 +154,34 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 }
                 writeln!(out, "memories            {}", stats.memories)?;
                 writeln!(out, "embedding backlog   {}", stats.embedding_backlog)?;
+                for summarizer in &stats.summarizers {
+                    writeln!(
+                        out,
+                        "summarizer {:<16} {} nodes, {} tokens in, {} out ({:.1}x compression)",
+                        summarizer.summarizer,
+                        summarizer.nodes,
+                        summarizer.tokens_in,
+                        summarizer.tokens_out,
+                        summarizer.tokens_in as f64 / summarizer.tokens_out.max(1) as f64
+                    )?;
+                }
                 writeln!(out, "file size           {} bytes", stats.file_bytes)?;
             }
         }
-        Command::View { id } => {
-            let store = open(&cli)?;
-            let message = store.message(MessageId(*id))?;
-            let session = store.session_by_id(message.session_id)?;
-            let view = MessageView::new(&message, &session);
-            if cli.json {
-                print_json(&mut out, &view)?;
-            } else {
-                view.print(&mut out)?;
-            }
+        Command::View { id } => recall::view(&open(&cli)?, &config(&cli)?.recall, *id, cli.json, &mut out)?,
+        Command::Grep(args) => recall::grep(&open(&cli)?, &config(&cli)?.recall, args, cli.json, &mut out)?,
+        Command::Search(args) => recall::search(&open(&cli)?, &config(&cli)?.recall, args, cli.json, &mut out)?,
+        Command::Expand(args) => recall::expand(&open(&cli)?, &config(&cli)?.recall, args, cli.json, &mut out)?,
+        Command::Embed(args) => recall::embed(&open(&cli)?, &config(&cli)?.recall, args, cli.json, &mut out)?,
+        Command::Chat(args) => chat::run(&cli, args, &mut out)?,
+        Command::Mcp(_) => {} // served above, before standard output was locked
+        Command::Memory(memory::MemoryCommand::Purge) => {
+            recall::purge(&open(&cli)?, &config(&cli)?.recall, cli.json, &mut out)?
         }
         Command::Memory(command) => memory::run(&open(&cli)?, command, cli.json, &mut out)?,
+        Command::Compact(args) => compact::compact(open(&cli)?, args, cli.json, &mut out)?,
+        Command::Context(args) => compact::context(open(&cli)?, args, cli.json, &mut out)?,
+        Command::Tree(args) => compact::tree(open(&cli)?, args, cli.json, &mut out)?,
     }
     out.flush()?;
     Ok(())

@@ -1,18 +1,64 @@
 //! strata-compactor: keeps a chat's context inside the model's window.
 //!
-//! It counts tokens exactly ([`TokenCounter`]), folds old turns into Level-0 summary nodes,
-//! merges them up the levels, and assembles the context handed to the model.
+//! A [`Compactor`] runs the cycle of DESIGN.md §3 over a [`strata_store::Store`]: it cuts a
+//! session at turn edges, protects the head, the tail and pinned messages, folds the oldest
+//! whole turns of the middle into Level-0 summary nodes, merges the oldest K roots of a level
+//! into one node a level up whenever 2K exist, and assembles the context handed to the model
+//! ([`AssembledContext`]): head, a scaffold listing the forest, an acknowledgement, the
+//! uncompacted buffer and the tail, counted exactly ([`TokenCounter`]) and never over budget.
+//!
+//! Summaries come from a [`Summarizer`]: the offline [`ExtractiveSummarizer`] (the default, no
+//! network) or the [`OpenAiSummarizer`] for any OpenAI-compatible server.
 //!
 //! ```
-//! use strata_compactor::{Encoding, TokenCounter};
+//! use std::sync::Arc;
+//! use strata_compactor::{Compactor, CompactorConfig, ExtractiveSummarizer, Outcome};
+//! use strata_store::{NewMessage, Role, Store};
 //!
-//! let counter = TokenCounter::for_model("gpt-4o-mini");
-//! assert_eq!(counter.encoding(), Encoding::O200kBase);
-//! assert_eq!(counter.text("hello world"), 2);
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), strata_compactor::Error> {
+//! let dir = tempfile::tempdir().unwrap();
+//! let store = Store::open(dir.path().join("strata.db"))?;
+//! let config = CompactorConfig { leaf_min_tokens: 200, leaf_chunk_tokens: 200, ..CompactorConfig::default() };
+//! let compactor = Compactor::new(store.clone(), config, Arc::new(ExtractiveSummarizer::default()))?;
+//! let session = store.session("chat-1", "default")?;
+//! for turn in 0..20 {
+//!     let mut messages = vec![
+//!         NewMessage::text(Role::User, format!("Step {turn}: please edit src/lib.rs and run the tests.")),
+//!         NewMessage::text(Role::Assistant, format!("Done with step {turn}; we decided to keep port 80{turn:02}.")),
+//!     ];
+//!     for message in &mut messages {
+//!         compactor.counter().count_new(message);
+//!     }
+//!     store.append(session.id, &messages)?;
+//! }
+//! let outcome = compactor.compact(session.id).await?;
+//! assert!(matches!(outcome, Outcome::Compacted { .. }));
+//! let context = compactor.assemble(session.id, chrono::Utc::now()).await?;
+//! assert!(context.tokens.total <= context.tokens.budget);
+//! # Ok(()) }
 //! ```
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod assemble;
+mod compactor;
+mod config;
+mod error;
+mod extractive;
+mod openai;
+mod plan;
+mod scaffold;
+mod summarizer;
 mod tokens;
+mod tree;
 
+pub use crate::assemble::{AssembledContext, ContextEntry, Injection, Part, TokenAccounting, inject};
+pub use crate::compactor::{Compactor, Outcome};
+pub use crate::config::{CompactorConfig, RetryPolicy};
+pub use crate::error::{Error, Result, SummarizeError};
+pub use crate::extractive::{EXTRACTIVE, ExtractiveSummarizer, RAW_ARCHIVE};
+pub use crate::openai::{OpenAiConfig, OpenAiSummarizer};
+pub use crate::summarizer::{BoxFuture, SourceItem, SourceKind, Summarizer, Summary, SummaryRequest};
 pub use crate::tokens::{Encoding, TOKENS_PER_MESSAGE, TOKENS_PER_NAME, TOKENS_PER_REPLY, TokenCounter};
+pub use crate::tree::render_tree;

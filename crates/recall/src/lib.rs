@@ -1,3 +1,56 @@
 //! strata-recall: the tools an LLM calls to get back what compaction folded away.
+//!
+//! - [`call_tool`] runs one tool call (`memory_grep`, `memory_search`, `view_message`,
+//!   `expand_summary`, `view_chat_history_summary`, `save_memory`) for a [`ToolContext`] and
+//!   always answers JSON; [`tool_specs`] lists the tools in the OpenAI function format.
+//! - [`Embedder`] runs all-MiniLM-L6-v2 locally (fastembed + ONNX Runtime from local files,
+//!   fetched by `scripts/fetch-embed-assets.sh`); [`embed_backlog`] and [`EmbedWorker`] keep the
+//!   vector tables caught up, crash-safely.
+//!
+//! Every tool is confined to the persona of the calling session: the persona is never an
+//! argument. Recalled text comes back fenced as data (see [`fence`]).
+//!
+//! ```
+//! use serde_json::json;
+//! use strata_recall::{RecallConfig, ToolContext, call_tool};
+//! use strata_store::{NewMessage, Role, Store};
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! let store = Store::open(dir.path().join("strata.db")).unwrap();
+//! let session = store.session("chat-1", "coder").unwrap();
+//! store.append(session.id, &[NewMessage::text(Role::User, "The staging port is 8443.")]).unwrap();
+//!
+//! // Keyword search needs no model; semantic search reports why it is unavailable.
+//! let no_model = strata_recall::Embedder::load(dir.path().join("no-assets-here"));
+//! let ctx = ToolContext::new(store, session, no_model, RecallConfig::default());
+//! let found = call_tool(&ctx, "memory_grep", &json!({"query": "staging port"}));
+//! assert_eq!(found["count"], 1);
+//! // Recalled text is fenced as data; the match is marked with « ».
+//! assert!(found["results"][0]["snippet"].as_str().unwrap().contains("«staging"));
+//! let semantic = call_tool(&ctx, "memory_search", &json!({"query": "which port?"}));
+//! assert!(semantic["error"]["message"].as_str().unwrap().starts_with("semantic search unavailable"));
+//! ```
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
+
+mod config;
+mod embed;
+mod error;
+pub mod fence;
+mod pipeline;
+mod time;
+mod tools;
+
+pub use crate::config::{MemoryTtls, RecallConfig, Ttl};
+pub use crate::embed::{ASSETS_ENV, Embedder, cosine, default_assets_dir};
+pub use crate::error::{Error, Result};
+pub use crate::pipeline::{
+    BacklogFilter, EmbedProgress, EmbedWorker, WorkerStats, embed_backlog, embed_backlog_with,
+};
+pub use crate::time::{Bound, parse_bound, parse_range};
+pub use crate::tools::{
+    ChildView, EmbedderState, ExpandAnswer, ExpandSummaryArgs, HistoryAnswer, HistoryArgs, Hit,
+    MemoryGrepArgs, MemorySearchArgs, MessageExcerpt, NodeView, SaveAnswer, SaveMemoryArgs, Scope,
+    SearchAnswer, TimelineEntry, ToolContext, ViewAnswer, ViewMessageArgs, call_tool, error_json, expand,
+    grep, history, live_memories, purge_expired, save, search, tool_names, tool_specs, view,
+};

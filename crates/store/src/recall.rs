@@ -1,1 +1,227 @@
-//! Store queries added for the recall tools (kept apart so work on it does not collide with the compactor).
+//! Store queries added for the recall tools (kept apart so work on it does not collide with the
+//! compactor): hydrating vector hits, per-session overviews, a filtered embedding backlog.
+//!
+//! Every function that returns rows a tool shows takes the persona and filters by it in SQL.
+
+use chrono::{DateTime, Utc};
+use rusqlite::{Connection, params};
+use serde::Serialize;
+
+use crate::db::query_all;
+use crate::error::Result;
+use crate::search::{HitKind, TextHit};
+use crate::store::Store;
+use crate::types::{SessionId, from_unix};
+use crate::vectors::BacklogItem;
+
+/// A session as the persona's history overview shows it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SessionOverview {
+    /// Database id.
+    pub id: SessionId,
+    /// The caller's key.
+    pub key: String,
+    /// When the session was created.
+    pub created_at: DateTime<Utc>,
+    /// Time of its newest message.
+    pub last_active_at: DateTime<Utc>,
+    /// How many messages it holds.
+    pub messages: u64,
+    /// How many of them no summary covers yet.
+    pub uncompacted_messages: u64,
+}
+
+/// How many vectors each table holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct VectorCounts {
+    /// Message vectors.
+    pub messages: u64,
+    /// Summary vectors.
+    pub summaries: u64,
+    /// Memory vectors.
+    pub memories: u64,
+}
+
+impl VectorCounts {
+    /// All vectors.
+    pub fn total(&self) -> u64 {
+        self.messages + self.summaries + self.memories
+    }
+}
+
+// The ids travel as one JSON array bound to a parameter, so the statement text never depends
+// on how many there are.
+const MESSAGE_HITS: &str =
+    "SELECT m.id, m.session_id, s.key, m.seq, m.role, NULL, NULL, NULL, m.created_at, m.content
+     FROM messages m JOIN sessions s ON s.id = m.session_id
+     WHERE m.id IN (SELECT value FROM json_each(?1)) AND s.role = ?2";
+const SUMMARY_HITS: &str =
+    "SELECT n.id, n.session_id, s.key, NULL, 'summary', n.level, NULL, NULL, n.end_time,
+            n.headline || char(10) || n.body
+     FROM summary_nodes n JOIN sessions s ON s.id = n.session_id
+     WHERE n.id IN (SELECT value FROM json_each(?1)) AND s.role = ?2";
+const MEMORY_HITS: &str = "SELECT a.id, NULL, NULL, NULL, 'memory', NULL, a.category, a.key, a.updated_at,
+            a.title || ': ' || a.content
+     FROM agent_memories a
+     WHERE a.id IN (SELECT value FROM json_each(?1)) AND a.role = ?2";
+
+/// The rows of `kind` with these ids that belong to `persona`, as hits whose snippet is the
+/// whole text (unmarked) and whose rank is zero. Ids of other personas are silently absent.
+pub fn hits_by_ids(conn: &Connection, persona: &str, kind: HitKind, ids: &[i64]) -> Result<Vec<TextHit>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sql = match kind {
+        HitKind::Message => MESSAGE_HITS,
+        HitKind::Summary => SUMMARY_HITS,
+        HitKind::Memory => MEMORY_HITS,
+    };
+    let ids = serde_json::to_string(ids).expect("integers serialize");
+    query_all(conn, sql, params![ids, persona], |row| {
+        let category: Option<String> = row.get(6)?;
+        Ok(TextHit {
+            kind,
+            id: row.get(0)?,
+            session_id: row.get(1)?,
+            session: row.get(2)?,
+            seq: row.get(3)?,
+            role: row.get(4)?,
+            level: row.get(5)?,
+            category: category.and_then(|c| c.parse().ok()),
+            key: row.get(7)?,
+            timestamp: from_unix(row.get(8)?),
+            snippet: row.get(9)?,
+            rank: 0.0,
+        })
+    })
+}
+
+/// The sessions of a persona with their message counts, oldest first.
+pub fn session_overview(conn: &Connection, persona: &str) -> Result<Vec<SessionOverview>> {
+    query_all(
+        conn,
+        "SELECT s.id, s.key, s.created_at, s.last_active_at,
+                (SELECT count(*) FROM messages m WHERE m.session_id = s.id),
+                (SELECT count(*) FROM messages m WHERE m.session_id = s.id AND m.summary_id IS NULL)
+         FROM sessions s WHERE s.role = ?1 ORDER BY s.created_at, s.id",
+        [persona],
+        |row| {
+            Ok(SessionOverview {
+                id: row.get(0)?,
+                key: row.get(1)?,
+                created_at: from_unix(row.get(2)?),
+                last_active_at: from_unix(row.get(3)?),
+                messages: row.get::<_, i64>(4)? as u64,
+                uncompacted_messages: row.get::<_, i64>(5)? as u64,
+            })
+        },
+    )
+}
+
+const BACKLOG_FILTERED: [(HitKind, &str); 3] = [
+    (
+        HitKind::Memory,
+        "SELECT b.item_id, a.role, a.title || ': ' || a.content FROM embedding_backlog b
+         JOIN agent_memories a ON a.id = b.item_id
+         WHERE b.kind = 'memory' AND (?2 IS NULL OR a.role = ?2) AND ?3 IS NULL
+         ORDER BY b.item_id LIMIT ?1",
+    ),
+    (
+        HitKind::Summary,
+        "SELECT b.item_id, s.role, n.headline || char(10) || n.body FROM embedding_backlog b
+         JOIN summary_nodes n ON n.id = b.item_id JOIN sessions s ON s.id = n.session_id
+         WHERE b.kind = 'summary' AND (?2 IS NULL OR s.role = ?2) AND (?3 IS NULL OR s.id = ?3)
+         ORDER BY b.item_id LIMIT ?1",
+    ),
+    (
+        HitKind::Message,
+        "SELECT b.item_id, s.role, m.content FROM embedding_backlog b
+         JOIN messages m ON m.id = b.item_id JOIN sessions s ON s.id = m.session_id
+         WHERE b.kind = 'message' AND (?2 IS NULL OR s.role = ?2) AND (?3 IS NULL OR s.id = ?3)
+         ORDER BY b.item_id LIMIT ?1",
+    ),
+];
+
+/// Up to `limit` backlog rows, optionally of one persona or one session only (a session has no
+/// memories: they belong to the persona). Memories first, then summaries, then messages.
+pub fn backlog_filtered(
+    conn: &Connection,
+    persona: Option<&str>,
+    session: Option<SessionId>,
+    limit: usize,
+) -> Result<Vec<BacklogItem>> {
+    let mut items = Vec::new();
+    for (kind, sql) in BACKLOG_FILTERED {
+        let left = limit.saturating_sub(items.len());
+        if left == 0 {
+            break;
+        }
+        items.extend(query_all(conn, sql, params![left as i64, persona, session], |row| {
+            Ok(BacklogItem { kind, id: row.get(0)?, persona: row.get(1)?, text: row.get(2)? })
+        })?);
+    }
+    Ok(items)
+}
+
+/// How many backlog rows match the filter of [`backlog_filtered`].
+pub fn backlog_count(conn: &Connection, persona: Option<&str>, session: Option<SessionId>) -> Result<u64> {
+    let count: i64 = conn
+        .prepare_cached(
+            "SELECT
+               (SELECT count(*) FROM embedding_backlog b JOIN agent_memories a ON a.id = b.item_id
+                WHERE b.kind = 'memory' AND (?1 IS NULL OR a.role = ?1) AND ?2 IS NULL)
+             + (SELECT count(*) FROM embedding_backlog b JOIN summary_nodes n ON n.id = b.item_id
+                JOIN sessions s ON s.id = n.session_id
+                WHERE b.kind = 'summary' AND (?1 IS NULL OR s.role = ?1) AND (?2 IS NULL OR s.id = ?2))
+             + (SELECT count(*) FROM embedding_backlog b JOIN messages m ON m.id = b.item_id
+                JOIN sessions s ON s.id = m.session_id
+                WHERE b.kind = 'message' AND (?1 IS NULL OR s.role = ?1) AND (?2 IS NULL OR s.id = ?2))",
+        )?
+        .query_row(params![persona, session], |row| row.get(0))?;
+    Ok(count as u64)
+}
+
+/// How many vectors each table holds.
+pub fn vector_counts(conn: &Connection) -> Result<VectorCounts> {
+    let count = |sql: &str| -> Result<u64> {
+        Ok(conn.prepare_cached(sql)?.query_row([], |row| row.get::<_, i64>(0))? as u64)
+    };
+    Ok(VectorCounts {
+        messages: count("SELECT count(*) FROM messages_vec")?,
+        summaries: count("SELECT count(*) FROM summaries_vec")?,
+        memories: count("SELECT count(*) FROM memories_vec")?,
+    })
+}
+
+impl Store {
+    /// The rows of `kind` with these ids that belong to `persona`, as unranked hits whose
+    /// snippet is the full text. Used to show vector hits; other personas' ids are dropped.
+    pub fn hits_by_ids(&self, persona: &str, kind: HitKind, ids: &[i64]) -> Result<Vec<TextHit>> {
+        self.read(|conn| hits_by_ids(conn, persona, kind, ids))
+    }
+
+    /// The sessions of a persona with message counts, oldest first.
+    pub fn session_overview(&self, persona: &str) -> Result<Vec<SessionOverview>> {
+        self.read(|conn| session_overview(conn, persona))
+    }
+
+    /// Up to `limit` rows waiting for a vector, optionally of one persona or one session.
+    pub fn embedding_backlog_filtered(
+        &self,
+        persona: Option<&str>,
+        session: Option<SessionId>,
+        limit: usize,
+    ) -> Result<Vec<BacklogItem>> {
+        self.read(|conn| backlog_filtered(conn, persona, session, limit))
+    }
+
+    /// How many rows wait for a vector, optionally of one persona or one session.
+    pub fn embedding_backlog_count(&self, persona: Option<&str>, session: Option<SessionId>) -> Result<u64> {
+        self.read(|conn| backlog_count(conn, persona, session))
+    }
+
+    /// How many vectors each table holds.
+    pub fn vector_counts(&self) -> Result<VectorCounts> {
+        self.read(vector_counts)
+    }
+}

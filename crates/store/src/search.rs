@@ -28,11 +28,16 @@ const TRIGRAM: usize = 3;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TextQuery {
     terms: Vec<String>,
+    /// When set, any one fragment is enough (ranked by bm25); see [`TextQuery::parse_any`].
+    any: bool,
 }
 
 impl TextQuery {
     /// Parses query text. Fails only when nothing searchable is left (e.g. `*` or `""`).
     pub fn parse(input: &str) -> Result<TextQuery> {
+        // Control characters (NUL included, which would end the FTS5 string early) separate
+        // fragments like spaces do.
+        let input: &str = &input.replace(|c: char| c.is_control(), " ");
         let mut terms = Vec::new();
         let mut push = |text: &str| {
             for fragment in text.split('*') {
@@ -55,7 +60,21 @@ impl TextQuery {
         if terms.is_empty() {
             return Err(Error::invalid("query", "has no searchable text (only spaces, quotes or `*`)"));
         }
-        Ok(TextQuery { terms })
+        Ok(TextQuery { terms, any: false })
+    }
+
+    /// Parses query text for ranking rather than filtering: a row matching *any* fragment is a
+    /// hit, and bm25 ranks rows matching more and rarer fragments first. Fragments shorter than
+    /// three characters are dropped (the trigram index cannot rank them). Hybrid semantic search
+    /// uses this: a natural-language question rarely has every one of its words in the answer.
+    pub fn parse_any(input: &str) -> Result<TextQuery> {
+        let mut query = TextQuery::parse(input)?;
+        query.terms.retain(|term| term.chars().count() >= TRIGRAM);
+        if query.terms.is_empty() {
+            return Err(Error::invalid("query", "has no fragment of three or more characters"));
+        }
+        query.any = true;
+        Ok(query)
     }
 
     /// The fragments, in order.
@@ -72,7 +91,7 @@ impl TextQuery {
             .filter(|term| term.chars().count() >= TRIGRAM)
             .map(|term| format!("\"{}\"", term.replace('"', "\"\"")))
             .collect();
-        (!quoted.is_empty()).then(|| quoted.join(" "))
+        (!quoted.is_empty()).then(|| quoted.join(if self.any { " OR " } else { " " }))
     }
 
     /// `LIKE` patterns (escape character `\`) for the fragments too short for the index.
@@ -185,7 +204,7 @@ struct KindSql {
 const MESSAGES: KindSql = KindSql {
     fts: "messages_fts",
     select: "m.id, m.session_id, s.key, m.seq, m.role, NULL, NULL, NULL, m.created_at, \
-             snippet(messages_fts, 0, '«', '»', '…', 24)",
+             snippet(messages_fts, 0, '«', '»', '…', 64)",
     from: "messages_fts JOIN messages m ON m.id = messages_fts.rowid JOIN sessions s ON s.id = m.session_id",
     time: "m.created_at",
     session: "m.session_id",
@@ -196,7 +215,7 @@ const MESSAGES: KindSql = KindSql {
 const SUMMARIES: KindSql = KindSql {
     fts: "summaries_fts",
     select: "n.id, n.session_id, s.key, NULL, 'summary', n.level, NULL, NULL, n.end_time, \
-             snippet(summaries_fts, -1, '«', '»', '…', 24)",
+             snippet(summaries_fts, -1, '«', '»', '…', 64)",
     from: "summaries_fts JOIN summary_nodes n ON n.id = summaries_fts.rowid JOIN sessions s ON s.id = n.session_id",
     time: "n.end_time",
     session: "n.session_id",
@@ -207,7 +226,7 @@ const SUMMARIES: KindSql = KindSql {
 const MEMORIES: KindSql = KindSql {
     fts: "memories_fts",
     select: "a.id, NULL, NULL, NULL, 'memory', NULL, a.category, a.key, a.updated_at, \
-             snippet(memories_fts, -1, '«', '»', '…', 24)",
+             snippet(memories_fts, -1, '«', '»', '…', 64)",
     from: "memories_fts JOIN agent_memories a ON a.id = memories_fts.rowid",
     time: "a.updated_at",
     session: "NULL",
@@ -344,6 +363,14 @@ mod tests {
         let query = TextQuery::parse("a% _b 迁移 longer").unwrap();
         assert_eq!(query.like_patterns(), [r"%a\%%", r"%\_b%", "%迁移%"]);
         assert_eq!(query.match_expression().unwrap(), "\"longer\"");
+    }
+
+    #[test]
+    fn any_mode_ors_the_long_fragments() {
+        let query = TextQuery::parse_any(r#"the rebase "blew up" at OR"#).unwrap();
+        assert_eq!(query.match_expression().unwrap(), r#""the" OR "rebase" OR "blew up""#);
+        assert!(query.like_patterns().is_empty());
+        assert!(TextQuery::parse_any("a be").is_err());
     }
 
     #[test]

@@ -50,6 +50,21 @@ pub struct Stats {
     pub embedding_backlog: u64,
     /// Size of the database file (without the WAL), in bytes.
     pub file_bytes: u64,
+    /// What each summarizer has written: the compaction accounting.
+    pub summarizers: Vec<SummarizerStats>,
+}
+
+/// The work of one summarizer, derived from the nodes it wrote.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct SummarizerStats {
+    /// Model id, `extractive` or `raw-archive`.
+    pub summarizer: String,
+    /// Nodes it wrote.
+    pub nodes: u64,
+    /// Tokens it was given (messages for Level-0 nodes, child summaries above).
+    pub tokens_in: u64,
+    /// Tokens it wrote.
+    pub tokens_out: u64,
 }
 
 /// A strata database: one SQLite file in WAL mode, shared by a pool of connections.
@@ -87,14 +102,14 @@ impl Store {
         &self.path
     }
 
-    fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+    pub(crate) fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
         let conn = self.pool.get()?;
         f(&conn)
     }
 
     /// Runs `f` in an immediate transaction: it takes the write lock at the start, so a
     /// read-then-write inside it cannot fail half-way with `SQLITE_BUSY`.
-    fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
+    pub(crate) fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
         let mut conn = self.pool.get()?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let value = f(&tx)?;
@@ -344,6 +359,20 @@ impl Store {
                 nodes_per_level.resize(level + 1, 0);
                 nodes_per_level[level] = n;
             }
+            let mut stmt = conn.prepare(
+                "SELECT summarizer, count(*), SUM(source_token_count), SUM(token_count)
+                 FROM summary_nodes GROUP BY summarizer ORDER BY count(*) DESC",
+            )?;
+            let summarizers = stmt
+                .query_map([], |row| {
+                    Ok(SummarizerStats {
+                        summarizer: row.get(0)?,
+                        nodes: row.get::<_, i64>(1)? as u64,
+                        tokens_in: row.get::<_, i64>(2)? as u64,
+                        tokens_out: row.get::<_, i64>(3)? as u64,
+                    })
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
             Ok(Stats {
                 sessions: count("SELECT count(*) FROM sessions")?,
                 messages: count("SELECT count(*) FROM messages")?,
@@ -353,6 +382,7 @@ impl Store {
                 memories: count("SELECT count(*) FROM agent_memories")?,
                 embedding_backlog: vectors::backlog_len(conn)?,
                 file_bytes: std::fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0),
+                summarizers,
             })
         })
     }

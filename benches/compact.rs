@@ -1,0 +1,202 @@
+//! Compaction overhead per Level-0 node, excluding the summarizer's own time.
+//!
+//! Each measured iteration starts from a copy of one fixed-seed, file-backed WAL database
+//! (about 4,000 tokens of uncompacted turns, fixed clock) and runs one `compact` call that
+//! writes exactly one Level-0 node. The time spent inside the summarizer is measured by a
+//! wrapper and subtracted, leaving planning, reads, token checks and the write transaction.
+//! Two baselines run in the same process: the extractive summarizer alone on the same chunk,
+//! and the store's `insert_leaf` alone. The ratios are printed at the end.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::Criterion;
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use strata_compactor::{
+    BoxFuture, Compactor, CompactorConfig, ExtractiveSummarizer, Outcome, SourceItem, SourceKind, SummarizeError,
+    Summarizer, Summary, SummaryRequest, TokenCounter,
+};
+use strata_store::{NewMessage, NewSummary, Role, SessionId, Store};
+
+const WORDS: &[&str] = &[
+    "deploy", "the", "billing", "service", "src/main.rs", "port", "8080", "we", "decided", "to", "use", "postgres",
+    "migration", "failed", "with", "error", "retry", "timeout", "Cargo.toml", "fixed", "it", "config/app.toml",
+    "version", "1.4.2", "cache", "latency", "42ms", "and", "then", "tests", "pass.",
+];
+
+fn config() -> CompactorConfig {
+    CompactorConfig {
+        head_messages: 0,
+        tail_turns: 1,
+        leaf_min_tokens: 3_000,
+        leaf_min_turns: 2,
+        leaf_chunk_tokens: 4_000,
+        max_rounds: 1,
+        ..CompactorConfig::default()
+    }
+}
+
+/// Six turns of about 800 tokens each, fixed seed and clock.
+fn messages(counter: &TokenCounter) -> Vec<NewMessage> {
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let start = chrono::DateTime::from_timestamp(1_767_225_600, 0).unwrap();
+    let mut out = Vec::new();
+    for i in 0..12 {
+        let len = rng.random_range(300..420);
+        let text: Vec<&str> = (0..len).map(|_| WORDS[rng.random_range(0..WORDS.len())]).collect();
+        let role = if i % 2 == 0 { Role::User } else { Role::Assistant };
+        let mut message = NewMessage::text(role, text.join(" "));
+        message.created_at = start + chrono::Duration::seconds(60 * i);
+        counter.count_new(&mut message);
+        out.push(message);
+    }
+    out
+}
+
+/// Wraps a summarizer and adds up the time spent inside it.
+#[derive(Debug)]
+struct Timed {
+    inner: ExtractiveSummarizer,
+    nanos: Arc<AtomicU64>,
+}
+
+impl Summarizer for Timed {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn summarize<'a>(&'a self, request: &'a SummaryRequest) -> BoxFuture<'a, Result<Summary, SummarizeError>> {
+        Box::pin(async move {
+            let start = Instant::now();
+            let summary = self.inner.summarize_sync(request);
+            self.nanos.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            Ok(summary)
+        })
+    }
+}
+
+struct Template {
+    _dir: tempfile::TempDir,
+    db: PathBuf,
+    session: SessionId,
+}
+
+fn template() -> Template {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("template.db");
+    let store = Store::open(&db).unwrap();
+    let session = store.session("bench", "default").unwrap().id;
+    store.append(session, &messages(&config().token_counter())).unwrap();
+    // Fold the WAL into the file so a plain copy is the whole database.
+    drop(store);
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())).unwrap();
+    drop(conn);
+    Template { _dir: dir, db, session }
+}
+
+fn fresh_copy(template: &Path, dir: &Path, n: u64) -> Store {
+    let path = dir.join(format!("copy-{n}.db"));
+    std::fs::copy(template, &path).unwrap();
+    Store::open(&path).unwrap()
+}
+
+fn bench(c: &mut Criterion) {
+    let template = template();
+    let work = tempfile::tempdir().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let counter = config().token_counter();
+    let mut group = c.benchmark_group("compact");
+    group.sample_size(30).measurement_time(Duration::from_secs(8));
+    let mut copies = 0u64;
+
+    group.bench_function("overhead_per_level0_node", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                copies += 1;
+                let store = fresh_copy(&template.db, work.path(), copies);
+                let nanos = Arc::new(AtomicU64::new(0));
+                let summarizer = Timed { inner: ExtractiveSummarizer::new(counter.clone()), nanos: nanos.clone() };
+                let compactor = Compactor::new(store, config(), Arc::new(summarizer)).unwrap();
+                let start = Instant::now();
+                let outcome = runtime.block_on(compactor.compact(template.session)).unwrap();
+                let elapsed = start.elapsed();
+                assert!(matches!(outcome, Outcome::Compacted { nodes_created: 1, .. }), "{outcome:?}");
+                total += elapsed.saturating_sub(Duration::from_nanos(nanos.load(Ordering::Relaxed)));
+            }
+            total
+        })
+    });
+
+    // Baseline 1: the extractive summarizer alone, on the same chunk.
+    let store = fresh_copy(&template.db, work.path(), 0);
+    let chunk = store.messages(template.session, 0..=9).unwrap();
+    let request = SummaryRequest {
+        kind: SourceKind::Messages,
+        level: 0,
+        persona: "default".into(),
+        items: chunk
+            .iter()
+            .map(|m| SourceItem {
+                reference: format!("message {}", m.id),
+                role: m.role.as_str().into(),
+                tool: None,
+                time: m.created_at,
+                text: m.content.clone(),
+            })
+            .collect(),
+        source_tokens: chunk.iter().map(|m| m.token_count).sum(),
+        target_tokens: 400,
+    };
+    let extractive = ExtractiveSummarizer::new(counter.clone());
+    group.bench_function("baseline_extractive_summarizer", |b| b.iter(|| extractive.summarize_sync(&request)));
+
+    // Baseline 2: the store's atomic insert_leaf alone.
+    let summary = NewSummary { headline: "A headline.".into(), body: "- a body".into(), token_count: 6, summarizer: "bench".into() };
+    group.bench_function("baseline_store_insert_leaf", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                copies += 1;
+                let store = fresh_copy(&template.db, work.path(), copies);
+                let start = Instant::now();
+                store.insert_leaf(template.session, 0, 9, &summary).unwrap();
+                total += start.elapsed();
+            }
+            total
+        })
+    });
+    group.finish();
+}
+
+/// Reads criterion's point estimate (mean, ns) of one benchmark of this run.
+fn estimate(name: &str) -> Option<f64> {
+    let path = Path::new("target/criterion/compact").join(name).join("new/estimates.json");
+    let value: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+    value["mean"]["point_estimate"].as_f64()
+}
+
+fn main() {
+    let mut criterion = Criterion::default().configure_from_args();
+    bench(&mut criterion);
+    criterion.final_summary();
+    if let (Some(overhead), Some(summarizer), Some(insert)) = (
+        estimate("overhead_per_level0_node"),
+        estimate("baseline_extractive_summarizer"),
+        estimate("baseline_store_insert_leaf"),
+    ) {
+        println!(
+            "compaction overhead per Level-0 node (summarizer excluded): {:.0} µs = {:.2}x the extractive summarizer \
+             alone ({:.0} µs), {:.2}x a bare store insert_leaf ({:.0} µs)",
+            overhead / 1e3,
+            overhead / summarizer,
+            summarizer / 1e3,
+            overhead / insert,
+            insert / 1e3
+        );
+    }
+}

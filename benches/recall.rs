@@ -1,0 +1,164 @@
+//! Recall speed on a file-backed WAL database holding 100,000 messages of one persona (plus
+//! 10,000 of another, so the persona filter has work to do):
+//!
+//! - `embed/sentences_32`: embedding throughput of the real model (all-MiniLM-L6-v2 int8),
+//!   256 chat-like sentences per iteration, batches of 32 sorted by length.
+//! - `memory_grep/*`: the tool call end to end (JSON in, JSON out), rare and common words.
+//! - `memory_search/*`: the tool call end to end, including the query's embedding by the real
+//!   model, over 100,000 stored vectors (synthetic: random unit vectors, so the vector scan
+//!   costs what it would with real ones).
+//!
+//! Criterion reports the mean; the median (p50) is in
+//! `target/criterion/<group>/<bench>/new/estimates.json`. Needs the embedding assets
+//! (`scripts/fetch-embed-assets.sh`).
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde_json::json;
+use strata_recall::{Embedder, RecallConfig, ToolContext, call_tool};
+use strata_store::{EMBEDDING_DIM, NewMessage, Role, Store};
+
+const MESSAGES: usize = 100_000;
+const PER_SESSION: usize = 1_000;
+
+const WORDS: [&str; 40] = [
+    "deploy",
+    "the",
+    "billing",
+    "service",
+    "merge",
+    "conflict",
+    "in",
+    "src/main.rs",
+    "port",
+    "8080",
+    "retry",
+    "timeout",
+    "postgres",
+    "migration",
+    "failed",
+    "fixed",
+    "we",
+    "decided",
+    "to",
+    "use",
+    "cache",
+    "invoice",
+    "customer",
+    "refund",
+    "queue",
+    "worker",
+    "latency",
+    "spike",
+    "after",
+    "release",
+    "rollback",
+    "config",
+    "staging",
+    "production",
+    "test",
+    "flaky",
+    "schema",
+    "index",
+    "query",
+    "slow",
+];
+
+fn sentence(rng: &mut ChaCha8Rng) -> String {
+    let len = rng.random_range(8..40);
+    (0..len).map(|_| WORDS[rng.random_range(0..WORDS.len())]).collect::<Vec<_>>().join(" ")
+}
+
+fn random_unit(rng: &mut ChaCha8Rng) -> Vec<f32> {
+    let mut v: Vec<f32> = (0..EMBEDDING_DIM).map(|_| rng.random_range(-1.0f32..1.0)).collect();
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    v.iter_mut().for_each(|x| *x /= norm);
+    v
+}
+
+/// 100,000 messages of persona `p` in 100 sessions, 10,000 of persona `q`; every message has a
+/// (synthetic) vector, except one planted needle that only keywords find.
+fn build(store: &Store) {
+    let mut rng = ChaCha8Rng::seed_from_u64(42);
+    let start = chrono::DateTime::from_timestamp(1_767_225_600, 0).unwrap();
+    for (persona, sessions) in [("p", MESSAGES / PER_SESSION), ("q", 10)] {
+        for s in 0..sessions {
+            let session = store.session(&format!("{persona}-{s}"), persona).unwrap();
+            let messages: Vec<NewMessage> = (0..PER_SESSION)
+                .map(|i| {
+                    let mut m = NewMessage::text(
+                        if i % 2 == 0 { Role::User } else { Role::Assistant },
+                        sentence(&mut rng),
+                    );
+                    m.created_at = start + chrono::Duration::seconds((s * PER_SESSION + i) as i64 * 30);
+                    m.token_count = 20;
+                    m
+                })
+                .collect();
+            store.append(session.id, &messages).unwrap();
+        }
+    }
+    loop {
+        let items = store.embedding_backlog(5_000).unwrap();
+        if items.is_empty() {
+            break;
+        }
+        let pairs: Vec<_> = items.into_iter().map(|item| (item, random_unit(&mut rng))).collect();
+        store.put_embeddings(&pairs).unwrap();
+    }
+}
+
+fn recall(c: &mut Criterion) {
+    let embedder = Embedder::load_default().expect("run scripts/fetch-embed-assets.sh first");
+
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    let texts: Vec<String> = (0..256).map(|_| sentence(&mut rng)).collect();
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let mut group = c.benchmark_group("embed");
+    group.throughput(Throughput::Elements(texts.len() as u64));
+    group.sample_size(10);
+    group.bench_function("sentences_32", |b| b.iter(|| embedder.embed_sorted(&texts, 32).unwrap()));
+    group.finish();
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("recall.db")).unwrap();
+    let started = std::time::Instant::now();
+    build(&store);
+    eprintln!(
+        "built {} messages with vectors in {:.1} s",
+        store.stats().unwrap().messages,
+        started.elapsed().as_secs_f64()
+    );
+    let session = store.find_session("p-0").unwrap().unwrap();
+    let ctx = ToolContext::new(store.clone(), session, embedder.clone(), RecallConfig::default());
+    let check = |answer: serde_json::Value| {
+        assert!(answer.get("error").is_none(), "{answer}");
+        answer
+    };
+
+    let mut group = c.benchmark_group("memory_grep");
+    group.sample_size(30);
+    for (name, query) in
+        [("rare_phrase", "\"rollback config\""), ("two_words", "postgres latency"), ("common_word", "deploy")]
+    {
+        group.bench_function(name, |b| {
+            b.iter(|| check(call_tool(&ctx, "memory_grep", &json!({"query": query, "limit": 10}))))
+        });
+    }
+    group.finish();
+
+    let mut group = c.benchmark_group("memory_search");
+    group.sample_size(20);
+    for (name, query) in
+        [("question", "why did the billing migration fail in staging?"), ("short", "refund queue")]
+    {
+        group.bench_function(name, |b| {
+            b.iter(|| check(call_tool(&ctx, "memory_search", &json!({"query": query, "limit": 10}))))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, recall);
+criterion_main!(benches);

@@ -1,0 +1,441 @@
+//! Context assembly: head, scaffold, acknowledgement, buffer, tail, inside the budget.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::{Value, json};
+use strata_store::{Category, Memory, Message, MessageId, Role, SessionId, Store, SummaryNode};
+
+use crate::config::CompactorConfig;
+use crate::error::{Error, Result};
+use crate::plan::Plan;
+use crate::scaffold::{self, ACKNOWLEDGEMENT};
+use crate::tokens::{TOKENS_PER_REPLY, TokenCounter};
+
+/// Which part of the context a message belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Part {
+    /// The first messages of the session, verbatim.
+    Head,
+    /// The message describing the summary forest.
+    Scaffold,
+    /// The assistant's acknowledgement of the scaffold.
+    Acknowledgement,
+    /// Uncompacted messages between the forest and the tail (oversized ones as stubs).
+    Buffer,
+    /// The newest turns, verbatim (the latest request with its injected background).
+    Tail,
+}
+
+/// What was prepended to the latest user message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Injection {
+    /// Nothing (a regular turn and no user preferences, or no user message at all).
+    None,
+    /// The user preferences only: a regular turn.
+    Regular,
+    /// The sync guidelines and the preferences: the session's first turn, or one after an idle gap.
+    Bootstrap,
+}
+
+/// One message of the assembled context, with where it came from.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ContextEntry {
+    /// The part it belongs to.
+    pub part: Part,
+    /// The stored message it shows, if any (the scaffold, the acknowledgement and elision notes
+    /// have none).
+    pub message_id: Option<MessageId>,
+    /// Its seq, if it shows a stored message.
+    pub seq: Option<i64>,
+    /// Tokens it costs, overhead included.
+    pub tokens: u32,
+    /// True when the stored content was replaced by a stub (oversized) or a note (elided).
+    pub abridged: bool,
+}
+
+/// Tokens per part.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct TokenAccounting {
+    /// The head.
+    pub head: u32,
+    /// The scaffold message.
+    pub scaffold: u32,
+    /// The acknowledgement.
+    pub acknowledgement: u32,
+    /// The uncompacted buffer.
+    pub buffer: u32,
+    /// The tail.
+    pub tail: u32,
+    /// The tokens that prime the reply.
+    pub reply_priming: u32,
+    /// Everything: what the request costs.
+    pub total: u32,
+    /// `context_window_tokens - reserve_tokens`; `total` never exceeds it.
+    pub budget: u32,
+}
+
+/// The context to send, in the OpenAI chat format, with its token accounting.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AssembledContext {
+    /// The session.
+    pub session_id: SessionId,
+    /// The messages, ready for `chat/completions` (`role`, `content`, and `name`,
+    /// `tool_calls`, `tool_call_id` where set).
+    pub messages: Vec<Value>,
+    /// One entry per message: part, source and tokens.
+    pub entries: Vec<ContextEntry>,
+    /// Tokens per part.
+    pub tokens: TokenAccounting,
+    /// How many leading messages form the cache-stable prefix (head, scaffold, acknowledgement).
+    pub prefix_len: usize,
+    /// What was prepended to the latest user message.
+    pub injection: Injection,
+    /// Buffer messages left out (replaced by a note) to fit the budget.
+    pub elided_messages: u32,
+    /// Oversized messages sent as stubs.
+    pub stubbed_messages: u32,
+}
+
+impl AssembledContext {
+    /// The exact bytes of the prefix (head, scaffold, acknowledgement) as sent: what provider
+    /// prompt caches key on.
+    pub fn prefix_bytes(&self) -> Vec<u8> {
+        serde_json::to_vec(&self.messages[..self.prefix_len]).unwrap_or_default()
+    }
+}
+
+/// The bracketed background prepended to the latest request (DESIGN.md §3, step 6).
+pub fn inject(persona: &str, preferences: &[Memory], bootstrap: bool, request: &str) -> String {
+    let mut text = String::new();
+    if bootstrap {
+        text.push_str("[Background Context: Sync Guidelines]\n======\n");
+        text.push_str(&format!("- You are playing the active persona role: {persona}.\n"));
+        text.push_str(
+            "- You have the view_chat_history_summary tool: it returns the consolidated summary and timeline of recent\n  \
+             events across this persona's threads. If the request below refers to other threads, other chats or events\n  \
+             you cannot find in this conversation, call it before answering.\n",
+        );
+        text.push_str("======\n\n");
+    }
+    if !preferences.is_empty() {
+        text.push_str("[User Preferences]\n");
+        for memory in preferences {
+            let content = memory.content.split_whitespace().collect::<Vec<_>>().join(" ");
+            text.push_str(&format!("- {}: {content}\n", memory.title));
+        }
+        text.push('\n');
+    }
+    text.push_str("[Current Request]\n");
+    text.push_str(request);
+    text
+}
+
+/// A message in the OpenAI format. An assistant message that only calls tools has `content: null`.
+fn wire(message: &Message, content: &str) -> Value {
+    let mut value = json!({ "role": message.role.as_str() });
+    if content.is_empty() && message.tool_calls.is_some() {
+        value["content"] = Value::Null;
+    } else {
+        value["content"] = Value::String(content.to_owned());
+    }
+    if let Some(name) = &message.name {
+        value["name"] = Value::String(name.clone());
+    }
+    if let Some(calls) = &message.tool_calls {
+        value["tool_calls"] = calls.clone();
+    }
+    if let Some(id) = &message.tool_call_id {
+        value["tool_call_id"] = Value::String(id.clone());
+    }
+    value
+}
+
+fn stub(message: &Message, tokens: u32) -> String {
+    let preview: String = message.content.split_whitespace().take(40).collect::<Vec<_>>().join(" ");
+    let preview = crate::summarizer::truncate_chars(&preview, 240);
+    format!(
+        "[message {id} (seq {seq}, {role}) is {tokens} tokens, too large to show here. It is stored whole: read it \
+         with view_message(message_id={id}), page by page. It begins: {preview}]",
+        id = message.id,
+        seq = message.seq,
+        role = message.role,
+    )
+}
+
+/// A message being laid out: wire form, token cost and origin.
+struct Slot {
+    value: Value,
+    entry: ContextEntry,
+}
+
+impl Slot {
+    fn message(message: &Message, content: &str, part: Part, abridged: bool, counter: &TokenCounter) -> Slot {
+        let tokens = counter.message(
+            content,
+            message.tool_calls.as_ref(),
+            message.tool_call_id.as_deref(),
+            message.name.as_deref(),
+        );
+        Slot {
+            value: wire(message, content),
+            entry: ContextEntry { part, message_id: Some(message.id), seq: Some(message.seq), tokens, abridged },
+        }
+    }
+
+    fn text(role: Role, content: String, part: Part, counter: &TokenCounter) -> Slot {
+        let tokens = counter.message(&content, None, None, None);
+        Slot {
+            value: json!({ "role": role.as_str(), "content": content }),
+            entry: ContextEntry { part, message_id: None, seq: None, tokens, abridged: part == Part::Buffer },
+        }
+    }
+}
+
+fn total(slots: &[Slot]) -> u32 {
+    slots.iter().map(|slot| slot.entry.tokens).sum::<u32>() + TOKENS_PER_REPLY
+}
+
+/// Everything assembly reads, fetched in one go.
+pub(crate) struct Snapshot {
+    pub persona: String,
+    pub plan: Plan,
+    pub outline: Vec<strata_store::MessageOutline>,
+    pub messages: Vec<Message>,
+    pub roots: Vec<SummaryNode>,
+    pub preferences: Vec<Memory>,
+}
+
+impl Snapshot {
+    pub fn read(store: &Store, session: SessionId, config: &CompactorConfig) -> Result<Snapshot> {
+        let persona = store.session_by_id(session)?.persona;
+        let outline = store.message_outline(session)?;
+        let plan = Plan::new(&outline, config);
+        let head_end_seq = outline.get(plan.head_end).map_or(i64::MAX, |m| m.seq);
+        let messages = store.context_messages(session, head_end_seq)?;
+        let roots = store.roots(session, None)?;
+        let preferences = store.memories(&persona, Some(Category::UserPreferences))?;
+        Ok(Snapshot { persona, plan, outline, messages, roots, preferences })
+    }
+}
+
+/// Whether the latest user message opens a bootstrap turn: it is the session's first request,
+/// or the conversation was idle for longer than the gap before `now`.
+fn injection_kind(snapshot: &Snapshot, config: &CompactorConfig, now: DateTime<Utc>) -> Option<(usize, bool)> {
+    let latest = snapshot.outline.iter().rposition(|m| m.role == Role::User)?;
+    let earlier_request = snapshot.outline[..latest].iter().any(|m| m.role == Role::User);
+    let bootstrap = !earlier_request
+        || latest == 0
+        || now.signed_duration_since(snapshot.outline[latest - 1].created_at) > config.idle_gap();
+    Some((latest, bootstrap))
+}
+
+/// Builds the context for `snapshot` at time `now`.
+pub(crate) fn assemble(
+    session: SessionId,
+    snapshot: &Snapshot,
+    config: &CompactorConfig,
+    counter: &TokenCounter,
+    now: DateTime<Utc>,
+) -> Result<AssembledContext> {
+    let budget = config.budget();
+    let head_end_seq = snapshot.outline.get(snapshot.plan.head_end).map_or(i64::MAX, |m| m.seq);
+    let tail_start_seq =
+        snapshot.outline.get(snapshot.plan.tail_start(snapshot.outline.len())).map_or(i64::MAX, |m| m.seq);
+
+    let mut injection = Injection::None;
+    let injected = injection_kind(snapshot, config, now).and_then(|(index, bootstrap)| {
+        if !bootstrap && snapshot.preferences.is_empty() {
+            return None;
+        }
+        injection = if bootstrap { Injection::Bootstrap } else { Injection::Regular };
+        Some(snapshot.outline[index].seq)
+    });
+
+    let lay = |message: &Message, part: Part| -> Slot {
+        if Some(message.seq) == injected {
+            let content = inject(&snapshot.persona, &snapshot.preferences, injection == Injection::Bootstrap, &message.content);
+            return Slot::message(message, &content, part, false, counter);
+        }
+        let slot = Slot::message(message, &message.content, part, false, counter);
+        if part == Part::Buffer && !message.pinned && slot.entry.tokens > config.oversized_message_tokens {
+            return Slot::message(message, &stub(message, slot.entry.tokens), part, true, counter);
+        }
+        slot
+    };
+
+    let mut head = Vec::new();
+    let mut buffer: Vec<(Slot, &Message)> = Vec::new();
+    let mut tail = Vec::new();
+    for message in &snapshot.messages {
+        if message.seq < head_end_seq {
+            head.push(lay(message, Part::Head));
+        } else if message.seq >= tail_start_seq {
+            tail.push(lay(message, Part::Tail));
+        } else {
+            buffer.push((lay(message, Part::Buffer), message));
+        }
+    }
+    let protected = total(&head) + tail.iter().map(|slot| slot.entry.tokens).sum::<u32>();
+    if protected > budget {
+        return Err(Error::ContextTooLarge { session, needed: protected, budget });
+    }
+
+    // The scaffold depends on the forest alone, never on the buffer, so it is byte-identical
+    // until the next compaction.
+    let scaffold_slots = |body_budget: u32, skip: usize| -> Vec<Slot> {
+        if snapshot.roots.is_empty() {
+            return Vec::new();
+        }
+        let text = scaffold::render(&snapshot.roots, body_budget, skip, counter);
+        vec![
+            Slot::text(Role::User, text, Part::Scaffold, counter),
+            Slot::text(Role::Assistant, ACKNOWLEDGEMENT.to_owned(), Part::Acknowledgement, counter),
+        ]
+    };
+    let mut scaffold = scaffold_slots(config.scaffold_body_tokens, 0);
+
+    // Over budget: leave out the oldest buffer turns first (they are stored whole and
+    // searchable), keeping turns that hold a pinned message. Then shrink the scaffold.
+    let buffer_turns: Vec<std::ops::Range<usize>> = {
+        let mut turns = Vec::new();
+        let mut start = 0;
+        for (i, (_, message)) in buffer.iter().enumerate() {
+            if i > start && message.role == Role::User {
+                turns.push(start..i);
+                start = i;
+            }
+        }
+        if start < buffer.len() {
+            turns.push(start..buffer.len());
+        }
+        turns
+    };
+    let sum = |slots: &[Slot]| slots.iter().map(|slot| slot.entry.tokens).sum::<u32>();
+    let mut elided = vec![false; buffer.len()];
+    let layout = |scaffold: &[Slot], elided: &[bool]| -> u32 {
+        let mut tokens = total(&head) + sum(scaffold) + sum(&tail);
+        let mut in_gap = false;
+        for (i, (slot, _)) in buffer.iter().enumerate() {
+            if elided[i] {
+                if !in_gap {
+                    tokens += ELISION_NOTE_TOKENS;
+                }
+                in_gap = true;
+            } else {
+                tokens += slot.entry.tokens;
+                in_gap = false;
+            }
+        }
+        tokens
+    };
+    for turn in &buffer_turns {
+        if layout(&scaffold, &elided) <= budget {
+            break;
+        }
+        if buffer[turn.clone()].iter().any(|(_, message)| message.pinned) {
+            continue;
+        }
+        for flag in &mut elided[turn.clone()] {
+            *flag = true;
+        }
+    }
+    if layout(&scaffold, &elided) > budget && !snapshot.roots.is_empty() {
+        scaffold = scaffold_slots(0, 0);
+        let mut skip = 0;
+        while layout(&scaffold, &elided) > budget && skip < snapshot.roots.len() {
+            skip = (skip + 1 + snapshot.roots.len() / 8).min(snapshot.roots.len());
+            scaffold = scaffold_slots(0, skip);
+        }
+    }
+
+    let mut slots: Vec<Slot> = Vec::new();
+    slots.extend(head);
+    let prefix_len = slots.len() + scaffold.len();
+    slots.extend(scaffold);
+    let mut elided_messages = 0u32;
+    let mut gap: Vec<&Message> = Vec::new();
+    let flush = |gap: &mut Vec<&Message>, slots: &mut Vec<Slot>| {
+        if let (Some(first), Some(last)) = (gap.first(), gap.last()) {
+            let tokens: u64 = gap.iter().map(|m| u64::from(m.token_count)).sum();
+            slots.push(Slot::text(Role::User, elision_note(first, last, gap.len(), tokens), Part::Buffer, counter));
+            gap.clear();
+        }
+    };
+    for (i, (slot, message)) in buffer.into_iter().enumerate() {
+        if elided[i] {
+            elided_messages += 1;
+            gap.push(message);
+        } else {
+            flush(&mut gap, &mut slots);
+            slots.push(slot);
+        }
+    }
+    flush(&mut gap, &mut slots);
+    slots.extend(tail);
+
+    let mut tokens = TokenAccounting { reply_priming: TOKENS_PER_REPLY, budget, ..TokenAccounting::default() };
+    for slot in &slots {
+        let field = match slot.entry.part {
+            Part::Head => &mut tokens.head,
+            Part::Scaffold => &mut tokens.scaffold,
+            Part::Acknowledgement => &mut tokens.acknowledgement,
+            Part::Buffer => &mut tokens.buffer,
+            Part::Tail => &mut tokens.tail,
+        };
+        *field += slot.entry.tokens;
+    }
+    tokens.total = total(&slots);
+    if tokens.total > budget {
+        return Err(Error::ContextTooLarge { session, needed: tokens.total, budget });
+    }
+    let stubbed_messages = slots.iter().filter(|s| s.entry.abridged && s.entry.message_id.is_some()).count() as u32;
+    let (messages, entries) = slots.into_iter().map(|slot| (slot.value, slot.entry)).unzip();
+    Ok(AssembledContext {
+        session_id: session,
+        messages,
+        entries,
+        tokens,
+        prefix_len,
+        injection,
+        elided_messages,
+        stubbed_messages,
+    })
+}
+
+/// An upper bound of the tokens of one elision note (checked in the tests).
+const ELISION_NOTE_TOKENS: u32 = 90;
+
+fn elision_note(first: &Message, last: &Message, count: usize, tokens: u64) -> String {
+    format!(
+        "[{count} earlier messages (seq {}-{}, ids {}-{}, {tokens} tokens) are left out here to fit the context \
+         window; they are not summarized yet but stored whole. Read them with view_message(message_id) or find \
+         them with memory_grep.]",
+        first.seq, last.seq, first.id, last.id
+    )
+}
+
+/// Tokens of the context as it would be without leaving anything out: head, scaffold,
+/// acknowledgement and every uncovered message, from the cached counts.
+pub(crate) fn unabridged_tokens(
+    outline: &[strata_store::MessageOutline],
+    roots: &[SummaryNode],
+    config: &CompactorConfig,
+    counter: &TokenCounter,
+) -> u64 {
+    let head_end = Plan::new(outline, config).head_end;
+    let messages: u64 = outline
+        .iter()
+        .enumerate()
+        .filter(|(i, m)| *i < head_end || m.summary_id.is_none())
+        .map(|(_, m)| u64::from(m.token_count))
+        .sum();
+    let scaffold = if roots.is_empty() {
+        0
+    } else {
+        let text = scaffold::render(roots, config.scaffold_body_tokens, 0, counter);
+        u64::from(counter.message(&text, None, None, None) + counter.message(ACKNOWLEDGEMENT, None, None, None))
+    };
+    messages + scaffold + u64::from(TOKENS_PER_REPLY)
+}

@@ -1,0 +1,460 @@
+//! The compaction cycle: Level-0 nodes, 2K -> K merges, failures, typed outcomes.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use strata_store::{Message, NewSummary, NodeId, Role, SessionId, Store, SummaryNode};
+
+use crate::assemble::{self, AssembledContext, Snapshot};
+use crate::config::CompactorConfig;
+use crate::error::{Error, Result, SummarizeError};
+use crate::extractive::{ExtractiveSummarizer, RAW_ARCHIVE};
+use crate::plan::Plan;
+use crate::summarizer::{SourceItem, SourceKind, Summarizer, Summary, SummaryRequest, check};
+use crate::tokens::TokenCounter;
+
+/// How one [`Compactor::compact`] call ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Outcome {
+    /// Nodes were written (or raw archives re-summarized).
+    Compacted {
+        /// Nodes written: Level-0 nodes and merges, raw archives included.
+        nodes_created: u32,
+        /// Of those, `raw-archive` digests written because the summarizer was down.
+        raw_archived: u32,
+        /// Raw-archive nodes given a real summary.
+        resummarized: u32,
+        /// Tokens of the unabridged context before the call.
+        tokens_before: u64,
+        /// Tokens of the unabridged context after it.
+        tokens_after: u64,
+        /// True when the call stopped at `max_rounds` with work left: call again.
+        pending: bool,
+    },
+    /// The compactable middle is smaller than `leaf_min_tokens` / `leaf_min_turns`.
+    BelowThreshold {
+        /// Tokens of the compactable middle.
+        middle_tokens: u64,
+        /// Whole turns in it.
+        middle_turns: u32,
+    },
+    /// The middle is large enough but nothing in it can be summarized (pinned turns, or runs
+    /// too small to shrink).
+    NoCandidate,
+    /// Writes were refused repeatedly (another compactor raced for the same messages).
+    NoProgress {
+        /// What was refused.
+        reason: String,
+    },
+    /// The summarizer failed and fewer than `failures_before_raw_archive` consecutive failures
+    /// have happened: nothing more was written this time.
+    SummarizerDown {
+        /// Nodes written before it failed.
+        nodes_created: u32,
+        /// Consecutive failed calls so far for this session.
+        consecutive_failures: u32,
+        /// The last error, with its causes.
+        error: String,
+    },
+}
+
+/// Keeps sessions inside the window: compacts them and assembles their context.
+///
+/// Cheap to clone; clones share the per-session locks and failure counts. It holds no database
+/// connection between calls, and never while the summarizer runs.
+#[derive(Clone, Debug)]
+pub struct Compactor {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    store: Store,
+    config: CompactorConfig,
+    counter: TokenCounter,
+    summarizer: Arc<dyn Summarizer>,
+    archiver: ExtractiveSummarizer,
+    locks: Mutex<HashMap<SessionId, Arc<tokio::sync::Mutex<()>>>>,
+    failures: Mutex<HashMap<SessionId, u32>>,
+}
+
+/// The result of asking for one summary.
+enum Step {
+    Written { summary: Summary, tokens: u32, summarizer: String },
+    Failed { error: SummarizeError, consecutive: u32 },
+}
+
+/// Writes `err` and its causes on one line.
+fn chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+fn is_refusal(err: &Error) -> bool {
+    matches!(err, Error::Store(strata_store::Error::AlreadyCovered { .. } | strata_store::Error::AlreadyMerged { .. }))
+}
+
+/// A message as a summarizer sees it: its text, and its tool calls as `name(key=value, ...)`.
+fn source_item(message: &Message) -> SourceItem {
+    let mut text = message.content.clone();
+    let mut tools = Vec::new();
+    if let Some(calls) = message.tool_calls.as_ref().and_then(|calls| calls.as_array()) {
+        for call in calls {
+            let name = call["function"]["name"].as_str().unwrap_or("tool");
+            tools.push(name.to_owned());
+            let arguments = call["function"]["arguments"].as_str().unwrap_or_default();
+            let rendered = match serde_json::from_str::<serde_json::Value>(arguments) {
+                Ok(serde_json::Value::Object(map)) => map
+                    .iter()
+                    .map(|(key, value)| match value {
+                        serde_json::Value::String(s) => format!("{key}={s}"),
+                        other => format!("{key}={other}"),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                _ => arguments.to_owned(),
+            };
+            let rendered = crate::summarizer::truncate_chars(&rendered, 300);
+            text.push_str(&format!("\n[calls {name}: {rendered} ]"));
+        }
+    }
+    let tool = match message.role {
+        Role::Tool => message.name.clone(),
+        _ if !tools.is_empty() => Some(tools.join(", ")),
+        _ => None,
+    };
+    SourceItem {
+        reference: format!("message {} (seq {})", message.id, message.seq),
+        role: message.role.as_str().to_owned(),
+        tool,
+        time: message.created_at,
+        text,
+    }
+}
+
+fn node_item(node: &SummaryNode) -> SourceItem {
+    SourceItem {
+        reference: format!("node {} (level {}, seq {}-{})", node.id, node.level, node.first_seq, node.last_seq),
+        role: "summary".into(),
+        tool: None,
+        time: node.start_time,
+        text: format!("{}\n{}", node.headline, node.body),
+    }
+}
+
+/// The oldest K roots of the lowest level that has at least 2K roots.
+fn merge_candidate(roots: &[SummaryNode], k: usize) -> Option<Vec<SummaryNode>> {
+    let top = roots.iter().map(|node| node.level).max()?;
+    (0..=top).find_map(|level| {
+        let of_level: Vec<&SummaryNode> = roots.iter().filter(|node| node.level == level).collect();
+        (of_level.len() >= 2 * k).then(|| of_level[..k].iter().map(|node| (*node).clone()).collect())
+    })
+}
+
+impl Compactor {
+    /// A compactor over `store`. The configuration is validated here, once.
+    pub fn new(store: Store, config: CompactorConfig, summarizer: Arc<dyn Summarizer>) -> Result<Compactor> {
+        config.validate()?;
+        let counter = config.token_counter();
+        Ok(Compactor {
+            inner: Arc::new(Inner {
+                store,
+                archiver: ExtractiveSummarizer::new(counter.clone()),
+                counter,
+                config,
+                summarizer,
+                locks: Mutex::new(HashMap::new()),
+                failures: Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &CompactorConfig {
+        &self.inner.config
+    }
+
+    /// The tokenizer of the configured model.
+    pub fn counter(&self) -> &TokenCounter {
+        &self.inner.counter
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Store {
+        &self.inner.store
+    }
+
+    /// Runs `f` on the store in tokio's blocking pool: the one way async code here reaches the
+    /// synchronous store, so no connection is ever held across an `.await`.
+    async fn blocking<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Store) -> Result<T> + Send + 'static,
+    {
+        let store = self.inner.store.clone();
+        tokio::task::spawn_blocking(move || f(&store)).await.map_err(Error::Join)?
+    }
+
+    fn session_lock(&self, session: SessionId) -> Arc<tokio::sync::Mutex<()>> {
+        let mut locks = self.inner.locks.lock().unwrap_or_else(PoisonError::into_inner);
+        locks.entry(session).or_default().clone()
+    }
+
+    fn failures(&self, session: SessionId) -> u32 {
+        *self.inner.failures.lock().unwrap_or_else(PoisonError::into_inner).get(&session).unwrap_or(&0)
+    }
+
+    fn set_failures(&self, session: SessionId, count: u32) {
+        self.inner.failures.lock().unwrap_or_else(PoisonError::into_inner).insert(session, count);
+    }
+
+    /// Consecutive failed summarizer calls for a session (0 once a call succeeds).
+    pub fn consecutive_failures(&self, session: SessionId) -> u32 {
+        self.failures(session)
+    }
+
+    /// Asks the summarizer for one summary, checks it, and falls back to a raw archive after
+    /// `failures_before_raw_archive` consecutive failures. `archiving` is set once that
+    /// happens, so the rest of the call does not wait on a summarizer known to be down.
+    async fn summarize(&self, session: SessionId, request: &SummaryRequest, archiving: &mut bool) -> Step {
+        let config = &self.inner.config;
+        if !*archiving {
+            let result = self
+                .inner
+                .summarizer
+                .summarize(request)
+                .await
+                .and_then(|summary| check(summary, request.source_tokens, config.summary_max_tokens, &self.inner.counter));
+            match result {
+                Ok((summary, tokens)) => {
+                    self.set_failures(session, 0);
+                    return Step::Written { summary, tokens, summarizer: self.inner.summarizer.name().to_owned() };
+                }
+                Err(error) => {
+                    let consecutive = self.failures(session).saturating_add(1);
+                    self.set_failures(session, consecutive);
+                    tracing::warn!(%session, consecutive, error = %chain(&error), "summarizer failed");
+                    if consecutive < config.failures_before_raw_archive {
+                        return Step::Failed { error, consecutive };
+                    }
+                    *archiving = true;
+                }
+            }
+        }
+        let digest = self.inner.archiver.raw_archive(request);
+        match check(digest, request.source_tokens, config.summary_max_tokens, &self.inner.counter) {
+            Ok((summary, tokens)) => Step::Written { summary, tokens, summarizer: RAW_ARCHIVE.to_owned() },
+            Err(error) => Step::Failed { error, consecutive: self.failures(session) },
+        }
+    }
+
+    fn request(&self, persona: &str, kind: SourceKind, level: u32, items: Vec<SourceItem>, source_tokens: u64) -> SummaryRequest {
+        let source_tokens = u32::try_from(source_tokens).unwrap_or(u32::MAX);
+        SummaryRequest {
+            kind,
+            level,
+            persona: persona.to_owned(),
+            items,
+            source_tokens,
+            // Asking for at most half the sources leaves room under the "shorter" rule.
+            target_tokens: self.inner.config.summary_target_tokens.min(source_tokens / 2).max(16),
+        }
+    }
+
+    /// Tokens of the unabridged context (head, scaffold, every uncovered message).
+    async fn context_size(&self, session: SessionId) -> Result<u64> {
+        let config = self.inner.config.clone();
+        let counter = self.inner.counter.clone();
+        self.blocking(move |store| {
+            let outline = store.message_outline(session)?;
+            let roots = store.roots(session, None)?;
+            Ok(assemble::unabridged_tokens(&outline, &roots, &config, &counter))
+        })
+        .await
+    }
+
+    /// Runs the compaction cycle for a session: merges wherever 2K roots of a level exist,
+    /// folds the oldest whole turns of the middle into Level-0 nodes while the middle is over
+    /// the threshold, then re-summarizes raw archives; at most `max_rounds` summaries per call.
+    ///
+    /// One compaction per session runs at a time within this process (an async lock); another
+    /// process racing for the same messages is refused by the store and re-planned around.
+    pub async fn compact(&self, session: SessionId) -> Result<Outcome> {
+        let lock = self.session_lock(session);
+        let _guard = lock.lock().await;
+        let config = self.inner.config.clone();
+        let k = config.context_consolidation_k as usize;
+        let tokens_before = self.context_size(session).await?;
+        let persona = self.blocking(move |store| Ok(store.session_by_id(session)?.persona)).await?;
+
+        let (mut created, mut archived, mut resummarized, mut refusals) = (0u32, 0u32, 0u32, 0u32);
+        let mut archiving = false;
+        let mut pending = true;
+        let mut stop: Option<Outcome> = None;
+        for _round in 0..config.max_rounds {
+            let (outline, roots) = self
+                .blocking(move |store| Ok((store.message_outline(session)?, store.roots(session, None)?)))
+                .await?;
+
+            // Merges first: they keep the scaffold short.
+            let mut write: Option<(Step, Target)> = None;
+            if let Some(children) = merge_candidate(&roots, k) {
+                let level = children[0].level + 1;
+                let source: u64 = children.iter().map(|node| u64::from(node.token_count)).sum();
+                let items = children.iter().map(node_item).collect();
+                let request = self.request(&persona, SourceKind::Summaries, level, items, source);
+                let step = self.summarize(session, &request, &mut archiving).await;
+                write = Some((step, Target::Merge(children.iter().map(|node| node.id).collect())));
+            } else {
+                let plan = Plan::new(&outline, &config);
+                let (middle_tokens, middle_turns) = plan.middle();
+                if middle_tokens >= u64::from(config.leaf_min_tokens) && middle_turns >= config.leaf_min_turns as usize {
+                    match plan.next_chunk(&outline, &config) {
+                        Some(chunk) => {
+                            let messages = self
+                                .blocking(move |store| Ok(store.messages(session, chunk.first_seq..=chunk.last_seq)?))
+                                .await?;
+                            let items = messages.iter().map(source_item).collect();
+                            let request = self.request(&persona, SourceKind::Messages, 0, items, chunk.tokens);
+                            let step = self.summarize(session, &request, &mut archiving).await;
+                            write = Some((step, Target::Leaf(chunk.first_seq, chunk.last_seq)));
+                        }
+                        None => stop = Some(Outcome::NoCandidate),
+                    }
+                } else {
+                    stop = Some(Outcome::BelowThreshold { middle_tokens, middle_turns: middle_turns as u32 });
+                }
+                if write.is_none() && !archiving && self.failures(session) == 0 {
+                    // Nothing to fold: spend the round on giving a raw archive a real summary.
+                    if let Some((node, request)) = self.raw_archive_request(session, &persona).await? {
+                        match self.summarize(session, &request, &mut archiving).await {
+                            // A failure that tipped into archiving again: leave the old digest be.
+                            Step::Written { summarizer, .. } if summarizer == RAW_ARCHIVE => {}
+                            step => write = Some((step, Target::Replace(node))),
+                        }
+                    }
+                }
+            }
+            let Some((step, target)) = write else {
+                pending = false;
+                break;
+            };
+            stop = None;
+            let (summary, tokens, summarizer) = match step {
+                Step::Written { summary, tokens, summarizer } => (summary, tokens, summarizer),
+                Step::Failed { error, consecutive } => {
+                    stop = Some(Outcome::SummarizerDown {
+                        nodes_created: created,
+                        consecutive_failures: consecutive,
+                        error: chain(&error),
+                    });
+                    pending = false;
+                    break;
+                }
+            };
+            let raw = summarizer == RAW_ARCHIVE;
+            let new = NewSummary { headline: summary.headline, body: summary.body, token_count: tokens, summarizer };
+            let result = match target.clone() {
+                Target::Leaf(first, last) => {
+                    self.blocking(move |store| Ok(store.insert_leaf(session, first, last, &new)?)).await.map(|_| ())
+                }
+                Target::Merge(ids) => self.blocking(move |store| Ok(store.merge(&ids, &new)?)).await.map(|_| ()),
+                Target::Replace(id) => {
+                    self.blocking(move |store| Ok(store.replace_summary(id, RAW_ARCHIVE, &new)?)).await.map(|_| ())
+                }
+            };
+            match result {
+                Ok(()) => {
+                    refusals = 0;
+                    match target {
+                        Target::Replace(_) => resummarized += 1,
+                        _ => {
+                            created += 1;
+                            archived += u32::from(raw);
+                        }
+                    }
+                }
+                // Another compactor got there first: plan again from what is stored now.
+                Err(err) if is_refusal(&err) || matches!(target, Target::Replace(_)) => {
+                    tracing::info!(%session, error = %chain(&err), "write refused, re-planning");
+                    refusals += 1;
+                    if refusals >= 2 {
+                        stop = Some(Outcome::NoProgress { reason: chain(&err) });
+                        pending = false;
+                        break;
+                    }
+                }
+                Err(err) => return Err(err),
+            }
+        }
+        if created == 0 && resummarized == 0 {
+            return Ok(stop.unwrap_or(Outcome::NoProgress { reason: "no round made progress".into() }));
+        }
+        if let Some(Outcome::SummarizerDown { .. }) = stop {
+            return Ok(stop.expect("matched above"));
+        }
+        let tokens_after = self.context_size(session).await?;
+        Ok(Outcome::Compacted { nodes_created: created, raw_archived: archived, resummarized, tokens_before, tokens_after, pending })
+    }
+
+    /// The oldest raw-archive node of a session and the request that would summarize it properly.
+    async fn raw_archive_request(&self, session: SessionId, persona: &str) -> Result<Option<(NodeId, SummaryRequest)>> {
+        let found = self
+            .blocking(move |store| {
+                let Some(node) = store.nodes(session)?.into_iter().find(|node| node.summarizer == RAW_ARCHIVE) else {
+                    return Ok(None);
+                };
+                let items = if node.level == 0 {
+                    let messages = store.covered_messages(node.id)?;
+                    let tokens: u64 = messages.iter().map(|m| u64::from(m.token_count)).sum();
+                    (messages.iter().map(source_item).collect::<Vec<_>>(), tokens)
+                } else {
+                    let children = store.children(node.id)?;
+                    let tokens: u64 = children.iter().map(|c| u64::from(c.token_count)).sum();
+                    (children.iter().map(node_item).collect(), tokens)
+                };
+                Ok(Some((node, items)))
+            })
+            .await?;
+        Ok(found.map(|(node, (items, tokens))| {
+            let kind = if node.level == 0 { SourceKind::Messages } else { SourceKind::Summaries };
+            (node.id, self.request(persona, kind, node.level, items, tokens))
+        }))
+    }
+
+    /// The context to send for a session at time `now` (which decides bootstrap turns):
+    /// head, scaffold, acknowledgement, buffer and tail, inside the budget.
+    pub async fn assemble(&self, session: SessionId, now: DateTime<Utc>) -> Result<AssembledContext> {
+        let config = self.inner.config.clone();
+        let counter = self.inner.counter.clone();
+        self.blocking(move |store| {
+            let snapshot = Snapshot::read(store, session, &config)?;
+            assemble::assemble(session, &snapshot, &config, &counter, now)
+        })
+        .await
+    }
+
+    /// [`Compactor::assemble`] for callers without an async runtime (the CLI, tests).
+    pub fn assemble_blocking(&self, session: SessionId, now: DateTime<Utc>) -> Result<AssembledContext> {
+        let snapshot = Snapshot::read(&self.inner.store, session, &self.inner.config)?;
+        assemble::assemble(session, &snapshot, &self.inner.config, &self.inner.counter, now)
+    }
+}
+
+/// What a summary is written to.
+#[derive(Clone, Debug)]
+enum Target {
+    Leaf(i64, i64),
+    Merge(Vec<NodeId>),
+    Replace(NodeId),
+}

@@ -1,0 +1,252 @@
+//! The compactor's settings: one plain struct, validated once.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::tokens::{Encoding, TokenCounter};
+
+/// Every threshold of the compaction cycle and of context assembly.
+///
+/// Deserializes from the `[compactor]` table of strata's TOML file; missing fields take the
+/// defaults below and unknown fields are refused, so a typo never silently keeps a default.
+/// Call [`CompactorConfig::validate`] once after reading it (the [`crate::Compactor`]
+/// constructor does).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CompactorConfig {
+    /// The model the context is assembled for; picks the tokenizer (default `gpt-4o-mini`).
+    pub model: String,
+    /// Overrides the tokenizer the model name implies (`cl100k_base` or `o200k_base`).
+    pub encoding: Option<Encoding>,
+    /// The model's context window in tokens (default 32,000).
+    pub context_window_tokens: u32,
+    /// Tokens kept free for the model's reply; the assembled context never exceeds
+    /// `context_window_tokens - reserve_tokens` (default 4,000).
+    pub reserve_tokens: u32,
+    /// The first messages of a session, kept verbatim forever: typically the system prompt and
+    /// the first request (default 2). Extended past tool results so a call is never split
+    /// from its result.
+    pub head_messages: u32,
+    /// At most this many of the newest turns are protected as the tail (default 4). The newest
+    /// turn is always protected, whatever its size.
+    pub tail_turns: u32,
+    /// Older tail turns leave the tail once the tail would hold more than this many tokens,
+    /// so a few huge turns cannot pin the whole window (default 8,000).
+    pub tail_tokens: u32,
+    /// A Level-0 node is written only when the compactable middle holds at least this many
+    /// tokens (default 6,000) ...
+    pub leaf_min_tokens: u32,
+    /// ... and at least this many whole turns (default 2).
+    pub leaf_min_turns: u32,
+    /// A Level-0 node summarizes the oldest whole turns up to about this many tokens
+    /// (default 4,000; one turn larger than that becomes a node of its own).
+    pub leaf_chunk_tokens: u32,
+    /// The K of "2K -> K": when 2K roots of one level exist, the oldest K are merged into one
+    /// node a level up (default 4).
+    pub context_consolidation_k: u32,
+    /// Most summarizer calls (leaves, merges, re-summaries) one `compact` call makes, which
+    /// bounds the time spent before an LLM call (default 16).
+    pub max_rounds: u32,
+    /// Tokens the summarizer is asked to stay under for one node (default 400).
+    pub summary_target_tokens: u32,
+    /// A summary larger than this is rejected as oversized (default 1,200).
+    pub summary_max_tokens: u32,
+    /// Tokens the scaffold may spend on the bodies of the newest roots (default 3,000).
+    pub scaffold_body_tokens: u32,
+    /// A message outside head and tail larger than this is sent as a stub naming its id and
+    /// how to read it (default 2,000).
+    pub oversized_message_tokens: u32,
+    /// A turn starting more than this many seconds after the previous message is a bootstrap
+    /// turn (default 1,800: 30 minutes).
+    pub idle_gap_secs: u64,
+    /// After this many consecutive failed summarizer calls, chunks are archived as flagged
+    /// `raw-archive` digests so the context still fits (default 3).
+    pub failures_before_raw_archive: u32,
+    /// How the OpenAI-compatible client retries.
+    pub retry: RetryPolicy,
+}
+
+impl Default for CompactorConfig {
+    fn default() -> CompactorConfig {
+        CompactorConfig {
+            model: "gpt-4o-mini".into(),
+            encoding: None,
+            context_window_tokens: 32_000,
+            reserve_tokens: 4_000,
+            head_messages: 2,
+            tail_turns: 4,
+            tail_tokens: 8_000,
+            leaf_min_tokens: 6_000,
+            leaf_min_turns: 2,
+            leaf_chunk_tokens: 4_000,
+            context_consolidation_k: 4,
+            max_rounds: 16,
+            summary_target_tokens: 400,
+            summary_max_tokens: 1_200,
+            scaffold_body_tokens: 3_000,
+            oversized_message_tokens: 2_000,
+            idle_gap_secs: 30 * 60,
+            failures_before_raw_archive: 3,
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
+/// Retries of one summarizer request.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RetryPolicy {
+    /// Attempts per request, the first included (default 4).
+    pub max_attempts: u32,
+    /// Wait before the first retry, in milliseconds; doubled each retry, with jitter
+    /// (default 500).
+    pub initial_backoff_ms: u64,
+    /// Longest wait between attempts, in milliseconds; also caps a server's `Retry-After`
+    /// (default 30,000).
+    pub max_backoff_ms: u64,
+    /// Timeout of one HTTP attempt, in milliseconds (default 120,000).
+    pub timeout_ms: u64,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> RetryPolicy {
+        RetryPolicy { max_attempts: 4, initial_backoff_ms: 500, max_backoff_ms: 30_000, timeout_ms: 120_000 }
+    }
+}
+
+impl RetryPolicy {
+    /// The per-attempt timeout.
+    pub fn timeout(&self) -> Duration {
+        Duration::from_millis(self.timeout_ms)
+    }
+}
+
+fn invalid(field: &'static str, reason: impl Into<String>) -> Error {
+    Error::Config { field, reason: reason.into() }
+}
+
+impl CompactorConfig {
+    /// The token budget of an assembled context: `context_window_tokens - reserve_tokens`.
+    pub fn budget(&self) -> u32 {
+        self.context_window_tokens.saturating_sub(self.reserve_tokens)
+    }
+
+    /// The tokenizer for the configured model (or the explicit encoding).
+    pub fn token_counter(&self) -> TokenCounter {
+        match self.encoding {
+            Some(encoding) => TokenCounter::new(encoding),
+            None => TokenCounter::for_model(&self.model),
+        }
+    }
+
+    /// The idle gap after which a turn is a bootstrap turn.
+    pub fn idle_gap(&self) -> chrono::TimeDelta {
+        chrono::TimeDelta::seconds(i64::try_from(self.idle_gap_secs).unwrap_or(i64::MAX / 1_000))
+    }
+
+    /// Checks every rule between the settings; the first broken one is the error.
+    pub fn validate(&self) -> Result<()> {
+        if self.model.trim().is_empty() {
+            return Err(invalid("model", "name the model the context is for"));
+        }
+        if self.reserve_tokens >= self.context_window_tokens {
+            return Err(invalid("reserve_tokens", "must be smaller than context_window_tokens"));
+        }
+        if self.budget() < 512 {
+            return Err(invalid(
+                "context_window_tokens",
+                "context_window_tokens - reserve_tokens must leave at least 512 tokens",
+            ));
+        }
+        if self.tail_turns == 0 {
+            return Err(invalid("tail_turns", "at least the newest turn must be protected"));
+        }
+        if self.leaf_min_turns == 0 {
+            return Err(invalid("leaf_min_turns", "must be at least 1"));
+        }
+        if self.leaf_chunk_tokens < 64 {
+            return Err(invalid("leaf_chunk_tokens", "must be at least 64 tokens"));
+        }
+        if self.context_consolidation_k < 2 {
+            return Err(invalid("context_consolidation_k", "merging needs K of at least 2"));
+        }
+        if self.max_rounds == 0 {
+            return Err(invalid("max_rounds", "must be at least 1"));
+        }
+        if self.summary_target_tokens < 32 {
+            return Err(invalid("summary_target_tokens", "must be at least 32 tokens"));
+        }
+        if self.summary_max_tokens < self.summary_target_tokens {
+            return Err(invalid("summary_max_tokens", "must not be smaller than summary_target_tokens"));
+        }
+        if self.scaffold_body_tokens >= self.budget() / 2 {
+            return Err(invalid("scaffold_body_tokens", "must be less than half of the context budget"));
+        }
+        if self.oversized_message_tokens < 64 {
+            return Err(invalid("oversized_message_tokens", "must be at least 64 tokens"));
+        }
+        if self.idle_gap_secs == 0 {
+            return Err(invalid("idle_gap_secs", "must be at least one second"));
+        }
+        if self.failures_before_raw_archive == 0 {
+            return Err(invalid("failures_before_raw_archive", "must be at least 1"));
+        }
+        let retry = &self.retry;
+        if retry.max_attempts == 0 {
+            return Err(invalid("retry.max_attempts", "must be at least 1"));
+        }
+        if retry.timeout_ms == 0 {
+            return Err(invalid("retry.timeout_ms", "must be positive"));
+        }
+        if retry.initial_backoff_ms > retry.max_backoff_ms {
+            return Err(invalid("retry.initial_backoff_ms", "must not exceed retry.max_backoff_ms"));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_round_trip() {
+        let config = CompactorConfig::default();
+        config.validate().unwrap();
+        let text = serde_json::to_string(&config).unwrap();
+        assert_eq!(serde_json::from_str::<CompactorConfig>(&text).unwrap(), config);
+        // Missing fields take their defaults.
+        let partial: CompactorConfig = serde_json::from_str(r#"{"context_window_tokens": 8000}"#).unwrap();
+        assert_eq!(partial.context_window_tokens, 8000);
+        assert_eq!(partial.reserve_tokens, 4_000);
+    }
+
+    #[test]
+    fn unknown_fields_are_refused() {
+        assert!(serde_json::from_str::<CompactorConfig>(r#"{"context_windw_tokens": 8000}"#).is_err());
+        assert!(serde_json::from_str::<CompactorConfig>(r#"{"retry": {"attempts": 2}}"#).is_err());
+    }
+
+    #[test]
+    fn broken_rules_name_the_field() {
+        type Breaks = fn(&mut CompactorConfig);
+        let cases: [(Breaks, &str); 6] = [
+            (|c| c.reserve_tokens = c.context_window_tokens, "reserve_tokens"),
+            (|c| c.context_consolidation_k = 1, "context_consolidation_k"),
+            (|c| c.tail_turns = 0, "tail_turns"),
+            (|c| c.summary_max_tokens = 10, "summary_max_tokens"),
+            (|c| c.retry.max_attempts = 0, "retry.max_attempts"),
+            (|c| c.max_rounds = 0, "max_rounds"),
+        ];
+        for (breaks, expected) in cases {
+            let mut config = CompactorConfig::default();
+            breaks(&mut config);
+            match config.validate() {
+                Err(Error::Config { field, .. }) => assert_eq!(field, expected),
+                other => panic!("{expected}: {other:?}"),
+            }
+        }
+    }
+}

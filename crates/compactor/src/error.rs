@@ -1,0 +1,84 @@
+//! Errors of the compactor and of the summarizers.
+
+use std::time::Duration;
+
+use strata_store::SessionId;
+
+/// A specialized `Result` for compactor operations.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong while compacting or assembling a context.
+///
+/// A summarizer that is down is not an error of [`crate::Compactor::compact`]: it is the typed
+/// outcome [`crate::Outcome::SummarizerDown`]. Errors here are the ones a caller must act on.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The configuration breaks a rule; nothing was done with it.
+    #[error("invalid compactor setting {field}: {reason}")]
+    Config {
+        /// The offending field, as named in the TOML file.
+        field: &'static str,
+        /// Why, in words a user can act on.
+        reason: String,
+    },
+    /// The store refused or failed.
+    #[error("store error")]
+    Store(#[from] strata_store::Error),
+    /// Even the protected head and tail do not fit the budget: sending them would overflow the
+    /// model's window, so no context is produced.
+    #[error(
+        "session {session}: the protected head and tail alone need {needed} tokens but the budget is \
+         {budget} (context_window_tokens - reserve_tokens); lower head_messages or tail_turns, or raise the window"
+    )]
+    ContextTooLarge {
+        /// The session.
+        session: SessionId,
+        /// Tokens of head + tail (+ the reply priming).
+        needed: u32,
+        /// `context_window_tokens - reserve_tokens`.
+        budget: u32,
+    },
+    /// A blocking store task panicked or was cancelled.
+    #[error("a store task did not finish")]
+    Join(#[source] tokio::task::JoinError),
+}
+
+/// Why one summarizer call failed. Every variant is retryable by the caller at a later time;
+/// the ones marked transient are retried inside the call already.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SummarizeError {
+    /// The HTTP request could not be sent or its response not read.
+    #[error("request to the summarizer failed")]
+    Transport(#[source] reqwest::Error),
+    /// No response within the configured timeout.
+    #[error("the summarizer did not answer within {0:?}")]
+    Timeout(Duration),
+    /// The server answered with an error status.
+    #[error("the summarizer answered HTTP {status}: {body}")]
+    Status {
+        /// The HTTP status code.
+        status: u16,
+        /// The start of the response body, for the log.
+        body: String,
+    },
+    /// The reply could not be understood as a summary.
+    #[error("the summarizer's reply is not a valid summary: {0}")]
+    Malformed(String),
+    /// The reply parsed, but breaks a rule (empty, oversized, not shorter than its sources).
+    #[error("summary rejected: {0}")]
+    Rejected(String),
+}
+
+impl SummarizeError {
+    /// True for failures worth retrying at once: rate limits, server errors, timeouts, broken
+    /// connections and unreadable replies. A 4xx other than 408/429 is not.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            SummarizeError::Transport(_) | SummarizeError::Timeout(_) | SummarizeError::Malformed(_) => true,
+            SummarizeError::Status { status, .. } => *status == 408 || *status == 429 || *status >= 500,
+            SummarizeError::Rejected(_) => false,
+        }
+    }
+}

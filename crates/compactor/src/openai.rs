@@ -1,0 +1,318 @@
+//! The OpenAI-compatible chat-completions summarizer (OpenAI, Ollama, llama.cpp server, vLLM).
+//!
+//! It asks for the summary through a forced tool call, `save_summary{headline, body}`, which
+//! every compatible server turns into well-formed JSON. A server that rejects forced tool
+//! choice (HTTP 400/422 naming `tool_choice` or `tools`) is remembered, and from then on asked
+//! for a JSON object in plain content instead. Transient failures (429, 5xx, timeouts, broken
+//! connections, unreadable replies) are retried with exponential backoff and jitter, honouring
+//! `Retry-After`.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::config::RetryPolicy;
+use crate::error::SummarizeError;
+use crate::summarizer::{BoxFuture, SourceKind, Summarizer, Summary, SummaryRequest};
+
+/// Settings of the OpenAI-compatible client.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpenAiConfig {
+    /// The API root, e.g. `https://api.openai.com/v1` or `http://127.0.0.1:11434/v1`.
+    pub base_url: String,
+    /// The model id, stored as the summarizer name of the nodes it writes.
+    pub model: String,
+    /// Bearer token, if the server wants one.
+    pub api_key: Option<String>,
+    /// Timeouts and retries.
+    pub retry: RetryPolicy,
+}
+
+impl OpenAiConfig {
+    /// Settings for `model` at `base_url`, with the API key from `STRATA_API_KEY` or
+    /// `OPENAI_API_KEY` when set.
+    pub fn from_env(base_url: impl Into<String>, model: impl Into<String>, retry: RetryPolicy) -> OpenAiConfig {
+        let api_key = ["STRATA_API_KEY", "OPENAI_API_KEY"]
+            .iter()
+            .find_map(|name| std::env::var(name).ok().filter(|key| !key.trim().is_empty()));
+        OpenAiConfig { base_url: base_url.into(), model: model.into(), api_key, retry }
+    }
+}
+
+/// The summarizer backed by an OpenAI-compatible `chat/completions` endpoint.
+#[derive(Debug)]
+pub struct OpenAiSummarizer {
+    config: OpenAiConfig,
+    client: reqwest::Client,
+    /// Set once the server refused forced tool choice; later requests go straight to JSON mode.
+    plain_json: AtomicBool,
+}
+
+const SYSTEM_PROMPT: &str = "You compress chat history for an AI agent's long-term memory. Write a faithful, \
+     dense summary of the material the user gives you. Never invent facts; keep names, file paths, numbers, \
+     commands and error messages exact. The headline is one sentence. The body uses these sections, each a \
+     list of '- ' lines, omitting empty ones: 'Timeline:' (what happened, in order, with times), 'Decisions:', \
+     'Pitfalls:' (errors, dead ends and their fixes), 'Files:' (files and directories touched), 'Numbers:'.";
+
+const JSON_INSTRUCTION: &str = "Reply with only a JSON object of the form {\"headline\": \"...\", \"body\": \"...\"} \
+     and nothing else.";
+
+fn save_summary_tool() -> Value {
+    json!({
+        "type": "function",
+        "function": {
+            "name": "save_summary",
+            "description": "Store the summary of the given chat history.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "headline": {"type": "string", "description": "One sentence: what happened."},
+                    "body": {"type": "string", "description": "Timeline, decisions, pitfalls, files, numbers as '- ' lists under headings."}
+                },
+                "required": ["headline", "body"],
+                "additionalProperties": false
+            }
+        }
+    })
+}
+
+/// The sources as one user message.
+fn render_sources(request: &SummaryRequest) -> String {
+    let what = match request.kind {
+        SourceKind::Messages => "the following chat messages",
+        SourceKind::Summaries => "the following summaries of consecutive parts of a chat into one",
+    };
+    let mut text = format!(
+        "Summarize {what} (persona {}). Stay under {} tokens.\n\n",
+        request.persona, request.target_tokens
+    );
+    for item in &request.items {
+        let tool = item.tool.as_deref().map(|t| format!(" [{t}]")).unwrap_or_default();
+        text.push_str(&format!(
+            "### {} · {}{} · {}\n{}\n\n",
+            item.reference,
+            item.role,
+            tool,
+            item.time.format("%Y-%m-%d %H:%M UTC"),
+            item.text
+        ));
+    }
+    text
+}
+
+/// Parses a `{headline, body}` object out of a model's text: bare, in a ``` fence, or
+/// surrounded by prose.
+fn parse_summary_json(text: &str) -> Result<Summary, SummarizeError> {
+    let start = text.find('{');
+    let end = text.rfind('}');
+    let candidate = match (start, end) {
+        (Some(start), Some(end)) if start < end => &text[start..=end],
+        _ => return Err(SummarizeError::Malformed("no JSON object in the reply".into())),
+    };
+    let value: Value = serde_json::from_str(candidate)
+        .map_err(|e| SummarizeError::Malformed(format!("invalid JSON in the reply: {e}")))?;
+    let field = |name: &str| value.get(name).and_then(Value::as_str).map(str::to_owned);
+    match (field("headline"), field("body")) {
+        (Some(headline), Some(body)) if !headline.trim().is_empty() && !body.trim().is_empty() => {
+            Ok(Summary { headline, body })
+        }
+        (Some(_), Some(_)) => Err(SummarizeError::Malformed("the headline or the body is empty".into())),
+        _ => Err(SummarizeError::Malformed("the JSON lacks string fields headline and body".into())),
+    }
+}
+
+/// The summary in a chat-completions response: the `save_summary` call's arguments, or JSON
+/// in the content when the model answered in prose.
+fn extract(response: &Value) -> Result<Summary, SummarizeError> {
+    let message = &response["choices"][0]["message"];
+    if message.is_null() {
+        return Err(SummarizeError::Malformed("the response has no choices[0].message".into()));
+    }
+    if let Some(calls) = message["tool_calls"].as_array()
+        && let Some(call) = calls.iter().find(|c| c["function"]["name"] == "save_summary").or(calls.first())
+    {
+        let arguments = &call["function"]["arguments"];
+        // Some servers send the arguments as an object instead of a JSON string.
+        let text = match arguments {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        return parse_summary_json(&text);
+    }
+    match message["content"].as_str() {
+        Some(content) if !content.trim().is_empty() => parse_summary_json(content),
+        _ => Err(SummarizeError::Malformed("the reply holds neither a tool call nor content".into())),
+    }
+}
+
+/// True when a 400/422 body says the server does not do (forced) tool calls.
+fn rejects_tool_choice(status: u16, body: &str) -> bool {
+    let body = body.to_ascii_lowercase();
+    matches!(status, 400 | 422 | 501) && (body.contains("tool_choice") || body.contains("tool") || body.contains("function"))
+}
+
+/// `Retry-After` as seconds or an HTTP date.
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?.trim();
+    if let Ok(seconds) = value.parse::<f64>() {
+        return (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds));
+    }
+    let date = chrono::DateTime::parse_from_rfc2822(value).ok()?;
+    let wait = date.with_timezone(&chrono::Utc) - chrono::Utc::now();
+    Some(wait.to_std().unwrap_or(Duration::ZERO))
+}
+
+/// One failed attempt and how long the server asked us to wait.
+struct Attempt {
+    error: SummarizeError,
+    retry_after: Option<Duration>,
+}
+
+impl OpenAiSummarizer {
+    /// A client for `config`. Fails only if the TLS backend cannot be set up.
+    pub fn new(config: OpenAiConfig) -> Result<OpenAiSummarizer, SummarizeError> {
+        let client = reqwest::Client::builder()
+            .timeout(config.retry.timeout())
+            .connect_timeout(config.retry.timeout().min(Duration::from_secs(10)))
+            .build()
+            .map_err(SummarizeError::Transport)?;
+        Ok(OpenAiSummarizer { config, client, plain_json: AtomicBool::new(false) })
+    }
+
+    fn url(&self) -> String {
+        format!("{}/chat/completions", self.config.base_url.trim_end_matches('/'))
+    }
+
+    fn body(&self, request: &SummaryRequest, plain: bool) -> Value {
+        let mut system = SYSTEM_PROMPT.to_owned();
+        if plain {
+            system.push(' ');
+            system.push_str(JSON_INSTRUCTION);
+        }
+        let mut body = json!({
+            "model": self.config.model,
+            "temperature": 0,
+            "max_tokens": request.target_tokens.saturating_mul(2).max(256),
+            "messages": [
+                {"role": "system", "content": system},
+                {"role": "user", "content": render_sources(request)},
+            ],
+        });
+        if !plain {
+            body["tools"] = json!([save_summary_tool()]);
+            body["tool_choice"] = json!({"type": "function", "function": {"name": "save_summary"}});
+        }
+        body
+    }
+
+    /// One HTTP attempt.
+    async fn attempt(&self, request: &SummaryRequest) -> Result<Summary, Attempt> {
+        let plain = self.plain_json.load(Ordering::Relaxed);
+        let mut http = self.client.post(self.url()).json(&self.body(request, plain));
+        if let Some(key) = &self.config.api_key {
+            http = http.bearer_auth(key);
+        }
+        let timeout = self.config.retry.timeout();
+        let transport = |e: reqwest::Error| Attempt {
+            error: if e.is_timeout() { SummarizeError::Timeout(timeout) } else { SummarizeError::Transport(e) },
+            retry_after: None,
+        };
+        let response = http.send().await.map_err(transport)?;
+        let status = response.status().as_u16();
+        let wait = retry_after(response.headers());
+        let text = response.text().await.map_err(transport)?;
+        if !(200..300).contains(&status) {
+            if !plain && rejects_tool_choice(status, &text) {
+                tracing::info!(status, "server rejects forced tool choice; asking for JSON content instead");
+                self.plain_json.store(true, Ordering::Relaxed);
+                // Not the server's fault: retry at once in JSON mode.
+                return Err(Attempt {
+                    error: SummarizeError::Status { status, body: crate::summarizer::truncate_chars(&text, 300) },
+                    retry_after: Some(Duration::ZERO),
+                });
+            }
+            return Err(Attempt {
+                error: SummarizeError::Status { status, body: crate::summarizer::truncate_chars(&text, 300) },
+                retry_after: wait,
+            });
+        }
+        let value: Value = serde_json::from_str(&text).map_err(|e| Attempt {
+            error: SummarizeError::Malformed(format!("the response is not JSON: {e}")),
+            retry_after: None,
+        })?;
+        extract(&value).map_err(|error| Attempt { error, retry_after: None })
+    }
+
+    /// Backoff before retry number `retry` (1-based): exponential, with full jitter in its
+    /// upper half so a fleet of clients does not retry in lockstep.
+    fn backoff(&self, retry: u32) -> Duration {
+        let policy = &self.config.retry;
+        let exp = policy.initial_backoff_ms.saturating_mul(1u64 << (retry - 1).min(20));
+        let capped = exp.min(policy.max_backoff_ms);
+        let jittered = if capped > 1 { rand::random_range(capped / 2..=capped) } else { capped };
+        Duration::from_millis(jittered)
+    }
+
+    async fn run(&self, request: &SummaryRequest) -> Result<Summary, SummarizeError> {
+        let policy = &self.config.retry;
+        let mut attempt = 1;
+        // A switch to JSON mode gets one extra attempt: it is a change of protocol, not a retry.
+        let mut extra = 1;
+        loop {
+            let failed = match self.attempt(request).await {
+                Ok(summary) => return Ok(summary),
+                Err(failed) => failed,
+            };
+            let switched = failed.retry_after == Some(Duration::ZERO)
+                && matches!(failed.error, SummarizeError::Status { status: 400 | 422 | 501, .. });
+            if switched && extra > 0 {
+                extra -= 1;
+                continue;
+            }
+            if !failed.error.is_transient() || attempt >= policy.max_attempts {
+                return Err(failed.error);
+            }
+            let max = Duration::from_millis(policy.max_backoff_ms);
+            let wait = failed.retry_after.map_or_else(|| self.backoff(attempt), |server| server.min(max));
+            tracing::debug!(attempt, ?wait, error = %failed.error, "retrying the summarizer");
+            tokio::time::sleep(wait).await;
+            attempt += 1;
+        }
+    }
+}
+
+impl Summarizer for OpenAiSummarizer {
+    fn name(&self) -> &str {
+        &self.config.model
+    }
+
+    fn summarize<'a>(&'a self, request: &'a SummaryRequest) -> BoxFuture<'a, Result<Summary, SummarizeError>> {
+        Box::pin(self.run(request))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_is_found_in_fences_and_prose() {
+        let fenced = "Here you go:\n```json\n{\"headline\": \"H.\", \"body\": \"- b\"}\n```";
+        assert_eq!(parse_summary_json(fenced).unwrap().headline, "H.");
+        assert!(matches!(parse_summary_json("no json"), Err(SummarizeError::Malformed(_))));
+        assert!(matches!(parse_summary_json("{\"headline\": \"\", \"body\": \"x\"}"), Err(SummarizeError::Malformed(_))));
+        assert!(matches!(parse_summary_json("{\"headline\": 1}"), Err(SummarizeError::Malformed(_))));
+    }
+
+    #[test]
+    fn retry_after_reads_seconds_and_dates() {
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(reqwest::header::RETRY_AFTER, "2".parse().unwrap());
+        assert_eq!(retry_after(&headers), Some(Duration::from_secs(2)));
+        headers.insert(reqwest::header::RETRY_AFTER, "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap());
+        assert_eq!(retry_after(&headers), Some(Duration::ZERO), "a date in the past means now");
+        headers.insert(reqwest::header::RETRY_AFTER, "soon".parse().unwrap());
+        assert_eq!(retry_after(&headers), None);
+    }
+}

@@ -1,0 +1,215 @@
+//! Where the cuts go: head, turns, tail and the next chunk to summarize.
+//!
+//! Planning is a pure function of a session's outline and the configuration, so it is cheap to
+//! redo after every write and easy to test.
+
+use strata_store::{MessageOutline, Role};
+
+use crate::config::CompactorConfig;
+
+/// Chunks smaller than this are left alone: no summary of them can be meaningfully shorter.
+pub(crate) const MIN_LEAF_SOURCE_TOKENS: u64 = 64;
+
+/// A turn (or the remainder of the first turn after the head): `outline[start..end]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Unit {
+    pub start: usize,
+    pub end: usize,
+    pub tokens: u64,
+    /// Holds a pinned message: it stays verbatim, so the turn is never summarized.
+    pub pinned: bool,
+    /// Holds a message already covered by a Level-0 node.
+    pub covered: bool,
+}
+
+impl Unit {
+    fn compactable(&self) -> bool {
+        !self.pinned && !self.covered
+    }
+}
+
+/// The cuts of one session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Plan {
+    /// `outline[..head_end]` is the protected head.
+    pub head_end: usize,
+    /// The units after the head, in order.
+    pub units: Vec<Unit>,
+    /// `units[tail_unit..]` is the protected tail.
+    pub tail_unit: usize,
+}
+
+/// The next Level-0 chunk: seqs `first_seq..=last_seq`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Chunk {
+    pub first_seq: i64,
+    pub last_seq: i64,
+    pub tokens: u64,
+}
+
+impl Plan {
+    /// Cuts a session: the head is the first `head_messages` messages, extended over tool
+    /// results so no call is separated from its answer; after it, a cut falls before every user
+    /// message (a turn edge); the tail is the newest turns within `tail_turns` and
+    /// `tail_tokens`, the newest one always.
+    pub fn new(outline: &[MessageOutline], config: &CompactorConfig) -> Plan {
+        let len = outline.len();
+        let mut head_end = (config.head_messages as usize).min(len);
+        while head_end < len && outline[head_end].role == Role::Tool {
+            head_end += 1;
+        }
+        let make = |start: usize, end: usize| {
+            let slice = &outline[start..end];
+            Unit {
+                start,
+                end,
+                tokens: slice.iter().map(|m| u64::from(m.token_count)).sum(),
+                pinned: slice.iter().any(|m| m.pinned),
+                covered: slice.iter().any(|m| m.summary_id.is_some()),
+            }
+        };
+        let mut units = Vec::new();
+        let mut start = head_end;
+        for (index, message) in outline.iter().enumerate().skip(head_end + 1) {
+            if message.role == Role::User {
+                units.push(make(start, index));
+                start = index;
+            }
+        }
+        if start < len {
+            units.push(make(start, len));
+        }
+        let (mut tail_units, mut tail_tokens) = (0usize, 0u64);
+        for unit in units.iter().rev() {
+            if unit.covered {
+                break;
+            }
+            let fits = tail_units < config.tail_turns as usize
+                && tail_tokens + unit.tokens <= u64::from(config.tail_tokens);
+            if tail_units > 0 && !fits {
+                break;
+            }
+            tail_units += 1;
+            tail_tokens += unit.tokens;
+        }
+        Plan { head_end, tail_unit: units.len() - tail_units, units }
+    }
+
+    /// The units between head and tail that may be summarized.
+    fn candidates(&self) -> impl Iterator<Item = (usize, &Unit)> {
+        self.units[..self.tail_unit].iter().enumerate().filter(|(_, unit)| unit.compactable())
+    }
+
+    /// Tokens and turns of the compactable middle.
+    pub fn middle(&self) -> (u64, usize) {
+        self.candidates().fold((0, 0), |(tokens, turns), (_, unit)| (tokens + unit.tokens, turns + 1))
+    }
+
+    /// The oldest whole turns of the compactable middle, up to about `leaf_chunk_tokens`: turns
+    /// are added while they fit, and past the limit only while the chunk is under half of it,
+    /// so a small turn before a huge one is not summarized alone.
+    pub fn next_chunk(&self, outline: &[MessageOutline], config: &CompactorConfig) -> Option<Chunk> {
+        let limit = u64::from(config.leaf_chunk_tokens);
+        let mut index = 0;
+        while index < self.tail_unit {
+            if !self.units[index].compactable() {
+                index += 1;
+                continue;
+            }
+            let first = index;
+            let mut tokens = 0u64;
+            while index < self.tail_unit && self.units[index].compactable() {
+                let next = self.units[index].tokens;
+                if index > first && tokens + next > limit && tokens >= limit / 2 {
+                    break;
+                }
+                tokens += next;
+                index += 1;
+            }
+            if tokens >= MIN_LEAF_SOURCE_TOKENS {
+                return Some(Chunk {
+                    first_seq: outline[self.units[first].start].seq,
+                    last_seq: outline[self.units[index - 1].end - 1].seq,
+                    tokens,
+                });
+            }
+            // A run too small to shrink: skip past it to the next run.
+            while index < self.tail_unit && self.units[index].compactable() {
+                index += 1;
+            }
+        }
+        None
+    }
+
+    /// Index in the outline where the tail starts (the outline length when there is none).
+    pub fn tail_start(&self, outline_len: usize) -> usize {
+        self.units.get(self.tail_unit).map_or(outline_len, |unit| unit.start)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::DateTime;
+    use strata_store::{MessageId, NodeId};
+
+    use super::*;
+
+    fn outline(roles: &str, tokens: u32) -> Vec<MessageOutline> {
+        roles
+            .chars()
+            .enumerate()
+            .map(|(i, c)| MessageOutline {
+                id: MessageId(i as i64 + 1),
+                seq: i as i64,
+                role: match c {
+                    's' => Role::System,
+                    'u' => Role::User,
+                    'a' => Role::Assistant,
+                    _ => Role::Tool,
+                },
+                token_count: tokens,
+                pinned: false,
+                summary_id: None,
+                created_at: DateTime::UNIX_EPOCH,
+            })
+            .collect()
+    }
+
+    fn config(head: u32, tail_turns: u32) -> CompactorConfig {
+        CompactorConfig { head_messages: head, tail_turns, tail_tokens: 1_000_000, ..CompactorConfig::default() }
+    }
+
+    #[test]
+    fn turns_start_at_user_messages_and_head_never_ends_inside_a_tool_group() {
+        let messages = outline("suattauaua", 10);
+        // Head of 3 would end between the call (seq 2) and its results (3, 4): it grows to 5.
+        let plan = Plan::new(&messages, &config(3, 1));
+        assert_eq!(plan.head_end, 5);
+        let spans: Vec<(usize, usize)> = plan.units.iter().map(|u| (u.start, u.end)).collect();
+        assert_eq!(spans, vec![(5, 6), (6, 8), (8, 10)]);
+        assert_eq!(plan.tail_unit, 2);
+    }
+
+    #[test]
+    fn tail_tokens_cap_older_tail_turns_but_never_the_newest() {
+        let messages = outline("uauauaua", 100);
+        let capped = CompactorConfig { head_messages: 0, tail_turns: 3, tail_tokens: 250, ..Default::default() };
+        let plan = Plan::new(&messages, &capped);
+        assert_eq!(plan.units.len() - plan.tail_unit, 1, "two turns of 200 tokens do not fit 250");
+        let tiny = CompactorConfig { tail_tokens: 1, ..capped };
+        assert_eq!(Plan::new(&messages, &tiny).tail_unit, 3);
+    }
+
+    #[test]
+    fn chunks_take_the_oldest_whole_turns_and_skip_pinned_and_covered_ones() {
+        let mut messages = outline("uauauauaua", 100);
+        messages[0].summary_id = Some(NodeId(1));
+        messages[1].summary_id = Some(NodeId(1));
+        messages[5].pinned = true;
+        let config = CompactorConfig { leaf_chunk_tokens: 300, ..config(0, 1) };
+        let plan = Plan::new(&messages, &config);
+        assert_eq!(plan.middle(), (400, 2));
+        let chunk = plan.next_chunk(&messages, &config).unwrap();
+        assert_eq!((chunk.first_seq, chunk.last_seq, chunk.tokens), (2, 3, 200));
+    }
+}

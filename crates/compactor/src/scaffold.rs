@@ -1,0 +1,79 @@
+//! The scaffold message: the summary forest as the model sees it.
+
+use strata_store::SummaryNode;
+
+use crate::tokens::TokenCounter;
+
+/// The assistant's reply to the scaffold, fixed so the prefix stays byte-identical.
+pub(crate) const ACKNOWLEDGEMENT: &str = "Understood. I have the summaries of the earlier conversation. When I need \
+     details from it I will use expand_summary, view_message, memory_grep or memory_search instead of guessing.";
+
+const INTRO: &str = "[Summary of the earlier conversation]\nEarlier parts of this conversation were folded into \
+     summaries so it fits the context window; nothing was deleted. The summaries, oldest first \
+     (node id, level, time, message seqs, headline):";
+
+const TOOLS_LINE: &str = "To see more: expand_summary(node_id) opens a summary into its parts or its original \
+     messages; view_message(message_id) shows one message in full (long ones page by page); memory_grep and \
+     memory_search find anything said earlier by keyword or by meaning.";
+
+/// `2026-03-01 10:00 to 12:40 UTC` (the date is repeated only when it changes).
+pub(crate) fn time_range(node: &SummaryNode) -> String {
+    let start = node.start_time.format("%Y-%m-%d %H:%M");
+    if node.start_time.date_naive() == node.end_time.date_naive() {
+        format!("{start} to {} UTC", node.end_time.format("%H:%M"))
+    } else {
+        format!("{start} to {} UTC", node.end_time.format("%Y-%m-%d %H:%M"))
+    }
+}
+
+fn root_line(node: &SummaryNode) -> String {
+    format!(
+        "- node {} · level {} · {} · seq {}-{} · {}",
+        node.id,
+        node.level,
+        time_range(node),
+        node.first_seq,
+        node.last_seq,
+        node.headline
+    )
+}
+
+/// Renders the scaffold for `roots` (in time order). Bodies of the newest roots are included
+/// while they fit `body_budget` tokens; `skip_oldest` roots are folded into one count line
+/// (only used when even a bare list does not fit the window).
+pub(crate) fn render(roots: &[SummaryNode], body_budget: u32, skip_oldest: usize, counter: &TokenCounter) -> String {
+    let mut text = String::from(INTRO);
+    let skip = skip_oldest.min(roots.len());
+    if skip > 0 {
+        let last = &roots[skip - 1];
+        text.push_str(&format!(
+            "\n- {skip} older summaries up to seq {} are not listed to save space; expand_summary works on any node id",
+            last.last_seq
+        ));
+    }
+    for node in &roots[skip..] {
+        text.push('\n');
+        text.push_str(&root_line(node));
+    }
+    let mut remaining = i64::from(body_budget);
+    let mut bodies = Vec::new();
+    for node in roots[skip..].iter().rev() {
+        let block = format!("node {} (level {}, seq {}-{}):\n{}", node.id, node.level, node.first_seq, node.last_seq, node.body);
+        let cost = i64::from(counter.text(&block)) + 2;
+        if cost > remaining {
+            break;
+        }
+        remaining -= cost;
+        bodies.push(block);
+    }
+    if !bodies.is_empty() {
+        text.push_str("\n\nDetails of the most recent summaries:");
+        for block in bodies.iter().rev() {
+            text.push_str("\n\n");
+            text.push_str(block);
+        }
+    }
+    text.push_str("\n\n");
+    text.push_str(TOOLS_LINE);
+    text
+}

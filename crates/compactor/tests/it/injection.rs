@@ -1,0 +1,74 @@
+//! Injection of the sync guidelines and the user preferences (DESIGN.md §3, step 6).
+
+use chrono::Duration;
+use strata_compactor::{CompactorConfig, Injection};
+use strata_store::{Category, MemoryWrite, NewMessage, Role, Writer};
+
+use crate::util::{fixture, t0};
+
+const GUIDELINES: &str = "[Background Context: Sync Guidelines]
+======
+- You are playing the active persona role: coder.
+- You have the view_chat_history_summary tool: it returns the consolidated summary and timeline of recent
+  events across this persona's threads. If the request below refers to other threads, other chats or events
+  you cannot find in this conversation, call it before answering.
+======
+
+";
+
+fn latest_request(context: &strata_compactor::AssembledContext) -> String {
+    let message = context.messages.iter().rev().find(|m| m["role"] == "user").unwrap();
+    message["content"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn bootstrap_regular_and_idle_turns() {
+    let fx = fixture(CompactorConfig { head_messages: 1, ..CompactorConfig::default() });
+    fx.store
+        .put_memory(
+            Writer::User,
+            "coder",
+            &MemoryWrite { category: Category::UserPreferences, key: "tone", title: "Tone", content: "Terse answers,\nno emoji." },
+        )
+        .unwrap();
+    let preferences = "[User Preferences]\n- Tone: Terse answers, no emoji.\n\n";
+    // The clock is injected: every time below is t0 plus minutes, nothing sleeps.
+    fx.push(NewMessage::text(Role::System, "You are a careful coding agent."), 0);
+    fx.push(NewMessage::text(Role::User, "Set up the repo."), 1);
+
+    let first = fx.compactor.assemble(fx.session, t0() + Duration::minutes(1)).await.unwrap();
+    assert_eq!(first.injection, Injection::Bootstrap, "the first turn of a session");
+    assert_eq!(latest_request(&first), format!("{GUIDELINES}{preferences}[Current Request]\nSet up the repo."));
+
+    fx.push(NewMessage::text(Role::Assistant, "Done."), 2);
+    fx.push(NewMessage::text(Role::User, "Now add CI."), 5);
+    let regular = fx.compactor.assemble(fx.session, t0() + Duration::minutes(5)).await.unwrap();
+    assert_eq!(regular.injection, Injection::Regular);
+    assert_eq!(latest_request(&regular), format!("{preferences}[Current Request]\nNow add CI."));
+    // Only the latest request carries it: the earlier one is verbatim again.
+    assert!(regular.messages.iter().any(|m| m["content"] == "Set up the repo."));
+
+    fx.push(NewMessage::text(Role::Assistant, "CI added."), 6);
+    fx.push(NewMessage::text(Role::User, "Where were we?"), 6 + 31);
+    let resumed = fx.compactor.assemble(fx.session, t0() + Duration::minutes(37)).await.unwrap();
+    assert_eq!(resumed.injection, Injection::Bootstrap, "31 idle minutes is over the 30-minute gap");
+    assert_eq!(latest_request(&resumed), format!("{GUIDELINES}{preferences}[Current Request]\nWhere were we?"));
+
+    // Exactly at the gap is still a regular turn; the assembly is a pure function of the clock.
+    let at_gap = fx.compactor.assemble(fx.session, t0() + Duration::minutes(36)).await.unwrap();
+    assert_eq!(at_gap.injection, Injection::Regular);
+}
+
+#[tokio::test]
+async fn a_regular_turn_without_preferences_is_sent_verbatim() {
+    let fx = fixture(CompactorConfig::default());
+    fx.push(NewMessage::text(Role::User, "Hello."), 0);
+    fx.push(NewMessage::text(Role::Assistant, "Hi."), 1);
+    fx.push(NewMessage::text(Role::User, "Next step?"), 2);
+    let context = fx.compactor.assemble(fx.session, t0() + Duration::minutes(2)).await.unwrap();
+    assert_eq!(context.injection, Injection::None);
+    assert_eq!(latest_request(&context), "Next step?");
+    let boot = fx.compactor.assemble(fx.session, t0() + Duration::hours(3)).await.unwrap();
+    assert_eq!(boot.injection, Injection::Bootstrap);
+    assert_eq!(latest_request(&boot), format!("{GUIDELINES}[Current Request]\nNext step?"));
+}

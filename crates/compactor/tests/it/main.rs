@@ -1,0 +1,7 @@
+//! Integration tests of strata-compactor over real, file-backed stores.
+
+mod cycle;
+mod injection;
+mod invariants;
+mod openai;
+mod util;

@@ -1,0 +1,262 @@
+//! The OpenAI-compatible summarizer against a real HTTP server on 127.0.0.1 (wiremock).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use strata_compactor::{CompactorConfig, OpenAiConfig, OpenAiSummarizer, Outcome, RAW_ARCHIVE, RetryPolicy};
+use wiremock::matchers::{body_partial_json, header, method, path};
+use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+use crate::util::{Fixture, Turn, fixture_with, words};
+
+const MODEL: &str = "test-model";
+
+fn retry(timeout_ms: u64) -> RetryPolicy {
+    RetryPolicy { max_attempts: 3, initial_backoff_ms: 10, max_backoff_ms: 5_000, timeout_ms }
+}
+
+/// A session with enough history for exactly one Level-0 node per compaction call.
+fn setup(server: &MockServer, timeout_ms: u64, failures_before_raw_archive: u32) -> Fixture {
+    let config = CompactorConfig {
+        head_messages: 0,
+        tail_turns: 1,
+        leaf_min_tokens: 100,
+        leaf_min_turns: 1,
+        leaf_chunk_tokens: 400,
+        max_rounds: 1,
+        failures_before_raw_archive,
+        retry: retry(timeout_ms),
+        ..CompactorConfig::default()
+    };
+    let summarizer = OpenAiSummarizer::new(OpenAiConfig {
+        base_url: server.uri(),
+        model: MODEL.into(),
+        api_key: Some("sk-test".into()),
+        retry: config.retry.clone(),
+    })
+    .unwrap();
+    let fx = fixture_with(config, Arc::new(summarizer));
+    let mut minute = 0;
+    for i in 0..4 {
+        let turn = Turn::plain(format!("Request {i}: {}", words(i, 120)), format!("Reply {i}: {}", words(i + 50, 120)));
+        minute = fx.push_turn(&turn, minute);
+    }
+    fx
+}
+
+fn tool_reply(headline: &str, body: &str) -> ResponseTemplate {
+    let arguments = json!({"headline": headline, "body": body}).to_string();
+    ResponseTemplate::new(200).set_body_json(json!({
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": null,
+            "tool_calls": [{"id": "call_1", "type": "function",
+                            "function": {"name": "save_summary", "arguments": arguments}}]}}]
+    }))
+}
+
+fn content_reply(content: &str) -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_json(json!({
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}]
+    }))
+}
+
+fn completions() -> wiremock::MockBuilder {
+    Mock::given(method("POST")).and(path("/chat/completions"))
+}
+
+fn forced_tool_choice() -> wiremock::matchers::BodyPartialJsonMatcher {
+    body_partial_json(json!({"tool_choice": {"type": "function", "function": {"name": "save_summary"}}}))
+}
+
+fn body(request: &Request) -> Value {
+    serde_json::from_slice(&request.body).unwrap()
+}
+
+#[tokio::test]
+async fn a_good_tool_call_reply_is_stored_under_the_model_name() {
+    let server = MockServer::start().await;
+    completions()
+        .and(header("authorization", "Bearer sk-test"))
+        .and(forced_tool_choice())
+        .respond_with(tool_reply("The user asked for four things.", "Timeline:\n- request 0 answered"))
+        .mount(&server)
+        .await;
+    let fx = setup(&server, 5_000, 3);
+    let outcome = fx.compactor.compact(fx.session).await.unwrap();
+    assert!(matches!(outcome, Outcome::Compacted { nodes_created: 1, raw_archived: 0, .. }), "{outcome:?}");
+    let nodes = fx.store.nodes(fx.session).unwrap();
+    assert_eq!(nodes.len(), 1);
+    assert_eq!(nodes[0].summarizer, MODEL);
+    assert_eq!(nodes[0].headline, "The user asked for four things.");
+    assert_eq!(nodes[0].body, "Timeline:\n- request 0 answered");
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(requests.len(), 1);
+    let sent = body(&requests[0]);
+    assert_eq!(sent["model"], MODEL);
+    assert_eq!(sent["tools"][0]["function"]["name"], "save_summary");
+    assert!(sent["messages"][1]["content"].as_str().unwrap().contains("Request 0:"));
+}
+
+#[tokio::test]
+async fn a_server_rejecting_forced_tool_choice_is_asked_for_json_content() {
+    let server = MockServer::start().await;
+    completions()
+        .and(forced_tool_choice())
+        .respond_with(
+            ResponseTemplate::new(400)
+                .set_body_json(json!({"error": {"message": "tool_choice is not supported by this model"}})),
+        )
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    completions()
+        .respond_with(content_reply(
+            "Sure! ```json\n{\"headline\": \"Plain JSON headline.\", \"body\": \"Decisions:\\n- use JSON\"}\n```",
+        ))
+        .mount(&server)
+        .await;
+    let fx = setup(&server, 5_000, 3);
+    let outcome = fx.compactor.compact(fx.session).await.unwrap();
+    assert!(matches!(outcome, Outcome::Compacted { nodes_created: 1, .. }), "{outcome:?}");
+    assert_eq!(fx.store.nodes(fx.session).unwrap()[0].headline, "Plain JSON headline.");
+    // The refusal is remembered: the next summary goes straight to JSON mode.
+    let outcome = fx.compactor.compact(fx.session).await.unwrap();
+    assert!(matches!(outcome, Outcome::Compacted { nodes_created: 1, .. }), "{outcome:?}");
+    let requests = server.received_requests().await.unwrap();
+    let forced: Vec<bool> = requests.iter().map(|r| body(r).get("tool_choice").is_some()).collect();
+    assert_eq!(forced, vec![true, false, false]);
+    assert!(body(&requests[1])["messages"][0]["content"].as_str().unwrap().contains("JSON object"));
+}
+
+#[tokio::test]
+async fn malformed_json_is_retried_then_archived_then_resummarized() {
+    let server = MockServer::start().await;
+    let broken = ResponseTemplate::new(200).set_body_json(json!({
+        "choices": [{"message": {"role": "assistant", "content": null, "tool_calls": [
+            {"id": "c", "type": "function", "function": {"name": "save_summary", "arguments": "{\"headline\": \"unterminated"}}]}}]
+    }));
+    let guard = completions().respond_with(broken).mount_as_scoped(&server).await;
+    let fx = setup(&server, 5_000, 2);
+
+    // First failure (after 3 attempts): nothing stored, typed outcome.
+    let outcome = fx.compactor.compact(fx.session).await.unwrap();
+    match &outcome {
+        Outcome::SummarizerDown { nodes_created: 0, consecutive_failures: 1, error } => {
+            assert!(error.contains("not a valid summary"), "{error}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(server.received_requests().await.unwrap().len(), 3, "malformed output is retried");
+    assert!(fx.store.nodes(fx.session).unwrap().is_empty());
+    assert!(fx.store.all_messages(fx.session).unwrap().iter().all(|m| m.summary_id.is_none()));
+
+    // Second consecutive failure: a flagged raw archive keeps the context inside the window.
+    let outcome = fx.compactor.compact(fx.session).await.unwrap();
+    assert!(matches!(outcome, Outcome::Compacted { nodes_created: 1, raw_archived: 1, .. }), "{outcome:?}");
+    let archived = fx.store.nodes(fx.session).unwrap().remove(0);
+    assert_eq!(archived.summarizer, RAW_ARCHIVE);
+    assert!(archived.headline.starts_with("[raw archive]"), "{}", archived.headline);
+    assert!(fx.store.covered_messages(archived.id).unwrap().len() >= 2, "the messages stay reachable");
+    drop(guard);
+
+    // The summarizer is back: the next call summarizes new turns and re-summarizes the archive.
+    completions().respond_with(tool_reply("A real summary.", "Timeline:\n- real")).mount(&server).await;
+    let mut resummarized = 0;
+    for _ in 0..4 {
+        if let Outcome::Compacted { resummarized: n, .. } = fx.compactor.compact(fx.session).await.unwrap() {
+            resummarized += n;
+        }
+    }
+    assert_eq!(resummarized, 1);
+    let node = fx.store.node(archived.id).unwrap();
+    assert_eq!((node.summarizer.as_str(), node.headline.as_str()), (MODEL, "A real summary."));
+    assert!(fx.store.nodes(fx.session).unwrap().iter().all(|n| n.summarizer != RAW_ARCHIVE));
+    assert_eq!(fx.compactor.consecutive_failures(fx.session), 0);
+}
+
+#[tokio::test]
+async fn a_429_is_retried_after_the_time_the_server_asks_for() {
+    let server = MockServer::start().await;
+    completions()
+        .respond_with(ResponseTemplate::new(429).insert_header("retry-after", "1"))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    completions().respond_with(tool_reply("After the rate limit.", "Timeline:\n- waited")).mount(&server).await;
+    let fx = setup(&server, 5_000, 3);
+    let start = Instant::now();
+    let outcome = fx.compactor.compact(fx.session).await.unwrap();
+    // The client's own backoff is 10 ms here: only Retry-After explains a one-second wait.
+    assert!(start.elapsed() >= Duration::from_millis(950), "{:?}", start.elapsed());
+    assert!(matches!(outcome, Outcome::Compacted { nodes_created: 1, .. }), "{outcome:?}");
+    assert_eq!(server.received_requests().await.unwrap().len(), 2);
+    assert_eq!(fx.store.nodes(fx.session).unwrap()[0].headline, "After the rate limit.");
+}
+
+#[tokio::test]
+async fn server_errors_are_retried_until_success() {
+    let server = MockServer::start().await;
+    completions()
+        .respond_with(ResponseTemplate::new(500).set_body_string("upstream exploded"))
+        .up_to_n_times(2)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    completions().respond_with(tool_reply("Third time lucky.", "Timeline:\n- ok")).mount(&server).await;
+    let fx = setup(&server, 5_000, 3);
+    let outcome = fx.compactor.compact(fx.session).await.unwrap();
+    assert!(matches!(outcome, Outcome::Compacted { nodes_created: 1, .. }), "{outcome:?}");
+    assert_eq!(server.received_requests().await.unwrap().len(), 3);
+    let nodes = fx.store.nodes(fx.session).unwrap();
+    assert_eq!((nodes.len(), nodes[0].headline.as_str()), (1, "Third time lucky."));
+}
+
+#[tokio::test]
+async fn a_hanging_server_times_out_and_nothing_is_stored() {
+    let server = MockServer::start().await;
+    completions()
+        .respond_with(tool_reply("Too late.", "Timeline:\n- late").set_delay(Duration::from_secs(10)))
+        .mount(&server)
+        .await;
+    let fx = setup(&server, 200, 3);
+    let start = Instant::now();
+    let outcome = fx.compactor.compact(fx.session).await.unwrap();
+    assert!(start.elapsed() < Duration::from_secs(5), "the timeout applies: {:?}", start.elapsed());
+    match &outcome {
+        Outcome::SummarizerDown { nodes_created: 0, error, .. } => assert!(error.contains("did not answer"), "{error}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(server.received_requests().await.unwrap().len(), 3, "timeouts are retried");
+    assert!(fx.store.nodes(fx.session).unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn an_empty_summary_is_never_stored() {
+    let server = MockServer::start().await;
+    completions().respond_with(tool_reply("", "")).mount(&server).await;
+    let fx = setup(&server, 5_000, 3);
+    let outcome = fx.compactor.compact(fx.session).await.unwrap();
+    match &outcome {
+        Outcome::SummarizerDown { nodes_created: 0, error, .. } => assert!(error.contains("empty"), "{error}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(fx.store.nodes(fx.session).unwrap().is_empty());
+    assert!(fx.store.all_messages(fx.session).unwrap().iter().all(|m| m.summary_id.is_none()));
+}
+
+#[tokio::test]
+async fn a_summary_longer_than_its_sources_is_rejected() {
+    let server = MockServer::start().await;
+    completions().respond_with(tool_reply("Long.", &words(3, 900))).mount(&server).await;
+    let fx = setup(&server, 5_000, 3);
+    match fx.compactor.compact(fx.session).await.unwrap() {
+        Outcome::SummarizerDown { error, .. } => assert!(error.contains("rejected"), "{error}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(server.received_requests().await.unwrap().len(), 1, "a rejected summary is not retried at once");
+    assert!(fx.store.nodes(fx.session).unwrap().is_empty());
+}

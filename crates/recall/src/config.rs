@@ -1,0 +1,191 @@
+//! [`RecallConfig`]: every knob of the recall tools, with documented defaults.
+
+use std::path::PathBuf;
+
+use chrono::{DateTime, Duration, Utc};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use strata_store::Category;
+
+/// Settings of the recall tools and the embedding pipeline.
+///
+/// Deserializes from the `[recall]` table of strata's TOML config; every field is optional
+/// (the defaults below) and unknown fields are refused, so a typo is an error, not a silent
+/// default.
+///
+/// ```toml
+/// [recall]
+/// embed_assets = "/opt/strata/embed-assets"   # default: $STRATA_EMBED_ASSETS or the user cache
+/// default_limit = 10
+/// max_limit = 50
+/// memory_ttls = { user_preferences = 90, progress = "never", memo = "never" }
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RecallConfig {
+    /// Directory holding `onnxruntime/` and `all-MiniLM-L6-v2-int8/` (see
+    /// `scripts/fetch-embed-assets.sh`). `None`: [`crate::default_assets_dir`].
+    pub embed_assets: Option<PathBuf>,
+    /// Results a search returns when the model gives no `limit`. Default 10.
+    pub default_limit: usize,
+    /// The largest `limit` honoured; larger ones are clamped. Default 50.
+    pub max_limit: usize,
+    /// Texts per embedding batch (about 32 is fastest and keeps memory near 0.3 GB). Default 32.
+    pub embed_batch_size: usize,
+    /// Backlog rows the worker reads per round (sorted by length, then batched). Default 256.
+    pub embed_round_size: usize,
+    /// The `k` of reciprocal-rank fusion: score = Σ 1 / (k + rank). Default 60.
+    pub rrf_k: f64,
+    /// Semantic candidates less similar than this (cosine) to the query stay out of fusion: for
+    /// all-MiniLM-L6-v2, unrelated sentences score about -0.05 to 0.15. Default 0.2.
+    pub min_similarity: f64,
+    /// Candidates each side (semantic, keyword) contributes to fusion, before the limit.
+    /// Default 50.
+    pub search_candidates: usize,
+    /// Messages shown before and after the one `view_message` opens. Default 3.
+    pub view_neighbours: usize,
+    /// Messages per page when `expand_summary` lists a Level-0 node's sources. Default 20.
+    pub expand_page_size: usize,
+    /// Characters of a message shown in lists (neighbours, expanded sources, semantic
+    /// snippets) before it is cut; `view_message` always shows the full text. Default 600.
+    pub excerpt_chars: usize,
+    /// Summary roots whose body `view_chat_history_summary` includes (the newest ones; older
+    /// roots show their headline only). Default 8.
+    pub history_bodies: usize,
+    /// Most roots `view_chat_history_summary` lists (the newest). Default 200.
+    pub history_max_roots: usize,
+    /// Two keys whose Levenshtein distance is at most this are near-duplicates. Default 2.
+    pub near_duplicate_edits: usize,
+    /// Two keys whose normalized Levenshtein similarity is at least this are near-duplicates.
+    /// Default 0.8.
+    pub near_duplicate_similarity: f64,
+    /// Two keys whose embeddings (words separated by spaces) have at least this cosine
+    /// similarity are near-duplicates even when spelled differently (`user_timezone` /
+    /// `time_zone_of_the_user`: 0.885). Measured with all-MiniLM-L6-v2: `staging_port` /
+    /// `production_port` is 0.752 and must stay apart. Default 0.78.
+    pub near_duplicate_meaning: f64,
+    /// Time-to-live of memories per category.
+    pub memory_ttls: MemoryTtls,
+}
+
+impl Default for RecallConfig {
+    fn default() -> RecallConfig {
+        RecallConfig {
+            embed_assets: None,
+            default_limit: 10,
+            max_limit: 50,
+            embed_batch_size: 32,
+            embed_round_size: 256,
+            rrf_k: 60.0,
+            min_similarity: 0.2,
+            search_candidates: 50,
+            view_neighbours: 3,
+            expand_page_size: 20,
+            excerpt_chars: 600,
+            history_bodies: 8,
+            history_max_roots: 200,
+            near_duplicate_edits: 2,
+            near_duplicate_similarity: 0.8,
+            near_duplicate_meaning: 0.78,
+            memory_ttls: MemoryTtls::default(),
+        }
+    }
+}
+
+impl RecallConfig {
+    /// The embedding assets directory this config names, or the default one.
+    pub fn assets_dir(&self) -> PathBuf {
+        self.embed_assets.clone().unwrap_or_else(crate::default_assets_dir)
+    }
+
+    /// A requested limit clamped to `1..=max_limit`; the default when none is given.
+    pub fn limit(&self, requested: Option<u32>) -> usize {
+        requested.map_or(self.default_limit, |n| n as usize).clamp(1, self.max_limit.max(1))
+    }
+}
+
+/// Time-to-live per memory category, counted from a memory's last write.
+///
+/// The decision (DESIGN leaves it open): a category is *user data* or *system data* by who
+/// writes it. `user_preferences` is written by the user and is about the user: user data,
+/// kept 90 days after its last write unless rewritten. `progress` and `memo` are written by the
+/// agent to run its own work: system data, kept until deleted. Expired memories are invisible
+/// to every tool at once and removed by `strata memory purge`.
+///
+/// In TOML each value is a number of days or `"never"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MemoryTtls {
+    /// User data. Default 90 days.
+    pub user_preferences: Ttl,
+    /// System data. Default never.
+    pub progress: Ttl,
+    /// System data. Default never.
+    pub memo: Ttl,
+}
+
+impl Default for MemoryTtls {
+    fn default() -> MemoryTtls {
+        MemoryTtls { user_preferences: Ttl::Days(90), progress: Ttl::Never, memo: Ttl::Never }
+    }
+}
+
+impl MemoryTtls {
+    /// The time-to-live of one category.
+    pub fn get(&self, category: Category) -> Ttl {
+        match category {
+            Category::UserPreferences => self.user_preferences,
+            Category::Progress => self.progress,
+            Category::Memo => self.memo,
+        }
+    }
+
+    /// Memories of `category` last written before this instant are expired; `None` if the
+    /// category never expires.
+    pub fn cutoff(&self, category: Category, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        match self.get(category) {
+            Ttl::Never => None,
+            Ttl::Days(days) => Some(now - Duration::days(i64::from(days))),
+        }
+    }
+
+    /// Whether a memory of `category` written at `updated_at` is expired at `now`.
+    pub fn is_expired(&self, category: Category, updated_at: DateTime<Utc>, now: DateTime<Utc>) -> bool {
+        self.cutoff(category, now).is_some_and(|cutoff| updated_at < cutoff)
+    }
+}
+
+/// How long a memory lives after its last write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ttl {
+    /// Forever.
+    Never,
+    /// This many days.
+    Days(u32),
+}
+
+impl Serialize for Ttl {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Ttl::Never => serializer.serialize_str("never"),
+            Ttl::Days(days) => serializer.serialize_u32(*days),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Ttl {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Ttl, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Days(u32),
+            Word(String),
+        }
+        match Raw::deserialize(deserializer)? {
+            Raw::Days(days) => Ok(Ttl::Days(days)),
+            Raw::Word(word) if word == "never" => Ok(Ttl::Never),
+            Raw::Word(word) => Err(serde::de::Error::custom(format!(
+                "memory ttl must be a number of days or \"never\", not {word:?}"
+            ))),
+        }
+    }
+}

@@ -1,0 +1,249 @@
+//! The embedding pipeline: drains the store's embedding backlog into the vector tables, off the
+//! append path.
+//!
+//! Crash safety comes from the store: a trigger queues every new row in `embedding_backlog` in
+//! the transaction that writes it, and [`Store::put_embeddings`] deletes the queue entry in the
+//! transaction that writes the vector. A batch is committed as a whole after it is embedded, so
+//! a process killed at any point loses at most the batch in flight, which is still queued and
+//! is embedded (once) by the next run.
+
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use strata_store::{SessionId, Store};
+
+use crate::config::RecallConfig;
+use crate::embed::Embedder;
+use crate::error::Result;
+
+/// Longest text (in bytes) handed to the tokenizer; the model reads only 256 tokens anyway.
+const MAX_TEXT_BYTES: usize = 8 * 1024;
+
+/// Which backlog rows to embed.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BacklogFilter {
+    /// Only rows of this persona.
+    pub persona: Option<String>,
+    /// Only messages and summaries of this session.
+    pub session: Option<SessionId>,
+    /// Stop after this many vectors.
+    pub limit: Option<u64>,
+}
+
+/// Progress of a backlog drain, reported after every committed batch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EmbedProgress {
+    /// Vectors written so far by this drain.
+    pub embedded: u64,
+    /// Rows this drain expects to embed in total (grows if rows arrive meanwhile).
+    pub total: u64,
+}
+
+/// Embeds every row waiting in the backlog, with the default batch sizes; see
+/// [`embed_backlog_with`].
+pub fn embed_backlog(store: &Store, embedder: &Embedder, progress: impl FnMut(EmbedProgress)) -> Result<u64> {
+    embed_backlog_with(store, embedder, &RecallConfig::default(), &BacklogFilter::default(), progress)
+}
+
+/// Embeds the backlog rows that `filter` selects: reads rounds of `embed_round_size` rows,
+/// sorts each round by length, embeds batches of `embed_batch_size` and commits each batch's
+/// vectors in one transaction. Returns how many vectors were written. Rows another worker
+/// embedded meanwhile are skipped by the store, so every row is embedded exactly once.
+pub fn embed_backlog_with(
+    store: &Store,
+    embedder: &Embedder,
+    config: &RecallConfig,
+    filter: &BacklogFilter,
+    mut progress: impl FnMut(EmbedProgress),
+) -> Result<u64> {
+    let persona = filter.persona.as_deref();
+    let waiting = store.embedding_backlog_count(persona, filter.session)?;
+    let mut report =
+        EmbedProgress { embedded: 0, total: filter.limit.map_or(waiting, |limit| waiting.min(limit)) };
+    progress(report);
+    loop {
+        let left = filter.limit.map_or(u64::MAX, |limit| limit.saturating_sub(report.embedded));
+        if left == 0 {
+            break;
+        }
+        let round_size = (config.embed_round_size.max(1) as u64).min(left) as usize;
+        let mut items = store.embedding_backlog_filtered(persona, filter.session, round_size)?;
+        if items.is_empty() {
+            break;
+        }
+        for item in &mut items {
+            if item.text.len() > MAX_TEXT_BYTES {
+                let mut cut = MAX_TEXT_BYTES;
+                while !item.text.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                item.text.truncate(cut);
+            }
+        }
+        items.sort_by_key(|item| item.text.len());
+        for batch in items.chunks(config.embed_batch_size.max(1)) {
+            let texts: Vec<&str> = batch.iter().map(|item| item.text.as_str()).collect();
+            let vectors = embedder.embed(&texts)?;
+            let pairs: Vec<_> = batch.iter().cloned().zip(vectors).collect();
+            let written = store.put_embeddings(&pairs)? as u64;
+            report.embedded += written;
+            report.total = report.total.max(report.embedded);
+            progress(report);
+        }
+        // A round in which another worker took everything is simply read again: those rows
+        // are off the backlog now, so the loop still ends.
+    }
+    Ok(report.embedded)
+}
+
+#[derive(Debug, Default)]
+struct WorkerState {
+    /// Bumped by every `notify`.
+    requested: u64,
+    /// The `requested` value seen at the start of the last drain that found nothing left.
+    idle_at: u64,
+    stop: bool,
+    embedded: u64,
+    last_error: Option<String>,
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    state: Mutex<WorkerState>,
+    wake: Condvar,
+    idle: Condvar,
+}
+
+/// What a worker has done so far.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WorkerStats {
+    /// Vectors written.
+    pub embedded: u64,
+    /// The most recent failure, if the last drain failed (the worker retries on the next poll).
+    pub last_error: Option<String>,
+}
+
+/// A background thread that keeps the vector tables caught up with the backlog.
+///
+/// It drains the backlog when spawned, whenever [`EmbedWorker::notify`] is called (call it
+/// after appending), and every `poll` interval (to catch rows written by other processes).
+/// Dropping the worker stops it after the batch in flight.
+#[derive(Debug)]
+pub struct EmbedWorker {
+    shared: Arc<Shared>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl EmbedWorker {
+    /// Starts the worker thread.
+    pub fn spawn(store: Store, embedder: Embedder, config: RecallConfig, poll: Duration) -> EmbedWorker {
+        let shared = Arc::new(Shared::default());
+        let thread_shared = Arc::clone(&shared);
+        let handle = std::thread::Builder::new()
+            .name("strata-embed".into())
+            .spawn(move || run(&store, &embedder, &config, poll, &thread_shared))
+            .expect("spawning a thread");
+        EmbedWorker { shared, handle: Some(handle) }
+    }
+
+    /// Tells the worker new rows are waiting.
+    pub fn notify(&self) {
+        let mut state = self.shared.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.requested += 1;
+        self.shared.wake.notify_all();
+    }
+
+    /// Waits until the worker has found the backlog empty after the latest [`notify`]
+    /// (call `notify` first). Returns false on timeout.
+    ///
+    /// [`notify`]: EmbedWorker::notify
+    pub fn wait_idle(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut state = self.shared.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let target = state.requested;
+        while state.idle_at < target {
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            state = self
+                .shared
+                .idle
+                .wait_timeout(state, deadline - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        true
+    }
+
+    /// What the worker has done so far.
+    pub fn stats(&self) -> WorkerStats {
+        let state = self.shared.state.lock().unwrap_or_else(PoisonError::into_inner);
+        WorkerStats { embedded: state.embedded, last_error: state.last_error.clone() }
+    }
+
+    /// Stops the worker after the batch in flight and waits for it.
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        {
+            let mut state = self.shared.state.lock().unwrap_or_else(PoisonError::into_inner);
+            state.stop = true;
+            self.shared.wake.notify_all();
+        }
+        if let Some(handle) = self.handle.take() {
+            let _ = handle.join();
+        }
+    }
+}
+
+impl Drop for EmbedWorker {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn run(store: &Store, embedder: &Embedder, config: &RecallConfig, poll: Duration, shared: &Shared) {
+    let filter = BacklogFilter::default();
+    loop {
+        let seen = {
+            let state = shared.state.lock().unwrap_or_else(PoisonError::into_inner);
+            if state.stop {
+                return;
+            }
+            state.requested
+        };
+        // Drain one round at a time so that a stop request is honoured between rounds.
+        let round = BacklogFilter { limit: Some(config.embed_round_size.max(1) as u64), ..filter.clone() };
+        let outcome = embed_backlog_with(store, embedder, config, &round, |_| {});
+        let mut state = shared.state.lock().unwrap_or_else(PoisonError::into_inner);
+        match outcome {
+            Ok(0) => {
+                state.last_error = None;
+                state.idle_at = state.idle_at.max(seen);
+                shared.idle.notify_all();
+            }
+            Ok(written) => {
+                state.last_error = None;
+                state.embedded += written;
+                continue;
+            }
+            Err(err) => {
+                tracing::warn!(error = %err.chain_message(), "embedding worker failed; retrying at the next poll");
+                state.last_error = Some(err.chain_message());
+                // Waiters learn about the failure through stats() instead of hanging.
+                state.idle_at = state.idle_at.max(seen);
+                shared.idle.notify_all();
+            }
+        }
+        if state.stop {
+            return;
+        }
+        if state.requested == seen {
+            let _ = shared.wake.wait_timeout(state, poll).unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+}

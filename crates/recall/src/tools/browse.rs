@@ -1,0 +1,319 @@
+//! `view_message`, `expand_summary` and `view_chat_history_summary`: reading around what a
+//! search found. Every lookup goes through the persona-checked store calls, so another
+//! persona's ids answer `not_found`, exactly like ids that do not exist.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use strata_store::{Level, Message, MessageId, NodeId, SessionOverview, Store, SummaryNode};
+
+use super::ExpandSummaryArgs;
+use super::search::excerpt;
+use crate::config::RecallConfig;
+use crate::error::Result;
+
+/// A message in a list (neighbours, a Level-0 node's sources): its text may be cut.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MessageExcerpt {
+    /// Message id (open it in full with view_message).
+    pub id: i64,
+    /// Position in its session.
+    pub seq: i64,
+    /// Who sent it.
+    pub role: &'static str,
+    /// When.
+    pub timestamp: DateTime<Utc>,
+    /// The text, cut at `excerpt_chars`.
+    pub content: String,
+    /// Whether `content` was cut.
+    pub truncated: bool,
+}
+
+impl MessageExcerpt {
+    fn new(message: &Message, max_chars: usize) -> MessageExcerpt {
+        let content = excerpt(&message.content, max_chars);
+        MessageExcerpt {
+            id: message.id.0,
+            seq: message.seq,
+            role: message.role.as_str(),
+            timestamp: message.created_at,
+            truncated: content.len() != message.content.len(),
+            content,
+        }
+    }
+}
+
+/// A summary node.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct NodeView {
+    /// Node id.
+    pub id: i64,
+    /// Session key.
+    pub session: String,
+    /// 0 covers messages; L+1 covers level-L nodes.
+    pub level: Level,
+    /// The node it was merged into, if any.
+    pub parent_id: Option<i64>,
+    /// First and last covered message seq.
+    pub first_seq: i64,
+    /// Last covered message seq (inclusive).
+    pub last_seq: i64,
+    /// Time of the first covered message.
+    pub start_time: DateTime<Utc>,
+    /// Time of the last covered message.
+    pub end_time: DateTime<Utc>,
+    /// One sentence.
+    pub headline: String,
+    /// The structured summary.
+    pub body: String,
+    /// Who wrote it (model id, `extractive`, `raw-archive`).
+    pub summarizer: String,
+}
+
+impl NodeView {
+    fn new(node: &SummaryNode, session: &str) -> NodeView {
+        NodeView {
+            id: node.id.0,
+            session: session.to_owned(),
+            level: node.level,
+            parent_id: node.parent_id.map(|id| id.0),
+            first_seq: node.first_seq,
+            last_seq: node.last_seq,
+            start_time: node.start_time,
+            end_time: node.end_time,
+            headline: node.headline.clone(),
+            body: node.body.clone(),
+            summarizer: node.summarizer.clone(),
+        }
+    }
+}
+
+/// The full message.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FullMessage {
+    /// Message id.
+    pub id: i64,
+    /// Session key.
+    pub session: String,
+    /// Position in its session.
+    pub seq: i64,
+    /// Who sent it.
+    pub role: &'static str,
+    /// When.
+    pub timestamp: DateTime<Utc>,
+    /// The text, verbatim.
+    pub content: String,
+    /// Tool calls an assistant message made.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<serde_json::Value>,
+    /// The call a tool message answers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// Participant or tool name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Pinned messages are never compacted.
+    pub pinned: bool,
+    /// Cached token count.
+    pub token_count: u32,
+}
+
+/// The answer of `view_message`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ViewAnswer {
+    /// The message in full.
+    pub message: FullMessage,
+    /// Up to `view_neighbours` messages before it, oldest first.
+    pub before: Vec<MessageExcerpt>,
+    /// Up to `view_neighbours` messages after it.
+    pub after: Vec<MessageExcerpt>,
+    /// The Level-0 summary node that covers it; `null` while it is not compacted.
+    pub covering_summary: Option<NodeView>,
+}
+
+/// `view_message`: one message of `persona` in full, its neighbours and its covering summary.
+pub fn view(store: &Store, persona: &str, config: &RecallConfig, id: i64) -> Result<ViewAnswer> {
+    let (message, session) = store.message_for(persona, MessageId(id))?;
+    let around = config.view_neighbours as i64;
+    let neighbours =
+        store.messages(session.id, (message.seq - around).max(0)..=message.seq.saturating_add(around))?;
+    let (before, after): (Vec<&Message>, Vec<&Message>) =
+        neighbours.iter().filter(|m| m.seq != message.seq).partition(|m| m.seq < message.seq);
+    let covering_summary = match message.summary_id {
+        Some(node) => Some(NodeView::new(&store.node_for(persona, node)?.0, &session.key)),
+        None => None,
+    };
+    Ok(ViewAnswer {
+        before: before.into_iter().map(|m| MessageExcerpt::new(m, config.excerpt_chars)).collect(),
+        after: after.into_iter().map(|m| MessageExcerpt::new(m, config.excerpt_chars)).collect(),
+        covering_summary,
+        message: FullMessage {
+            id: message.id.0,
+            session: session.key,
+            seq: message.seq,
+            role: message.role.as_str(),
+            timestamp: message.created_at,
+            content: message.content,
+            tool_calls: message.tool_calls,
+            tool_call_id: message.tool_call_id,
+            name: message.name,
+            pinned: message.pinned,
+            token_count: message.token_count,
+        },
+    })
+}
+
+/// A child of an expanded node.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ChildView {
+    /// Node id (expand it in turn).
+    pub id: i64,
+    /// Its level.
+    pub level: Level,
+    /// Covered seq range.
+    pub first_seq: i64,
+    /// Last covered seq (inclusive).
+    pub last_seq: i64,
+    /// Time range start.
+    pub start_time: DateTime<Utc>,
+    /// Time range end.
+    pub end_time: DateTime<Utc>,
+    /// One sentence.
+    pub headline: String,
+    /// The structured summary.
+    pub body: String,
+}
+
+/// The answer of `expand_summary`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ExpandAnswer {
+    /// The node expanded.
+    pub node: NodeView,
+    /// Its children (higher-level nodes), in time order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub children: Option<Vec<ChildView>>,
+    /// One page of its source messages (Level-0 nodes), in order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub messages: Option<Vec<MessageExcerpt>>,
+    /// How many source messages the node covers (Level-0 nodes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_messages: Option<usize>,
+    /// The offset of this page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offset: Option<usize>,
+    /// The offset of the next page, if there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_offset: Option<usize>,
+}
+
+/// `expand_summary`: a node's children, or a page of a Level-0 node's source messages.
+pub fn expand(
+    store: &Store,
+    persona: &str,
+    config: &RecallConfig,
+    args: &ExpandSummaryArgs,
+) -> Result<ExpandAnswer> {
+    let (node, session) = store.node_for(persona, NodeId(args.node_id))?;
+    let view = NodeView::new(&node, &session.key);
+    if node.level > 0 {
+        let children = store
+            .children(node.id)?
+            .into_iter()
+            .map(|child| ChildView {
+                id: child.id.0,
+                level: child.level,
+                first_seq: child.first_seq,
+                last_seq: child.last_seq,
+                start_time: child.start_time,
+                end_time: child.end_time,
+                headline: child.headline,
+                body: child.body,
+            })
+            .collect();
+        return Ok(ExpandAnswer {
+            node: view,
+            children: Some(children),
+            messages: None,
+            total_messages: None,
+            offset: None,
+            next_offset: None,
+        });
+    }
+    let sources = store.covered_messages(node.id)?;
+    let offset = args.offset.unwrap_or(0) as usize;
+    let page_size = config.expand_page_size.max(1);
+    let page: Vec<MessageExcerpt> = sources
+        .iter()
+        .skip(offset)
+        .take(page_size)
+        .map(|m| MessageExcerpt::new(m, config.excerpt_chars))
+        .collect();
+    let next = offset.saturating_add(page_size);
+    Ok(ExpandAnswer {
+        node: view,
+        children: None,
+        messages: Some(page),
+        total_messages: Some(sources.len()),
+        offset: Some(offset),
+        next_offset: (next < sources.len()).then_some(next),
+    })
+}
+
+/// One root of a session's forest on the persona's timeline.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TimelineEntry {
+    /// Node id (drill in with expand_summary).
+    pub node_id: i64,
+    /// Session key.
+    pub session: String,
+    /// Its level.
+    pub level: Level,
+    /// Time range start.
+    pub start_time: DateTime<Utc>,
+    /// Time range end.
+    pub end_time: DateTime<Utc>,
+    /// One sentence.
+    pub headline: String,
+    /// The structured summary (the newest roots only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+}
+
+/// The answer of `view_chat_history_summary`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct HistoryAnswer {
+    /// The persona's sessions, oldest first, with message counts.
+    pub sessions: Vec<SessionOverview>,
+    /// The roots of every session's summary forest, in time order (oldest first).
+    pub timeline: Vec<TimelineEntry>,
+    /// Older roots left out to keep the answer short.
+    pub omitted_roots: usize,
+}
+
+/// `view_chat_history_summary`: the persona's consolidated timeline across its sessions.
+pub fn history(store: &Store, persona: &str, config: &RecallConfig) -> Result<HistoryAnswer> {
+    let sessions = store.session_overview(persona)?;
+    let mut roots = Vec::new();
+    for session in &sessions {
+        for node in store.roots(session.id, None)? {
+            roots.push((node, session.key.clone()));
+        }
+    }
+    roots.sort_by(|a, b| a.0.start_time.cmp(&b.0.start_time).then(a.0.id.cmp(&b.0.id)));
+    let omitted_roots = roots.len().saturating_sub(config.history_max_roots);
+    let kept = roots.split_off(omitted_roots);
+    let with_body = kept.len().saturating_sub(config.history_bodies);
+    let timeline = kept
+        .into_iter()
+        .enumerate()
+        .map(|(i, (node, session))| TimelineEntry {
+            node_id: node.id.0,
+            session,
+            level: node.level,
+            start_time: node.start_time,
+            end_time: node.end_time,
+            headline: node.headline,
+            body: (i >= with_body).then_some(node.body),
+        })
+        .collect();
+    Ok(HistoryAnswer { sessions, timeline, omitted_roots })
+}

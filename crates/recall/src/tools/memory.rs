@@ -1,0 +1,180 @@
+//! `save_memory`, memory expiry and purge.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use strata_store::{Category, MAX_CONTENT_CHARS, Memory, MemoryWrite, Store, Writer, normalize_key};
+
+use super::SaveMemoryArgs;
+use crate::config::RecallConfig;
+use crate::embed::{Embedder, cosine};
+use crate::error::{Error, Result};
+
+/// The answer of `save_memory`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SaveAnswer {
+    /// Always true (a refusal is an error).
+    pub saved: bool,
+    /// True if the key is new, false if an existing memory was updated.
+    pub created: bool,
+    /// The key as given, when normalization changed it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_normalized_from: Option<String>,
+    /// The memory as stored.
+    pub memory: Memory,
+}
+
+/// The live (not expired) memories of a persona, optionally of one category.
+pub fn live_memories(
+    store: &Store,
+    persona: &str,
+    category: Option<Category>,
+    config: &RecallConfig,
+    now: DateTime<Utc>,
+) -> Result<Vec<Memory>> {
+    let mut memories = store.memories(persona, category)?;
+    memories.retain(|m| !config.memory_ttls.is_expired(m.category, m.updated_at, now));
+    Ok(memories)
+}
+
+/// Deletes every expired memory (all personas); returns how many per category.
+pub fn purge_expired(
+    store: &Store,
+    config: &RecallConfig,
+    now: DateTime<Utc>,
+) -> Result<Vec<(Category, usize)>> {
+    let mut purged = Vec::new();
+    for category in Category::ALL {
+        if let Some(cutoff) = config.memory_ttls.cutoff(category, now) {
+            purged.push((category, store.purge_memories(category, cutoff)?));
+        }
+    }
+    Ok(purged)
+}
+
+fn words(key: &str) -> Vec<&str> {
+    let mut words: Vec<&str> = key.split('_').filter(|w| !w.is_empty()).collect();
+    words.sort_unstable();
+    words
+}
+
+/// How close `existing` is to `key`, if it is a near-duplicate: higher is closer.
+fn closeness(config: &RecallConfig, key: &str, existing: &str) -> Option<f64> {
+    if key == existing {
+        return Some(2.0);
+    }
+    if words(key) == words(existing) {
+        return Some(1.5);
+    }
+    let similarity = strsim::normalized_levenshtein(key, existing);
+    let edits = strsim::levenshtein(key, existing);
+    // Edit distance alone would call any two short keys twins ("cpu" / "gpu" are different).
+    let shortest = key.chars().count().min(existing.chars().count());
+    let close_by_edits = edits <= config.near_duplicate_edits && shortest > 2 * config.near_duplicate_edits;
+    (close_by_edits || similarity >= config.near_duplicate_similarity).then_some(similarity)
+}
+
+fn near_duplicate<'m>(
+    config: &RecallConfig,
+    embedder: Option<&Embedder>,
+    category: Category,
+    key: &str,
+    live: &'m [Memory],
+) -> Result<Option<&'m Memory>> {
+    let others: Vec<&Memory> = live.iter().filter(|m| !(m.category == category && m.key == key)).collect();
+    let by_spelling = others
+        .iter()
+        .filter_map(|m| closeness(config, key, &m.key).map(|c| (c, *m)))
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, m)| m);
+    if by_spelling.is_some() || others.is_empty() {
+        return Ok(by_spelling);
+    }
+    let Some(embedder) = embedder else { return Ok(None) };
+    let texts: Vec<String> = std::iter::once(key)
+        .chain(others.iter().map(|m| m.key.as_str()))
+        .map(|k| k.replace('_', " "))
+        .collect();
+    let vectors = embedder.embed(&texts)?;
+    Ok(vectors[1..]
+        .iter()
+        .zip(&others)
+        .map(|(vector, m)| (cosine(&vectors[0], vector), *m))
+        .filter(|(similarity, _)| f64::from(*similarity) >= config.near_duplicate_meaning)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, m)| m))
+}
+
+/// `save_memory`: the agent's upsert into `progress` or `memo` of `persona`.
+///
+/// Refused: `user_preferences` (only the user writes them), content over 500 characters, a key
+/// with no letters or digits, and a *new* key that is close to an existing live key of the
+/// persona (any category) by spelling or meaning, unless `allow_new_key` is set: the error
+/// names the existing key so the model updates it instead of forking a twin.
+pub fn save(
+    store: &Store,
+    persona: &str,
+    config: &RecallConfig,
+    embedder: Option<&Embedder>,
+    args: &SaveMemoryArgs,
+) -> Result<SaveAnswer> {
+    let category: Category = match args.category.trim() {
+        "user_preferences" => {
+            return Err(Error::Store(strata_store::Error::ProtectedCategory));
+        }
+        other => other.parse().map_err(|_| {
+            Error::invalid(
+                "category",
+                format!("{other:?} is not a category you can write; use progress or memo"),
+            )
+        })?,
+    };
+    let key = normalize_key(&args.key)
+        .ok_or_else(|| Error::invalid("key", format!("{:?} has no letters or digits", args.key)))?;
+    let chars = args.content.chars().count();
+    if chars > MAX_CONTENT_CHARS {
+        return Err(Error::invalid(
+            "content",
+            format!(
+                "{chars} characters; a memory holds at most {MAX_CONTENT_CHARS} characters, so shorten it"
+            ),
+        ));
+    }
+    let now = Utc::now();
+    let live = live_memories(store, persona, None, config, now)?;
+    let exists = live.iter().any(|m| m.category == category && m.key == key);
+    if !exists
+        && !args.allow_new_key.unwrap_or(false)
+        && let Some(existing) = near_duplicate(config, embedder, category, &key, &live)?
+    {
+        return Err(Error::NearDuplicateKey {
+            key,
+            existing_key: existing.key.clone(),
+            existing_category: existing.category,
+        });
+    }
+    let memory = store.put_memory(
+        Writer::Agent,
+        persona,
+        &MemoryWrite { category, key: &key, title: args.title.trim(), content: &args.content },
+    )?;
+    Ok(SaveAnswer {
+        saved: true,
+        created: !exists,
+        key_normalized_from: (args.key != key).then(|| args.key.clone()),
+        memory,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spelling_closeness() {
+        let config = RecallConfig::default();
+        assert!(closeness(&config, "deploy_steps", "deploy_step").is_some());
+        assert!(closeness(&config, "user_timezone", "timezone_user").is_some());
+        assert!(closeness(&config, "cpu", "gpu").is_none());
+        assert!(closeness(&config, "editor", "database_url").is_none());
+    }
+}

@@ -1,0 +1,13 @@
+//! Integration tests of strata-recall, with the real model (run `scripts/fetch-embed-assets.sh`
+//! first; `make test` does). One binary, so the model is loaded once.
+
+mod recall {
+    pub mod util;
+
+    mod fusion;
+    mod grep;
+    mod isolation;
+    mod memory;
+    mod pipeline;
+    mod search;
+}

@@ -1,0 +1,232 @@
+//! save_memory: protection, limits, key normalization, near-duplicate keys; memory expiry.
+
+use serde_json::json;
+use strata_recall::{MemoryTtls, RecallConfig, Ttl, purge_expired};
+use strata_store::{Category, MemoryWrite, Writer};
+
+use super::util::*;
+
+#[test]
+fn user_preferences_are_read_only_and_limits_are_enforced() {
+    let fx = fixture();
+    let store = &fx.store;
+    let session = store.session("s", "p").unwrap();
+    store
+        .put_memory(
+            Writer::User,
+            "p",
+            &MemoryWrite {
+                category: Category::UserPreferences,
+                key: "tone",
+                title: "Tone",
+                content: "Be brief.",
+            },
+        )
+        .unwrap();
+    let ctx = ctx(store, &session);
+
+    let error = err(
+        &ctx,
+        "save_memory",
+        json!({"category": "user_preferences", "key": "tone", "title": "Tone", "content": "Be verbose."}),
+    );
+    assert_eq!(error["kind"], "forbidden");
+    assert!(error["message"].as_str().unwrap().contains("read-only"), "{error}");
+    assert_eq!(store.memory("p", Category::UserPreferences, "tone").unwrap().unwrap().content, "Be brief.");
+    let error = err(
+        &ctx,
+        "save_memory",
+        json!({"category": "user_preferences", "key": "new_pref", "title": "x", "content": "y"}),
+    );
+    assert_eq!(error["kind"], "forbidden");
+
+    let error = err(
+        &ctx,
+        "save_memory",
+        json!({"category": "memo", "key": "long", "title": "Long", "content": "é".repeat(501)}),
+    );
+    assert_eq!(error["kind"], "invalid_argument");
+    assert!(error["message"].as_str().unwrap().contains("500"), "{error}");
+    ok(
+        &ctx,
+        "save_memory",
+        json!({"category": "memo", "key": "long", "title": "Long", "content": "é".repeat(500)}),
+    );
+
+    for bad in [
+        json!({"category": "secrets", "key": "k", "title": "t", "content": "c"}),
+        json!({"category": "memo", "key": "!!!", "title": "t", "content": "c"}),
+        json!({"category": "memo", "key": "k", "title": "t", "content": "   "}),
+        json!({"category": "memo", "key": "k", "title": "", "content": "c"}),
+        json!({"category": "memo", "key": "k", "title": "t"}),
+    ] {
+        assert_eq!(err(&ctx, "save_memory", bad.clone())["kind"], "invalid_argument", "{bad}");
+    }
+}
+
+#[test]
+fn keys_are_normalized_and_upserted() {
+    let fx = fixture();
+    let store = &fx.store;
+    let session = store.session("s", "p").unwrap();
+    let ctx = ctx(store, &session);
+    let first = ok(
+        &ctx,
+        "save_memory",
+        json!({"category": "progress", "key": "Deploy Steps!", "title": "Deploy", "content": "1. build"}),
+    );
+    assert_eq!(first["created"], true);
+    assert_eq!(first["memory"]["key"], "deploy_steps");
+    assert_eq!(first["key_normalized_from"], "Deploy Steps!");
+    let second = ok(
+        &ctx,
+        "save_memory",
+        json!({"category": "progress", "key": "deploy_steps", "title": "Deploy", "content": "1. build 2. ship"}),
+    );
+    assert_eq!(second["created"], false);
+    assert_eq!(
+        store.memory("p", Category::Progress, "deploy_steps").unwrap().unwrap().content,
+        "1. build 2. ship"
+    );
+    assert_eq!(store.memories("p", None).unwrap().len(), 1);
+}
+
+#[test]
+fn near_duplicate_keys_name_the_existing_key() {
+    let fx = fixture();
+    let store = &fx.store;
+    let session = store.session("s", "p").unwrap();
+    let ctx = ctx(store, &session);
+    ok(
+        &ctx,
+        "save_memory",
+        json!({"category": "progress", "key": "deploy_steps", "title": "Deploy", "content": "build, ship"}),
+    );
+    ok(
+        &ctx,
+        "save_memory",
+        json!({"category": "memo", "key": "user_timezone", "title": "TZ", "content": "Europe/Paris"}),
+    );
+    ok(
+        &ctx,
+        "save_memory",
+        json!({"category": "memo", "key": "database_password_rotation", "title": "DB", "content": "30 days"}),
+    );
+
+    for (category, key, existing) in [
+        ("progress", "deploy_step", "deploy_steps"),  // one edit
+        ("progress", "Deploy-Steps", "deploy_steps"), // normalizes to the same key: an update, see below
+        ("memo", "timezone_user", "user_timezone"),   // same words, other order
+        ("memo", "deploy_steps", "deploy_steps"),     // same key in another category
+        ("memo", "db_password_rotation", "database_password_rotation"), // close in spelling
+        ("memo", "users_time_zone", "user_timezone"), // close in spelling
+    ] {
+        let answer = strata_recall::call_tool(
+            &ctx,
+            "save_memory",
+            &json!({"category": category, "key": key, "title": "x", "content": "y"}),
+        );
+        if key == "Deploy-Steps" {
+            assert_eq!(answer["created"], false, "{answer}");
+            continue;
+        }
+        let error = &answer["error"];
+        assert_eq!(error["kind"], "near_duplicate_key", "{key}: {answer}");
+        assert_eq!(error["existing_key"], existing, "{key}: {answer}");
+        assert!(error["message"].as_str().unwrap().contains(existing));
+    }
+    // Different keys are not flagged.
+    ok(
+        &ctx,
+        "save_memory",
+        json!({"category": "memo", "key": "favourite_editor", "title": "Editor", "content": "helix"}),
+    );
+    // A twin on purpose.
+    let forced = ok(
+        &ctx,
+        "save_memory",
+        json!({"category": "progress", "key": "deploy_step", "title": "x", "content": "y", "allow_new_key": true}),
+    );
+    assert_eq!(forced["created"], true);
+}
+
+#[test]
+fn near_duplicate_by_meaning_uses_the_model() {
+    let fx = fixture();
+    let store = &fx.store;
+    let session = store.session("s", "p").unwrap();
+    let ctx = ctx(store, &session);
+    ok(
+        &ctx,
+        "save_memory",
+        json!({"category": "memo", "key": "user_timezone", "title": "TZ", "content": "UTC+2"}),
+    );
+    ok(
+        &ctx,
+        "save_memory",
+        json!({"category": "memo", "key": "staging_port", "title": "Port", "content": "8443"}),
+    );
+    // Spelled apart (no shared word order, many edits) but the same meaning.
+    let error = err(
+        &ctx,
+        "save_memory",
+        json!({"category": "memo", "key": "time_zone_of_the_user", "title": "TZ", "content": "UTC+2"}),
+    );
+    assert_eq!(error["kind"], "near_duplicate_key", "{error}");
+    assert_eq!(error["existing_key"], "user_timezone");
+    // Related but different things stay apart.
+    ok(
+        &ctx,
+        "save_memory",
+        json!({"category": "memo", "key": "production_port", "title": "Port", "content": "443"}),
+    );
+    ok(
+        &ctx,
+        "save_memory",
+        json!({"category": "memo", "key": "weekly_grocery_list", "title": "Food", "content": "eggs"}),
+    );
+}
+
+#[test]
+fn expired_memories_are_invisible_and_purged() {
+    let fx = fixture();
+    let store = &fx.store;
+    let session = store.session("s", "p").unwrap();
+    for (category, key) in [(Category::Memo, "old_note"), (Category::Progress, "task_state")] {
+        store
+            .put_memory(
+                Writer::User,
+                "p",
+                &MemoryWrite { category, key, title: "Heliotrope", content: "heliotrope marker text" },
+            )
+            .unwrap();
+    }
+    embed_all(store);
+    // Default TTLs: memo and progress never expire.
+    let live = ctx(store, &session);
+    assert_eq!(ok(&live, "memory_grep", json!({"query": "heliotrope"}))["count"], 2);
+
+    // A memo TTL of zero days expires every memo at once.
+    let config = RecallConfig {
+        memory_ttls: MemoryTtls { memo: Ttl::Days(0), ..MemoryTtls::default() },
+        ..RecallConfig::default()
+    };
+    let expiring = ctx_with(store, &session, config.clone());
+    let grep = ok(&expiring, "memory_grep", json!({"query": "heliotrope"}));
+    assert_eq!(grep["count"], 1);
+    assert_eq!(grep["results"][0]["key"], "task_state");
+    let search = ok(&expiring, "memory_search", json!({"query": "heliotrope marker", "limit": 50}));
+    assert!(search["results"].as_array().unwrap().iter().all(|r| r["key"] != "old_note"), "{search}");
+    // Saving near an expired key is not a near-duplicate: the expired memory is gone for the agent.
+    ok(
+        &expiring,
+        "save_memory",
+        json!({"category": "progress", "key": "old_notes", "title": "t", "content": "c"}),
+    );
+
+    let purged = purge_expired(store, &config, chrono::Utc::now()).unwrap();
+    assert!(purged.contains(&(Category::Memo, 1)), "{purged:?}");
+    assert!(store.memory("p", Category::Memo, "old_note").unwrap().is_none());
+    assert!(store.memory("p", Category::Progress, "task_state").unwrap().is_some());
+    assert_eq!(ok(&live, "memory_grep", json!({"query": "heliotrope"}))["count"], 1);
+}

@@ -1,0 +1,88 @@
+//! The embedding pipeline: backlog drain, worker, exactly-once.
+
+use std::time::Duration;
+
+use strata_recall::{BacklogFilter, EmbedWorker, RecallConfig, embed_backlog_with};
+use strata_store::{HitKind, NewSummary};
+
+use super::util::*;
+
+#[test]
+fn backlog_drains_exactly_once_with_progress() {
+    let fx = fixture();
+    let store = &fx.store;
+    let session = store.session("s", "p").unwrap();
+    let texts: Vec<String> = (0..70)
+        .map(|i| format!("message number {i} about {}", ["tea", "trains", "tomatoes"][i % 3]))
+        .collect();
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    append_texts(store, &session, "2024-05-01T08:00:00Z", &texts);
+    let other = store.session("o", "q").unwrap();
+    append_texts(store, &other, "2024-05-01T08:00:00Z", &["other persona text"]);
+
+    let config = RecallConfig { embed_batch_size: 16, embed_round_size: 40, ..RecallConfig::default() };
+    // Only persona p, at most 50 this time.
+    let filter = BacklogFilter { persona: Some("p".into()), session: None, limit: Some(50) };
+    let mut reports = Vec::new();
+    let written = embed_backlog_with(store, &embedder(), &config, &filter, |p| reports.push(p)).unwrap();
+    assert_eq!(written, 50);
+    assert_eq!(reports.first().unwrap().embedded, 0);
+    assert_eq!(reports.last().unwrap().embedded, 50);
+    assert!(reports.windows(2).all(|w| w[0].embedded <= w[1].embedded));
+    assert_eq!(store.embedding_backlog_count(Some("p"), None).unwrap(), 20);
+    assert_eq!(store.embedding_backlog_count(Some("q"), None).unwrap(), 1);
+
+    let rest = embed_backlog_with(store, &embedder(), &config, &BacklogFilter::default(), |_| {}).unwrap();
+    assert_eq!(rest, 21);
+    assert_eq!(store.vector_counts().unwrap().messages, 71);
+    assert_eq!(
+        embed_backlog_with(store, &embedder(), &config, &BacklogFilter::default(), |_| {}).unwrap(),
+        0
+    );
+
+    // The stored vector is the model's vector of the text.
+    let query = embedder().embed_one("message number 7 about trains").unwrap();
+    let nearest = store.nearest(HitKind::Message, "p", &query, 1).unwrap();
+    assert_eq!(nearest[0].0, 8);
+    assert!(nearest[0].1 < 1e-4, "{nearest:?}");
+}
+
+#[test]
+fn worker_embeds_new_rows_in_the_background() {
+    let fx = fixture();
+    let store = &fx.store;
+    let session = store.session("s", "p").unwrap();
+    append_texts(store, &session, "2024-05-01T08:00:00Z", &["first batch one", "first batch two"]);
+    let worker =
+        EmbedWorker::spawn(store.clone(), embedder(), RecallConfig::default(), Duration::from_secs(3600));
+    worker.notify();
+    assert!(worker.wait_idle(Duration::from_secs(120)));
+    assert_eq!(store.embedding_backlog_count(None, None).unwrap(), 0);
+
+    append_texts(store, &session, "2024-05-01T09:00:00Z", &["second batch"]);
+    let leaf = store
+        .insert_leaf(
+            session.id,
+            0,
+            1,
+            &NewSummary {
+                headline: "h".into(),
+                body: "b".into(),
+                token_count: 1,
+                summarizer: "extractive".into(),
+            },
+        )
+        .unwrap();
+    worker.notify();
+    assert!(worker.wait_idle(Duration::from_secs(120)));
+    assert_eq!(store.embedding_backlog_count(None, None).unwrap(), 0);
+    let counts = store.vector_counts().unwrap();
+    assert_eq!((counts.messages, counts.summaries), (3, 1));
+    assert_eq!(worker.stats().embedded, 4);
+    assert!(worker.stats().last_error.is_none());
+    assert_eq!(
+        store.nearest(HitKind::Summary, "p", &embedder().embed_one("h\nb").unwrap(), 1).unwrap()[0].0,
+        leaf.id.0
+    );
+    worker.stop();
+}

@@ -1,0 +1,117 @@
+//! memory_search with the real model: paraphrases, scores, time bounds, and a clear error when
+//! the model is unavailable.
+
+use serde_json::json;
+use strata_recall::{Embedder, RecallConfig, ToolContext, call_tool};
+
+use super::util::*;
+
+const CORPUS: [&str; 10] = [
+    "What a merge conflict mess, I had to redo the whole branch by hand.",
+    "Can you book me a table for two at the Italian place tonight?",
+    "The cat is sleeping on the warm windowsill again.",
+    "Quarterly revenue grew by eight percent, mostly from renewals.",
+    "Bananas are a good source of potassium.",
+    "Please water the tomato plants while I am away.",
+    "The new office chairs arrive on Thursday.",
+    "I moved the meeting with the accountant to next week.",
+    "The train to Lyon was delayed by forty minutes.",
+    "Our invoice template needs the new VAT number.",
+];
+
+#[test]
+fn paraphrases_are_found_by_meaning() {
+    let fx = fixture();
+    let store = &fx.store;
+    let session = store.session("s", "p").unwrap();
+    let ids = append_texts(store, &session, "2024-05-01T08:00:00Z", &CORPUS);
+    embed_all(store);
+    let ctx = ctx(store, &session);
+    for (query, expected) in [
+        ("the rebase blew up", 0),
+        ("reserve a dinner table for this evening", 1),
+        ("my kitty is napping by the window", 2),
+        ("sales went up this quarter", 3),
+        ("the railway journey was late", 8),
+    ] {
+        let answer = ok(&ctx, "memory_search", json!({"query": query, "limit": 3}));
+        let top = &answer["results"][0];
+        assert_eq!(top["id"], ids[expected], "{query:?} -> {answer:#}");
+        assert_eq!(top["kind"], "message");
+        assert!(top["score"].as_f64().unwrap() > 0.0);
+        assert!(top["similarity"].as_f64().unwrap() > 0.3, "{top}");
+        assert_eq!(top["session"], "s");
+        assert!(top["seq"].is_number() && top["timestamp"].is_string() && top["role"].is_string());
+        assert!(answer["count"].as_u64().unwrap() <= 3);
+        // Scores are in decreasing order.
+        let scores: Vec<f64> =
+            answer["results"].as_array().unwrap().iter().map(|r| r["score"].as_f64().unwrap()).collect();
+        assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
+    }
+    // Time bounds apply to semantic hits too: the conflict message is at 08:00.
+    let answer = ok(
+        &ctx,
+        "memory_search",
+        json!({"query": "the rebase blew up", "start_time": "2024-05-01T08:01:00Z"}),
+    );
+    assert!(!found(&answer).contains(&("message".to_owned(), ids[0])), "{answer:#}");
+    let answer =
+        ok(&ctx, "memory_search", json!({"query": "the rebase blew up", "end_time": "2024-05-01T08:01:00Z"}));
+    assert_eq!(found(&answer), [("message".to_owned(), ids[0])]);
+}
+
+#[test]
+fn rows_not_yet_embedded_are_still_found_by_keywords() {
+    let fx = fixture();
+    let store = &fx.store;
+    let session = store.session("s", "p").unwrap();
+    append_texts(store, &session, "2024-05-01T08:00:00Z", &CORPUS);
+    embed_all(store);
+    let late =
+        append_texts(store, &session, "2024-05-02T08:00:00Z", &["The zanzibar-cluster certificate expired."]);
+    let answer = ok(&ctx(store, &session), "memory_search", json!({"query": "zanzibar-cluster certificate"}));
+    assert_eq!(answer["results"][0]["id"], late[0]);
+    assert!(answer["results"][0]["semantic_rank"].is_null());
+    assert_eq!(answer["results"][0]["keyword_rank"], 1);
+}
+
+#[test]
+fn without_the_model_search_says_why_and_everything_else_works() {
+    let fx = fixture();
+    let store = &fx.store;
+    let session = store.session("s", "p").unwrap();
+    let ids = append_texts(store, &session, "2024-05-01T08:00:00Z", &CORPUS);
+    let dir = tempfile::tempdir().unwrap();
+
+    // Missing files: the error names the file and the fetch script.
+    let missing = Embedder::load(dir.path()).unwrap_err();
+    assert!(missing.to_string().contains("libonnxruntime.so"), "{missing}");
+    assert!(missing.to_string().contains("fetch-embed-assets.sh"), "{missing}");
+
+    // A broken model file: an error, not a panic.
+    let real = embedder().assets().to_path_buf();
+    let broken = dir.path().join("broken");
+    std::fs::create_dir_all(broken.join("onnxruntime")).unwrap();
+    std::fs::create_dir_all(broken.join("all-MiniLM-L6-v2-int8")).unwrap();
+    std::fs::copy(real.join("onnxruntime/libonnxruntime.so"), broken.join("onnxruntime/libonnxruntime.so"))
+        .unwrap();
+    for file in ["tokenizer.json", "config.json", "special_tokens_map.json", "tokenizer_config.json"] {
+        let from = real.join("all-MiniLM-L6-v2-int8").join(file);
+        std::fs::copy(from, broken.join("all-MiniLM-L6-v2-int8").join(file)).unwrap();
+    }
+    std::fs::write(broken.join("all-MiniLM-L6-v2-int8/model.onnx"), b"this is not an onnx model").unwrap();
+    let broken_error = Embedder::load(&broken).unwrap_err();
+
+    for failure in [missing, broken_error] {
+        let ctx = ToolContext::new(store.clone(), session.clone(), Err(failure), RecallConfig::default());
+        let error = err(&ctx, "memory_search", json!({"query": "the rebase blew up"}));
+        assert_eq!(error["kind"], "semantic_search_unavailable");
+        assert!(error["message"].as_str().unwrap().starts_with("semantic search unavailable: "), "{error}");
+        assert_eq!(ok(&ctx, "memory_grep", json!({"query": "merge conflict"}))["results"][0]["id"], ids[0]);
+        assert_eq!(ok(&ctx, "view_message", json!({"message_id": ids[1]}))["message"]["id"], ids[1]);
+        ok(&ctx, "view_chat_history_summary", json!({}));
+        ok(&ctx, "save_memory", json!({"category": "memo", "key": "k", "title": "t", "content": "c"}));
+        let unknown = call_tool(&ctx, "no_such_tool", &json!({}));
+        assert_eq!(unknown["error"]["kind"], "unknown_tool");
+    }
+}

@@ -1,0 +1,81 @@
+//! A complete chat bot with strata as its memory, against any OpenAI-compatible endpoint
+//! (OpenAI, Ollama, llama.cpp server, vLLM).
+//!
+//! ```sh
+//! STRATA_BASE_URL=http://localhost:11434/v1 STRATA_CHAT_MODEL=llama3.1 cargo run --example chatbot
+//! ```
+//!
+//! Settings come from the environment: `STRATA_BASE_URL`, `STRATA_CHAT_MODEL`, the key in
+//! `STRATA_API_KEY` or `OPENAI_API_KEY`, the database in `STRATA_DB` (default `chatbot.db`).
+//!
+//! Each line you type is one turn of [`ChatLoop`]: append your message, let strata compact the
+//! history and assemble the context, send it to the model with strata's tools, run the tools the
+//! model calls through the engine, append their results, and ask again until it answers.
+//! Restart the bot and the conversation goes on: it is all in the database.
+
+use std::io::BufRead;
+use std::time::Duration;
+
+use strata::chat::ChatLoop;
+use strata::llm::ChatClient;
+use strata::{ChatMessage, Config, Engine};
+
+fn env(name: &str, default: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| default.to_owned())
+}
+
+/// "the model did not answer: request to ... failed: connection refused".
+fn causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text = format!("{text}: {cause}");
+        source = cause.source();
+    }
+    text
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let base_url = env("STRATA_BASE_URL", "https://api.openai.com/v1");
+    let model = env("STRATA_CHAT_MODEL", "gpt-4o-mini");
+    let api_key = std::env::var("STRATA_API_KEY").or_else(|_| std::env::var("OPENAI_API_KEY")).ok();
+
+    // One SQLite file holds every message, summary and memory. Thresholds are in Config.
+    let mut config = Config::default();
+    config.compactor.model = model.clone(); // the tokenizer strata counts the context with
+    let engine = Engine::open(env("STRATA_DB", "chatbot.db"), config)?;
+
+    // A session is one conversation; its persona scopes what the tools can see.
+    let is_new = engine.store().find_session("chatbot")?.is_none();
+    let session = engine.session("chatbot", "assistant")?;
+    if is_new {
+        // The first messages are the head: kept verbatim in every context.
+        session.append(ChatMessage::system(
+            "You are a helpful assistant with a long memory. When the user refers to something \
+             you cannot see in this conversation, search it with your memory tools.",
+        ))?;
+    }
+
+    let client = ChatClient::new(&base_url, &model, api_key, Duration::from_secs(120));
+    let chat = ChatLoop::new(&engine, client);
+
+    eprintln!("chatting with {model} at {base_url}; Ctrl-D to quit");
+    for line in std::io::stdin().lock().lines() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        match chat.turn(&session, &line).await {
+            Ok(turn) => {
+                for call in &turn.tool_calls {
+                    eprintln!("  [{}] {}", call.name, call.arguments);
+                }
+                println!("{}", turn.text);
+            }
+            // Whatever was stored before the failure stays stored; the next line goes on.
+            Err(error) => eprintln!("error: {}", causes(&error)),
+        }
+    }
+    Ok(())
+}

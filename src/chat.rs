@@ -1,0 +1,176 @@
+//! The chat loop: one user turn through strata and an OpenAI-compatible model, tool calls
+//! included.
+//!
+//! A turn appends the user's input, asks the engine for the context, sends it to the model with
+//! strata's tools, stores the reply, runs the tools the reply calls and stores their results,
+//! and asks again until the model answers in text. Every message of the turn is stored as it
+//! happens, so a turn that fails halfway leaves a conversation the next turn can continue: each
+//! tool call in the database is followed by its result.
+//!
+//! ```no_run
+//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::time::Duration;
+//! use strata::chat::ChatLoop;
+//! use strata::llm::ChatClient;
+//! use strata::{Config, Engine};
+//!
+//! let engine = Engine::open("strata.db", Config::default())?;
+//! let session = engine.session("alice", "assistant")?;
+//! let client = ChatClient::new("http://localhost:11434/v1", "llama3.1", None, Duration::from_secs(120));
+//! let chat = ChatLoop::new(&engine, client);
+//! let turn = chat.turn(&session, "What did we decide about the cache?").await?;
+//! println!("{}", turn.text);
+//! # Ok(())
+//! # }
+//! ```
+
+use serde::Serialize;
+use serde_json::{Value, json};
+use tracing::Instrument;
+
+use crate::engine::{Engine, EngineSession};
+use crate::llm::{ChatClient, LlmError};
+use crate::message::ChatMessage;
+
+/// How many replies of one turn may call tools unless [`ChatLoop::max_tool_rounds`] says
+/// otherwise.
+pub const DEFAULT_MAX_TOOL_ROUNDS: u32 = 8;
+
+/// Why a turn failed. The messages stored before the failure stay stored.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ChatError {
+    /// strata could not store a message or prepare the context.
+    #[error(transparent)]
+    Engine(#[from] crate::Error),
+    /// The model's endpoint failed or sent something that is not a chat completion.
+    #[error("the model did not answer")]
+    Llm(#[from] LlmError),
+    /// The model kept calling tools past the limit. The calls of its last reply were answered
+    /// with an error instead of being run, so the stored conversation stays well formed.
+    #[error("the model was still calling tools after {limit} rounds")]
+    ToolRoundsExceeded {
+        /// The limit in force.
+        limit: u32,
+        /// The tool calls that did run during the turn.
+        tool_calls: Vec<ToolCall>,
+    },
+}
+
+/// One tool call the model made during a turn, and what strata answered.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ToolCall {
+    /// The id the model gave the call.
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments as the model sent them (a string when they were not JSON).
+    pub arguments: Value,
+    /// The tool's JSON answer, sent back to the model verbatim.
+    pub result: Value,
+}
+
+impl ToolCall {
+    /// True when the tool refused the call (bad arguments, unknown tool, ...): the answer is
+    /// an object with an `error` member.
+    pub fn is_error(&self) -> bool {
+        is_tool_error(&self.result)
+    }
+}
+
+/// True for the `{"error": {...}}` answers of [`EngineSession::call_tool`].
+pub(crate) fn is_tool_error(result: &Value) -> bool {
+    result.get("error").is_some_and(Value::is_object)
+}
+
+/// What one turn produced.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Turn {
+    /// The model's final answer (empty if it answered with no text).
+    pub text: String,
+    /// Every tool call of the turn, in the order they ran.
+    pub tool_calls: Vec<ToolCall>,
+    /// How many requests were sent to the model.
+    pub requests: u32,
+    /// Tokens of the last context sent, as strata counted them.
+    pub context_tokens: u32,
+}
+
+/// Runs turns of a conversation against one model with strata's tools.
+#[derive(Clone, Debug)]
+pub struct ChatLoop {
+    client: ChatClient,
+    tools: Vec<Value>,
+    max_tool_rounds: u32,
+}
+
+impl ChatLoop {
+    /// A loop that offers the model every tool of `engine`.
+    pub fn new(engine: &Engine, client: ChatClient) -> ChatLoop {
+        ChatLoop { client, tools: engine.tool_specs(), max_tool_rounds: DEFAULT_MAX_TOOL_ROUNDS }
+    }
+
+    /// Sets how many replies of one turn may call tools before the turn fails with
+    /// [`ChatError::ToolRoundsExceeded`]. Zero offers the tools but never runs them.
+    #[must_use]
+    pub fn max_tool_rounds(mut self, rounds: u32) -> ChatLoop {
+        self.max_tool_rounds = rounds;
+        self
+    }
+
+    /// Runs one turn: `input` from the user, up to the model's text answer.
+    pub async fn turn(&self, session: &EngineSession, input: &str) -> Result<Turn, ChatError> {
+        self.turn_with(session, input, |_| {}).await
+    }
+
+    /// Like [`ChatLoop::turn`], and calls `on_tool_call` as each tool call finishes (to show
+    /// progress while the model works).
+    pub async fn turn_with(
+        &self,
+        session: &EngineSession,
+        input: &str,
+        mut on_tool_call: impl FnMut(&ToolCall),
+    ) -> Result<Turn, ChatError> {
+        let span = tracing::info_span!("chat_turn", session = %session.info().key);
+        async move {
+            session.append(ChatMessage::user(input))?;
+            let mut tool_calls = Vec::new();
+            // One request per round; the last round's request is the one that must answer.
+            for round in 0..=self.max_tool_rounds {
+                let context = session.prepare_context().await?;
+                let reply = self.client.complete(context.messages(), &self.tools).await?;
+                let calls = reply.calls();
+                let text = reply.content.clone().unwrap_or_default();
+                session.append(reply)?;
+                if calls.is_empty() {
+                    let context_tokens = context.context.tokens.total;
+                    return Ok(Turn { text, tool_calls, requests: round + 1, context_tokens });
+                }
+                if round == self.max_tool_rounds {
+                    // Answer every call, so that no stored tool call is left without a result.
+                    let message = format!(
+                        "not run: this turn reached its limit of {} tool rounds; answer with what you have",
+                        self.max_tool_rounds
+                    );
+                    for (id, name, _) in calls {
+                        let kind = "tool_rounds_exceeded";
+                        let refusal = json!({"error": {"kind": kind, "tool": name, "message": message}});
+                        session.append(ChatMessage::tool(id, name, refusal.to_string()))?;
+                    }
+                    break;
+                }
+                for (id, name, arguments) in calls {
+                    let result = session.call_tool(&name, arguments.clone()).await;
+                    tracing::debug!(tool = %name, error = is_tool_error(&result), "tool call");
+                    session.append(ChatMessage::tool(id.clone(), name.clone(), result.to_string()))?;
+                    let call = ToolCall { id, name, arguments, result };
+                    on_tool_call(&call);
+                    tool_calls.push(call);
+                }
+            }
+            Err(ChatError::ToolRoundsExceeded { limit: self.max_tool_rounds, tool_calls })
+        }
+        .instrument(span)
+        .await
+    }
+}

@@ -1,0 +1,158 @@
+//! `strata chat`: talk to a model through strata, one line per turn, watching its tool calls.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use serde_json::Value;
+use strata::chat::{ChatError, ChatLoop, DEFAULT_MAX_TOOL_ROUNDS, ToolCall};
+use strata::llm::ChatClient;
+use strata::{Engine, EngineSession};
+
+use crate::cli::Cli;
+
+/// Options of `strata chat`.
+#[derive(Debug, clap::Args)]
+pub struct ChatArgs {
+    /// Base URL of the OpenAI-compatible API (OpenAI, Ollama's http://localhost:11434/v1,
+    /// llama.cpp server, vLLM). The API key, if any, comes from STRATA_API_KEY or OPENAI_API_KEY.
+    #[arg(long, env = "STRATA_BASE_URL", default_value = "https://api.openai.com/v1")]
+    base_url: String,
+    /// The chat model; also picks the tokenizer strata counts the context with.
+    #[arg(long, env = "STRATA_CHAT_MODEL", default_value = "gpt-4o-mini")]
+    model: String,
+    /// The session key: the conversation to continue (created if new).
+    #[arg(long, default_value = "chat")]
+    session: String,
+    /// The persona of a new session (default: the existing session's, else "default").
+    #[arg(long)]
+    persona: Option<String>,
+    /// Most replies of one turn that may call tools.
+    #[arg(long, default_value_t = DEFAULT_MAX_TOOL_ROUNDS)]
+    max_tool_rounds: u32,
+    /// Seconds to wait for one reply of the model.
+    #[arg(long, default_value_t = 300)]
+    timeout: u64,
+    /// Do not embed new messages in the background (semantic search then finds them only
+    /// after `strata embed`).
+    #[arg(long)]
+    no_embed: bool,
+}
+
+/// The API key from the environment; an empty variable counts as unset.
+fn api_key() -> Option<String> {
+    ["STRATA_API_KEY", "OPENAI_API_KEY"]
+        .iter()
+        .find_map(|name| std::env::var(name).ok().filter(|key| !key.is_empty()))
+}
+
+/// Opens the engine and the session a long-running command (chat, mcp) works on.
+pub(crate) fn open_session(
+    cli: &Cli,
+    config: strata::Config,
+    key: &str,
+    persona: Option<&str>,
+    embed: bool,
+) -> anyhow::Result<(Engine, EngineSession)> {
+    let engine =
+        Engine::open(&cli.db, config).with_context(|| format!("cannot use database {}", cli.db.display()))?;
+    let persona = match persona {
+        Some(persona) => persona.to_owned(),
+        None => {
+            engine.store().find_session(key)?.map_or_else(|| "default".to_owned(), |session| session.persona)
+        }
+    };
+    let session = engine.session(key, &persona).with_context(|| format!("cannot open session {key:?}"))?;
+    if embed && let Err(error) = engine.start_embedding() {
+        // Everything but semantic search of new messages works without the model.
+        tracing::info!(error = %error, "not embedding new messages");
+    }
+    Ok((engine, session))
+}
+
+/// Runs the REPL until end of input or `/exit`. A failed turn is reported and the next line
+/// still runs; the exit status says whether any failed.
+pub fn run(cli: &Cli, args: &ChatArgs, out: &mut impl Write) -> anyhow::Result<()> {
+    let mut config = super::config(cli)?;
+    config.compactor.model = args.model.clone();
+    let (engine, session) =
+        open_session(cli, config, &args.session, args.persona.as_deref(), !args.no_embed)?;
+    let client = ChatClient::new(&args.base_url, &args.model, api_key(), Duration::from_secs(args.timeout));
+    let chat = ChatLoop::new(&engine, client).max_tool_rounds(args.max_tool_rounds);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+
+    let interactive = std::io::stdin().is_terminal();
+    if interactive {
+        eprintln!(
+            "strata chat: session {:?} (persona {:?}), {} at {}. /exit or Ctrl-D to leave.",
+            session.info().key,
+            session.info().persona,
+            args.model,
+            args.base_url
+        );
+    }
+    let (mut turns, mut failed) = (0u32, 0u32);
+    let mut input = std::io::stdin().lock();
+    let mut line = String::new();
+    loop {
+        if interactive {
+            write!(out, "> ")?;
+            out.flush()?;
+        }
+        line.clear();
+        if input.read_line(&mut line).context("cannot read standard input")? == 0 {
+            break;
+        }
+        let request = line.trim();
+        match request {
+            "" => continue,
+            "/exit" | "/quit" => break,
+            _ => {}
+        }
+        turns += 1;
+        let outcome = runtime.block_on(chat.turn_with(&session, request, print_tool_call));
+        match outcome {
+            Ok(turn) => {
+                writeln!(out, "{}", turn.text.trim_end())?;
+                out.flush()?;
+            }
+            Err(error) => {
+                failed += 1;
+                if let ChatError::ToolRoundsExceeded { .. } = error {
+                    eprintln!("error: {error} (raise --max-tool-rounds to allow more)");
+                } else {
+                    eprintln!("error: {:#}", anyhow::Error::from(error));
+                }
+            }
+        }
+    }
+    if interactive {
+        writeln!(out)?;
+    }
+    if failed > 0 {
+        bail!("{failed} of {turns} turns failed");
+    }
+    Ok(())
+}
+
+/// One line on standard error per tool call, so standard output holds only the answers.
+fn print_tool_call(call: &ToolCall) {
+    let arguments = excerpt(&call.arguments.to_string(), 120);
+    let outcome = if call.is_error() {
+        let message = call.result.pointer("/error/message").and_then(Value::as_str).unwrap_or("refused");
+        format!("error: {}", excerpt(message, 160))
+    } else if let Some(count) = call.result.get("count").and_then(Value::as_u64) {
+        format!("{count} results")
+    } else {
+        "ok".to_owned()
+    };
+    eprintln!("  [tool] {}({arguments}) -> {outcome}", call.name);
+}
+
+/// The first `max` characters of `text`, marked when cut.
+fn excerpt(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}

@@ -1,0 +1,268 @@
+//! `strata compact`, `strata context` and `strata tree`: the compactor from the command line.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+use chrono::{DateTime, Utc};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::json;
+use strata_compactor::{
+    AssembledContext, Compactor, CompactorConfig, ExtractiveSummarizer, OpenAiConfig, OpenAiSummarizer, Outcome,
+    Summarizer,
+};
+use strata_store::{Session, Store};
+
+use crate::cli::output::print_json;
+
+/// Which summarizer writes the summaries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SummarizerChoice {
+    /// Offline and deterministic; needs no API key.
+    Extractive,
+    /// An OpenAI-compatible chat-completions endpoint (OpenAI, Ollama, llama.cpp, vLLM).
+    Openai,
+}
+
+/// Options shared by the three commands.
+#[derive(Debug, clap::Args)]
+pub struct CompactorArgs {
+    /// The session key.
+    #[arg(long)]
+    session: String,
+    /// A strata TOML file; its `[compactor]` table overrides the built-in thresholds.
+    #[arg(long, env = "STRATA_CONFIG")]
+    config: Option<PathBuf>,
+    /// The model's context window in tokens (overrides the config).
+    #[arg(long)]
+    window: Option<u32>,
+}
+
+/// Options of `strata compact`.
+#[derive(Debug, clap::Args)]
+pub struct CompactArgs {
+    #[command(flatten)]
+    common: CompactorArgs,
+    /// Who writes the summaries.
+    #[arg(long, value_enum, env = "STRATA_SUMMARIZER", default_value = "extractive")]
+    summarizer: SummarizerChoice,
+    /// Base URL of the OpenAI-compatible API (with --summarizer openai).
+    #[arg(long, env = "STRATA_BASE_URL", default_value = "https://api.openai.com/v1")]
+    base_url: String,
+    /// The summarizing model (with --summarizer openai). The API key comes from
+    /// STRATA_API_KEY or OPENAI_API_KEY.
+    #[arg(long, env = "STRATA_SUMMARIZER_MODEL", default_value = "gpt-4o-mini")]
+    model: String,
+    /// Stop after one bounded call (max_rounds summaries) instead of compacting until done.
+    #[arg(long)]
+    once: bool,
+}
+
+/// Options of `strata context`.
+#[derive(Debug, clap::Args)]
+pub struct ContextArgs {
+    #[command(flatten)]
+    common: CompactorArgs,
+    /// The time the request is made (RFC 3339); decides whether this is a bootstrap turn.
+    /// Defaults to now.
+    #[arg(long)]
+    now: Option<String>,
+}
+
+fn load_config(args: &CompactorArgs) -> anyhow::Result<CompactorConfig> {
+    let mut config = match &args.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+            let mut table: toml::Table = toml::from_str(&text).with_context(|| format!("{} is not TOML", path.display()))?;
+            match table.remove("compactor") {
+                Some(value) => value.try_into().with_context(|| format!("{}: [compactor]", path.display()))?,
+                None => CompactorConfig::default(),
+            }
+        }
+        None => CompactorConfig::default(),
+    };
+    if let Some(window) = args.window {
+        config.context_window_tokens = window;
+        // Keep the reserve and the scaffold proportionate in a small window.
+        config.reserve_tokens = config.reserve_tokens.min(window / 8);
+        config.scaffold_body_tokens = config.scaffold_body_tokens.min(window / 8);
+    }
+    config.validate()?;
+    Ok(config)
+}
+
+fn session(store: &Store, key: &str) -> anyhow::Result<Session> {
+    store.find_session(key)?.with_context(|| format!("no session {key:?} in {}", store.path().display()))
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_current_thread().enable_all().build()?)
+}
+
+pub fn compact(store: Store, args: &CompactArgs, json: bool, out: &mut impl Write) -> anyhow::Result<()> {
+    let config = load_config(&args.common)?;
+    let session = session(&store, &args.common.session)?;
+    let summarizer: Arc<dyn Summarizer> = match args.summarizer {
+        SummarizerChoice::Extractive => Arc::new(ExtractiveSummarizer::new(config.token_counter())),
+        SummarizerChoice::Openai => Arc::new(OpenAiSummarizer::new(OpenAiConfig::from_env(
+            &args.base_url,
+            &args.model,
+            config.retry.clone(),
+        ))?),
+    };
+    let compactor = Compactor::new(store.clone(), config, summarizer)?;
+    let before = store.stats()?;
+    let progress = ProgressBar::new_spinner().with_style(
+        ProgressStyle::with_template("{spinner} compacting {msg} ({elapsed})").expect("static template"),
+    );
+    let runtime = runtime()?;
+    let (mut created, mut archived, mut tokens_before, mut tokens_after) = (0u32, 0u32, None, None);
+    let last = loop {
+        let outcome = runtime.block_on(compactor.compact(session.id))?;
+        if let Outcome::Compacted { nodes_created, raw_archived, tokens_before: b, tokens_after: a, pending, .. } =
+            &outcome
+        {
+            created += nodes_created;
+            archived += raw_archived;
+            tokens_before.get_or_insert(*b);
+            tokens_after = Some(*a);
+            progress.set_message(format!("{created} nodes written, context {a} tokens"));
+            progress.tick();
+            if *pending && !args.once {
+                continue;
+            }
+        }
+        break outcome;
+    };
+    progress.finish_and_clear();
+    let after = store.stats()?;
+    if json {
+        print_json(
+            out,
+            &json!({
+                "session": session.key,
+                "nodes_created": created,
+                "raw_archived": archived,
+                "tokens_before": tokens_before,
+                "tokens_after": tokens_after,
+                "last_outcome": last,
+                "nodes_per_level": after.nodes_per_level,
+            }),
+        )?;
+        return Ok(());
+    }
+    match (&last, tokens_before, tokens_after) {
+        (_, Some(before_tokens), Some(after_tokens)) => writeln!(
+            out,
+            "compacted session {}: {created} nodes written{}; context {before_tokens} -> {after_tokens} tokens",
+            session.key,
+            if archived > 0 { format!(" ({archived} raw archives: the summarizer was down)") } else { String::new() },
+        )?,
+        _ => writeln!(out, "session {}: nothing to compact", session.key)?,
+    }
+    writeln!(out, "stopped: {}", describe(&last))?;
+    let levels: Vec<String> = after
+        .nodes_per_level
+        .iter()
+        .enumerate()
+        .map(|(level, n)| {
+            let old = before.nodes_per_level.get(level).copied().unwrap_or(0);
+            format!("L{level} {n} (+{})", n - old)
+        })
+        .collect();
+    if !levels.is_empty() {
+        writeln!(out, "nodes per level (whole database): {}", levels.join(", "))?;
+    }
+    Ok(())
+}
+
+fn describe(outcome: &Outcome) -> String {
+    match outcome {
+        Outcome::Compacted { pending: true, .. } => "max_rounds reached; run again to continue".into(),
+        Outcome::Compacted { .. } => "done".into(),
+        Outcome::BelowThreshold { middle_tokens, middle_turns } => {
+            format!("below threshold (the compactable middle holds {middle_tokens} tokens in {middle_turns} turns)")
+        }
+        Outcome::NoCandidate => "no candidate (what remains is protected, pinned or too small)".into(),
+        Outcome::NoProgress { reason } => format!("no progress: {reason}"),
+        Outcome::SummarizerDown { consecutive_failures, error, .. } => {
+            format!("summarizer down ({consecutive_failures} consecutive failures): {error}")
+        }
+        other => format!("{other:?}"),
+    }
+}
+
+pub fn context(store: Store, args: &ContextArgs, json: bool, out: &mut impl Write) -> anyhow::Result<()> {
+    let config = load_config(&args.common)?;
+    let session = session(&store, &args.common.session)?;
+    let now: DateTime<Utc> = match &args.now {
+        Some(text) => DateTime::parse_from_rfc3339(text)
+            .with_context(|| format!("--now {text:?} is not RFC 3339"))?
+            .with_timezone(&Utc),
+        None => Utc::now(),
+    };
+    // Assembly only reads: the summarizer is never called, so any will do.
+    let compactor = Compactor::new(store, config, Arc::new(ExtractiveSummarizer::default()))?;
+    let context = compactor.assemble_blocking(session.id, now)?;
+    if json {
+        return print_json(out, &context);
+    }
+    print_context(&context, out)
+}
+
+fn print_context(context: &AssembledContext, out: &mut impl Write) -> anyhow::Result<()> {
+    for (message, entry) in context.messages.iter().zip(&context.entries) {
+        let source = match (entry.message_id, entry.seq) {
+            (Some(id), Some(seq)) => format!(" · message {id} (seq {seq})"),
+            _ => String::new(),
+        };
+        writeln!(
+            out,
+            "── {part:?} · {role}{source} · {tokens} tokens{abridged} ──",
+            part = entry.part,
+            role = message["role"].as_str().unwrap_or("?"),
+            tokens = entry.tokens,
+            abridged = if entry.abridged { " · abridged" } else { "" },
+        )?;
+        if let Some(calls) = message.get("tool_calls") {
+            writeln!(out, "tool_calls: {calls}")?;
+        }
+        if let Some(id) = message.get("tool_call_id").and_then(|v| v.as_str()) {
+            writeln!(out, "tool_call_id: {id}")?;
+        }
+        writeln!(out, "{}", message["content"].as_str().unwrap_or(""))?;
+    }
+    let t = &context.tokens;
+    writeln!(out, "══ tokens ══")?;
+    writeln!(out, "head             {:>7}", t.head)?;
+    writeln!(out, "scaffold         {:>7}", t.scaffold)?;
+    writeln!(out, "acknowledgement  {:>7}", t.acknowledgement)?;
+    writeln!(out, "buffer           {:>7}", t.buffer)?;
+    writeln!(out, "tail             {:>7}", t.tail)?;
+    writeln!(out, "reply priming    {:>7}", t.reply_priming)?;
+    writeln!(out, "total            {:>7} of {} ({} messages, prefix {})", t.total, t.budget, context.messages.len(), context.prefix_len)?;
+    writeln!(
+        out,
+        "injection: {:?}; elided messages: {}; stubbed messages: {}",
+        context.injection, context.elided_messages, context.stubbed_messages
+    )?;
+    Ok(())
+}
+
+/// Options of `strata tree`.
+#[derive(Debug, clap::Args)]
+pub struct TreeArgs {
+    /// The session key.
+    #[arg(long)]
+    session: String,
+}
+
+pub fn tree(store: Store, args: &TreeArgs, json: bool, out: &mut impl Write) -> anyhow::Result<()> {
+    let session = session(&store, &args.session)?;
+    if json {
+        return print_json(out, &json!({ "session": session.key, "nodes": store.nodes(session.id)? }));
+    }
+    write!(out, "{}", strata_compactor::render_tree(&store, session.id)?)?;
+    Ok(())
+}

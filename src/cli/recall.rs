@@ -1,0 +1,348 @@
+//! `strata grep`, `search`, `expand`, `embed`, `memory purge`, and the recall part of `view`:
+//! the recall tools from the command line, as the user (who may look at any persona).
+
+use std::io::Write;
+
+use anyhow::Context;
+use chrono::SecondsFormat;
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+use strata_recall::{
+    BacklogFilter, Embedder, EmbedderState, ExpandSummaryArgs, Hit, MemoryGrepArgs, MemorySearchArgs,
+    RecallConfig, Scope, SearchAnswer,
+};
+use strata_store::{MessageId, NodeId, Store};
+
+use crate::cli::output::{MessageView, print_json};
+
+/// Which rows a command looks at.
+#[derive(Debug, Args)]
+pub struct Filters {
+    /// Only this persona (default: the only persona in the database).
+    #[arg(long)]
+    persona: Option<String>,
+    /// Only this session (its key); memories belong to the persona and are then left out.
+    #[arg(long)]
+    session: Option<String>,
+    /// Most results.
+    #[arg(long)]
+    limit: Option<u32>,
+}
+
+/// `strata grep` and `strata search`.
+#[derive(Debug, Args)]
+pub struct SearchCommand {
+    /// The query: words that must all appear, "quoted phrases", `*` wildcards (grep); any text (search).
+    query: String,
+    /// Only items at or after this time (RFC 3339 or YYYY-MM-DD, inclusive).
+    #[arg(long)]
+    start: Option<String>,
+    /// Only items before this time (exclusive; a date alone means the end of that day).
+    #[arg(long)]
+    end: Option<String>,
+    #[command(flatten)]
+    filters: Filters,
+}
+
+/// `strata expand`.
+#[derive(Debug, Args)]
+pub struct ExpandCommand {
+    /// The summary node id.
+    node_id: i64,
+    /// For a Level-0 node: skip this many source messages.
+    #[arg(long)]
+    offset: Option<u32>,
+    #[command(flatten)]
+    filters: Filters,
+}
+
+/// `strata embed`.
+#[derive(Debug, Args)]
+pub struct EmbedCommand {
+    #[command(flatten)]
+    filters: Filters,
+}
+
+/// The persona and session the filters name. Without either, the only persona in the database
+/// (several: the user must choose).
+fn scope(store: &Store, filters: &Filters) -> anyhow::Result<Scope> {
+    if let Some(key) = &filters.session {
+        let session = store.find_session(key)?.with_context(|| format!("no session {key:?}"))?;
+        if let Some(persona) = &filters.persona {
+            anyhow::ensure!(
+                *persona == session.persona,
+                "session {key:?} belongs to persona {:?}, not {persona:?}",
+                session.persona
+            );
+        }
+        return Ok(Scope { persona: session.persona, session: Some(session.id) });
+    }
+    if let Some(persona) = &filters.persona {
+        return Ok(Scope::persona(persona.clone()));
+    }
+    let mut personas: Vec<String> = store.sessions(None)?.into_iter().map(|s| s.persona).collect();
+    personas.sort();
+    personas.dedup();
+    match personas.as_slice() {
+        [] => Ok(Scope::persona("default")),
+        [only] => Ok(Scope::persona(only.clone())),
+        several => {
+            anyhow::bail!("the database holds several personas ({}); pass --persona", several.join(", "))
+        }
+    }
+}
+
+fn print_hits(out: &mut impl Write, answer: &SearchAnswer) -> anyhow::Result<()> {
+    if answer.results.is_empty() {
+        writeln!(out, "no matches")?;
+    }
+    for hit in &answer.results {
+        writeln!(out, "{}", hit_line(hit))?;
+        writeln!(out, "    {}", hit.snippet.replace('\n', " "))?;
+    }
+    Ok(())
+}
+
+fn hit_line(hit: &Hit) -> String {
+    let place = match (&hit.session, hit.seq, &hit.key) {
+        (Some(session), Some(seq), _) => format!("{session}#{seq}"),
+        (Some(session), None, _) => format!("{session} level {}", hit.level.unwrap_or(0)),
+        (None, _, Some(key)) => format!("{} {key}", hit.category.map_or("", |c| c.as_str())),
+        _ => String::new(),
+    };
+    let score = hit.score.map_or(String::new(), |s| format!("  score {s:.4}"));
+    format!(
+        "[{} {}] {place} · {} · {}{score}",
+        hit.kind.as_str(),
+        hit.id,
+        hit.role,
+        hit.timestamp.to_rfc3339_opts(SecondsFormat::Secs, true)
+    )
+}
+
+/// `strata grep`.
+pub fn grep(
+    store: &Store,
+    config: &RecallConfig,
+    command: &SearchCommand,
+    json: bool,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    let scope = scope(store, &command.filters)?;
+    let args = MemoryGrepArgs {
+        query: command.query.clone(),
+        start_time: command.start.clone(),
+        end_time: command.end.clone(),
+        limit: command.filters.limit,
+    };
+    let answer = strata_recall::grep(store, &scope, config, &args)?;
+    if json { print_json(out, &answer) } else { print_hits(out, &answer) }
+}
+
+/// `strata search`.
+pub fn search(
+    store: &Store,
+    config: &RecallConfig,
+    command: &SearchCommand,
+    json: bool,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    let scope = scope(store, &command.filters)?;
+    let embedder: EmbedderState = Embedder::load(config.assets_dir()).into();
+    let args = MemorySearchArgs {
+        query: command.query.clone(),
+        limit: command.filters.limit,
+        start_time: command.start.clone(),
+        end_time: command.end.clone(),
+    };
+    let answer = strata_recall::search(store, &scope, config, &embedder, &args)?;
+    if json { print_json(out, &answer) } else { print_hits(out, &answer) }
+}
+
+/// `strata expand`.
+pub fn expand(
+    store: &Store,
+    config: &RecallConfig,
+    command: &ExpandCommand,
+    json: bool,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    let persona = match (&command.filters.persona, &command.filters.session) {
+        (None, None) => {
+            let node = store.node(NodeId(command.node_id))?;
+            store.session_by_id(node.session_id)?.persona
+        }
+        _ => scope(store, &command.filters)?.persona,
+    };
+    let mut config = config.clone();
+    if let Some(limit) = command.filters.limit {
+        config.expand_page_size = limit.max(1) as usize;
+    }
+    let answer = strata_recall::expand(
+        store,
+        &persona,
+        &config,
+        &ExpandSummaryArgs { node_id: command.node_id, offset: command.offset },
+    )?;
+    if let Some(key) = &command.filters.session {
+        anyhow::ensure!(
+            answer.node.session == *key,
+            "summary node {} is not in session {key:?}",
+            command.node_id
+        );
+    }
+    if json {
+        return print_json(out, &answer);
+    }
+    let node = &answer.node;
+    writeln!(
+        out,
+        "node {} · level {} · session {} · seq {}..={} · {} → {}",
+        node.id,
+        node.level,
+        node.session,
+        node.first_seq,
+        node.last_seq,
+        node.start_time.to_rfc3339_opts(SecondsFormat::Secs, true),
+        node.end_time.to_rfc3339_opts(SecondsFormat::Secs, true)
+    )?;
+    writeln!(out, "{}\n{}", node.headline, node.body)?;
+    for child in answer.children.iter().flatten() {
+        writeln!(
+            out,
+            "\n  [node {} · level {} · seq {}..={}] {}",
+            child.id, child.level, child.first_seq, child.last_seq, child.headline
+        )?;
+    }
+    for message in answer.messages.iter().flatten() {
+        writeln!(
+            out,
+            "\n  [message {} · #{} · {}] {}",
+            message.id,
+            message.seq,
+            message.role,
+            message.content.replace('\n', "\n    ")
+        )?;
+    }
+    if let (Some(total), Some(next)) = (answer.total_messages, answer.next_offset) {
+        writeln!(out, "\n  ({total} messages; next page: --offset {next})")?;
+    }
+    Ok(())
+}
+
+#[derive(Debug, Serialize)]
+struct EmbedReport {
+    embedded: u64,
+    remaining: u64,
+    assets: String,
+}
+
+/// `strata embed`: embeds the backlog with a progress bar. `--limit` caps how many rows this
+/// run embeds.
+pub fn embed(
+    store: &Store,
+    config: &RecallConfig,
+    command: &EmbedCommand,
+    json: bool,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    let filters = &command.filters;
+    let (persona, session) = match (&filters.persona, &filters.session) {
+        (None, None) => (None, None),
+        _ => {
+            let scope = scope(store, filters)?;
+            (Some(scope.persona), scope.session)
+        }
+    };
+    let embedder = Embedder::load(config.assets_dir())
+        .map_err(|e| anyhow::anyhow!("semantic search unavailable: {}", e.chain_message()))?;
+    let filter = BacklogFilter { persona: persona.clone(), session, limit: filters.limit.map(u64::from) };
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} embedding [{bar:30}] {pos}/{len} ({per_sec}, eta {eta})")
+            .expect("a valid template")
+            .progress_chars("=> "),
+    );
+    let embedded = strata_recall::embed_backlog_with(store, &embedder, config, &filter, |progress| {
+        bar.set_length(progress.total);
+        bar.set_position(progress.embedded);
+    })?;
+    bar.finish_and_clear();
+    let report = EmbedReport {
+        embedded,
+        remaining: store.embedding_backlog_count(persona.as_deref(), session)?,
+        assets: embedder.assets().display().to_string(),
+    };
+    if json {
+        print_json(out, &report)
+    } else {
+        writeln!(out, "embedded {} rows; {} still waiting", report.embedded, report.remaining)?;
+        Ok(())
+    }
+}
+
+/// `strata memory purge`: deletes expired memories (see `memory_ttls`).
+pub fn purge(store: &Store, config: &RecallConfig, json: bool, out: &mut impl Write) -> anyhow::Result<()> {
+    let purged = strata_recall::purge_expired(store, config, chrono::Utc::now())?;
+    if json {
+        let object: serde_json::Map<String, serde_json::Value> =
+            purged.iter().map(|(category, n)| (category.as_str().to_owned(), (*n).into())).collect();
+        return print_json(out, &serde_json::json!({ "purged": object }));
+    }
+    let total: usize = purged.iter().map(|(_, n)| n).sum();
+    let detail: Vec<String> = purged.iter().map(|(category, n)| format!("{category}: {n}")).collect();
+    writeln!(
+        out,
+        "purged {total} expired memories ({})",
+        if detail.is_empty() { "no category expires".into() } else { detail.join(", ") }
+    )?;
+    Ok(())
+}
+
+/// The recall part of `strata view`: the message, its neighbours and its covering summary.
+#[derive(Debug, Serialize)]
+struct FullView<'a> {
+    #[serde(flatten)]
+    message: MessageView<'a>,
+    before: Vec<strata_recall::MessageExcerpt>,
+    after: Vec<strata_recall::MessageExcerpt>,
+    covering_summary: Option<strata_recall::NodeView>,
+}
+
+/// `strata view`.
+pub fn view(
+    store: &Store,
+    config: &RecallConfig,
+    id: i64,
+    json: bool,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    let message = store.message(MessageId(id))?;
+    let session = store.session_by_id(message.session_id)?;
+    let around = strata_recall::view(store, &session.persona, config, id)?;
+    let view = FullView {
+        message: MessageView::new(&message, &session),
+        before: around.before,
+        after: around.after,
+        covering_summary: around.covering_summary,
+    };
+    if json {
+        return print_json(out, &view);
+    }
+    for neighbour in &view.before {
+        writeln!(out, "  #{} {}: {}", neighbour.seq, neighbour.role, neighbour.content.replace('\n', " "))?;
+    }
+    view.message.print(out)?;
+    for neighbour in &view.after {
+        writeln!(out, "  #{} {}: {}", neighbour.seq, neighbour.role, neighbour.content.replace('\n', " "))?;
+    }
+    if let Some(node) = &view.covering_summary {
+        writeln!(
+            out,
+            "\ncovered by summary node {} (level {}): {}\n{}",
+            node.id, node.level, node.headline, node.body
+        )?;
+    }
+    Ok(())
+}

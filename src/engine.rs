@@ -1,0 +1,238 @@
+//! The `Engine`: one database, one compactor, the recall tools, wired together.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
+
+use chrono::Utc;
+use tracing::Instrument;
+use serde_json::Value;
+use strata_compactor::{
+    AssembledContext, Compactor, ExtractiveSummarizer, OpenAiConfig, OpenAiSummarizer, Outcome, Summarizer,
+};
+use strata_recall::{EmbedWorker, Embedder, EmbedderState, ToolContext};
+use strata_store::{MessageId, Session, SessionId, Store};
+
+use crate::config::{Config, SummarizerKind};
+use crate::error::{Error, Result};
+use crate::message::ChatMessage;
+
+/// strata's entry point: open a database, get a session, append messages, prepare the context
+/// before each LLM call, and run the tool calls the model makes.
+///
+/// Cheap to clone: clones share the database pool, the compactor (and its per-session locks)
+/// and the embedding model.
+#[derive(Clone, Debug)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    store: Store,
+    config: Config,
+    compactor: Compactor,
+    /// Loaded on first use: opening an engine stays fast, and a machine without the model
+    /// still gets everything but semantic search.
+    embedder: OnceLock<EmbedderState>,
+    worker: Mutex<Option<EmbedWorker>>,
+}
+
+/// The context to send to the model, and what compaction did to get there.
+#[derive(Clone, Debug)]
+pub struct PreparedContext {
+    /// What the compaction cycle did before assembling.
+    pub outcome: Outcome,
+    /// The messages (OpenAI format) with their token accounting.
+    pub context: AssembledContext,
+}
+
+impl PreparedContext {
+    /// The messages to send, in the OpenAI chat format.
+    pub fn messages(&self) -> &[Value] {
+        &self.context.messages
+    }
+}
+
+impl Engine {
+    /// Opens (or creates) the database at `path` with the summarizer `config` names.
+    pub fn open(path: impl AsRef<Path>, config: Config) -> Result<Engine> {
+        let summarizer: Arc<dyn Summarizer> = match config.summarizer.kind {
+            SummarizerKind::Extractive => Arc::new(ExtractiveSummarizer::default()),
+            SummarizerKind::Openai => {
+                let settings = &config.summarizer;
+                let client = OpenAiSummarizer::new(OpenAiConfig {
+                    base_url: settings.base_url.clone(),
+                    model: settings.model.clone(),
+                    api_key: settings.api_key(),
+                    retry: config.compactor.retry.clone(),
+                })?;
+                Arc::new(client)
+            }
+        };
+        Engine::with_summarizer(path, config, summarizer)
+    }
+
+    /// Opens the database at `path` with a summarizer of the caller's choosing.
+    pub fn with_summarizer(path: impl AsRef<Path>, config: Config, summarizer: Arc<dyn Summarizer>) -> Result<Engine> {
+        config.validate()?;
+        let store = Store::open(path)?;
+        let compactor = Compactor::new(store.clone(), config.compactor.clone(), summarizer)?;
+        Ok(Engine {
+            inner: Arc::new(Inner { store, config, compactor, embedder: OnceLock::new(), worker: Mutex::new(None) }),
+        })
+    }
+
+    /// The database.
+    pub fn store(&self) -> &Store {
+        &self.inner.store
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    /// The compactor.
+    pub fn compactor(&self) -> &Compactor {
+        &self.inner.compactor
+    }
+
+    /// The session with this key, created for `persona` if new.
+    pub fn session(&self, key: &str, persona: &str) -> Result<EngineSession> {
+        let session = self.inner.store.session(key, persona)?;
+        Ok(EngineSession { engine: self.clone(), session })
+    }
+
+    /// The tools the model may call, in the OpenAI function-calling format (`{"type":
+    /// "function", "function": {name, description, parameters}}`).
+    pub fn tool_specs(&self) -> Vec<Value> {
+        strata_recall::tool_specs()
+    }
+
+    /// The embedding model, loaded on first call (about 0.3 s), or why it is unavailable.
+    pub fn embedder(&self) -> &EmbedderState {
+        self.inner.embedder.get_or_init(|| Embedder::load(self.inner.config.recall.assets_dir()).into())
+    }
+
+    /// Starts the background thread that embeds new messages, summaries and memories. Without
+    /// it, `strata embed` (or [`strata_recall::embed_backlog`]) catches up on demand.
+    pub fn start_embedding(&self) -> Result<()> {
+        let embedder = self.embedder().get().map_err(Error::Recall)?.clone();
+        let mut worker = self.inner.worker.lock().unwrap_or_else(PoisonError::into_inner);
+        if worker.is_none() {
+            *worker = Some(EmbedWorker::spawn(
+                self.inner.store.clone(),
+                embedder,
+                self.inner.config.recall.clone(),
+                Duration::from_secs(5),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Waits until the background worker (if running) has embedded everything appended so
+    /// far; false on timeout.
+    pub fn wait_embedded(&self, timeout: Duration) -> bool {
+        let worker = self.inner.worker.lock().unwrap_or_else(PoisonError::into_inner);
+        match worker.as_ref() {
+            Some(worker) => {
+                worker.notify();
+                worker.wait_idle(timeout)
+            }
+            None => true,
+        }
+    }
+
+    fn notify_worker(&self) {
+        if let Some(worker) = self.inner.worker.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
+            worker.notify();
+        }
+    }
+}
+
+/// One conversation of an [`Engine`], bound to its persona.
+#[derive(Clone, Debug)]
+pub struct EngineSession {
+    engine: Engine,
+    session: Session,
+}
+
+impl EngineSession {
+    /// The session's database id.
+    pub fn id(&self) -> SessionId {
+        self.session.id
+    }
+
+    /// The session row as it was when this handle was made.
+    pub fn info(&self) -> &Session {
+        &self.session
+    }
+
+    /// Stores a message verbatim (with its exact token count) and returns its id.
+    pub fn append(&self, message: ChatMessage) -> Result<MessageId> {
+        let mut message = message.into_new();
+        self.engine.inner.compactor.counter().count_new(&mut message);
+        let ids = self.engine.inner.store.append(self.session.id, &[message])?;
+        self.engine.notify_worker();
+        Ok(ids[0])
+    }
+
+    /// Runs the compaction cycle (bounded by `max_rounds`) and assembles the context to send.
+    /// The summarizer is awaited with no database connection held.
+    pub async fn prepare_context(&self) -> Result<PreparedContext> {
+        let span = tracing::info_span!("prepare_context", session = %self.session.key, persona = %self.session.persona);
+        async {
+            let compactor = &self.engine.inner.compactor;
+            let outcome = compactor.compact(self.session.id).await?;
+            // The accounting of each compaction goes to the log; the totals per summarizer
+            // (tokens in and out, compression) are derived from the nodes by `strata stats`.
+            tracing::info!(?outcome, "compaction");
+            if matches!(outcome, Outcome::Compacted { .. }) {
+                self.engine.notify_worker();
+            }
+            let context = compactor.assemble(self.session.id, Utc::now()).await?;
+            tracing::debug!(tokens = context.tokens.total, budget = context.tokens.budget, "context assembled");
+            Ok(PreparedContext { outcome, context })
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Runs one tool call for this session's persona. Always answers JSON: a result, or an
+    /// object with an `error` naming the problem. The work runs on tokio's blocking pool.
+    pub async fn call_tool(&self, name: &str, arguments: Value) -> Value {
+        let engine = self.engine.clone();
+        let session = self.session.clone();
+        let name = name.to_owned();
+        let tool = name.clone();
+        let span = tracing::info_span!("call_tool", tool = %name, session = %session.key);
+        let answer = tokio::task::spawn_blocking(move || {
+            let _entered = span.enter();
+            let embedder = if tool == "memory_search" {
+                engine.embedder().clone()
+            } else {
+                engine.inner.embedder.get().cloned().unwrap_or_else(|| {
+                    // Tools other than memory_search only use the model for near-duplicate
+                    // keys; they do not wait for it to load.
+                    EmbedderState::Unavailable(Arc::new(strata_recall::Error::SemanticUnavailable {
+                        reason: "the model is not loaded".into(),
+                    }))
+                })
+            };
+            let ctx = ToolContext::new(engine.inner.store.clone(), session, embedder, engine.inner.config.recall.clone());
+            let answer = strata_recall::call_tool(&ctx, &tool, &arguments);
+            if let Some(error) = answer.get("error") {
+                tracing::info!(%error, "tool refused the call");
+            }
+            if tool == "save_memory" {
+                engine.notify_worker();
+            }
+            answer
+        })
+        .await;
+        answer.unwrap_or_else(|_| {
+            serde_json::json!({"error": {"kind": "internal", "tool": name, "message": "the tool failed unexpectedly"}})
+        })
+    }
+}

@@ -1,0 +1,34 @@
+use std::path::PathBuf;
+
+/// A specialized `Result` for the engine.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything the engine can fail with. Each variant keeps the error it came from.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The database refused or failed.
+    #[error(transparent)]
+    Store(#[from] strata_store::Error),
+    /// Compaction or context assembly failed.
+    #[error(transparent)]
+    Compactor(#[from] strata_compactor::Error),
+    /// The summarizer could not be set up.
+    #[error("cannot set up the summarizer")]
+    Summarizer(#[from] strata_compactor::SummarizeError),
+    /// A recall operation failed (e.g. the embedding model is unavailable).
+    #[error(transparent)]
+    Recall(#[from] strata_recall::Error),
+    /// A file could not be read or written.
+    #[error("cannot access {}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the OS said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The configuration is not valid.
+    #[error("invalid configuration: {0}")]
+    Config(String),
+}

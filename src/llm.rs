@@ -1,0 +1,93 @@
+//! A minimal OpenAI-compatible chat-completions client for the chat loop: messages and tool
+//! specs in, one assistant message out. Works with OpenAI, Ollama, llama.cpp server and vLLM.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::message::ChatMessage;
+
+/// Why a chat completion failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LlmError {
+    /// The request did not complete (connection refused, timeout, ...).
+    #[error("request to {url} failed")]
+    Http {
+        /// The endpoint.
+        url: String,
+        /// What reqwest said.
+        #[source]
+        source: reqwest::Error,
+    },
+    /// The server answered with an error status.
+    #[error("{url} answered {status}: {body}")]
+    Status {
+        /// The endpoint.
+        url: String,
+        /// The HTTP status.
+        status: u16,
+        /// The start of the response body.
+        body: String,
+    },
+    /// The answer was not a chat completion.
+    #[error("{url} sent a malformed completion: {reason}")]
+    Malformed {
+        /// The endpoint.
+        url: String,
+        /// What was wrong.
+        reason: String,
+    },
+}
+
+/// An OpenAI-compatible chat-completions endpoint.
+#[derive(Clone, Debug)]
+pub struct ChatClient {
+    http: reqwest::Client,
+    url: String,
+    model: String,
+    api_key: Option<String>,
+}
+
+impl ChatClient {
+    /// A client for `base_url` (e.g. `https://api.openai.com/v1` or `http://localhost:11434/v1`).
+    pub fn new(base_url: &str, model: &str, api_key: Option<String>, timeout: Duration) -> ChatClient {
+        let http = reqwest::Client::builder().timeout(timeout).build().unwrap_or_default();
+        ChatClient {
+            http,
+            url: format!("{}/chat/completions", base_url.trim_end_matches('/')),
+            model: model.to_owned(),
+            api_key,
+        }
+    }
+
+    /// Sends the conversation with the tools the model may call; returns its reply.
+    pub async fn complete(&self, messages: &[Value], tools: &[Value]) -> Result<ChatMessage, LlmError> {
+        let mut body = json!({"model": self.model, "messages": messages});
+        if !tools.is_empty() {
+            body["tools"] = Value::from(tools.to_vec());
+        }
+        let mut request = self.http.post(&self.url).json(&body);
+        if let Some(key) = &self.api_key {
+            request = request.bearer_auth(key);
+        }
+        let http_error = |source| LlmError::Http { url: self.url.clone(), source };
+        let response = request.send().await.map_err(http_error)?;
+        let status = response.status();
+        let text = response.text().await.map_err(http_error)?;
+        if !status.is_success() {
+            return Err(LlmError::Status {
+                url: self.url.clone(),
+                status: status.as_u16(),
+                body: text.chars().take(300).collect(),
+            });
+        }
+        let malformed = |reason: String| LlmError::Malformed { url: self.url.clone(), reason };
+        let completion: Value = serde_json::from_str(&text).map_err(|e| malformed(e.to_string()))?;
+        let message = completion
+            .pointer("/choices/0/message")
+            .cloned()
+            .ok_or_else(|| malformed("no choices[0].message".into()))?;
+        serde_json::from_value(message).map_err(|e| malformed(e.to_string()))
+    }
+}

@@ -1,0 +1,304 @@
+//! The chat loop, as a library (`strata::chat::ChatLoop`) and as `strata chat`, against a local
+//! HTTP server that plays an OpenAI-compatible model.
+
+use std::io::Write;
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use strata::chat::{ChatError, ChatLoop};
+use strata::llm::{ChatClient, LlmError};
+use strata::{ChatMessage, Config, Engine};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+use crate::util::Strata;
+
+/// The fact the model has to recall; it lives only in an older session of the persona.
+const PLANTED: &str = "The staging database password rotates every 42 days; ask Priya in #infra.";
+
+/// A chat-completions answer carrying `message`.
+fn completion(message: Value) -> ResponseTemplate {
+    let finish = if message.get("tool_calls").is_some() { "tool_calls" } else { "stop" };
+    ResponseTemplate::new(200).set_body_json(json!({
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "model": "test-model",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+    }))
+}
+
+/// An assistant message that calls one tool.
+fn tool_call(id: &str, name: &str, arguments: Value) -> Value {
+    json!({"role": "assistant", "content": null, "tool_calls": [
+        {"id": id, "type": "function", "function": {"name": name, "arguments": arguments.to_string()}}
+    ]})
+}
+
+fn messages(request: &Request) -> Vec<Value> {
+    let body: Value = request.body_json().expect("the client sends JSON");
+    body["messages"].as_array().cloned().unwrap_or_default()
+}
+
+/// The model of the main scenario: asked a question, it greps strata's memory; given the
+/// tool's answer, it replies with the first snippet it got back, so the printed answer can
+/// only contain the planted fact if the tool really found it.
+fn grep_then_answer(request: &Request) -> ResponseTemplate {
+    let messages = messages(request);
+    let last = messages.last().cloned().unwrap_or_default();
+    if last["role"] != "tool" {
+        return completion(tool_call("call_1", "memory_grep", json!({"query": "password"})));
+    }
+    let result: Value =
+        last["content"].as_str().and_then(|text| serde_json::from_str(text).ok()).unwrap_or_default();
+    let hits = result["results"].as_array().cloned().unwrap_or_default();
+    let snippets: Vec<String> =
+        hits.iter().filter_map(|hit| hit["snippet"].as_str()).map(|s| s.replace(['«', '»'], "")).collect();
+    completion(json!({"role": "assistant", "content": format!("From my notes: {}", snippets.join(" | "))}))
+}
+
+/// A model that never stops calling tools.
+fn always_calls_tools(request: &Request) -> ResponseTemplate {
+    let round = messages(request).iter().filter(|m| m["role"] == "tool").count();
+    completion(tool_call(&format!("call_{round}"), "memory_grep", json!({"query": "password"})))
+}
+
+async fn llm(respond: fn(&Request) -> ResponseTemplate) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST")).and(path("/v1/chat/completions")).respond_with(respond).mount(&server).await;
+    server
+}
+
+fn client(server: &MockServer) -> ChatClient {
+    ChatClient::new(
+        &format!("{}/v1", server.uri()),
+        "gpt-4o-mini",
+        Some("test-key".into()),
+        Duration::from_secs(30),
+    )
+}
+
+/// An engine whose persona `coder` remembers the planted fact from an older session.
+fn engine_with_history(strata: &Strata) -> Engine {
+    let engine = Engine::open(strata.db(), Config::default()).unwrap();
+    let old = engine.session("last-week", "coder").unwrap();
+    old.append(ChatMessage::user("Anything I should know about staging?")).unwrap();
+    old.append(ChatMessage::assistant(PLANTED)).unwrap();
+    engine
+}
+
+/// (role, content, tool_calls, tool_call_id) of every message of `session`, in order.
+fn stored(strata: &Strata, session: &str) -> Vec<(String, String, Option<String>, Option<String>)> {
+    let db = rusqlite::Connection::open(strata.db()).unwrap();
+    let mut statement = db
+        .prepare(
+            "SELECT m.role, m.content, m.tool_calls, m.tool_call_id FROM messages m
+             JOIN sessions s ON s.id = m.session_id WHERE s.key = ?1 ORDER BY m.seq",
+        )
+        .unwrap();
+    statement
+        .query_map([session], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn loop_runs_tools_feeds_results_back_and_records_the_calls() {
+    let strata = Strata::new();
+    let engine = engine_with_history(&strata);
+    let server = llm(grep_then_answer).await;
+    let session = engine.session("today", "coder").unwrap();
+
+    let mut seen = Vec::new();
+    let turn = ChatLoop::new(&engine, client(&server))
+        .turn_with(&session, "How often do the staging credentials change?", |call| {
+            seen.push(call.name.clone())
+        })
+        .await
+        .unwrap();
+
+    assert!(turn.text.contains("rotates every 42 days"), "{}", turn.text);
+    assert_eq!(turn.requests, 2);
+    assert_eq!(seen, ["memory_grep"]);
+    let call = &turn.tool_calls[0];
+    assert_eq!((call.id.as_str(), call.name.as_str()), ("call_1", "memory_grep"));
+    assert!(!call.is_error(), "{}", call.result);
+    assert!(call.result["count"].as_u64().unwrap() >= 1, "{}", call.result);
+
+    // user, assistant (tool call), tool, assistant (answer): all stored, in order.
+    let roles: Vec<String> = stored(&strata, "today").into_iter().map(|m| m.0).collect();
+    assert_eq!(roles, ["user", "assistant", "tool", "assistant"]);
+
+    let requests = server.received_requests().await.unwrap();
+    let first: Value = requests[0].body_json().unwrap();
+    let names: Vec<&str> =
+        first["tools"].as_array().unwrap().iter().filter_map(|t| t["function"]["name"].as_str()).collect();
+    assert_eq!(names.len(), 6, "{names:?}");
+    assert!(names.contains(&"memory_grep"), "{names:?}");
+    assert_eq!(requests[0].headers.get("authorization").unwrap(), "Bearer test-key");
+}
+
+#[tokio::test]
+async fn bad_tool_arguments_go_back_to_the_model_as_an_error() {
+    fn bad_then_answer(request: &Request) -> ResponseTemplate {
+        let messages = messages(request);
+        match messages.last() {
+            Some(last) if last["role"] == "tool" => {
+                completion(json!({"role": "assistant", "content": "That id was wrong, sorry."}))
+            }
+            _ => completion(tool_call("call_bad", "view_message", json!({"message_id": "not a number"}))),
+        }
+    }
+    let strata = Strata::new();
+    let engine = engine_with_history(&strata);
+    let server = llm(bad_then_answer).await;
+    let session = engine.session("today", "coder").unwrap();
+
+    let turn = ChatLoop::new(&engine, client(&server)).turn(&session, "Show me message abc").await.unwrap();
+    assert_eq!(turn.text, "That id was wrong, sorry.");
+    assert!(turn.tool_calls[0].is_error(), "{}", turn.tool_calls[0].result);
+
+    let requests = server.received_requests().await.unwrap();
+    let tool_message = messages(&requests[1]).into_iter().find(|m| m["role"] == "tool").unwrap();
+    assert_eq!(tool_message["tool_call_id"], "call_bad");
+    let sent: Value = serde_json::from_str(tool_message["content"].as_str().unwrap()).unwrap();
+    assert_eq!(sent["error"]["tool"], "view_message", "{sent}");
+}
+
+#[tokio::test]
+async fn tool_rounds_are_bounded_and_every_stored_call_is_answered() {
+    let strata = Strata::new();
+    let engine = engine_with_history(&strata);
+    let server = llm(always_calls_tools).await;
+    let session = engine.session("today", "coder").unwrap();
+
+    let error = ChatLoop::new(&engine, client(&server))
+        .max_tool_rounds(2)
+        .turn(&session, "Loop forever")
+        .await
+        .unwrap_err();
+    let ChatError::ToolRoundsExceeded { limit, tool_calls } = error else { panic!("{error:?}") };
+    assert_eq!(limit, 2);
+    assert_eq!(tool_calls.len(), 2);
+    assert_eq!(server.received_requests().await.unwrap().len(), 3);
+
+    // Three replies called a tool; each call has its result right after it, and the one that
+    // was not run says why.
+    let messages = stored(&strata, "today");
+    let calls: Vec<&str> = messages.iter().filter(|m| m.2.is_some()).map(|m| m.0.as_str()).collect();
+    assert_eq!(calls, ["assistant"; 3]);
+    for (index, message) in messages.iter().enumerate() {
+        if let Some(tool_calls) = &message.2 {
+            let id = serde_json::from_str::<Value>(tool_calls).unwrap()[0]["id"].as_str().unwrap().to_owned();
+            let answer = &messages[index + 1];
+            assert_eq!((answer.0.as_str(), answer.3.as_deref()), ("tool", Some(id.as_str())));
+        }
+    }
+    assert!(messages.last().unwrap().1.contains("tool_rounds_exceeded"), "{:?}", messages.last());
+
+    // The stored conversation is well formed: the next turn goes through.
+    let server = llm(grep_then_answer).await;
+    let turn = ChatLoop::new(&engine, client(&server)).turn(&session, "Try again").await.unwrap();
+    assert!(turn.text.contains("42 days"), "{}", turn.text);
+}
+
+#[tokio::test]
+async fn a_failing_endpoint_is_a_typed_error() {
+    let strata = Strata::new();
+    let engine = engine_with_history(&strata);
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(503).set_body_string("overloaded"))
+        .mount(&server)
+        .await;
+    let session = engine.session("today", "coder").unwrap();
+
+    let error = ChatLoop::new(&engine, client(&server)).turn(&session, "Hello?").await.unwrap_err();
+    let ChatError::Llm(LlmError::Status { status, body, .. }) = &error else { panic!("{error:?}") };
+    assert_eq!((*status, body.as_str()), (503, "overloaded"));
+    // The question is kept: nothing the user typed is lost.
+    assert_eq!(stored(&strata, "today").len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn strata_chat_runs_memory_grep_for_real_and_prints_the_answer() {
+    let strata = Strata::new();
+    let history = [
+        json!({"role": "user", "content": "Anything I should know about staging?"}),
+        json!({"role": "assistant", "content": PLANTED}),
+    ];
+    let lines: String = history.iter().map(|line| format!("{line}\n")).collect();
+    let file = strata.file("history.jsonl", &lines);
+    strata.run(&["ingest", file.to_str().unwrap(), "--session", "last-week", "--persona", "coder"]).success();
+    let server = llm(grep_then_answer).await;
+
+    let mut child = strata
+        .command()
+        .args(["chat", "--base-url", &format!("{}/v1", server.uri()), "--model", "gpt-4o-mini"])
+        .args(["--session", "today", "--persona", "coder", "--no-embed"])
+        .env("OPENAI_API_KEY", "test-key")
+        .env_remove("STRATA_API_KEY")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"How often do the staging credentials change?\n").unwrap();
+    // The binary runs on its own; waiting for it blocks this thread only, and the model
+    // server answers from tokio's workers.
+    let output = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "stdout: {stdout}\nstderr: {stderr}");
+    assert!(stdout.contains("From my notes:") && stdout.contains("rotates every 42 days"), "{stdout}");
+    assert!(stderr.contains("[tool] memory_grep"), "{stderr}");
+
+    // The tool ran against the database: its stored answer holds the ingested message.
+    let messages = stored(&strata, "today");
+    let tool: Vec<_> = messages.iter().filter(|m| m.0 == "tool").collect();
+    assert_eq!(tool.len(), 1, "{messages:?}");
+    assert_eq!(tool[0].3.as_deref(), Some("call_1"));
+    assert!(tool[0].1.contains("Priya"), "{}", tool[0].1);
+    assert_eq!(messages.last().unwrap().0, "assistant");
+
+    // The second request carried that answer back to the model, with the key from the env.
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[1].headers.get("authorization").unwrap(), "Bearer test-key");
+    let sent = messages_of(&requests[1], "tool");
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0]["tool_call_id"], "call_1");
+    assert!(sent[0]["content"].as_str().unwrap().contains("42 days"), "{}", sent[0]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn strata_chat_reports_a_failing_model_and_goes_on() {
+    let strata = Strata::new();
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(500).set_body_string("model crashed"))
+        .mount(&server)
+        .await;
+    let mut child = strata
+        .command()
+        .args(["chat", "--base-url", &format!("{}/v1", server.uri()), "--session", "s", "--no-embed"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"hello\n\n/exit\nnever sent\n").unwrap();
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(stderr.contains("the model did not answer") && stderr.contains("model crashed"), "{stderr}");
+    assert!(stderr.contains("1 of 1 turns failed"), "{stderr}");
+    // The question is stored; the blank line is skipped and nothing after /exit is read.
+    assert_eq!(stored(&strata, "s").len(), 1);
+    assert_eq!(server.received_requests().await.unwrap().len(), 1);
+}
+
+fn messages_of(request: &Request, role: &str) -> Vec<Value> {
+    messages(request).into_iter().filter(|m| m["role"] == role).collect()
+}

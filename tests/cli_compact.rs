@@ -1,0 +1,117 @@
+//! `strata compact`, `strata context` and `strata tree` end to end, on a generated transcript.
+
+use strata::synth::{self, TranscriptSpec};
+
+use crate::util::Strata;
+
+/// A generated week of pair programming as JSON Lines (about `messages` messages).
+fn transcript_jsonl(messages: usize) -> String {
+    let transcript = synth::generate(&TranscriptSpec { min_messages: messages, min_chars: 0, ..TranscriptSpec::default() });
+    let mut text = String::new();
+    for message in &transcript.messages {
+        let mut line = serde_json::json!({
+            "role": message.role.as_str(),
+            "content": message.content,
+            "timestamp": message.created_at.to_rfc3339(),
+        });
+        if let Some(calls) = &message.tool_calls {
+            line["tool_calls"] = calls.clone();
+        }
+        if let Some(id) = &message.tool_call_id {
+            line["tool_call_id"] = id.clone().into();
+        }
+        if let Some(name) = &message.name {
+            line["name"] = name.clone().into();
+        }
+        text.push_str(&line.to_string());
+        text.push('\n');
+    }
+    text
+}
+
+fn ingested(messages: usize) -> Strata {
+    let strata = Strata::new();
+    let file = strata.file("week.jsonl", &transcript_jsonl(messages));
+    strata.run(&["ingest", file.to_str().unwrap(), "--session", "week", "--persona", "coder"]).success();
+    strata
+}
+
+#[test]
+fn compact_then_context_fits_the_window_and_tree_reaches_every_message() {
+    let strata = ingested(400);
+    let window = "12000";
+    let compacted = strata.run(&["compact", "--session", "week", "--window", window, "--json"]).json();
+    assert!(compacted["nodes_created"].as_u64().unwrap() > 4, "{compacted}");
+    let before = compacted["tokens_before"].as_u64().unwrap();
+    let after = compacted["tokens_after"].as_u64().unwrap();
+    assert!(after < before, "{compacted}");
+    assert_eq!(compacted["last_outcome"]["pending"], false, "compacted until done: {compacted}");
+    let levels = compacted["nodes_per_level"].as_array().unwrap();
+    assert!(levels.len() >= 2 && levels[1].as_u64().unwrap() >= 1, "levels 0 and 1 present: {compacted}");
+
+    // Compacting again finds nothing to do.
+    let again = strata.run(&["compact", "--session", "week", "--window", window]).success();
+    assert!(again.contains("nothing to compact") && again.contains("below threshold"), "{again}");
+
+    let context = strata.run(&["context", "--session", "week", "--window", window, "--json"]).json();
+    let tokens = &context["tokens"];
+    assert!(tokens["total"].as_u64().unwrap() <= tokens["budget"].as_u64().unwrap(), "{tokens}");
+    let parts: Vec<&str> = context["entries"].as_array().unwrap().iter().map(|e| e["part"].as_str().unwrap()).collect();
+    assert_eq!(parts.first(), Some(&"head"));
+    assert!(parts.contains(&"scaffold") && parts.contains(&"acknowledgement") && parts.contains(&"tail"), "{parts:?}");
+    let sum: u64 = ["head", "scaffold", "acknowledgement", "buffer", "tail", "reply_priming"]
+        .iter()
+        .map(|part| tokens[part].as_u64().unwrap())
+        .sum();
+    assert_eq!(sum, tokens["total"].as_u64().unwrap(), "the parts add up");
+    let messages = context["messages"].as_array().unwrap();
+    assert!(messages.iter().all(|m| m["role"].is_string() && m.get("content").is_some()));
+
+    let text = strata.run(&["context", "--session", "week", "--window", window]).success();
+    assert!(text.contains("── Scaffold · user") && text.contains("[Summary of the earlier conversation]"), "{text}");
+    assert!(text.contains("total") && text.contains(&format!("of {}", tokens["budget"])), "{text}");
+
+    // The tree names every node, and its Level-0 ranges plus the uncompacted seqs cover every message.
+    let tree = strata.run(&["tree", "--session", "week"]).success();
+    assert!(tree.lines().any(|l| l.trim_start().starts_with("- #") && l.contains(" L1 ")), "{tree}");
+    let nodes = strata.run(&["tree", "--session", "week", "--json"]).json();
+    let total = strata.run(&["stats", "--json"]).json()["messages"].as_u64().unwrap();
+    let covered: i64 = nodes["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["level"] == 0)
+        .map(|n| n["last_seq"].as_i64().unwrap() - n["first_seq"].as_i64().unwrap() + 1)
+        .sum();
+    let uncompacted = total as i64 - covered;
+    assert!(tree.starts_with(&format!("session week (persona coder): {total} messages, {uncompacted} uncompacted")), "{tree}");
+}
+
+#[test]
+fn unknown_sessions_and_bad_flags_fail_cleanly() {
+    let strata = ingested(20);
+    let err = strata.run(&["compact", "--session", "nope"]).failure();
+    assert!(err.contains("no session \"nope\""), "{err}");
+    let err = strata.run(&["context", "--session", "week", "--now", "yesterday"]).failure();
+    assert!(err.contains("RFC 3339"), "{err}");
+    let err = strata.run(&["context", "--session", "week", "--window", "100"]).failure();
+    assert!(err.contains("context_window_tokens") || err.contains("reserve_tokens"), "{err}");
+    let config = strata.file("bad.toml", "[compactor]\ncontext_windw_tokens = 5\n");
+    let err = strata.run(&["context", "--session", "week", "--config", config.to_str().unwrap()]).failure();
+    assert!(err.contains("context_windw_tokens"), "{err}");
+}
+
+#[test]
+fn the_openai_summarizer_reports_a_server_that_is_down() {
+    let strata = ingested(200);
+    // Nothing listens on port 9 of the loopback: every attempt fails fast with a refused connection.
+    let config = strata.file(
+        "fast.toml",
+        "[compactor]\ncontext_window_tokens = 12000\n[compactor.retry]\nmax_attempts = 1\ntimeout_ms = 2000\n",
+    );
+    let out = strata
+        .run(&["compact", "--session", "week", "--config", config.to_str().unwrap(), "--summarizer", "openai", "--base-url", "http://127.0.0.1:9/v1", "--once"])
+        .success();
+    assert!(out.contains("summarizer down (1 consecutive failures)"), "{out}");
+    assert_eq!(strata.run(&["stats", "--json"]).json()["compacted_messages"], 0);
+}

@@ -1,0 +1,28 @@
+//! `strata demo`, the README's main job, on a shorter conversation.
+
+use crate::util::Strata;
+
+#[test]
+fn demo_compacts_and_recalls_planted_facts() {
+    let strata = Strata::new();
+    let out = strata.run(&["demo", "--messages", "260"]).success();
+    for expected in [
+        "[1/5] stored",
+        "[2/5] compacted (extractive summarizer)",
+        "[3/5] embedded",
+        "[4/5] assembled the context",
+        "bug        in the context verbatim? no",
+        "▸ memory_grep",
+        "▸ memory_search",
+        "refused: user_preferences are read-only",
+    ] {
+        assert!(out.contains(expected), "missing {expected:?} in:\n{out}");
+    }
+    // The paraphrase query finds the planted "merge conflict mess" first.
+    let search = out.split("▸ memory_search").nth(1).unwrap();
+    let first_hit = search.lines().nth(2).unwrap_or_default();
+    assert!(first_hit.contains("merge conflict mess"), "{search}");
+    // Running it again on the same database is refused, not duplicated.
+    let error = strata.run(&["demo", "--messages", "260"]).failure();
+    assert!(error.contains("already holds the demo"), "{error}");
+}
