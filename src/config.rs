@@ -63,7 +63,10 @@ impl Default for SummarizerConfig {
 impl SummarizerConfig {
     /// The API key from the configured variable, else `OPENAI_API_KEY`.
     pub fn api_key(&self) -> Option<String> {
-        std::env::var(&self.api_key_env).ok().or_else(|| std::env::var("OPENAI_API_KEY").ok()).filter(|k| !k.is_empty())
+        std::env::var(&self.api_key_env)
+            .ok()
+            .or_else(|| std::env::var("OPENAI_API_KEY").ok())
+            .filter(|k| !k.is_empty())
     }
 }
 
@@ -72,14 +75,17 @@ impl Config {
     /// `STRATA_<SECTION>_<KEY>` variables from `env`. Unknown keys and bad values are errors
     /// naming the key.
     pub fn load(file: Option<&Path>, env: impl IntoIterator<Item = (String, String)>) -> Result<Config> {
-        let mut table: toml::Table = toml::from_str(EXAMPLE).map_err(|e| Error::Config(format!("built-in defaults: {e}")))?;
+        let mut table: toml::Table =
+            toml::from_str(EXAMPLE).map_err(|e| Error::Config(format!("built-in defaults: {e}")))?;
         if let Some(path) = file {
-            let text = std::fs::read_to_string(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
-            let overlay: toml::Table =
-                toml::from_str(&text).map_err(|e| Error::Config(format!("{}: {}", path.display(), e.message())))?;
+            let text = std::fs::read_to_string(path)
+                .map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
+            let overlay: toml::Table = toml::from_str(&text)
+                .map_err(|e| Error::Config(format!("{}: {}", path.display(), e.message())))?;
             merge(&mut table, overlay);
         }
-        let env: Vec<(String, String)> = env.into_iter().filter(|(key, _)| key.starts_with("STRATA_")).collect();
+        let env: Vec<(String, String)> =
+            env.into_iter().filter(|(key, _)| key.starts_with("STRATA_")).collect();
         apply_env(&mut table, &env);
         // Round-trip through text so a bad value's error can name the line it sits on.
         let text = toml::to_string(&table).map_err(|e| Error::Config(e.to_string()))?;
@@ -201,7 +207,8 @@ mod tests {
         std::fs::write(&path, "[compactor]\ncontext_window_tokns = 1\n").unwrap();
         let err = Config::load(Some(&path), []).unwrap_err().to_string();
         assert!(err.contains("context_window_tokns"), "{err}");
-        let err = Config::load(None, [("STRATA_COMPACTOR_RESERVE_TOKENS".into(), "99999".into())]).unwrap_err();
+        let err =
+            Config::load(None, [("STRATA_COMPACTOR_RESERVE_TOKENS".into(), "99999".into())]).unwrap_err();
         assert!(err.to_string().contains("reserve_tokens"), "{err}");
         let err = Config::load(None, [("STRATA_COMPACTOR_TAIL_TURNS".into(), "many".into())]).unwrap_err();
         assert!(err.to_string().contains("[compactor] tail_turns = \"many\""), "{err}");

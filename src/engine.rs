@@ -5,13 +5,13 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use chrono::Utc;
-use tracing::Instrument;
 use serde_json::Value;
 use strata_compactor::{
     AssembledContext, Compactor, ExtractiveSummarizer, OpenAiConfig, OpenAiSummarizer, Outcome, Summarizer,
 };
 use strata_recall::{EmbedWorker, Embedder, EmbedderState, ToolContext};
 use strata_store::{MessageId, Session, SessionId, Store};
+use tracing::Instrument;
 
 use crate::config::{Config, SummarizerKind};
 use crate::error::{Error, Result};
@@ -74,12 +74,22 @@ impl Engine {
     }
 
     /// Opens the database at `path` with a summarizer of the caller's choosing.
-    pub fn with_summarizer(path: impl AsRef<Path>, config: Config, summarizer: Arc<dyn Summarizer>) -> Result<Engine> {
+    pub fn with_summarizer(
+        path: impl AsRef<Path>,
+        config: Config,
+        summarizer: Arc<dyn Summarizer>,
+    ) -> Result<Engine> {
         config.validate()?;
         let store = Store::open(path)?;
         let compactor = Compactor::new(store.clone(), config.compactor.clone(), summarizer)?;
         Ok(Engine {
-            inner: Arc::new(Inner { store, config, compactor, embedder: OnceLock::new(), worker: Mutex::new(None) }),
+            inner: Arc::new(Inner {
+                store,
+                config,
+                compactor,
+                embedder: OnceLock::new(),
+                worker: Mutex::new(None),
+            }),
         })
     }
 
@@ -192,7 +202,11 @@ impl EngineSession {
                 self.engine.notify_worker();
             }
             let context = compactor.assemble(self.session.id, Utc::now()).await?;
-            tracing::debug!(tokens = context.tokens.total, budget = context.tokens.budget, "context assembled");
+            tracing::debug!(
+                tokens = context.tokens.total,
+                budget = context.tokens.budget,
+                "context assembled"
+            );
             Ok(PreparedContext { outcome, context })
         }
         .instrument(span)
@@ -220,7 +234,12 @@ impl EngineSession {
                     }))
                 })
             };
-            let ctx = ToolContext::new(engine.inner.store.clone(), session, embedder, engine.inner.config.recall.clone());
+            let ctx = ToolContext::new(
+                engine.inner.store.clone(),
+                session,
+                embedder,
+                engine.inner.config.recall.clone(),
+            );
             let answer = strata_recall::call_tool(&ctx, &tool, &arguments);
             if let Some(error) = answer.get("error") {
                 tracing::info!(%error, "tool refused the call");

@@ -41,7 +41,8 @@ fn write(dir: &Path, name: &str, contents: &str, report: &mut ExportReport) -> R
 /// Writes the exports of one persona into `dir` (created if missing).
 pub fn export_persona(store: &Store, persona: &str, dir: &Path) -> Result<ExportReport> {
     strata_store::validate_persona(persona)?;
-    std::fs::create_dir_all(dir.join("nodes")).map_err(|source| Error::Io { path: dir.to_path_buf(), source })?;
+    std::fs::create_dir_all(dir.join("nodes"))
+        .map_err(|source| Error::Io { path: dir.to_path_buf(), source })?;
     let mut report = ExportReport::default();
 
     let mut memory_md = format!("# Memory of persona `{persona}`\n");

@@ -44,7 +44,11 @@ impl ChatMessage {
     }
 
     /// The result of a tool call.
-    pub fn tool(tool_call_id: impl Into<String>, name: impl Into<String>, content: impl Into<String>) -> ChatMessage {
+    pub fn tool(
+        tool_call_id: impl Into<String>,
+        name: impl Into<String>,
+        content: impl Into<String>,
+    ) -> ChatMessage {
         ChatMessage {
             tool_call_id: Some(tool_call_id.into()),
             name: Some(name.into()),
@@ -60,7 +64,8 @@ impl ChatMessage {
             .iter()
             .map(|call| {
                 let id = call["id"].as_str().unwrap_or_default().to_owned();
-                let name = call.pointer("/function/name").and_then(Value::as_str).unwrap_or_default().to_owned();
+                let name =
+                    call.pointer("/function/name").and_then(Value::as_str).unwrap_or_default().to_owned();
                 let raw = call.pointer("/function/arguments").cloned().unwrap_or(Value::Null);
                 let arguments = match raw {
                     Value::String(text) => serde_json::from_str(&text).unwrap_or(Value::String(text)),

@@ -110,19 +110,56 @@ const FACTS: [(&str, &str, &str, &str); 7] = [
 ];
 
 const COMPONENTS: [&str; 10] = [
-    "billing", "gateway", "auth", "search", "notifications", "exports", "ledger", "scheduler", "webhooks", "reports",
+    "billing",
+    "gateway",
+    "auth",
+    "search",
+    "notifications",
+    "exports",
+    "ledger",
+    "scheduler",
+    "webhooks",
+    "reports",
 ];
 const VERBS: [&str; 12] = [
-    "refactor", "add tests for", "speed up", "document", "fix the flaky test in", "add metrics to", "review",
-    "simplify", "add retries to", "profile", "clean up the error handling in", "split",
+    "refactor",
+    "add tests for",
+    "speed up",
+    "document",
+    "fix the flaky test in",
+    "add metrics to",
+    "review",
+    "simplify",
+    "add retries to",
+    "profile",
+    "clean up the error handling in",
+    "split",
 ];
 const NOUNS: [&str; 12] = [
-    "handler", "client", "parser", "cache", "worker", "middleware", "repository", "serializer", "config loader",
-    "queue consumer", "router", "validator",
+    "handler",
+    "client",
+    "parser",
+    "cache",
+    "worker",
+    "middleware",
+    "repository",
+    "serializer",
+    "config loader",
+    "queue consumer",
+    "router",
+    "validator",
 ];
 const FILES: [&str; 10] = [
-    "src/main.rs", "src/lib.rs", "src/handler.rs", "src/client.rs", "src/config.rs", "src/cache.rs",
-    "src/worker.rs", "tests/integration.rs", "src/error.rs", "Cargo.toml",
+    "src/main.rs",
+    "src/lib.rs",
+    "src/handler.rs",
+    "src/client.rs",
+    "src/config.rs",
+    "src/cache.rs",
+    "src/worker.rs",
+    "tests/integration.rs",
+    "src/error.rs",
+    "Cargo.toml",
 ];
 const OUTCOMES: [&str; 8] = [
     "All 142 tests pass now.",
@@ -162,7 +199,7 @@ pub fn generate(spec: &TranscriptSpec) -> Transcript {
     let mut turn = 0usize;
     while generator.messages.len() < spec.min_messages || generator.chars < spec.min_chars {
         // Facts go into turns 3, 9, 15, ... so they are folded away early, one per turn.
-        let fact = (turn >= 3 && (turn - 3) % 6 == 0).then(|| FACTS.get((turn - 3) / 6)).flatten();
+        let fact = (turn >= 3 && (turn - 3).is_multiple_of(6)).then(|| FACTS.get((turn - 3) / 6)).flatten();
         match fact {
             Some(&(kind, text, grep, paraphrase)) => {
                 let index = generator.fact_turn(kind, text);
@@ -297,9 +334,11 @@ impl Generator {
 
     fn code_listing(&mut self, comp: &str, noun: &str) -> String {
         let functions = self.rng.random_range(3..9);
-        let mut code = format!("//! The {comp} {noun}.\n\nuse std::collections::HashMap;\nuse crate::error::Error;\n\n");
+        let mut code =
+            format!("//! The {comp} {noun}.\n\nuse std::collections::HashMap;\nuse crate::error::Error;\n\n");
         for f in 0..functions {
-            let name = format!("{}_{}", self.pick(&["load", "handle", "parse", "flush", "retry", "route"]), f);
+            let name =
+                format!("{}_{}", self.pick(&["load", "handle", "parse", "flush", "retry", "route"]), f);
             let field = self.pick(&["id", "amount", "tenant", "deadline", "payload", "attempts"]);
             let limit: u32 = self.rng.random_range(2..500);
             code.push_str(&format!(
@@ -315,7 +354,9 @@ impl Generator {
 
     fn test_log(&mut self, comp: &str) -> String {
         let tests = self.rng.random_range(8..40);
-        let mut log = format!("   Compiling {comp} v0.4.2\n    Finished test profile in 14.2s\n     Running unittests\n");
+        let mut log = format!(
+            "   Compiling {comp} v0.4.2\n    Finished test profile in 14.2s\n     Running unittests\n"
+        );
         for t in 0..tests {
             let name = format!("{}_{}", self.pick(&NOUNS).replace(' ', "_"), t);
             log.push_str(&format!("test {comp}::tests::{name} ... ok\n"));
@@ -341,7 +382,8 @@ mod tests {
 
     #[test]
     fn facts_are_planted_and_tool_calls_are_paired() {
-        let transcript = generate(&TranscriptSpec { min_messages: 300, min_chars: 0, ..TranscriptSpec::default() });
+        let transcript =
+            generate(&TranscriptSpec { min_messages: 300, min_chars: 0, ..TranscriptSpec::default() });
         assert_eq!(transcript.facts.len(), FACTS.len());
         for fact in &transcript.facts {
             assert!(transcript.messages[fact.index].content.contains(fact.text), "{fact:?}");

@@ -269,6 +269,25 @@ async fn strata_chat_runs_memory_grep_for_real_and_prints_the_answer() {
     assert_eq!(sent.len(), 1);
     assert_eq!(sent[0]["tool_call_id"], "call_1");
     assert!(sent[0]["content"].as_str().unwrap().contains("42 days"), "{}", sent[0]);
+
+    // With --json, each turn is one JSON line holding the answer and the tool calls.
+    let mut child = strata
+        .command()
+        .args(["--json", "chat", "--base-url", &format!("{}/v1", server.uri())])
+        .args(["--session", "today", "--no-embed"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"And who do I ask?\n").unwrap();
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let turn: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert_eq!(turn["tool_calls"][0]["name"], "memory_grep", "{turn}");
+    assert_eq!(turn["requests"], 2, "{turn}");
+    assert!(turn["text"].as_str().unwrap().contains("Priya"), "{turn}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

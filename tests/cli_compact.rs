@@ -6,7 +6,11 @@ use crate::util::Strata;
 
 /// A generated week of pair programming as JSON Lines (about `messages` messages).
 fn transcript_jsonl(messages: usize) -> String {
-    let transcript = synth::generate(&TranscriptSpec { min_messages: messages, min_chars: 0, ..TranscriptSpec::default() });
+    let transcript = synth::generate(&TranscriptSpec {
+        min_messages: messages,
+        min_chars: 0,
+        ..TranscriptSpec::default()
+    });
     let mut text = String::new();
     for message in &transcript.messages {
         let mut line = serde_json::json!({
@@ -56,9 +60,13 @@ fn compact_then_context_fits_the_window_and_tree_reaches_every_message() {
     let context = strata.run(&["context", "--session", "week", "--window", window, "--json"]).json();
     let tokens = &context["tokens"];
     assert!(tokens["total"].as_u64().unwrap() <= tokens["budget"].as_u64().unwrap(), "{tokens}");
-    let parts: Vec<&str> = context["entries"].as_array().unwrap().iter().map(|e| e["part"].as_str().unwrap()).collect();
+    let parts: Vec<&str> =
+        context["entries"].as_array().unwrap().iter().map(|e| e["part"].as_str().unwrap()).collect();
     assert_eq!(parts.first(), Some(&"head"));
-    assert!(parts.contains(&"scaffold") && parts.contains(&"acknowledgement") && parts.contains(&"tail"), "{parts:?}");
+    assert!(
+        parts.contains(&"scaffold") && parts.contains(&"acknowledgement") && parts.contains(&"tail"),
+        "{parts:?}"
+    );
     let sum: u64 = ["head", "scaffold", "acknowledgement", "buffer", "tail", "reply_priming"]
         .iter()
         .map(|part| tokens[part].as_u64().unwrap())
@@ -68,7 +76,10 @@ fn compact_then_context_fits_the_window_and_tree_reaches_every_message() {
     assert!(messages.iter().all(|m| m["role"].is_string() && m.get("content").is_some()));
 
     let text = strata.run(&["context", "--session", "week", "--window", window]).success();
-    assert!(text.contains("── Scaffold · user") && text.contains("[Summary of the earlier conversation]"), "{text}");
+    assert!(
+        text.contains("── Scaffold · user") && text.contains("[Summary of the earlier conversation]"),
+        "{text}"
+    );
     assert!(text.contains("total") && text.contains(&format!("of {}", tokens["budget"])), "{text}");
 
     // The tree names every node, and its Level-0 ranges plus the uncompacted seqs cover every message.
@@ -84,7 +95,12 @@ fn compact_then_context_fits_the_window_and_tree_reaches_every_message() {
         .map(|n| n["last_seq"].as_i64().unwrap() - n["first_seq"].as_i64().unwrap() + 1)
         .sum();
     let uncompacted = total as i64 - covered;
-    assert!(tree.starts_with(&format!("session week (persona coder): {total} messages, {uncompacted} uncompacted")), "{tree}");
+    assert!(
+        tree.starts_with(&format!(
+            "session week (persona coder): {total} messages, {uncompacted} uncompacted"
+        )),
+        "{tree}"
+    );
 }
 
 #[test]
@@ -110,7 +126,18 @@ fn the_openai_summarizer_reports_a_server_that_is_down() {
         "[compactor]\ncontext_window_tokens = 12000\n[compactor.retry]\nmax_attempts = 1\ntimeout_ms = 2000\n",
     );
     let out = strata
-        .run(&["compact", "--session", "week", "--config", config.to_str().unwrap(), "--summarizer", "openai", "--base-url", "http://127.0.0.1:9/v1", "--once"])
+        .run(&[
+            "compact",
+            "--session",
+            "week",
+            "--config",
+            config.to_str().unwrap(),
+            "--summarizer",
+            "openai",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--once",
+        ])
         .success();
     assert!(out.contains("summarizer down (1 consecutive failures)"), "{out}");
     assert_eq!(strata.run(&["stats", "--json"]).json()["compacted_messages"], 0);

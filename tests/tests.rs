@@ -3,8 +3,10 @@
 mod util;
 
 mod cli_chat;
-mod cli_demo;
-mod cli_mcp;
-mod cli_store;
-mod cli_recall;
 mod cli_compact;
+mod cli_demo;
+mod cli_export;
+mod cli_mcp;
+mod cli_recall;
+mod cli_store;
+mod crash;

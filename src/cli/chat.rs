@@ -112,6 +112,11 @@ pub fn run(cli: &Cli, args: &ChatArgs, out: &mut impl Write) -> anyhow::Result<(
         turns += 1;
         let outcome = runtime.block_on(chat.turn_with(&session, request, print_tool_call));
         match outcome {
+            Ok(turn) if cli.json => {
+                // One JSON object per turn (JSON Lines): the answer and every tool call.
+                writeln!(out, "{}", serde_json::to_string(&turn)?)?;
+                out.flush()?;
+            }
             Ok(turn) => {
                 writeln!(out, "{}", turn.text.trim_end())?;
                 out.flush()?;

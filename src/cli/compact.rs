@@ -1,29 +1,20 @@
 //! `strata compact`, `strata context` and `strata tree`: the compactor from the command line.
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
 use chrono::{DateTime, Utc};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
+use strata::{Config, SummarizerKind};
 use strata_compactor::{
-    AssembledContext, Compactor, CompactorConfig, ExtractiveSummarizer, OpenAiConfig, OpenAiSummarizer, Outcome,
-    Summarizer,
+    AssembledContext, Compactor, CompactorConfig, ExtractiveSummarizer, OpenAiConfig, OpenAiSummarizer,
+    Outcome, Summarizer,
 };
 use strata_store::{Session, Store};
 
 use crate::cli::output::print_json;
-
-/// Which summarizer writes the summaries.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum SummarizerChoice {
-    /// Offline and deterministic; needs no API key.
-    Extractive,
-    /// An OpenAI-compatible chat-completions endpoint (OpenAI, Ollama, llama.cpp, vLLM).
-    Openai,
-}
 
 /// Options shared by the three commands.
 #[derive(Debug, clap::Args)]
@@ -31,9 +22,6 @@ pub struct CompactorArgs {
     /// The session key.
     #[arg(long)]
     session: String,
-    /// A strata TOML file; its `[compactor]` table overrides the built-in thresholds.
-    #[arg(long, env = "STRATA_CONFIG")]
-    config: Option<PathBuf>,
     /// The model's context window in tokens (overrides the config).
     #[arg(long)]
     window: Option<u32>,
@@ -44,16 +32,17 @@ pub struct CompactorArgs {
 pub struct CompactArgs {
     #[command(flatten)]
     common: CompactorArgs,
-    /// Who writes the summaries.
-    #[arg(long, value_enum, env = "STRATA_SUMMARIZER", default_value = "extractive")]
-    summarizer: SummarizerChoice,
-    /// Base URL of the OpenAI-compatible API (with --summarizer openai).
-    #[arg(long, env = "STRATA_BASE_URL", default_value = "https://api.openai.com/v1")]
-    base_url: String,
-    /// The summarizing model (with --summarizer openai). The API key comes from
-    /// STRATA_API_KEY or OPENAI_API_KEY.
-    #[arg(long, env = "STRATA_SUMMARIZER_MODEL", default_value = "gpt-4o-mini")]
-    model: String,
+    /// Who writes the summaries (default: `[summarizer] kind` of the configuration).
+    #[arg(long, value_enum)]
+    summarizer: Option<SummarizerKind>,
+    /// Base URL of the OpenAI-compatible API, with --summarizer openai (default: the
+    /// configuration's).
+    #[arg(long)]
+    base_url: Option<String>,
+    /// The summarizing model, with --summarizer openai (default: the configuration's). The
+    /// API key comes from the variable the configuration names, else OPENAI_API_KEY.
+    #[arg(long)]
+    model: Option<String>,
     /// Stop after one bounded call (max_rounds summaries) instead of compacting until done.
     #[arg(long)]
     once: bool,
@@ -70,18 +59,9 @@ pub struct ContextArgs {
     now: Option<String>,
 }
 
-fn load_config(args: &CompactorArgs) -> anyhow::Result<CompactorConfig> {
-    let mut config = match &args.config {
-        Some(path) => {
-            let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-            let mut table: toml::Table = toml::from_str(&text).with_context(|| format!("{} is not TOML", path.display()))?;
-            match table.remove("compactor") {
-                Some(value) => value.try_into().with_context(|| format!("{}: [compactor]", path.display()))?,
-                None => CompactorConfig::default(),
-            }
-        }
-        None => CompactorConfig::default(),
-    };
+/// The compactor settings of the loaded configuration, with `--window` applied.
+fn compactor_config(args: &CompactorArgs, config: &Config) -> anyhow::Result<CompactorConfig> {
+    let mut config = config.compactor.clone();
     if let Some(window) = args.window {
         config.context_window_tokens = window;
         // Keep the reserve and the scaffold proportionate in a small window.
@@ -100,16 +80,24 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_current_thread().enable_all().build()?)
 }
 
-pub fn compact(store: Store, args: &CompactArgs, json: bool, out: &mut impl Write) -> anyhow::Result<()> {
-    let config = load_config(&args.common)?;
+pub fn compact(
+    store: Store,
+    args: &CompactArgs,
+    settings: &Config,
+    json: bool,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    let config = compactor_config(&args.common, settings)?;
     let session = session(&store, &args.common.session)?;
-    let summarizer: Arc<dyn Summarizer> = match args.summarizer {
-        SummarizerChoice::Extractive => Arc::new(ExtractiveSummarizer::new(config.token_counter())),
-        SummarizerChoice::Openai => Arc::new(OpenAiSummarizer::new(OpenAiConfig::from_env(
-            &args.base_url,
-            &args.model,
-            config.retry.clone(),
-        ))?),
+    let choice = &settings.summarizer;
+    let summarizer: Arc<dyn Summarizer> = match args.summarizer.unwrap_or(choice.kind) {
+        SummarizerKind::Extractive => Arc::new(ExtractiveSummarizer::new(config.token_counter())),
+        SummarizerKind::Openai => Arc::new(OpenAiSummarizer::new(OpenAiConfig {
+            base_url: args.base_url.clone().unwrap_or_else(|| choice.base_url.clone()),
+            model: args.model.clone().unwrap_or_else(|| choice.model.clone()),
+            api_key: choice.api_key(),
+            retry: config.retry.clone(),
+        })?),
     };
     let compactor = Compactor::new(store.clone(), config, summarizer)?;
     let before = store.stats()?;
@@ -120,8 +108,14 @@ pub fn compact(store: Store, args: &CompactArgs, json: bool, out: &mut impl Writ
     let (mut created, mut archived, mut tokens_before, mut tokens_after) = (0u32, 0u32, None, None);
     let last = loop {
         let outcome = runtime.block_on(compactor.compact(session.id))?;
-        if let Outcome::Compacted { nodes_created, raw_archived, tokens_before: b, tokens_after: a, pending, .. } =
-            &outcome
+        if let Outcome::Compacted {
+            nodes_created,
+            raw_archived,
+            tokens_before: b,
+            tokens_after: a,
+            pending,
+            ..
+        } = &outcome
         {
             created += nodes_created;
             archived += raw_archived;
@@ -157,7 +151,11 @@ pub fn compact(store: Store, args: &CompactArgs, json: bool, out: &mut impl Writ
             out,
             "compacted session {}: {created} nodes written{}; context {before_tokens} -> {after_tokens} tokens",
             session.key,
-            if archived > 0 { format!(" ({archived} raw archives: the summarizer was down)") } else { String::new() },
+            if archived > 0 {
+                format!(" ({archived} raw archives: the summarizer was down)")
+            } else {
+                String::new()
+            },
         )?,
         _ => writeln!(out, "session {}: nothing to compact", session.key)?,
     }
@@ -182,7 +180,9 @@ fn describe(outcome: &Outcome) -> String {
         Outcome::Compacted { pending: true, .. } => "max_rounds reached; run again to continue".into(),
         Outcome::Compacted { .. } => "done".into(),
         Outcome::BelowThreshold { middle_tokens, middle_turns } => {
-            format!("below threshold (the compactable middle holds {middle_tokens} tokens in {middle_turns} turns)")
+            format!(
+                "below threshold (the compactable middle holds {middle_tokens} tokens in {middle_turns} turns)"
+            )
         }
         Outcome::NoCandidate => "no candidate (what remains is protected, pinned or too small)".into(),
         Outcome::NoProgress { reason } => format!("no progress: {reason}"),
@@ -193,8 +193,14 @@ fn describe(outcome: &Outcome) -> String {
     }
 }
 
-pub fn context(store: Store, args: &ContextArgs, json: bool, out: &mut impl Write) -> anyhow::Result<()> {
-    let config = load_config(&args.common)?;
+pub fn context(
+    store: Store,
+    args: &ContextArgs,
+    settings: &Config,
+    json: bool,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    let config = compactor_config(&args.common, settings)?;
     let session = session(&store, &args.common.session)?;
     let now: DateTime<Utc> = match &args.now {
         Some(text) => DateTime::parse_from_rfc3339(text)
@@ -241,7 +247,14 @@ fn print_context(context: &AssembledContext, out: &mut impl Write) -> anyhow::Re
     writeln!(out, "buffer           {:>7}", t.buffer)?;
     writeln!(out, "tail             {:>7}", t.tail)?;
     writeln!(out, "reply priming    {:>7}", t.reply_priming)?;
-    writeln!(out, "total            {:>7} of {} ({} messages, prefix {})", t.total, t.budget, context.messages.len(), context.prefix_len)?;
+    writeln!(
+        out,
+        "total            {:>7} of {} ({} messages, prefix {})",
+        t.total,
+        t.budget,
+        context.messages.len(),
+        context.prefix_len
+    )?;
     writeln!(
         out,
         "injection: {:?}; elided messages: {}; stubbed messages: {}",

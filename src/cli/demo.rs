@@ -29,9 +29,11 @@ pub struct DemoArgs {
 
 fn bar(len: u64, what: &str) -> ProgressBar {
     ProgressBar::new(len).with_style(
-        ProgressStyle::with_template(&format!("  {{spinner}} {what:<10} [{{bar:36}}] {{pos}}/{{len}} ({{per_sec}}, {{eta}})"))
-            .expect("static template")
-            .progress_chars("=> "),
+        ProgressStyle::with_template(&format!(
+            "  {{spinner}} {what:<10} [{{bar:36}}] {{pos}}/{{len}} ({{per_sec}}, {{eta}})"
+        ))
+        .expect("static template")
+        .progress_chars("=> "),
     )
 }
 
@@ -48,7 +50,12 @@ impl<W: Write> Steps<'_, W> {
     }
 }
 
-pub fn run(db: &std::path::Path, config: Config, args: &DemoArgs, out: &mut impl Write) -> anyhow::Result<()> {
+pub fn run(
+    db: &std::path::Path,
+    config: Config,
+    args: &DemoArgs,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
     let engine = Engine::open(db, config).with_context(|| format!("cannot open {}", db.display()))?;
     if engine.store().find_session(SESSION)?.is_some() {
         bail!("{} already holds the demo; remove it or pass another --db", db.display());
@@ -66,8 +73,7 @@ pub fn run(db: &std::path::Path, config: Config, args: &DemoArgs, out: &mut impl
     let mut steps = Steps { out, started: Instant::now() };
 
     // 1. Generate and store the conversation.
-    let transcript =
-        synth::generate(&TranscriptSpec {
+    let transcript = synth::generate(&TranscriptSpec {
         seed: args.seed,
         min_messages: args.messages,
         min_chars: args.messages * 656,
@@ -86,7 +92,8 @@ pub fn run(db: &std::path::Path, config: Config, args: &DemoArgs, out: &mut impl
         progress.inc(chunk.len() as u64);
     }
     progress.finish_and_clear();
-    let (first, last) = (&transcript.messages[0].created_at, &transcript.messages[transcript.messages.len() - 1].created_at);
+    let (first, last) =
+        (&transcript.messages[0].created_at, &transcript.messages[transcript.messages.len() - 1].created_at);
     steps.done(
         "1/5",
         format!(
@@ -107,16 +114,18 @@ pub fn run(db: &std::path::Path, config: Config, args: &DemoArgs, out: &mut impl
     }
 
     // 2. Compact until nothing is left to fold.
-    let spinner = ProgressBar::new_spinner().with_style(
-        ProgressStyle::with_template("  {spinner} compacting: {msg}").expect("static template"),
-    );
+    let spinner = ProgressBar::new_spinner()
+        .with_style(ProgressStyle::with_template("  {spinner} compacting: {msg}").expect("static template"));
     spinner.enable_steady_tick(Duration::from_millis(120));
     let mut calls = 0;
     loop {
         calls += 1;
         let outcome = runtime.block_on(engine.compactor().compact(session.id()))?;
         let stats = engine.store().stats()?;
-        spinner.set_message(format!("{} of {} messages folded, nodes per level {:?}", stats.compacted_messages, stats.messages, stats.nodes_per_level));
+        spinner.set_message(format!(
+            "{} of {} messages folded, nodes per level {:?}",
+            stats.compacted_messages, stats.messages, stats.nodes_per_level
+        ));
         match outcome {
             Outcome::Compacted { pending: true, .. } if calls < 1_000 => continue,
             Outcome::Compacted { .. } | Outcome::BelowThreshold { .. } | Outcome::NoCandidate => break,
@@ -129,14 +138,22 @@ pub fn run(db: &std::path::Path, config: Config, args: &DemoArgs, out: &mut impl
         stats.nodes_per_level.iter().enumerate().map(|(level, n)| format!("{n} at level {level}")).collect();
     steps.done(
         "2/5",
-        format!("compacted (extractive summarizer): {} of {} messages folded into {}", stats.compacted_messages, stats.messages, levels.join(", ")),
+        format!(
+            "compacted (extractive summarizer): {} of {} messages folded into {}",
+            stats.compacted_messages,
+            stats.messages,
+            levels.join(", ")
+        ),
     )?;
 
     // 3. Embed everything for semantic search.
     let embedder = match engine.embedder().get() {
         Ok(embedder) => Some(embedder.clone()),
         Err(err) => {
-            writeln!(steps.out, "      semantic search unavailable ({err}); run scripts/fetch-embed-assets.sh")?;
+            writeln!(
+                steps.out,
+                "      semantic search unavailable ({err}); run scripts/fetch-embed-assets.sh"
+            )?;
             None
         }
     };
@@ -153,14 +170,21 @@ pub fn run(db: &std::path::Path, config: Config, args: &DemoArgs, out: &mut impl
             },
         )?;
         progress.finish_and_clear();
-        steps.done("3/5", format!("embedded {embedded} messages, summaries and memories with all-MiniLM-L6-v2, locally"))?;
+        steps.done(
+            "3/5",
+            format!("embedded {embedded} messages, summaries and memories with all-MiniLM-L6-v2, locally"),
+        )?;
     }
 
     // 4. The context for the next call.
-    session.append(strata::ChatMessage::user("Where were we? Summarize the open work before we continue."))?;
+    session
+        .append(strata::ChatMessage::user("Where were we? Summarize the open work before we continue."))?;
     let prepared = runtime.block_on(session.prepare_context())?;
     let context = &prepared.context;
-    steps.done("4/5", format!("assembled the context for the next call: {} messages", context.messages.len()))?;
+    steps.done(
+        "4/5",
+        format!("assembled the context for the next call: {} messages", context.messages.len()),
+    )?;
     let out = steps.out;
 
     writeln!(out, "\nThe summary forest, oldest first (full view: strata tree --session {SESSION}):")?;
@@ -202,7 +226,9 @@ pub fn run(db: &std::path::Path, config: Config, args: &DemoArgs, out: &mut impl
         "\nRecall: planted facts folded out of the context, brought back by the model's tools\n\
          (the model sees every recalled text fenced and labelled as retrieved data).",
     )?;
-    let find = |kind: &str| transcript.facts.iter().find(|fact| fact.kind == kind).expect("the generator plants every kind");
+    let find = |kind: &str| {
+        transcript.facts.iter().find(|fact| fact.kind == kind).expect("the generator plants every kind")
+    };
     let bug = find("bug");
     let paraphrase = find("paraphrase");
     let decision = find("decision");
@@ -280,7 +306,11 @@ pub fn run(db: &std::path::Path, config: Config, args: &DemoArgs, out: &mut impl
     )?;
     writeln!(out, "\n  ▸ save_memory {{\"category\": \"user_preferences\", ...}}")?;
     writeln!(out, "      refused: {}", cut(&text_of(&refused, "/error/message"), 100))?;
-    writeln!(out, "\n  (six tool calls answered in {:.0} ms)", recall_started.elapsed().as_secs_f64() * 1000.0)?;
+    writeln!(
+        out,
+        "\n  (six tool calls answered in {:.0} ms)",
+        recall_started.elapsed().as_secs_f64() * 1000.0
+    )?;
     writeln!(
         out,
         "\nNothing was lost: all {} messages are still in {}, verbatim. Try:\n  strata --db {} grep \"{}\"\n  strata --db {} search \"{}\"",
@@ -317,7 +347,11 @@ fn text_of(value: &Value, pointer: &str) -> String {
 fn cut(text: &str, max: usize) -> String {
     let line = text
         .split_whitespace()
-        .filter(|word| !word.starts_with("⟦retrieved-data") && !word.starts_with("⟦/retrieved-data") && !word.ends_with('⟧'))
+        .filter(|word| {
+            !word.starts_with("⟦retrieved-data")
+                && !word.starts_with("⟦/retrieved-data")
+                && !word.ends_with('⟧')
+        })
         .collect::<Vec<_>>()
         .join(" ");
     if line.chars().count() <= max {
@@ -333,7 +367,8 @@ fn show_hits(out: &mut impl Write, tool: &str, arguments: &Value, answer: &Value
         return Ok(());
     }
     for hit in answer.pointer("/results").and_then(Value::as_array).into_iter().flatten() {
-        let score = hit.get("score").and_then(Value::as_f64).map(|s| format!(" score {s:.4}")).unwrap_or_default();
+        let score =
+            hit.get("score").and_then(Value::as_f64).map(|s| format!(" score {s:.4}")).unwrap_or_default();
         writeln!(
             out,
             "      {} {} · seq {} · {} · {}{score}",

@@ -170,8 +170,12 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::View { id } => recall::view(&open(&cli)?, &config(&cli)?.recall, *id, cli.json, &mut out)?,
         Command::Grep(args) => recall::grep(&open(&cli)?, &config(&cli)?.recall, args, cli.json, &mut out)?,
-        Command::Search(args) => recall::search(&open(&cli)?, &config(&cli)?.recall, args, cli.json, &mut out)?,
-        Command::Expand(args) => recall::expand(&open(&cli)?, &config(&cli)?.recall, args, cli.json, &mut out)?,
+        Command::Search(args) => {
+            recall::search(&open(&cli)?, &config(&cli)?.recall, args, cli.json, &mut out)?
+        }
+        Command::Expand(args) => {
+            recall::expand(&open(&cli)?, &config(&cli)?.recall, args, cli.json, &mut out)?
+        }
         Command::Embed(args) => recall::embed(&open(&cli)?, &config(&cli)?.recall, args, cli.json, &mut out)?,
         Command::Chat(args) => chat::run(&cli, args, &mut out)?,
         Command::Mcp(_) => {} // served above, before standard output was locked
@@ -179,8 +183,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             recall::purge(&open(&cli)?, &config(&cli)?.recall, cli.json, &mut out)?
         }
         Command::Memory(command) => memory::run(&open(&cli)?, command, cli.json, &mut out)?,
-        Command::Compact(args) => compact::compact(open(&cli)?, args, cli.json, &mut out)?,
-        Command::Context(args) => compact::context(open(&cli)?, args, cli.json, &mut out)?,
+        Command::Compact(args) => compact::compact(open(&cli)?, args, &config(&cli)?, cli.json, &mut out)?,
+        Command::Context(args) => compact::context(open(&cli)?, args, &config(&cli)?, cli.json, &mut out)?,
         Command::Tree(args) => compact::tree(open(&cli)?, args, cli.json, &mut out)?,
     }
     out.flush()?;

@@ -180,7 +180,13 @@ impl Slot {
         );
         Slot {
             value: wire(message, content),
-            entry: ContextEntry { part, message_id: Some(message.id), seq: Some(message.seq), tokens, abridged },
+            entry: ContextEntry {
+                part,
+                message_id: Some(message.id),
+                seq: Some(message.seq),
+                tokens,
+                abridged,
+            },
         }
     }
 
@@ -222,7 +228,11 @@ impl Snapshot {
 
 /// Whether the latest user message opens a bootstrap turn: it is the session's first request,
 /// or the conversation was idle for longer than the gap before `now`.
-fn injection_kind(snapshot: &Snapshot, config: &CompactorConfig, now: DateTime<Utc>) -> Option<(usize, bool)> {
+fn injection_kind(
+    snapshot: &Snapshot,
+    config: &CompactorConfig,
+    now: DateTime<Utc>,
+) -> Option<(usize, bool)> {
     let latest = snapshot.outline.iter().rposition(|m| m.role == Role::User)?;
     let earlier_request = snapshot.outline[..latest].iter().any(|m| m.role == Role::User);
     let bootstrap = !earlier_request
@@ -255,7 +265,12 @@ pub(crate) fn assemble(
 
     let lay = |message: &Message, part: Part| -> Slot {
         if Some(message.seq) == injected {
-            let content = inject(&snapshot.persona, &snapshot.preferences, injection == Injection::Bootstrap, &message.content);
+            let content = inject(
+                &snapshot.persona,
+                &snapshot.preferences,
+                injection == Injection::Bootstrap,
+                &message.content,
+            );
             return Slot::message(message, &content, part, false, counter);
         }
         let slot = Slot::message(message, &message.content, part, false, counter);
@@ -359,7 +374,12 @@ pub(crate) fn assemble(
     let flush = |gap: &mut Vec<&Message>, slots: &mut Vec<Slot>| {
         if let (Some(first), Some(last)) = (gap.first(), gap.last()) {
             let tokens: u64 = gap.iter().map(|m| u64::from(m.token_count)).sum();
-            slots.push(Slot::text(Role::User, elision_note(first, last, gap.len(), tokens), Part::Buffer, counter));
+            slots.push(Slot::text(
+                Role::User,
+                elision_note(first, last, gap.len(), tokens),
+                Part::Buffer,
+                counter,
+            ));
             gap.clear();
         }
     };
@@ -375,7 +395,8 @@ pub(crate) fn assemble(
     flush(&mut gap, &mut slots);
     slots.extend(tail);
 
-    let mut tokens = TokenAccounting { reply_priming: TOKENS_PER_REPLY, budget, ..TokenAccounting::default() };
+    let mut tokens =
+        TokenAccounting { reply_priming: TOKENS_PER_REPLY, budget, ..TokenAccounting::default() };
     for slot in &slots {
         let field = match slot.entry.part {
             Part::Head => &mut tokens.head,
@@ -390,7 +411,8 @@ pub(crate) fn assemble(
     if tokens.total > budget {
         return Err(Error::ContextTooLarge { session, needed: tokens.total, budget });
     }
-    let stubbed_messages = slots.iter().filter(|s| s.entry.abridged && s.entry.message_id.is_some()).count() as u32;
+    let stubbed_messages =
+        slots.iter().filter(|s| s.entry.abridged && s.entry.message_id.is_some()).count() as u32;
     let (messages, entries) = slots.into_iter().map(|slot| (slot.value, slot.entry)).unzip();
     Ok(AssembledContext {
         session_id: session,
@@ -435,7 +457,9 @@ pub(crate) fn unabridged_tokens(
         0
     } else {
         let text = scaffold::render(roots, config.scaffold_body_tokens, 0, counter);
-        u64::from(counter.message(&text, None, None, None) + counter.message(ACKNOWLEDGEMENT, None, None, None))
+        u64::from(
+            counter.message(&text, None, None, None) + counter.message(ACKNOWLEDGEMENT, None, None, None),
+        )
     };
     messages + scaffold + u64::from(TOKENS_PER_REPLY)
 }

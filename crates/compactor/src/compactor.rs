@@ -101,7 +101,10 @@ fn chain(err: &dyn std::error::Error) -> String {
 }
 
 fn is_refusal(err: &Error) -> bool {
-    matches!(err, Error::Store(strata_store::Error::AlreadyCovered { .. } | strata_store::Error::AlreadyMerged { .. }))
+    matches!(
+        err,
+        Error::Store(strata_store::Error::AlreadyCovered { .. } | strata_store::Error::AlreadyMerged { .. })
+    )
 }
 
 /// A message as a summarizer sees it: its text, and its tool calls as `name(key=value, ...)`.
@@ -144,7 +147,10 @@ fn source_item(message: &Message) -> SourceItem {
 
 fn node_item(node: &SummaryNode) -> SourceItem {
     SourceItem {
-        reference: format!("node {} (level {}, seq {}-{})", node.id, node.level, node.first_seq, node.last_seq),
+        reference: format!(
+            "node {} (level {}, seq {}-{})",
+            node.id, node.level, node.first_seq, node.last_seq
+        ),
         role: "summary".into(),
         tool: None,
         time: node.start_time,
@@ -229,16 +235,17 @@ impl Compactor {
     async fn summarize(&self, session: SessionId, request: &SummaryRequest, archiving: &mut bool) -> Step {
         let config = &self.inner.config;
         if !*archiving {
-            let result = self
-                .inner
-                .summarizer
-                .summarize(request)
-                .await
-                .and_then(|summary| check(summary, request.source_tokens, config.summary_max_tokens, &self.inner.counter));
+            let result = self.inner.summarizer.summarize(request).await.and_then(|summary| {
+                check(summary, request.source_tokens, config.summary_max_tokens, &self.inner.counter)
+            });
             match result {
                 Ok((summary, tokens)) => {
                     self.set_failures(session, 0);
-                    return Step::Written { summary, tokens, summarizer: self.inner.summarizer.name().to_owned() };
+                    return Step::Written {
+                        summary,
+                        tokens,
+                        summarizer: self.inner.summarizer.name().to_owned(),
+                    };
                 }
                 Err(error) => {
                     let consecutive = self.failures(session).saturating_add(1);
@@ -258,7 +265,14 @@ impl Compactor {
         }
     }
 
-    fn request(&self, persona: &str, kind: SourceKind, level: u32, items: Vec<SourceItem>, source_tokens: u64) -> SummaryRequest {
+    fn request(
+        &self,
+        persona: &str,
+        kind: SourceKind,
+        level: u32,
+        items: Vec<SourceItem>,
+        source_tokens: u64,
+    ) -> SummaryRequest {
         let source_tokens = u32::try_from(source_tokens).unwrap_or(u32::MAX);
         SummaryRequest {
             kind,
@@ -318,14 +332,19 @@ impl Compactor {
             } else {
                 let plan = Plan::new(&outline, &config);
                 let (middle_tokens, middle_turns) = plan.middle();
-                if middle_tokens >= u64::from(config.leaf_min_tokens) && middle_turns >= config.leaf_min_turns as usize {
+                if middle_tokens >= u64::from(config.leaf_min_tokens)
+                    && middle_turns >= config.leaf_min_turns as usize
+                {
                     match plan.next_chunk(&outline, &config) {
                         Some(chunk) => {
                             let messages = self
-                                .blocking(move |store| Ok(store.messages(session, chunk.first_seq..=chunk.last_seq)?))
+                                .blocking(move |store| {
+                                    Ok(store.messages(session, chunk.first_seq..=chunk.last_seq)?)
+                                })
                                 .await?;
                             let items = messages.iter().map(source_item).collect();
-                            let request = self.request(&persona, SourceKind::Messages, 0, items, chunk.tokens);
+                            let request =
+                                self.request(&persona, SourceKind::Messages, 0, items, chunk.tokens);
                             let step = self.summarize(session, &request, &mut archiving).await;
                             write = Some((step, Target::Leaf(chunk.first_seq, chunk.last_seq)));
                         }
@@ -363,15 +382,24 @@ impl Compactor {
                 }
             };
             let raw = summarizer == RAW_ARCHIVE;
-            let new = NewSummary { headline: summary.headline, body: summary.body, token_count: tokens, summarizer };
+            let new = NewSummary {
+                headline: summary.headline,
+                body: summary.body,
+                token_count: tokens,
+                summarizer,
+            };
             let result = match target.clone() {
-                Target::Leaf(first, last) => {
-                    self.blocking(move |store| Ok(store.insert_leaf(session, first, last, &new)?)).await.map(|_| ())
+                Target::Leaf(first, last) => self
+                    .blocking(move |store| Ok(store.insert_leaf(session, first, last, &new)?))
+                    .await
+                    .map(|_| ()),
+                Target::Merge(ids) => {
+                    self.blocking(move |store| Ok(store.merge(&ids, &new)?)).await.map(|_| ())
                 }
-                Target::Merge(ids) => self.blocking(move |store| Ok(store.merge(&ids, &new)?)).await.map(|_| ()),
-                Target::Replace(id) => {
-                    self.blocking(move |store| Ok(store.replace_summary(id, RAW_ARCHIVE, &new)?)).await.map(|_| ())
-                }
+                Target::Replace(id) => self
+                    .blocking(move |store| Ok(store.replace_summary(id, RAW_ARCHIVE, &new)?))
+                    .await
+                    .map(|_| ()),
             };
             match result {
                 Ok(()) => {
@@ -404,14 +432,27 @@ impl Compactor {
             return Ok(stop.expect("matched above"));
         }
         let tokens_after = self.context_size(session).await?;
-        Ok(Outcome::Compacted { nodes_created: created, raw_archived: archived, resummarized, tokens_before, tokens_after, pending })
+        Ok(Outcome::Compacted {
+            nodes_created: created,
+            raw_archived: archived,
+            resummarized,
+            tokens_before,
+            tokens_after,
+            pending,
+        })
     }
 
     /// The oldest raw-archive node of a session and the request that would summarize it properly.
-    async fn raw_archive_request(&self, session: SessionId, persona: &str) -> Result<Option<(NodeId, SummaryRequest)>> {
+    async fn raw_archive_request(
+        &self,
+        session: SessionId,
+        persona: &str,
+    ) -> Result<Option<(NodeId, SummaryRequest)>> {
         let found = self
             .blocking(move |store| {
-                let Some(node) = store.nodes(session)?.into_iter().find(|node| node.summarizer == RAW_ARCHIVE) else {
+                let Some(node) =
+                    store.nodes(session)?.into_iter().find(|node| node.summarizer == RAW_ARCHIVE)
+                else {
                     return Ok(None);
                 };
                 let items = if node.level == 0 {

@@ -22,19 +22,91 @@ pub const EXTRACTIVE: &str = "extractive";
 pub const RAW_ARCHIVE: &str = "raw-archive";
 
 const DECISION_MARKERS: &[&str] = &[
-    "decided", "decision", "we'll", "we will", "let's", "going with", "go with", "chose", "agreed",
-    "switch to", "switched to", "instead of", "will use", "should use", "plan is", "settled on", "prefer",
-    "must ", "always ", "never ",
+    "decided",
+    "decision",
+    "we'll",
+    "we will",
+    "let's",
+    "going with",
+    "go with",
+    "chose",
+    "agreed",
+    "switch to",
+    "switched to",
+    "instead of",
+    "will use",
+    "should use",
+    "plan is",
+    "settled on",
+    "prefer",
+    "must ",
+    "always ",
+    "never ",
 ];
 const PITFALL_MARKERS: &[&str] = &[
-    "error", "failed", "fails", "failing", "failure", "panic", "bug", "exception", "traceback",
-    "doesn't work", "does not work", "broken", "regression", "timed out", "timeout", "denied", "not found",
-    "cannot", "can't", "crash", "warning", "mistake", "wrong",
+    "error",
+    "failed",
+    "fails",
+    "failing",
+    "failure",
+    "panic",
+    "bug",
+    "exception",
+    "traceback",
+    "doesn't work",
+    "does not work",
+    "broken",
+    "regression",
+    "timed out",
+    "timeout",
+    "denied",
+    "not found",
+    "cannot",
+    "can't",
+    "crash",
+    "warning",
+    "mistake",
+    "wrong",
 ];
 const FILE_EXTENSIONS: &[&str] = &[
-    "rs", "toml", "py", "js", "ts", "tsx", "jsx", "go", "java", "c", "h", "cpp", "hpp", "cs", "rb", "php",
-    "sh", "md", "txt", "json", "yaml", "yml", "sql", "html", "css", "lock", "cfg", "ini", "conf", "log",
-    "csv", "xml", "proto", "kt", "swift", "dockerfile", "env", "db",
+    "rs",
+    "toml",
+    "py",
+    "js",
+    "ts",
+    "tsx",
+    "jsx",
+    "go",
+    "java",
+    "c",
+    "h",
+    "cpp",
+    "hpp",
+    "cs",
+    "rb",
+    "php",
+    "sh",
+    "md",
+    "txt",
+    "json",
+    "yaml",
+    "yml",
+    "sql",
+    "html",
+    "css",
+    "lock",
+    "cfg",
+    "ini",
+    "conf",
+    "log",
+    "csv",
+    "xml",
+    "proto",
+    "kt",
+    "swift",
+    "dockerfile",
+    "env",
+    "db",
 ];
 
 /// Per-section caps: enough to be useful, few enough to stay a summary.
@@ -105,7 +177,9 @@ impl ExtractiveSummarizer {
         let orders: Vec<Vec<usize>> = lists
             .iter()
             .enumerate()
-            .map(|(i, (_, items))| if i == 0 { spread_order(items.len()) } else { (0..items.len()).collect() })
+            .map(
+                |(i, (_, items))| if i == 0 { spread_order(items.len()) } else { (0..items.len()).collect() },
+            )
             .collect();
         let mut chosen: Vec<Vec<usize>> = vec![Vec::new(); lists.len()];
         let mut cursors = vec![0usize; lists.len()];
@@ -164,7 +238,10 @@ impl Summarizer for ExtractiveSummarizer {
         EXTRACTIVE
     }
 
-    fn summarize<'a>(&'a self, request: &'a SummaryRequest) -> BoxFuture<'a, Result<Summary, SummarizeError>> {
+    fn summarize<'a>(
+        &'a self,
+        request: &'a SummaryRequest,
+    ) -> BoxFuture<'a, Result<Summary, SummarizeError>> {
         Box::pin(async move { Ok(self.summarize_sync(request)) })
     }
 }
@@ -251,7 +328,26 @@ fn push_unique(list: &mut Vec<String>, seen: &mut HashSet<String>, item: String,
 
 fn trim_token(word: &str) -> &str {
     word.trim_matches(|c: char| {
-        matches!(c, '.' | ',' | ';' | ':' | ')' | '(' | '[' | ']' | '{' | '}' | '"' | '\'' | '`' | '<' | '>' | '!' | '?' | '*')
+        matches!(
+            c,
+            '.' | ','
+                | ';'
+                | ':'
+                | ')'
+                | '('
+                | '['
+                | ']'
+                | '{'
+                | '}'
+                | '"'
+                | '\''
+                | '`'
+                | '<'
+                | '>'
+                | '!'
+                | '?'
+                | '*'
+        )
     })
 }
 
@@ -266,7 +362,8 @@ fn is_path(word: &str) -> bool {
     if word.contains('/') {
         // `and/or`, `1/2` and dates are not paths: a path has a dotted name or several segments.
         let segments = word.split('/').filter(|s| !s.is_empty()).count();
-        return segments >= 2 && (word.contains('.') || segments >= 3 || word.starts_with('/') || word.starts_with("~/"))
+        return segments >= 2
+            && (word.contains('.') || segments >= 3 || word.starts_with('/') || word.starts_with("~/"))
             || word.ends_with('/') && segments >= 1;
     }
     match word.rsplit_once('.') {
@@ -323,9 +420,19 @@ impl Collector {
             let lower = sentence.to_lowercase();
             // Tool output is data: its errors are pitfalls, but it makes no decisions.
             if role != "tool" && contains_any(&lower, DECISION_MARKERS) {
-                push_unique(&mut s.decisions, &mut self.seen_decisions, one_line(sentence, LINE_CHARS), MAX_DECISIONS);
+                push_unique(
+                    &mut s.decisions,
+                    &mut self.seen_decisions,
+                    one_line(sentence, LINE_CHARS),
+                    MAX_DECISIONS,
+                );
             } else if contains_any(&lower, PITFALL_MARKERS) {
-                push_unique(&mut s.pitfalls, &mut self.seen_pitfalls, one_line(sentence, LINE_CHARS), MAX_PITFALLS);
+                push_unique(
+                    &mut s.pitfalls,
+                    &mut self.seen_pitfalls,
+                    one_line(sentence, LINE_CHARS),
+                    MAX_PITFALLS,
+                );
             }
         }
         for raw in text.split_whitespace() {
@@ -482,7 +589,7 @@ fn extract_summaries(items: &[SourceItem]) -> Sections {
     sections.headline = match (quotes.as_slice(), items) {
         (_, []) => "No summaries.".into(),
         ([first, .., last], _) => {
-            format!("{} requests, from \"{first}\" to \"{last}\"{tools}.", quotes.len())
+            format!("{} summaries of requests from \"{first}\" to \"{last}\"{tools}.", items.len())
         }
         (_, [first, ..]) => {
             let headline = first.text.lines().next().unwrap_or_default();
@@ -511,15 +618,32 @@ mod tests {
     }
 
     fn request(items: Vec<SourceItem>, kind: SourceKind, target: u32) -> SummaryRequest {
-        SummaryRequest { kind, level: 0, persona: "coder".into(), items, source_tokens: 2_000, target_tokens: target }
+        SummaryRequest {
+            kind,
+            level: 0,
+            persona: "coder".into(),
+            items,
+            source_tokens: 2_000,
+            target_tokens: target,
+        }
     }
 
     fn transcript() -> Vec<SourceItem> {
         vec![
             item("user", 0, "Deploy the billing service to staging. It listens on port 8080.", None),
             item("assistant", 1, "Running the deploy script.", Some("bash")),
-            item("tool", 2, "Error: migration 0042 failed: relation \"invoices\" does not exist", Some("bash")),
-            item("assistant", 3, "The migration failed because invoices is missing. We decided to run scripts/migrate.sh first.", None),
+            item(
+                "tool",
+                2,
+                "Error: migration 0042 failed: relation \"invoices\" does not exist",
+                Some("bash"),
+            ),
+            item(
+                "assistant",
+                3,
+                "The migration failed because invoices is missing. We decided to run scripts/migrate.sh first.",
+                None,
+            ),
             item("user", 10, "Good. Also bump the version in Cargo.toml to 1.4.2 please.", None),
             item("assistant", 11, "Done: Cargo.toml now says version 1.4.2 and src/main.rs reads it.", None),
         ]
@@ -534,10 +658,22 @@ mod tests {
             "User asked \"Deploy the billing service to staging.\", then \"Good.\"; tools used: bash."
         );
         let body = &summary.body;
-        assert!(body.starts_with("Timeline:\n- 03-01 10:00 user: \"Deploy the billing service to staging.\""), "{body}");
-        assert!(body.contains("Decisions:\n- The migration failed because invoices is missing. We decided") || body.contains("We decided to run scripts/migrate.sh first."), "{body}");
+        assert!(
+            body.starts_with("Timeline:\n- 03-01 10:00 user: \"Deploy the billing service to staging.\""),
+            "{body}"
+        );
+        assert!(
+            body.contains("Decisions:\n- The migration failed because invoices is missing. We decided")
+                || body.contains("We decided to run scripts/migrate.sh first."),
+            "{body}"
+        );
         assert!(body.contains("Pitfalls:\n- Error: migration 0042 failed"), "{body}");
-        assert!(body.contains("scripts/migrate.sh") && body.contains("Cargo.toml") && body.contains("src/main.rs"), "{body}");
+        assert!(
+            body.contains("scripts/migrate.sh")
+                && body.contains("Cargo.toml")
+                && body.contains("src/main.rs"),
+            "{body}"
+        );
         assert!(body.contains("port 8080") && body.contains("1.4.2"), "{body}");
     }
 
@@ -567,10 +703,11 @@ mod tests {
         let summarizer = ExtractiveSummarizer::default();
         let leaf = summarizer.summarize_sync(&request(transcript(), SourceKind::Messages, 400));
         let child = |minute| item("summary", minute, &format!("{}\n{}", leaf.headline, leaf.body), None);
-        let merged = summarizer.summarize_sync(&request(vec![child(0), child(30)], SourceKind::Summaries, 300));
+        let merged =
+            summarizer.summarize_sync(&request(vec![child(0), child(30)], SourceKind::Summaries, 300));
         assert_eq!(
             merged.headline,
-            "4 requests, from \"Deploy the billing service to staging.\" to \"Good.\"; tools used: bash."
+            "2 summaries of requests from \"Deploy the billing service to staging.\" to \"Good.\"; tools used: bash."
         );
         assert!(merged.body.contains("Timeline:\n- 03-01 10:00 User asked"), "{}", merged.body);
         assert!(merged.body.contains("scripts/migrate.sh"), "{}", merged.body);
@@ -579,7 +716,8 @@ mod tests {
 
     #[test]
     fn paths_are_told_from_prose() {
-        for path in ["src/main.rs", "Cargo.toml", "/etc/nginx/nginx.conf", "crates/store/", "https://x.org/a"] {
+        for path in ["src/main.rs", "Cargo.toml", "/etc/nginx/nginx.conf", "crates/store/", "https://x.org/a"]
+        {
             assert!(is_path(path), "{path}");
         }
         for word in ["and/or", "1/2", "e.g", "hello", "v1.2", "12/03/2026"] {

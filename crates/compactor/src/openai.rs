@@ -32,7 +32,11 @@ pub struct OpenAiConfig {
 impl OpenAiConfig {
     /// Settings for `model` at `base_url`, with the API key from `STRATA_API_KEY` or
     /// `OPENAI_API_KEY` when set.
-    pub fn from_env(base_url: impl Into<String>, model: impl Into<String>, retry: RetryPolicy) -> OpenAiConfig {
+    pub fn from_env(
+        base_url: impl Into<String>,
+        model: impl Into<String>,
+        retry: RetryPolicy,
+    ) -> OpenAiConfig {
         let api_key = ["STRATA_API_KEY", "OPENAI_API_KEY"]
             .iter()
             .find_map(|name| std::env::var(name).ok().filter(|key| !key.trim().is_empty()));
@@ -149,7 +153,8 @@ fn extract(response: &Value) -> Result<Summary, SummarizeError> {
 /// True when a 400/422 body says the server does not do (forced) tool calls.
 fn rejects_tool_choice(status: u16, body: &str) -> bool {
     let body = body.to_ascii_lowercase();
-    matches!(status, 400 | 422 | 501) && (body.contains("tool_choice") || body.contains("tool") || body.contains("function"))
+    matches!(status, 400 | 422 | 501)
+        && (body.contains("tool_choice") || body.contains("tool") || body.contains("function"))
 }
 
 /// `Retry-After` as seconds or an HTTP date.
@@ -215,7 +220,11 @@ impl OpenAiSummarizer {
         }
         let timeout = self.config.retry.timeout();
         let transport = |e: reqwest::Error| Attempt {
-            error: if e.is_timeout() { SummarizeError::Timeout(timeout) } else { SummarizeError::Transport(e) },
+            error: if e.is_timeout() {
+                SummarizeError::Timeout(timeout)
+            } else {
+                SummarizeError::Transport(e)
+            },
             retry_after: None,
         };
         let response = http.send().await.map_err(transport)?;
@@ -228,7 +237,10 @@ impl OpenAiSummarizer {
                 self.plain_json.store(true, Ordering::Relaxed);
                 // Not the server's fault: retry at once in JSON mode.
                 return Err(Attempt {
-                    error: SummarizeError::Status { status, body: crate::summarizer::truncate_chars(&text, 300) },
+                    error: SummarizeError::Status {
+                        status,
+                        body: crate::summarizer::truncate_chars(&text, 300),
+                    },
                     retry_after: Some(Duration::ZERO),
                 });
             }
@@ -287,7 +299,10 @@ impl Summarizer for OpenAiSummarizer {
         &self.config.model
     }
 
-    fn summarize<'a>(&'a self, request: &'a SummaryRequest) -> BoxFuture<'a, Result<Summary, SummarizeError>> {
+    fn summarize<'a>(
+        &'a self,
+        request: &'a SummaryRequest,
+    ) -> BoxFuture<'a, Result<Summary, SummarizeError>> {
         Box::pin(self.run(request))
     }
 }
@@ -301,7 +316,10 @@ mod tests {
         let fenced = "Here you go:\n```json\n{\"headline\": \"H.\", \"body\": \"- b\"}\n```";
         assert_eq!(parse_summary_json(fenced).unwrap().headline, "H.");
         assert!(matches!(parse_summary_json("no json"), Err(SummarizeError::Malformed(_))));
-        assert!(matches!(parse_summary_json("{\"headline\": \"\", \"body\": \"x\"}"), Err(SummarizeError::Malformed(_))));
+        assert!(matches!(
+            parse_summary_json("{\"headline\": \"\", \"body\": \"x\"}"),
+            Err(SummarizeError::Malformed(_))
+        ));
         assert!(matches!(parse_summary_json("{\"headline\": 1}"), Err(SummarizeError::Malformed(_))));
     }
 

@@ -176,7 +176,12 @@ mod tests {
     }
 
     fn config(head: u32, tail_turns: u32) -> CompactorConfig {
-        CompactorConfig { head_messages: head, tail_turns, tail_tokens: 1_000_000, ..CompactorConfig::default() }
+        CompactorConfig {
+            head_messages: head,
+            tail_turns,
+            tail_tokens: 1_000_000,
+            ..CompactorConfig::default()
+        }
     }
 
     #[test]
@@ -193,7 +198,8 @@ mod tests {
     #[test]
     fn tail_tokens_cap_older_tail_turns_but_never_the_newest() {
         let messages = outline("uauauaua", 100);
-        let capped = CompactorConfig { head_messages: 0, tail_turns: 3, tail_tokens: 250, ..Default::default() };
+        let capped =
+            CompactorConfig { head_messages: 0, tail_turns: 3, tail_tokens: 250, ..Default::default() };
         let plan = Plan::new(&messages, &capped);
         assert_eq!(plan.units.len() - plan.tail_unit, 1, "two turns of 200 tokens do not fit 250");
         let tiny = CompactorConfig { tail_tokens: 1, ..capped };

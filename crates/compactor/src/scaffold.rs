@@ -41,7 +41,12 @@ fn root_line(node: &SummaryNode) -> String {
 /// Renders the scaffold for `roots` (in time order). Bodies of the newest roots are included
 /// while they fit `body_budget` tokens; `skip_oldest` roots are folded into one count line
 /// (only used when even a bare list does not fit the window).
-pub(crate) fn render(roots: &[SummaryNode], body_budget: u32, skip_oldest: usize, counter: &TokenCounter) -> String {
+pub(crate) fn render(
+    roots: &[SummaryNode],
+    body_budget: u32,
+    skip_oldest: usize,
+    counter: &TokenCounter,
+) -> String {
     let mut text = String::from(INTRO);
     let skip = skip_oldest.min(roots.len());
     if skip > 0 {
@@ -58,7 +63,10 @@ pub(crate) fn render(roots: &[SummaryNode], body_budget: u32, skip_oldest: usize
     let mut remaining = i64::from(body_budget);
     let mut bodies = Vec::new();
     for node in roots[skip..].iter().rev() {
-        let block = format!("node {} (level {}, seq {}-{}):\n{}", node.id, node.level, node.first_seq, node.last_seq, node.body);
+        let block = format!(
+            "node {} (level {}, seq {}-{}):\n{}",
+            node.id, node.level, node.first_seq, node.last_seq, node.body
+        );
         let cost = i64::from(counter.text(&block)) + 2;
         if cost > remaining {
             break;

@@ -72,7 +72,8 @@ pub trait Summarizer: Send + Sync + fmt::Debug {
     fn name(&self) -> &str;
 
     /// Summarizes the sources of `request`.
-    fn summarize<'a>(&'a self, request: &'a SummaryRequest) -> BoxFuture<'a, Result<Summary, SummarizeError>>;
+    fn summarize<'a>(&'a self, request: &'a SummaryRequest)
+    -> BoxFuture<'a, Result<Summary, SummarizeError>>;
 }
 
 /// The one-line form of a headline: whitespace collapsed, at most `max_chars` characters.

@@ -35,7 +35,8 @@ pub fn render_tree(store: &Store, session: SessionId) -> Result<String> {
         }
         per_level[level] += 1;
     }
-    let levels: Vec<String> = per_level.iter().enumerate().map(|(level, n)| format!("L{level}: {n}")).collect();
+    let levels: Vec<String> =
+        per_level.iter().enumerate().map(|(level, n)| format!("L{level}: {n}")).collect();
     let uncovered: Vec<i64> = outline.iter().filter(|m| m.summary_id.is_none()).map(|m| m.seq).collect();
     let mut out = String::new();
     let _ = writeln!(
@@ -48,7 +49,12 @@ pub fn render_tree(store: &Store, session: SessionId) -> Result<String> {
         nodes.len(),
         if levels.is_empty() { String::new() } else { format!(" ({})", levels.join(", ")) }
     );
-    fn draw(out: &mut String, node: &SummaryNode, depth: usize, children: &HashMap<NodeId, Vec<&SummaryNode>>) {
+    fn draw(
+        out: &mut String,
+        node: &SummaryNode,
+        depth: usize,
+        children: &HashMap<NodeId, Vec<&SummaryNode>>,
+    ) {
         let flag = if node.summarizer == crate::extractive::RAW_ARCHIVE { " [raw archive]" } else { "" };
         let _ = writeln!(
             out,
@@ -83,10 +89,8 @@ pub fn render_tree(store: &Store, session: SessionId) -> Result<String> {
             previous = seq;
         }
         ranges.push((start, previous));
-        let text: Vec<String> = ranges
-            .iter()
-            .map(|&(a, b)| if a == b { format!("{a}") } else { format!("{a}-{b}") })
-            .collect();
+        let text: Vec<String> =
+            ranges.iter().map(|&(a, b)| if a == b { format!("{a}") } else { format!("{a}-{b}") }).collect();
         let _ = writeln!(out, "uncompacted messages: seq {}", text.join(", "));
     }
     Ok(out)

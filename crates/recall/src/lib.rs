@@ -47,7 +47,7 @@ pub use crate::error::{Error, Result};
 pub use crate::pipeline::{
     BacklogFilter, EmbedProgress, EmbedWorker, WorkerStats, embed_backlog, embed_backlog_with,
 };
-pub use crate::time::{Bound, parse_bound, parse_range};
+pub use crate::time::{Bound, TimeRange, parse_bound, parse_range};
 pub use crate::tools::{
     ChildView, EmbedderState, ExpandAnswer, ExpandSummaryArgs, HistoryAnswer, HistoryArgs, Hit,
     MemoryGrepArgs, MemorySearchArgs, MessageExcerpt, NodeView, SaveAnswer, SaveMemoryArgs, Scope,

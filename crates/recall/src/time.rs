@@ -43,11 +43,11 @@ pub fn parse_bound(field: &'static str, text: &str, bound: Bound) -> Result<Date
     ))
 }
 
+/// An optional inclusive start and exclusive end.
+pub type TimeRange = (Option<DateTime<Utc>>, Option<DateTime<Utc>>);
+
 /// Parses both optional bounds and checks that the range is not empty.
-pub fn parse_range(
-    start: Option<&str>,
-    end: Option<&str>,
-) -> Result<(Option<DateTime<Utc>>, Option<DateTime<Utc>>)> {
+pub fn parse_range(start: Option<&str>, end: Option<&str>) -> Result<TimeRange> {
     let start = start
         .filter(|s| !s.trim().is_empty())
         .map(|s| parse_bound("start_time", s, Bound::Start))

@@ -46,8 +46,14 @@ async fn two_k_roots_of_a_level_merge_their_oldest_k() {
     fx.compact_fully().await;
     assert_eq!(fx.levels(), vec![10, 4, 1]);
     assert_eq!(fx.root_levels(), vec![2, 2, 1]);
-    let uncovered: Vec<i64> =
-        fx.store.all_messages(fx.session).unwrap().iter().filter(|m| m.summary_id.is_none()).map(|m| m.seq).collect();
+    let uncovered: Vec<i64> = fx
+        .store
+        .all_messages(fx.session)
+        .unwrap()
+        .iter()
+        .filter(|m| m.summary_id.is_none())
+        .map(|m| m.seq)
+        .collect();
     assert_eq!(uncovered, vec![20, 21], "only the newest turn stays uncompacted");
 }
 
@@ -72,18 +78,28 @@ async fn the_prefix_is_byte_identical_between_compactions() {
         if matches!(outcome, Outcome::Compacted { .. }) {
             compactions.push(i);
         }
-        let context = fx.compactor.assemble(fx.session, t0() + chrono::Duration::minutes(minute)).await.unwrap();
+        let context =
+            fx.compactor.assemble(fx.session, t0() + chrono::Duration::minutes(minute)).await.unwrap();
         prefixes.push(context.prefix_bytes());
     }
-    assert!(compactions.first().is_some_and(|&first| first >= 50), "50 turns stay below the threshold: {compactions:?}");
+    assert!(
+        compactions.first().is_some_and(|&first| first >= 50),
+        "50 turns stay below the threshold: {compactions:?}"
+    );
     assert_eq!(compactions.len(), 2, "100 short turns hold two chunks' worth: {compactions:?}");
-    let changes: Vec<u64> = (1..prefixes.len()).filter(|&i| prefixes[i] != prefixes[i - 1]).map(|i| i as u64).collect();
+    let changes: Vec<u64> =
+        (1..prefixes.len()).filter(|&i| prefixes[i] != prefixes[i - 1]).map(|i| i as u64).collect();
     assert_eq!(changes, compactions, "the prefix changes exactly when a compaction happens");
 }
 
 #[tokio::test]
 async fn oversized_buffer_messages_become_stubs_and_stay_whole_in_the_store() {
-    let config = CompactorConfig { head_messages: 0, tail_turns: 1, oversized_message_tokens: 200, ..CompactorConfig::default() };
+    let config = CompactorConfig {
+        head_messages: 0,
+        tail_turns: 1,
+        oversized_message_tokens: 200,
+        ..CompactorConfig::default()
+    };
     let fx = fixture(config);
     let huge = Turn {
         request: "Show me the build log.".into(),
@@ -165,7 +181,10 @@ async fn snapshot_of_a_rendered_context() {
     let context = fx.compactor.assemble(fx.session, t0() + chrono::Duration::hours(1)).await.unwrap();
     let mut rendered = String::new();
     for (message, entry) in context.messages.iter().zip(&context.entries) {
-        rendered.push_str(&format!("--- {:?} {} seq={:?} tokens={}\n", entry.part, message["role"], entry.seq, entry.tokens));
+        rendered.push_str(&format!(
+            "--- {:?} {} seq={:?} tokens={}\n",
+            entry.part, message["role"], entry.seq, entry.tokens
+        ));
         if let Some(calls) = message.get("tool_calls") {
             rendered.push_str(&format!("tool_calls: {calls}\n"));
         }

@@ -28,7 +28,12 @@ async fn bootstrap_regular_and_idle_turns() {
         .put_memory(
             Writer::User,
             "coder",
-            &MemoryWrite { category: Category::UserPreferences, key: "tone", title: "Tone", content: "Terse answers,\nno emoji." },
+            &MemoryWrite {
+                category: Category::UserPreferences,
+                key: "tone",
+                title: "Tone",
+                content: "Terse answers,\nno emoji.",
+            },
         )
         .unwrap();
     let preferences = "[User Preferences]\n- Tone: Terse answers, no emoji.\n\n";
@@ -38,7 +43,10 @@ async fn bootstrap_regular_and_idle_turns() {
 
     let first = fx.compactor.assemble(fx.session, t0() + Duration::minutes(1)).await.unwrap();
     assert_eq!(first.injection, Injection::Bootstrap, "the first turn of a session");
-    assert_eq!(latest_request(&first), format!("{GUIDELINES}{preferences}[Current Request]\nSet up the repo."));
+    assert_eq!(
+        latest_request(&first),
+        format!("{GUIDELINES}{preferences}[Current Request]\nSet up the repo.")
+    );
 
     fx.push(NewMessage::text(Role::Assistant, "Done."), 2);
     fx.push(NewMessage::text(Role::User, "Now add CI."), 5);
@@ -52,7 +60,10 @@ async fn bootstrap_regular_and_idle_turns() {
     fx.push(NewMessage::text(Role::User, "Where were we?"), 6 + 31);
     let resumed = fx.compactor.assemble(fx.session, t0() + Duration::minutes(37)).await.unwrap();
     assert_eq!(resumed.injection, Injection::Bootstrap, "31 idle minutes is over the 30-minute gap");
-    assert_eq!(latest_request(&resumed), format!("{GUIDELINES}{preferences}[Current Request]\nWhere were we?"));
+    assert_eq!(
+        latest_request(&resumed),
+        format!("{GUIDELINES}{preferences}[Current Request]\nWhere were we?")
+    );
 
     // Exactly at the gap is still a regular turn; the assembly is a pure function of the clock.
     let at_gap = fx.compactor.assemble(fx.session, t0() + Duration::minutes(36)).await.unwrap();

@@ -29,7 +29,13 @@ fn config() -> CompactorConfig {
 }
 
 fn turn_strategy() -> impl Strategy<Value = Turn> {
-    (any::<u64>(), 3usize..50, prop::collection::vec(5usize..260, 0..4), 3usize..40, prop::bool::weighted(0.08))
+    (
+        any::<u64>(),
+        3usize..50,
+        prop::collection::vec(5usize..260, 0..4),
+        3usize..40,
+        prop::bool::weighted(0.08),
+    )
         .prop_map(|(seed, request_words, results, reply_words, pin_request)| Turn {
             request: words(seed, request_words),
             tool_results: results.iter().enumerate().map(|(i, &n)| words(seed ^ (i as u64 + 7), n)).collect(),
@@ -42,25 +48,40 @@ fn turn_strategy() -> impl Strategy<Value = Turn> {
 /// no tool call split from its result, nothing lost or changed.
 fn check_forest(fx: &Fixture, appended: &[Message]) {
     let messages = fx.store.all_messages(fx.session).unwrap();
-    assert_eq!(messages, appended.iter().map(|m| {
-        let mut m = m.clone();
-        m.summary_id = messages[m.seq as usize].summary_id;
-        m
-    }).collect::<Vec<_>>(), "messages are never deleted or rewritten");
+    assert_eq!(
+        messages,
+        appended
+            .iter()
+            .map(|m| {
+                let mut m = m.clone();
+                m.summary_id = messages[m.seq as usize].summary_id;
+                m
+            })
+            .collect::<Vec<_>>(),
+        "messages are never deleted or rewritten"
+    );
     let nodes = fx.store.nodes(fx.session).unwrap();
     let by_id: HashMap<_, _> = nodes.iter().map(|n| (n.id, n)).collect();
     let mut leaf_ranges = Vec::new();
     for node in &nodes {
         assert!(node.first_seq <= node.last_seq);
         assert!(!node.headline.trim().is_empty() && !node.body.trim().is_empty());
-        assert!(node.token_count < node.source_token_count, "node {} is not shorter than its sources", node.id);
+        assert!(
+            node.token_count < node.source_token_count,
+            "node {} is not shorter than its sources",
+            node.id
+        );
         if node.level == 0 {
             let covered = fx.store.covered_messages(node.id).unwrap();
             let seqs: Vec<i64> = covered.iter().map(|m| m.seq).collect();
             let expected: Vec<i64> = (node.first_seq..=node.last_seq).collect();
             assert_eq!(seqs, expected, "node {} covers a contiguous range exactly", node.id);
             assert!(covered.iter().all(|m| !m.pinned), "pinned messages are never compacted");
-            assert_ne!(messages[node.first_seq as usize].role, Role::Tool, "a leaf never starts with a tool result");
+            assert_ne!(
+                messages[node.first_seq as usize].role,
+                Role::Tool,
+                "a leaf never starts with a tool result"
+            );
             if let Some(next) = messages.get(node.last_seq as usize + 1) {
                 assert_ne!(next.role, Role::Tool, "a leaf never ends before a tool result");
             }
@@ -95,12 +116,8 @@ fn check_forest(fx: &Fixture, appended: &[Message]) {
 fn check_context(fx: &Fixture, config: &CompactorConfig, context: &AssembledContext) {
     assert!(context.tokens.total <= config.budget(), "{} > {}", context.tokens.total, config.budget());
     let messages = fx.store.all_messages(fx.session).unwrap();
-    let shown: HashMap<i64, (usize, Part)> = context
-        .entries
-        .iter()
-        .enumerate()
-        .filter_map(|(i, e)| e.seq.map(|seq| (seq, (i, e.part))))
-        .collect();
+    let shown: HashMap<i64, (usize, Part)> =
+        context.entries.iter().enumerate().filter_map(|(i, e)| e.seq.map(|seq| (seq, (i, e.part)))).collect();
     let latest_user = messages.iter().rposition(|m| m.role == Role::User);
     let verbatim = |seq: usize| {
         let (index, _) = shown.get(&(seq as i64)).unwrap_or_else(|| panic!("seq {seq} is missing"));

@@ -39,7 +39,10 @@ fn setup(server: &MockServer, timeout_ms: u64, failures_before_raw_archive: u32)
     let fx = fixture_with(config, Arc::new(summarizer));
     let mut minute = 0;
     for i in 0..4 {
-        let turn = Turn::plain(format!("Request {i}: {}", words(i, 120)), format!("Reply {i}: {}", words(i + 50, 120)));
+        let turn = Turn::plain(
+            format!("Request {i}: {}", words(i, 120)),
+            format!("Reply {i}: {}", words(i + 50, 120)),
+        );
         minute = fx.push_turn(&turn, minute);
     }
     fx
@@ -186,7 +189,10 @@ async fn a_429_is_retried_after_the_time_the_server_asks_for() {
         .with_priority(1)
         .mount(&server)
         .await;
-    completions().respond_with(tool_reply("After the rate limit.", "Timeline:\n- waited")).mount(&server).await;
+    completions()
+        .respond_with(tool_reply("After the rate limit.", "Timeline:\n- waited"))
+        .mount(&server)
+        .await;
     let fx = setup(&server, 5_000, 3);
     let start = Instant::now();
     let outcome = fx.compactor.compact(fx.session).await.unwrap();
@@ -227,7 +233,9 @@ async fn a_hanging_server_times_out_and_nothing_is_stored() {
     let outcome = fx.compactor.compact(fx.session).await.unwrap();
     assert!(start.elapsed() < Duration::from_secs(5), "the timeout applies: {:?}", start.elapsed());
     match &outcome {
-        Outcome::SummarizerDown { nodes_created: 0, error, .. } => assert!(error.contains("did not answer"), "{error}"),
+        Outcome::SummarizerDown { nodes_created: 0, error, .. } => {
+            assert!(error.contains("did not answer"), "{error}")
+        }
         other => panic!("{other:?}"),
     }
     assert_eq!(server.received_requests().await.unwrap().len(), 3, "timeouts are retried");
@@ -241,7 +249,9 @@ async fn an_empty_summary_is_never_stored() {
     let fx = setup(&server, 5_000, 3);
     let outcome = fx.compactor.compact(fx.session).await.unwrap();
     match &outcome {
-        Outcome::SummarizerDown { nodes_created: 0, error, .. } => assert!(error.contains("empty"), "{error}"),
+        Outcome::SummarizerDown { nodes_created: 0, error, .. } => {
+            assert!(error.contains("empty"), "{error}")
+        }
         other => panic!("{other:?}"),
     }
     assert!(fx.store.nodes(fx.session).unwrap().is_empty());
@@ -257,6 +267,10 @@ async fn a_summary_longer_than_its_sources_is_rejected() {
         Outcome::SummarizerDown { error, .. } => assert!(error.contains("rejected"), "{error}"),
         other => panic!("{other:?}"),
     }
-    assert_eq!(server.received_requests().await.unwrap().len(), 1, "a rejected summary is not retried at once");
+    assert_eq!(
+        server.received_requests().await.unwrap().len(),
+        1,
+        "a rejected summary is not retried at once"
+    );
     assert!(fx.store.nodes(fx.session).unwrap().is_empty());
 }

@@ -9,7 +9,7 @@ use strata_store::{Category, HitKind, Level, SearchFilter, Store, TextHit, TextQ
 use super::{EmbedderState, MemoryGrepArgs, MemorySearchArgs, Scope};
 use crate::config::RecallConfig;
 use crate::error::{Error, Result};
-use crate::time::parse_range;
+use crate::time::{TimeRange, parse_range};
 
 /// Longest query text accepted; longer text is cut (a search does not need a novel).
 const MAX_QUERY_CHARS: usize = 2000;
@@ -109,7 +109,7 @@ fn keyword_hits(
     scope: &Scope,
     config: &RecallConfig,
     query: &TextQuery,
-    range: (Option<DateTime<Utc>>, Option<DateTime<Utc>>),
+    range: TimeRange,
     limit: usize,
 ) -> Result<Vec<TextHit>> {
     let now = Utc::now();
@@ -254,7 +254,7 @@ fn semantic_hits(
     scope: &Scope,
     config: &RecallConfig,
     query: &[f32],
-    range: (Option<DateTime<Utc>>, Option<DateTime<Utc>>),
+    range: TimeRange,
     wanted: usize,
 ) -> Result<Vec<(TextHit, f64)>> {
     let now = Utc::now();

@@ -1,0 +1,136 @@
+//! kill -9 at any point leaves a consistent database with nothing lost (DESIGN.md §6).
+
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use strata::synth::{TranscriptSpec, generate};
+use strata_store::{Role, Store};
+
+use crate::util::Strata;
+
+/// Writes a generated conversation as JSON Lines and returns (path, message count).
+fn transcript_file(strata: &Strata, messages: usize) -> (std::path::PathBuf, usize) {
+    let transcript =
+        generate(&TranscriptSpec { min_messages: messages, min_chars: 0, ..TranscriptSpec::default() });
+    let mut text = String::new();
+    for message in &transcript.messages {
+        let mut line = serde_json::json!({
+            "role": message.role,
+            "content": message.content,
+            "timestamp": message.created_at.to_rfc3339(),
+        });
+        if let Some(calls) = &message.tool_calls {
+            line["tool_calls"] = calls.clone();
+        }
+        if let Some(id) = &message.tool_call_id {
+            line["tool_call_id"] = id.clone().into();
+        }
+        text.push_str(&line.to_string());
+        text.push('\n');
+    }
+    (strata.file("week.jsonl", &text), transcript.messages.len())
+}
+
+/// Polls (no fixed sleeps) until `ready` holds or the child exits; then kills it with SIGKILL.
+/// Returns whether it was still running when killed.
+fn kill_when(child: &mut Child, mut ready: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while Instant::now() < deadline {
+        if child.try_wait().unwrap().is_some() {
+            return false;
+        }
+        if ready() {
+            break;
+        }
+        std::thread::yield_now();
+    }
+    child.kill().unwrap(); // SIGKILL on Unix: no cleanup runs.
+    child.wait().unwrap();
+    true
+}
+
+/// Every structural invariant of the forest, checked from the database alone.
+fn assert_consistent(store: &Store, key: &str, expected_messages: usize) {
+    let session = store.find_session(key).unwrap().expect("session exists");
+    let messages = store.all_messages(session.id).unwrap();
+    assert_eq!(messages.len(), expected_messages, "no message lost");
+    assert!(messages.iter().enumerate().all(|(i, m)| m.seq == i as i64), "seqs dense");
+    let nodes = store.nodes(session.id).unwrap();
+    for node in &nodes {
+        if node.level == 0 {
+            let covered: Vec<i64> =
+                messages.iter().filter(|m| m.summary_id == Some(node.id)).map(|m| m.seq).collect();
+            let range: Vec<i64> = (node.first_seq..=node.last_seq).collect();
+            assert_eq!(covered, range, "leaf {} covers exactly its contiguous range", node.id);
+        } else {
+            let children: Vec<_> = nodes.iter().filter(|c| c.parent_id == Some(node.id)).collect();
+            assert!(children.len() >= 2, "node {} has its children", node.id);
+            assert!(children.iter().all(|c| c.level + 1 == node.level));
+            assert_eq!(children.iter().map(|c| c.first_seq).min(), Some(node.first_seq));
+            assert_eq!(children.iter().map(|c| c.last_seq).max(), Some(node.last_seq));
+        }
+    }
+    // A message is covered by a node that exists (the link and the node commit together).
+    for message in &messages {
+        if let Some(node) = message.summary_id {
+            assert!(nodes.iter().any(|n| n.id == node && n.level == 0), "message {} dangles", message.id);
+        }
+    }
+}
+
+#[test]
+fn kill_during_ingest_writes_all_or_nothing() {
+    let strata = Strata::new();
+    strata.run(&["init"]).success();
+    let (file, count) = transcript_file(&strata, 3_000);
+    let mut child = strata
+        .command()
+        .args(["ingest", file.to_str().unwrap(), "--session", "week"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill once the transaction is spilling pages into the WAL, i.e. mid-write.
+    let wal = strata.db().with_extension("db-wal");
+    let killed =
+        kill_when(&mut child, || std::fs::metadata(&wal).map(|m| m.len() > 256 * 1024).unwrap_or(false));
+    let store = Store::open(strata.db()).unwrap();
+    let stored = store.stats().unwrap().messages as usize;
+    assert!(killed, "ingest finished before it could be interrupted");
+    assert!(stored == 0 || stored == count, "half-written ingest: {stored} of {count}");
+    strata.run(&["ingest", file.to_str().unwrap(), "--session", "again"]).success();
+    assert_consistent(&store, "again", count);
+}
+
+#[test]
+fn kill_during_compaction_leaves_a_consistent_forest() {
+    let strata = Strata::new();
+    let (file, count) = transcript_file(&strata, 1_500);
+    strata.run(&["ingest", file.to_str().unwrap(), "--session", "week"]).success();
+    let store = Store::open(strata.db()).unwrap();
+    let mut kills = 0;
+    // Kill at a few different depths of the work: after 1, 10 and 25 nodes exist.
+    for threshold in [1u64, 10, 25] {
+        let mut child = strata
+            .command()
+            .args(["compact", "--session", "week"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let killed = kill_when(&mut child, || {
+            store.stats().map(|s| s.nodes_per_level.iter().sum::<u64>() >= threshold).unwrap_or(false)
+        });
+        kills += usize::from(killed);
+        assert_consistent(&store, "week", count);
+    }
+    assert!(kills >= 1, "at least one compaction was interrupted");
+    // A fresh run finishes the job from where the killed ones stopped.
+    strata.run(&["compact", "--session", "week"]).success();
+    assert_consistent(&store, "week", count);
+    let session = store.find_session("week").unwrap().unwrap();
+    let first_user =
+        store.all_messages(session.id).unwrap().into_iter().find(|m| m.role == Role::User).unwrap();
+    assert!(store.message(first_user.id).unwrap().content.len() > 10, "content intact");
+    assert!(store.stats().unwrap().compacted_messages > (count / 2) as u64);
+}
