@@ -195,9 +195,9 @@ impl EngineSession {
         async {
             let compactor = &self.engine.inner.compactor;
             let outcome = compactor.compact(self.session.id).await?;
-            // The accounting of each compaction goes to the log; the totals per summarizer
-            // (tokens in and out, compression) are derived from the nodes by `strata stats`.
-            tracing::info!(?outcome, "compaction");
+            // The compactor logs each compaction's accounting (its `compact` span); the totals
+            // per summarizer (tokens in and out, compression) are derived from the nodes by
+            // `strata stats`.
             if matches!(outcome, Outcome::Compacted { .. }) {
                 self.engine.notify_worker();
             }

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use strata_store::{Message, NewSummary, NodeId, Role, SessionId, Store, SummaryNode};
+use tracing::Instrument;
 
 use crate::assemble::{self, AssembledContext, Snapshot};
 use crate::config::CompactorConfig;
@@ -235,9 +236,21 @@ impl Compactor {
     async fn summarize(&self, session: SessionId, request: &SummaryRequest, archiving: &mut bool) -> Step {
         let config = &self.inner.config;
         if !*archiving {
-            let result = self.inner.summarizer.summarize(request).await.and_then(|summary| {
-                check(summary, request.source_tokens, config.summary_max_tokens, &self.inner.counter)
-            });
+            let span = tracing::info_span!(
+                "summarize",
+                %session,
+                summarizer = self.inner.summarizer.name(),
+                kind = ?request.kind,
+                level = request.level,
+                tokens_in = request.source_tokens,
+            );
+            let result =
+                self.inner.summarizer.summarize(request).instrument(span.clone()).await.and_then(|summary| {
+                    check(summary, request.source_tokens, config.summary_max_tokens, &self.inner.counter)
+                });
+            if let Ok((_, tokens_out)) = &result {
+                span.in_scope(|| tracing::debug!(tokens_out, "summary accepted"));
+            }
             match result {
                 Ok((summary, tokens)) => {
                     self.set_failures(session, 0);
@@ -304,6 +317,16 @@ impl Compactor {
     /// One compaction per session runs at a time within this process (an async lock); another
     /// process racing for the same messages is refused by the store and re-planned around.
     pub async fn compact(&self, session: SessionId) -> Result<Outcome> {
+        let span = tracing::info_span!("compact", %session);
+        let outcome = self.compact_in_span(session).instrument(span.clone()).await;
+        span.in_scope(|| match &outcome {
+            Ok(outcome) => tracing::info!(?outcome, "compaction finished"),
+            Err(error) => tracing::warn!(%error, "compaction failed"),
+        });
+        outcome
+    }
+
+    async fn compact_in_span(&self, session: SessionId) -> Result<Outcome> {
         let lock = self.session_lock(session);
         let _guard = lock.lock().await;
         let config = self.inner.config.clone();

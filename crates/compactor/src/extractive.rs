@@ -43,6 +43,12 @@ const DECISION_MARKERS: &[&str] = &[
     "always ",
     "never ",
 ];
+/// Markers of a decision actually taken; the other markers only suggest one. Strong ones are
+/// listed first, so a long run of "instead of" sentences cannot crowd out "we decided".
+const STRONG_DECISION_MARKERS: &[&str] =
+    &["decided", "decision", "agreed", "settled on", "chose", "going with", "prefer", "always ", "never "];
+/// How many decision candidates are gathered before the strongest are kept.
+const DECISION_CANDIDATES: usize = 64;
 const PITFALL_MARKERS: &[&str] = &[
     "error",
     "failed",
@@ -68,6 +74,9 @@ const PITFALL_MARKERS: &[&str] = &[
     "mistake",
     "wrong",
 ];
+/// Reports of success that merely mention a pitfall word.
+const NOT_PITFALLS: &[&str] =
+    &[" 0 failed", "0 errors", "no errors", "without error", "instead of panicking"];
 const FILE_EXTENSIONS: &[&str] = &[
     "rs",
     "toml",
@@ -315,6 +324,26 @@ fn sentences(text: &str) -> impl Iterator<Item = &str> {
     })
 }
 
+/// True for a line of source code rather than prose: code says nothing a summary should quote
+/// as a decision or a pitfall (an `Error` type in a signature is not an error that happened).
+fn looks_like_code(sentence: &str) -> bool {
+    let trimmed = sentence.trim();
+    const STARTS: &[&str] = &[
+        "use ", "pub ", "fn ", "let ", "impl ", "struct ", "enum ", "mod ", "#[", "//", "return ", "if ",
+        "} ",
+    ];
+    const CONTAINS: &[&str] = &["::", "->", "=>", "();", "{", "}", "&mut ", "<String", "Result<"];
+    STARTS.iter().any(|start| trimmed.starts_with(start))
+        || CONTAINS.iter().any(|part| trimmed.contains(part))
+        || trimmed.ends_with(';')
+}
+
+/// Keeps the [`MAX_DECISIONS`] strongest candidates, strong markers first, each group in order.
+fn keep_strongest_decisions(decisions: &mut Vec<String>) {
+    decisions.sort_by_key(|line| !contains_any(&line.to_lowercase(), STRONG_DECISION_MARKERS));
+    decisions.truncate(MAX_DECISIONS);
+}
+
 fn contains_any(haystack: &str, needles: &[&str]) -> bool {
     needles.iter().any(|needle| haystack.contains(needle))
 }
@@ -376,23 +405,42 @@ fn is_path(word: &str) -> bool {
     }
 }
 
-/// Numbers worth keeping, with the word before them: `port 8080`, `v1.2.3`, `timeout 30s`.
+/// Numbers worth keeping, with the words before them: `port 8080`, `pool size of 48`,
+/// `version 1.4.2`, `at 02:14`. A number is a word that starts with a digit (or `v` and a
+/// digit), so type names like `u64` are not numbers.
 fn collect_numbers(text: &str, numbers: &mut Vec<String>, seen: &mut HashSet<String>) {
-    let mut previous: Option<&str> = None;
-    for raw in text.split_whitespace() {
-        let word = trim_token(raw);
+    const LINKS: &[&str] = &["of", "to", "is", "at", "from", "by", "=", "was", "in", "on"];
+    let words: Vec<&str> = text.split_whitespace().map(trim_token).collect();
+    for (i, &word) in words.iter().enumerate() {
+        let mut chars = word.chars();
+        let starts_numeric = match chars.next() {
+            Some(c) if c.is_ascii_digit() => true,
+            Some('v' | 'V') => chars.next().is_some_and(|c| c.is_ascii_digit()),
+            _ => false,
+        };
         let digits = word.chars().filter(char::is_ascii_digit).count();
-        let interesting = digits >= 2 && !is_path(word) && word.chars().count() <= 24;
-        if interesting {
-            let item = match previous {
-                Some(prev) if prev.chars().any(char::is_alphabetic) && prev.len() <= 20 => {
-                    format!("{prev} {word}")
-                }
-                _ => word.to_owned(),
-            };
-            push_unique(numbers, seen, item, MAX_NUMBERS);
+        if !starts_numeric
+            || digits == 0
+            || (digits == 1 && word.len() == 1)
+            || word.chars().count() > 24
+            || is_path(word)
+        {
+            continue;
         }
-        previous = Some(word);
+        let label =
+            |j: usize| words.get(j).copied().filter(|w| w.chars().any(char::is_alphabetic) && w.len() <= 20);
+        let mut item = match (i.checked_sub(2).and_then(label), i.checked_sub(1).and_then(label)) {
+            (Some(before), Some(link)) if LINKS.contains(&link.to_ascii_lowercase().as_str()) => {
+                format!("{before} {link} {word}")
+            }
+            (_, Some(previous)) => format!("{previous} {word}"),
+            _ => word.to_owned(),
+        };
+        // A unit after the number says what it counts: `99 lines`, `45 seconds`, `6 replicas`.
+        if let Some(unit) = label(i + 1).filter(|w| w.len() <= 12 && !LINKS.contains(w)) {
+            item = format!("{item} {unit}");
+        }
+        push_unique(numbers, seen, item, MAX_NUMBERS);
         if numbers.len() >= MAX_NUMBERS {
             return;
         }
@@ -414,8 +462,12 @@ impl Collector {
     fn text(&mut self, text: &str, role: &str) {
         let s = &mut self.sections;
         for sentence in sentences(text) {
-            if s.decisions.len() >= MAX_DECISIONS && s.pitfalls.len() >= MAX_PITFALLS {
+            if s.decisions.len() >= DECISION_CANDIDATES && s.pitfalls.len() >= MAX_PITFALLS {
                 break;
+            }
+            // Rendered tool calls (`[calls read_file: path=src/error.rs]`) are not prose.
+            if looks_like_code(sentence) || sentence.starts_with("[calls") {
+                continue;
             }
             let lower = sentence.to_lowercase();
             // Tool output is data: its errors are pitfalls, but it makes no decisions.
@@ -424,9 +476,9 @@ impl Collector {
                     &mut s.decisions,
                     &mut self.seen_decisions,
                     one_line(sentence, LINE_CHARS),
-                    MAX_DECISIONS,
+                    DECISION_CANDIDATES,
                 );
-            } else if contains_any(&lower, PITFALL_MARKERS) {
+            } else if contains_any(&lower, PITFALL_MARKERS) && !contains_any(&lower, NOT_PITFALLS) {
                 push_unique(
                     &mut s.pitfalls,
                     &mut self.seen_pitfalls,
@@ -435,13 +487,20 @@ impl Collector {
                 );
             }
         }
-        for raw in text.split_whitespace() {
+        // `read_file(path=src/a.rs)` and `{"path":"src/a.rs"}` name the path too.
+        for raw in text.split(|c: char| c.is_whitespace() || matches!(c, '=' | '"' | '(' | ',')) {
             let word = trim_token(raw);
             if is_path(word) {
                 push_unique(&mut s.files, &mut self.seen_files, word.to_owned(), MAX_FILES);
             }
         }
-        collect_numbers(text, &mut s.numbers, &mut self.seen_numbers);
+        // Numbers worth remembering are the ones people state; tool output and code are full
+        // of counters, line numbers and type names.
+        if role != "tool" {
+            for sentence in sentences(text).filter(|sentence| !looks_like_code(sentence)) {
+                collect_numbers(sentence, &mut s.numbers, &mut self.seen_numbers);
+            }
+        }
     }
 
     fn tool(&mut self, name: &str) {
@@ -525,6 +584,7 @@ fn extract_messages(items: &[SourceItem]) -> Sections {
         headline.push_str(&format!("; tools used: {}", shown.join(", ")));
     }
     headline.push('.');
+    keep_strongest_decisions(&mut sections.decisions);
     sections.fallback = headline.clone();
     sections.headline = headline;
     sections
@@ -555,7 +615,12 @@ fn extract_summaries(items: &[SourceItem]) -> Sections {
         timeline.push(format!("{} {}", clock(item.time), one_line(headline, LINE_CHARS)));
         let s = &mut collector.sections;
         for line in section_items(body, "Decisions") {
-            push_unique(&mut s.decisions, &mut collector.seen_decisions, line.to_owned(), MAX_DECISIONS);
+            push_unique(
+                &mut s.decisions,
+                &mut collector.seen_decisions,
+                line.to_owned(),
+                DECISION_CANDIDATES,
+            );
         }
         for line in section_items(body, "Pitfalls") {
             push_unique(&mut s.pitfalls, &mut collector.seen_pitfalls, line.to_owned(), MAX_PITFALLS);
@@ -598,6 +663,7 @@ fn extract_summaries(items: &[SourceItem]) -> Sections {
     };
     sections.fallback = sections.headline.clone();
     sections.timeline = timeline;
+    keep_strongest_decisions(&mut sections.decisions);
     sections
 }
 
@@ -712,6 +778,32 @@ mod tests {
         assert!(merged.body.contains("Timeline:\n- 03-01 10:00 User asked"), "{}", merged.body);
         assert!(merged.body.contains("scripts/migrate.sh"), "{}", merged.body);
         assert!(merged.body.contains("Pitfalls:"), "{}", merged.body);
+    }
+
+    #[test]
+    fn code_is_not_prose_and_strong_decisions_come_first() {
+        let mut items = vec![item(
+            "tool",
+            0,
+            "use crate::error::Error;\npub fn load(input: &Request) -> Result<Response, Error> {\n}\ntest result: ok. 12 passed; 0 failed",
+            Some("read_file"),
+        )];
+        for minute in 1..12 {
+            items.push(item("assistant", minute, "It returns a typed error instead of panicking now.", None));
+        }
+        items.push(item(
+            "user",
+            20,
+            "We decided to keep Postgres 16. The pool size is 48 connections.",
+            None,
+        ));
+        let summary =
+            ExtractiveSummarizer::default().summarize_sync(&request(items, SourceKind::Messages, 400));
+        let decisions = section_items(&summary.body, "Decisions");
+        assert_eq!(decisions.first(), Some(&"We decided to keep Postgres 16."), "{}", summary.body);
+        assert!(section_items(&summary.body, "Pitfalls").is_empty(), "{}", summary.body);
+        let numbers = section_items(&summary.body, "Numbers").join(", ");
+        assert!(numbers.contains("48 connections") && !numbers.contains("u64"), "{numbers}");
     }
 
     #[test]

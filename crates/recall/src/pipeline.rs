@@ -84,6 +84,7 @@ pub fn embed_backlog_with(
         items.sort_by_key(|item| item.text.len());
         for batch in items.chunks(config.embed_batch_size.max(1)) {
             let texts: Vec<&str> = batch.iter().map(|item| item.text.as_str()).collect();
+            let _span = tracing::debug_span!("embed_batch", texts = texts.len()).entered();
             let vectors = embedder.embed(&texts)?;
             let pairs: Vec<_> = batch.iter().cloned().zip(vectors).collect();
             let written = store.put_embeddings(&pairs)? as u64;
