@@ -139,6 +139,17 @@ fn recall(c: &mut Criterion) {
 
     let mut group = c.benchmark_group("memory_grep");
     group.sample_size(30);
+    // Baseline: the bare FTS5 query for the common word, best 10 by bm25, with no persona
+    // filter, snippets, JSON or fencing: what SQLite alone needs.
+    let raw = rusqlite::Connection::open(store.path()).unwrap();
+    group.bench_function("baseline_bare_fts5_common_word", |b| {
+        b.iter(|| {
+            let mut stmt = raw
+                .prepare_cached("SELECT rowid FROM messages_fts WHERE messages_fts MATCH '\"deploy\"' ORDER BY rank LIMIT 10")
+                .unwrap();
+            stmt.query_map([], |row| row.get::<_, i64>(0)).unwrap().count()
+        })
+    });
     for (name, query) in
         [("rare_phrase", "\"rollback config\""), ("two_words", "postgres latency"), ("common_word", "deploy")]
     {
@@ -150,6 +161,13 @@ fn recall(c: &mut Criterion) {
 
     let mut group = c.benchmark_group("memory_search");
     group.sample_size(20);
+    // Baselines: the two costs a search cannot avoid, measured alone.
+    let question = "why did the billing migration fail in staging?";
+    group.bench_function("baseline_query_embedding", |b| b.iter(|| embedder.embed_one(question).unwrap()));
+    let vector = embedder.embed_one(question).unwrap();
+    group.bench_function("baseline_vector_knn_50", |b| {
+        b.iter(|| store.nearest(strata_store::HitKind::Message, "p", &vector, 50).unwrap())
+    });
     for (name, query) in
         [("question", "why did the billing migration fail in staging?"), ("short", "refund queue")]
     {

@@ -183,6 +183,23 @@ mod tests {
     }
 
     #[test]
+    fn example_file_names_every_setting() {
+        let example: toml::Table = toml::from_str(EXAMPLE).unwrap();
+        let defaults = toml::Table::try_from(Config::default()).unwrap();
+        let (mut in_example, mut in_defaults) = (Vec::new(), Vec::new());
+        collect_paths(&example, &mut Vec::new(), &mut in_example);
+        collect_paths(&defaults, &mut Vec::new(), &mut in_defaults);
+        // Settings without a default (None) are absent from both; they are commented in the
+        // example and reachable from the environment through OPTIONAL_KEYS.
+        for path in in_defaults {
+            assert!(in_example.contains(&path), "strata.example.toml lacks {}", path.join("."));
+        }
+        for optional in OPTIONAL_KEYS {
+            assert!(EXAMPLE.contains(&format!("# {} = ", optional[optional.len() - 1])), "{optional:?}");
+        }
+    }
+
+    #[test]
     fn file_then_env_override_the_defaults() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("strata.toml");
