@@ -14,6 +14,10 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 use strata_store::{NewMessage, Role};
 
+/// Characters of content per message on average, for sizing a transcript by message count:
+/// `min_chars = messages * CHARS_PER_MESSAGE` gives about 160 o200k tokens per message.
+pub const CHARS_PER_MESSAGE: usize = 656;
+
 /// What to generate.
 #[derive(Clone, Debug)]
 pub struct TranscriptSpec {
@@ -179,6 +183,33 @@ const REQUESTS: [&str; 6] = [
     "Let's {verb} the {noun} in the {comp} service today.",
     "I'd like you to {verb} the {comp} {noun}; keep the diff small.",
 ];
+
+impl Transcript {
+    /// The messages as JSON Lines in the format `strata ingest` reads (role, content,
+    /// timestamp, tool_calls, tool_call_id, name).
+    pub fn to_jsonl(&self) -> String {
+        let mut text = String::new();
+        for message in &self.messages {
+            let mut line = json!({
+                "role": message.role,
+                "content": message.content,
+                "timestamp": message.created_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            });
+            if let Some(calls) = &message.tool_calls {
+                line["tool_calls"] = calls.clone();
+            }
+            if let Some(id) = &message.tool_call_id {
+                line["tool_call_id"] = json!(id);
+            }
+            if let Some(name) = &message.name {
+                line["name"] = json!(name);
+            }
+            text.push_str(&line.to_string());
+            text.push('\n');
+        }
+        text
+    }
+}
 
 /// Generates a transcript.
 pub fn generate(spec: &TranscriptSpec) -> Transcript {

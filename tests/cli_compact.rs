@@ -6,31 +6,8 @@ use crate::util::Strata;
 
 /// A generated week of pair programming as JSON Lines (about `messages` messages).
 fn transcript_jsonl(messages: usize) -> String {
-    let transcript = synth::generate(&TranscriptSpec {
-        min_messages: messages,
-        min_chars: 0,
-        ..TranscriptSpec::default()
-    });
-    let mut text = String::new();
-    for message in &transcript.messages {
-        let mut line = serde_json::json!({
-            "role": message.role.as_str(),
-            "content": message.content,
-            "timestamp": message.created_at.to_rfc3339(),
-        });
-        if let Some(calls) = &message.tool_calls {
-            line["tool_calls"] = calls.clone();
-        }
-        if let Some(id) = &message.tool_call_id {
-            line["tool_call_id"] = id.clone().into();
-        }
-        if let Some(name) = &message.name {
-            line["name"] = name.clone().into();
-        }
-        text.push_str(&line.to_string());
-        text.push('\n');
-    }
-    text
+    synth::generate(&TranscriptSpec { min_messages: messages, min_chars: 0, ..TranscriptSpec::default() })
+        .to_jsonl()
 }
 
 fn ingested(messages: usize) -> Strata {
@@ -141,4 +118,38 @@ fn the_openai_summarizer_reports_a_server_that_is_down() {
         .success();
     assert!(out.contains("summarizer down (1 consecutive failures)"), "{out}");
     assert_eq!(strata.run(&["stats", "--json"]).json()["compacted_messages"], 0);
+}
+
+/// The compactor issue's acceptance run, from the command line: a synthetic transcript of more
+/// than 200,000 tokens, compacted with the extractive summarizer, gives a context inside a 32k
+/// window with levels 0 and 1 present and every message reachable through the tree.
+#[test]
+fn synth_ingest_compact_context_fits_a_32k_window() {
+    let strata = Strata::new();
+    let file = strata.dir().join("week.jsonl");
+    strata.run(&["synth", "--messages", "1300", "--out", file.to_str().unwrap()]).success();
+    let ingested = strata.run(&["ingest", file.to_str().unwrap(), "--session", "week", "--json"]).json();
+    let tokens = ingested["tokens"].as_u64().unwrap();
+    assert!(tokens > 200_000, "{tokens}");
+
+    let compacted = strata.run(&["compact", "--session", "week", "--json"]).json();
+    let levels = compacted["nodes_per_level"].as_array().unwrap();
+    assert!(levels.len() >= 2 && levels[1].as_u64().unwrap() > 0, "levels 0 and 1: {compacted}");
+
+    let context = strata.run(&["context", "--session", "week", "--json"]).json();
+    let total = context["tokens"]["total"].as_u64().unwrap();
+    assert_eq!(context["tokens"]["budget"], 28_000, "a 32k window less the 4k reserve");
+    assert!(total <= 28_000, "{total}");
+    assert!(total * 10 < tokens, "the context is a small fraction of the conversation: {total} of {tokens}");
+
+    // Every message is reachable: uncompacted, or covered by a Level-0 node of the tree.
+    let tree = strata.run(&["tree", "--session", "week", "--json"]).json();
+    let nodes = tree["nodes"].as_array().unwrap();
+    let stats = strata.run(&["stats", "--json"]).json();
+    let covered: u64 = nodes
+        .iter()
+        .filter(|n| n["level"] == 0)
+        .map(|n| n["last_seq"].as_u64().unwrap() - n["first_seq"].as_u64().unwrap() + 1)
+        .sum();
+    assert_eq!(covered, stats["compacted_messages"].as_u64().unwrap());
 }

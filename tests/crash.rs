@@ -12,23 +12,7 @@ use crate::util::Strata;
 fn transcript_file(strata: &Strata, messages: usize) -> (std::path::PathBuf, usize) {
     let transcript =
         generate(&TranscriptSpec { min_messages: messages, min_chars: 0, ..TranscriptSpec::default() });
-    let mut text = String::new();
-    for message in &transcript.messages {
-        let mut line = serde_json::json!({
-            "role": message.role,
-            "content": message.content,
-            "timestamp": message.created_at.to_rfc3339(),
-        });
-        if let Some(calls) = &message.tool_calls {
-            line["tool_calls"] = calls.clone();
-        }
-        if let Some(id) = &message.tool_call_id {
-            line["tool_call_id"] = id.clone().into();
-        }
-        text.push_str(&line.to_string());
-        text.push('\n');
-    }
-    (strata.file("week.jsonl", &text), transcript.messages.len())
+    (strata.file("week.jsonl", &transcript.to_jsonl()), transcript.messages.len())
 }
 
 /// Polls (no fixed sleeps) until `ready` holds or the child exits; then kills it with SIGKILL.

@@ -76,7 +76,7 @@ pub fn run(
     let transcript = synth::generate(&TranscriptSpec {
         seed: args.seed,
         min_messages: args.messages,
-        min_chars: args.messages * 656,
+        min_chars: args.messages * synth::CHARS_PER_MESSAGE,
         ..TranscriptSpec::default()
     });
     let counter = engine.compactor().counter().clone();

@@ -46,6 +46,18 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Print the effective configuration (defaults, file, environment) as TOML.
     Config,
+    /// Write the demo's generated conversation as JSON Lines, ready for `strata ingest`.
+    Synth {
+        /// Seed of the generated conversation.
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+        /// At least this many messages (about 160 tokens each).
+        #[arg(long, default_value_t = 1_600)]
+        messages: usize,
+        /// The file to write (standard output when absent).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Write MEMORY.md, HISTORY.md and an index of the summary forest for a persona.
     Export {
         /// The persona to export.
@@ -114,6 +126,19 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     match &cli.command {
         Command::Demo(args) => demo::run(&cli.db, config(&cli)?, args, &mut out)?,
         Command::Config => write!(out, "{}", config(&cli)?.to_toml())?,
+        Command::Synth { seed, messages, out: file } => {
+            let transcript = strata::synth::generate(&strata::synth::TranscriptSpec {
+                seed: *seed,
+                min_messages: *messages,
+                min_chars: messages * strata::synth::CHARS_PER_MESSAGE,
+                ..Default::default()
+            });
+            match file {
+                Some(path) => std::fs::write(path, transcript.to_jsonl())
+                    .with_context(|| format!("cannot write {}", path.display()))?,
+                None => out.write_all(transcript.to_jsonl().as_bytes())?,
+            }
+        }
         Command::Export { persona, out: dir } => {
             let report = strata::export::export_persona(&open(&cli)?, persona, dir)?;
             if cli.json {

@@ -77,23 +77,7 @@ pub fn hits_by_ids(conn: &Connection, persona: &str, kind: HitKind, ids: &[i64])
         HitKind::Memory => MEMORY_HITS,
     };
     let ids = serde_json::to_string(ids).expect("integers serialize");
-    query_all(conn, sql, params![ids, persona], |row| {
-        let category: Option<String> = row.get(6)?;
-        Ok(TextHit {
-            kind,
-            id: row.get(0)?,
-            session_id: row.get(1)?,
-            session: row.get(2)?,
-            seq: row.get(3)?,
-            role: row.get(4)?,
-            level: row.get(5)?,
-            category: category.and_then(|c| c.parse().ok()),
-            key: row.get(7)?,
-            timestamp: from_unix(row.get(8)?),
-            snippet: row.get(9)?,
-            rank: 0.0,
-        })
-    })
+    query_all(conn, sql, params![ids, persona], |row| TextHit::from_row(kind, row, None))
 }
 
 /// The sessions of a persona with their message counts, oldest first.

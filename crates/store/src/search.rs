@@ -190,6 +190,36 @@ pub struct TextHit {
     pub rank: f64,
 }
 
+impl TextHit {
+    /// A hit from a row of the shape every search query selects: id, session id, session key,
+    /// seq, role, level, category, key, time, snippet, and the rank at `rank_column` (zero
+    /// when the query has none).
+    pub(crate) fn from_row(
+        kind: HitKind,
+        row: &rusqlite::Row<'_>,
+        rank_column: Option<usize>,
+    ) -> rusqlite::Result<TextHit> {
+        let category: Option<String> = row.get(6)?;
+        Ok(TextHit {
+            kind,
+            id: row.get(0)?,
+            session_id: row.get(1)?,
+            session: row.get(2)?,
+            seq: row.get(3)?,
+            role: row.get(4)?,
+            level: row.get(5)?,
+            category: category.and_then(|c| c.parse().ok()),
+            key: row.get(7)?,
+            timestamp: from_unix(row.get(8)?),
+            snippet: row.get(9)?,
+            rank: match rank_column {
+                Some(column) => row.get(column)?,
+                None => 0.0,
+            },
+        })
+    }
+}
+
 struct KindSql {
     fts: &'static str,
     select: &'static str,
@@ -299,23 +329,7 @@ fn grep_kind(
         time = sql.time,
     );
     let mut stmt = conn.prepare_cached(&statement)?;
-    let rows = stmt.query_map(params_from_iter(values), |row| {
-        let category: Option<String> = row.get(6)?;
-        Ok(TextHit {
-            kind,
-            id: row.get(0)?,
-            session_id: row.get(1)?,
-            session: row.get(2)?,
-            seq: row.get(3)?,
-            role: row.get(4)?,
-            level: row.get(5)?,
-            category: category.and_then(|c| c.parse().ok()),
-            key: row.get(7)?,
-            timestamp: from_unix(row.get(8)?),
-            snippet: row.get(9)?,
-            rank: row.get(10)?,
-        })
-    })?;
+    let rows = stmt.query_map(params_from_iter(values), |row| TextHit::from_row(kind, row, Some(10)))?;
     for hit in rows {
         hits.push(hit?);
     }
