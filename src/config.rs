@@ -9,6 +9,9 @@ use strata_recall::RecallConfig;
 
 use crate::error::{Error, Result};
 
+/// The longest memory time-to-live, about 1,000 years: longer ones are "never".
+const MAX_TTL_DAYS: u32 = 365_000;
+
 /// The commented example file; its values are the defaults.
 pub const EXAMPLE: &str = include_str!("../strata.example.toml");
 
@@ -94,9 +97,49 @@ impl Config {
         Ok(config)
     }
 
+    /// The compactor's settings with what other sections decide: user preferences expire for
+    /// the injection exactly when they expire for the tools (`[recall.memory_ttls]`).
+    pub fn compactor(&self) -> strata_compactor::CompactorConfig {
+        let mut compactor = self.compactor.clone();
+        compactor.preferences_max_age = match self.recall.memory_ttls.user_preferences {
+            strata_recall::Ttl::Never => None,
+            strata_recall::Ttl::Days(days) => chrono::TimeDelta::try_days(i64::from(days)),
+        };
+        compactor
+    }
+
     /// Checks the rules between settings.
     pub fn validate(&self) -> Result<()> {
         self.compactor.validate().map_err(|e| Error::Config(e.to_string()))?;
+        let recall = &self.recall;
+        let invalid = |key: &str, rule: &str| Err(Error::Config(format!("recall.{key} {rule}")));
+        if !(recall.rrf_k.is_finite() && recall.rrf_k > 0.0) {
+            return invalid("rrf_k", "must be a positive number");
+        }
+        for (key, value) in [
+            ("min_similarity", recall.min_similarity),
+            ("near_duplicate_similarity", recall.near_duplicate_similarity),
+            ("near_duplicate_meaning", recall.near_duplicate_meaning),
+        ] {
+            if !(-1.0..=1.0).contains(&value) {
+                return invalid(key, "must be a cosine similarity between -1 and 1");
+            }
+        }
+        if recall.default_limit == 0 || recall.max_limit == 0 || recall.embed_batch_size == 0 {
+            return invalid("default_limit, max_limit and embed_batch_size", "must be at least 1");
+        }
+        for (category, ttl) in [
+            ("user_preferences", recall.memory_ttls.user_preferences),
+            ("progress", recall.memory_ttls.progress),
+            ("memo", recall.memory_ttls.memo),
+        ] {
+            if matches!(ttl, strata_recall::Ttl::Days(days) if days > MAX_TTL_DAYS) {
+                return invalid(
+                    &format!("memory_ttls.{category}"),
+                    &format!("is at most {MAX_TTL_DAYS} days (or \"never\")"),
+                );
+            }
+        }
         Ok(())
     }
 
@@ -227,6 +270,15 @@ mod tests {
         let err =
             Config::load(None, [("STRATA_COMPACTOR_RESERVE_TOKENS".into(), "99999".into())]).unwrap_err();
         assert!(err.to_string().contains("reserve_tokens"), "{err}");
+        for (key, value) in [
+            ("STRATA_RECALL_RRF_K", "nan"),
+            ("STRATA_RECALL_MIN_SIMILARITY", "7.0"),
+            ("STRATA_RECALL_MEMORY_TTLS_USER_PREFERENCES", "4000000000"),
+        ] {
+            let err = Config::load(None, [(key.into(), value.into())]).unwrap_err().to_string();
+            let setting = key.trim_start_matches("STRATA_RECALL_").to_ascii_lowercase();
+            assert!(err.contains(&setting.replace("memory_ttls_", "memory_ttls.")), "{key}: {err}");
+        }
         let err = Config::load(None, [("STRATA_COMPACTOR_TAIL_TURNS".into(), "many".into())]).unwrap_err();
         assert!(err.to_string().contains("[compactor] tail_turns = \"many\""), "{err}");
     }

@@ -1,7 +1,7 @@
 //! The `Engine`: one database, one compactor, the recall tools, wired together.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use chrono::Utc;
@@ -35,7 +35,9 @@ struct Inner {
     /// Loaded on first use: opening an engine stays fast, and a machine without the model
     /// still gets everything but semantic search.
     embedder: OnceLock<EmbedderState>,
-    worker: Mutex<Option<EmbedWorker>>,
+    /// Started at most once; a lock-free cell, so `append` never waits on a caller blocked in
+    /// `wait_embedded`.
+    worker: OnceLock<EmbedWorker>,
 }
 
 /// The context to send to the model, and what compaction did to get there.
@@ -81,14 +83,14 @@ impl Engine {
     ) -> Result<Engine> {
         config.validate()?;
         let store = Store::open(path)?;
-        let compactor = Compactor::new(store.clone(), config.compactor.clone(), summarizer)?;
+        let compactor = Compactor::new(store.clone(), config.compactor(), summarizer)?;
         Ok(Engine {
             inner: Arc::new(Inner {
                 store,
                 config,
                 compactor,
                 embedder: OnceLock::new(),
-                worker: Mutex::new(None),
+                worker: OnceLock::new(),
             }),
         })
     }
@@ -129,23 +131,21 @@ impl Engine {
     /// it, `strata embed` (or [`strata_recall::embed_backlog`]) catches up on demand.
     pub fn start_embedding(&self) -> Result<()> {
         let embedder = self.embedder().get().map_err(Error::Recall)?.clone();
-        let mut worker = self.inner.worker.lock().unwrap_or_else(PoisonError::into_inner);
-        if worker.is_none() {
-            *worker = Some(EmbedWorker::spawn(
+        self.inner.worker.get_or_init(|| {
+            EmbedWorker::spawn(
                 self.inner.store.clone(),
                 embedder,
                 self.inner.config.recall.clone(),
                 Duration::from_secs(5),
-            ));
-        }
+            )
+        });
         Ok(())
     }
 
     /// Waits until the background worker (if running) has embedded everything appended so
     /// far; false on timeout.
     pub fn wait_embedded(&self, timeout: Duration) -> bool {
-        let worker = self.inner.worker.lock().unwrap_or_else(PoisonError::into_inner);
-        match worker.as_ref() {
+        match self.inner.worker.get() {
             Some(worker) => {
                 worker.notify();
                 worker.wait_idle(timeout)
@@ -155,7 +155,7 @@ impl Engine {
     }
 
     fn notify_worker(&self) {
-        if let Some(worker) = self.inner.worker.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
+        if let Some(worker) = self.inner.worker.get() {
             worker.notify();
         }
     }

@@ -153,3 +153,58 @@ fn synth_ingest_compact_context_fits_a_32k_window() {
         .sum();
     assert_eq!(covered, stats["compacted_messages"].as_u64().unwrap());
 }
+
+/// Regression: a tool call whose result was never stored (the process died in between) must
+/// not reach the provider unanswered, which would fail every later request.
+#[test]
+fn a_tool_call_without_a_stored_result_is_answered_in_the_context() {
+    let strata = Strata::new();
+    let lines = [
+        serde_json::json!({"role": "user", "content": "check both files"}),
+        serde_json::json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}},
+            {"id": "c2", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}]}),
+        serde_json::json!({"role": "tool", "content": "first file", "tool_call_id": "c1"}),
+        serde_json::json!({"role": "assistant", "content": "ok", "tool_calls": []}),
+        serde_json::json!({"role": "user", "content": "and now?"}),
+    ];
+    let text: String = lines.iter().map(|l| l.to_string() + "\n").collect();
+    let file = strata.file("crashed.jsonl", &text);
+    strata.run(&["ingest", file.to_str().unwrap(), "--session", "s"]).success();
+    let context = strata.run(&["context", "--session", "s", "--json"]).json();
+    let messages = context["messages"].as_array().unwrap();
+    let roles: Vec<&str> = messages.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["user", "assistant", "tool", "tool", "assistant", "user"], "{messages:?}");
+    assert_eq!(messages[2]["tool_call_id"], "c1");
+    assert_eq!(messages[3]["tool_call_id"], "c2");
+    assert!(messages[3]["content"].as_str().unwrap().contains("no result was stored"));
+    assert!(messages[4].get("tool_calls").is_none(), "an empty tool_calls array is not replayed");
+    // The stored conversation is untouched.
+    assert_eq!(strata.run(&["stats", "--json"]).json()["messages"], 5);
+}
+
+/// Regression: an expired user preference (older than `[recall.memory_ttls]`) was invisible to
+/// the tools but still injected into every request.
+#[test]
+fn expired_preferences_are_not_injected() {
+    let strata = Strata::new();
+    let file = strata.file("chat.jsonl", "{\"role\":\"user\",\"content\":\"hello\"}\n");
+    strata.run(&["ingest", file.to_str().unwrap(), "--session", "s", "--persona", "p"]).success();
+    for (key, text) in [("editor", "use vim"), ("shell", "use fish")] {
+        strata.run(&["memory", "set", "user_preferences", key, text, "--persona", "p"]).success();
+    }
+    let conn = rusqlite::Connection::open(strata.db()).unwrap();
+    conn.execute("UPDATE agent_memories SET updated_at = updated_at - 200 * 86400 WHERE key = 'editor'", [])
+        .unwrap();
+    let context = strata.run(&["context", "--session", "s", "--json"]).json();
+    let request =
+        context["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_owned();
+    assert!(request.contains("use fish") && !request.contains("use vim"), "{request}");
+    let never = strata
+        .command()
+        .args(["context", "--session", "s", "--json"])
+        .env("STRATA_RECALL_MEMORY_TTLS_USER_PREFERENCES", "\"never\"")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&never.stdout).contains("use vim"), "with no expiry it is injected");
+}

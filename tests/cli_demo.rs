@@ -7,10 +7,10 @@ fn demo_compacts_and_recalls_planted_facts() {
     let strata = Strata::new();
     let out = strata.run(&["demo", "--messages", "260"]).success();
     for expected in [
-        "[1/5] stored",
-        "[2/5] compacted (extractive summarizer)",
-        "[3/5] embedded",
-        "[4/5] assembled the context",
+        "[1/4] stored",
+        "[2/4] compacted (extractive summarizer)",
+        "[3/4] embedded",
+        "[4/4] assembled the context",
         "bug        in the context verbatim? no",
         "▸ memory_grep",
         "▸ memory_search",

@@ -61,7 +61,7 @@ pub struct ContextArgs {
 
 /// The compactor settings of the loaded configuration, with `--window` applied.
 fn compactor_config(args: &CompactorArgs, config: &Config) -> anyhow::Result<CompactorConfig> {
-    let mut config = config.compactor.clone();
+    let mut config = config.compactor();
     if let Some(window) = args.window {
         config.context_window_tokens = window;
         // Keep the reserve and the scaffold proportionate in a small window.

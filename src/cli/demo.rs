@@ -95,7 +95,7 @@ pub fn run(
     let (first, last) =
         (&transcript.messages[0].created_at, &transcript.messages[transcript.messages.len() - 1].created_at);
     steps.done(
-        "1/5",
+        "1/4",
         format!(
             "stored {} messages, {} tokens ({}), {} to {}",
             transcript.messages.len(),
@@ -137,7 +137,7 @@ pub fn run(
     let levels: Vec<String> =
         stats.nodes_per_level.iter().enumerate().map(|(level, n)| format!("{n} at level {level}")).collect();
     steps.done(
-        "2/5",
+        "2/4",
         format!(
             "compacted (extractive summarizer): {} of {} messages folded into {}",
             stats.compacted_messages,
@@ -171,7 +171,7 @@ pub fn run(
         )?;
         progress.finish_and_clear();
         steps.done(
-            "3/5",
+            "3/4",
             format!("embedded {embedded} messages, summaries and memories with all-MiniLM-L6-v2, locally"),
         )?;
     }
@@ -182,7 +182,7 @@ pub fn run(
     let prepared = runtime.block_on(session.prepare_context())?;
     let context = &prepared.context;
     steps.done(
-        "4/5",
+        "4/4",
         format!("assembled the context for the next call: {} messages", context.messages.len()),
     )?;
     let out = steps.out;

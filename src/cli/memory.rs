@@ -69,7 +69,13 @@ fn print_memory(out: &mut impl Write, memory: &Memory) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn run(store: &Store, command: &MemoryCommand, json: bool, out: &mut impl Write) -> anyhow::Result<()> {
+pub fn run(
+    store: &Store,
+    recall: &strata_recall::RecallConfig,
+    command: &MemoryCommand,
+    json: bool,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
     match command {
         MemoryCommand::Set { category, key, content, title, persona } => {
             let key = key_of(key)?;
@@ -115,8 +121,7 @@ pub fn run(store: &Store, command: &MemoryCommand, json: bool, out: &mut impl Wr
             }
             writeln!(out, "deleted {category} {key}")?;
         }
-        // Dispatched in `cli::run` with the configured time-to-lives; the defaults apply here.
-        MemoryCommand::Purge => crate::cli::recall::purge(store, &Default::default(), json, out)?,
+        MemoryCommand::Purge => crate::cli::recall::purge(store, recall, json, out)?,
     }
     Ok(())
 }

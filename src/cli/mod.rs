@@ -204,10 +204,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Embed(args) => recall::embed(&open(&cli)?, &config(&cli)?.recall, args, cli.json, &mut out)?,
         Command::Chat(args) => chat::run(&cli, args, &mut out)?,
         Command::Mcp(_) => {} // served above, before standard output was locked
-        Command::Memory(memory::MemoryCommand::Purge) => {
-            recall::purge(&open(&cli)?, &config(&cli)?.recall, cli.json, &mut out)?
+        Command::Memory(command) => {
+            memory::run(&open(&cli)?, &config(&cli)?.recall, command, cli.json, &mut out)?
         }
-        Command::Memory(command) => memory::run(&open(&cli)?, command, cli.json, &mut out)?,
         Command::Compact(args) => compact::compact(open(&cli)?, args, &config(&cli)?, cli.json, &mut out)?,
         Command::Context(args) => compact::context(open(&cli)?, args, &config(&cli)?, cli.json, &mut out)?,
         Command::Tree(args) => compact::tree(open(&cli)?, args, cli.json, &mut out)?,

@@ -152,6 +152,44 @@ fn wire(message: &Message, content: &str) -> Value {
     value
 }
 
+/// What a tool call whose result was never stored is answered with in the context.
+pub(crate) const MISSING_RESULT: &str =
+    "[no result was stored for this tool call: the process stopped before it finished]";
+
+/// The messages with every tool call answered. A call whose result was never stored (the
+/// process died between storing the call and its result) gets a placeholder result right
+/// after the results that do exist: providers reject a request holding an unanswered call,
+/// and the stored conversation itself is never rewritten.
+fn answer_every_call(messages: &[Message]) -> Vec<Message> {
+    let mut out = Vec::with_capacity(messages.len());
+    let mut unanswered: Vec<(String, &Message)> = Vec::new();
+    let answer = |unanswered: &mut Vec<(String, &Message)>, out: &mut Vec<Message>| {
+        for (id, call) in unanswered.drain(..) {
+            out.push(Message {
+                role: Role::Tool,
+                content: MISSING_RESULT.to_owned(),
+                tool_calls: None,
+                tool_call_id: Some(id),
+                name: None,
+                ..call.clone()
+            });
+        }
+    };
+    for message in messages {
+        match (&message.role, &message.tool_call_id) {
+            (Role::Tool, Some(id)) => unanswered.retain(|(pending, _)| pending != id),
+            _ => answer(&mut unanswered, &mut out),
+        }
+        out.push(message.clone());
+        if let Some(calls) = message.tool_calls.as_ref().and_then(Value::as_array) {
+            let ids = calls.iter().filter_map(|call| call["id"].as_str());
+            unanswered.extend(ids.map(|id| (id.to_owned(), message)));
+        }
+    }
+    answer(&mut unanswered, &mut out);
+    out
+}
+
 fn stub(message: &Message, tokens: u32) -> String {
     let preview: String = message.content.split_whitespace().take(40).collect::<Vec<_>>().join(" ");
     let preview = crate::summarizer::truncate_chars(&preview, 240);
@@ -214,14 +252,22 @@ pub(crate) struct Snapshot {
 }
 
 impl Snapshot {
-    pub fn read(store: &Store, session: SessionId, config: &CompactorConfig) -> Result<Snapshot> {
+    pub fn read(
+        store: &Store,
+        session: SessionId,
+        config: &CompactorConfig,
+        now: DateTime<Utc>,
+    ) -> Result<Snapshot> {
         let persona = store.session_by_id(session)?.persona;
         let outline = store.message_outline(session)?;
         let plan = Plan::new(&outline, config);
         let head_end_seq = outline.get(plan.head_end).map_or(i64::MAX, |m| m.seq);
         let messages = store.context_messages(session, head_end_seq)?;
         let roots = store.roots(session, None)?;
-        let preferences = store.memories(&persona, Some(Category::UserPreferences))?;
+        let mut preferences = store.memories(&persona, Some(Category::UserPreferences))?;
+        if let Some(cutoff) = config.preferences_max_age.and_then(|age| now.checked_sub_signed(age)) {
+            preferences.retain(|memory| memory.updated_at >= cutoff);
+        }
         Ok(Snapshot { persona, plan, outline, messages, roots, preferences })
     }
 }
@@ -280,10 +326,11 @@ pub(crate) fn assemble(
         slot
     };
 
+    let messages = answer_every_call(&snapshot.messages);
     let mut head = Vec::new();
     let mut buffer: Vec<(Slot, &Message)> = Vec::new();
     let mut tail = Vec::new();
-    for message in &snapshot.messages {
+    for message in &messages {
         if message.seq < head_end_seq {
             head.push(lay(message, Part::Head));
         } else if message.seq >= tail_start_seq {

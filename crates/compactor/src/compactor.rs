@@ -499,10 +499,15 @@ impl Compactor {
     /// The context to send for a session at time `now` (which decides bootstrap turns):
     /// head, scaffold, acknowledgement, buffer and tail, inside the budget.
     pub async fn assemble(&self, session: SessionId, now: DateTime<Utc>) -> Result<AssembledContext> {
+        // Assembly reads the outline, the messages and the forest separately: holding the
+        // session's compaction lock keeps a compaction of this process from landing in between
+        // (which could show the same messages both verbatim and inside a new node).
+        let lock = self.session_lock(session);
+        let _guard = lock.lock().await;
         let config = self.inner.config.clone();
         let counter = self.inner.counter.clone();
         self.blocking(move |store| {
-            let snapshot = Snapshot::read(store, session, &config)?;
+            let snapshot = Snapshot::read(store, session, &config, now)?;
             assemble::assemble(session, &snapshot, &config, &counter, now)
         })
         .await
@@ -510,7 +515,7 @@ impl Compactor {
 
     /// [`Compactor::assemble`] for callers without an async runtime (the CLI, tests).
     pub fn assemble_blocking(&self, session: SessionId, now: DateTime<Utc>) -> Result<AssembledContext> {
-        let snapshot = Snapshot::read(&self.inner.store, session, &self.inner.config)?;
+        let snapshot = Snapshot::read(&self.inner.store, session, &self.inner.config, now)?;
         assemble::assemble(session, &snapshot, &self.inner.config, &self.inner.counter, now)
     }
 }

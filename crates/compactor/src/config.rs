@@ -66,6 +66,11 @@ pub struct CompactorConfig {
     pub failures_before_raw_archive: u32,
     /// How the OpenAI-compatible client retries.
     pub retry: RetryPolicy,
+    /// User preferences older than this (since their last write) are expired and not injected.
+    /// Not read from the `[compactor]` table: it is derived from `[recall.memory_ttls]`, so the
+    /// tools and the injection always agree on what has expired.
+    #[serde(skip)]
+    pub preferences_max_age: Option<chrono::TimeDelta>,
 }
 
 impl Default for CompactorConfig {
@@ -90,6 +95,7 @@ impl Default for CompactorConfig {
             idle_gap_secs: 30 * 60,
             failures_before_raw_archive: 3,
             retry: RetryPolicy::default(),
+            preferences_max_age: None,
         }
     }
 }
@@ -143,7 +149,11 @@ impl CompactorConfig {
 
     /// The idle gap after which a turn is a bootstrap turn.
     pub fn idle_gap(&self) -> chrono::TimeDelta {
-        chrono::TimeDelta::seconds(i64::try_from(self.idle_gap_secs).unwrap_or(i64::MAX / 1_000))
+        // More than TimeDelta can hold is "never idle long enough": the longest gap it can.
+        i64::try_from(self.idle_gap_secs)
+            .ok()
+            .and_then(chrono::TimeDelta::try_seconds)
+            .unwrap_or(chrono::TimeDelta::MAX)
     }
 
     /// Checks every rule between the settings; the first broken one is the error.

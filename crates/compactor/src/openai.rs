@@ -161,7 +161,9 @@ fn rejects_tool_choice(status: u16, body: &str) -> bool {
 fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?.trim();
     if let Ok(seconds) = value.parse::<f64>() {
-        return (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds));
+        // A server may send anything here; `try_from` refuses what no Duration can hold (the
+        // caller caps the wait at `max_backoff_ms` anyway).
+        return Duration::try_from_secs_f64(seconds).ok();
     }
     let date = chrono::DateTime::parse_from_rfc2822(value).ok()?;
     let wait = date.with_timezone(&chrono::Utc) - chrono::Utc::now();

@@ -31,10 +31,13 @@ pub fn parse_bound(field: &'static str, text: &str, bound: Bound) -> Result<Date
     }
     if let Ok(date) = NaiveDate::parse_from_str(text, "%Y-%m-%d") {
         let midnight = date.and_hms_opt(0, 0, 0).expect("midnight exists").and_utc();
-        return Ok(match bound {
-            Bound::Start => midnight,
-            Bound::End => midnight + Duration::days(1),
-        });
+        return match bound {
+            Bound::Start => Ok(midnight),
+            // The last representable day has no end of day; refuse it rather than overflow.
+            Bound::End => midnight.checked_add_signed(Duration::days(1)).ok_or_else(|| {
+                Error::invalid(field, format!("{text:?} is past the last date this can represent"))
+            }),
+        };
     }
     let shown: String = text.chars().take(60).collect();
     Err(Error::invalid(

@@ -25,13 +25,13 @@ pub fn normalize_key(raw: &str) -> Option<String> {
                 key.push('_');
             }
             gap = false;
-            key.extend(ch.to_lowercase());
+            // Some capitals lowercase to a letter plus a combining mark (`İ` is `i` + U+0307):
+            // keep the letters only, so normalizing a normalized key changes nothing.
+            key.extend(ch.to_lowercase().filter(|c| c.is_alphanumeric()));
         } else {
             gap = true;
         }
     }
-    let key: String = key.chars().take(MAX_KEY_CHARS).collect();
-    let key = key.trim_end_matches('_').to_owned();
     (!key.is_empty()).then_some(key)
 }
 
@@ -65,6 +65,15 @@ pub fn upsert(
 ) -> Result<Memory> {
     check_writer(writer, memory.category)?;
     validate_persona(persona)?;
+    // Long keys are refused, not cut: two keys sharing their first 64 characters would
+    // otherwise overwrite each other.
+    let chars = memory.key.chars().count();
+    if chars > MAX_KEY_CHARS {
+        return Err(Error::invalid(
+            "key",
+            format!("{chars} characters; a key holds at most {MAX_KEY_CHARS}"),
+        ));
+    }
     if normalize_key(memory.key).as_deref() != Some(memory.key) {
         return Err(Error::invalid(
             "key",
@@ -165,6 +174,11 @@ mod tests {
         assert_eq!(normalize_key("CamelCase Key 2").as_deref(), Some("camelcase_key_2"));
         assert_eq!(normalize_key("言語 設定").as_deref(), Some("言語_設定"));
         assert_eq!(normalize_key("!!!"), None);
-        assert_eq!(normalize_key(&"a".repeat(200)).map(|k| k.len()), Some(64));
+        assert_eq!(normalize_key("İstanbul").as_deref(), Some("istanbul"));
+        for raw in ["İstanbul Trip", "ǅungla", "ΣΊΣΥΦΟΣ", "Straße"] {
+            let once = normalize_key(raw).unwrap();
+            assert_eq!(normalize_key(&once).as_deref(), Some(once.as_str()), "{raw}");
+        }
+        assert_eq!(normalize_key(&"a".repeat(200)).map(|k| k.len()), Some(200), "never cut");
     }
 }

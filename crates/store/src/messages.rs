@@ -49,7 +49,13 @@ pub fn append(conn: &Connection, session: SessionId, messages: &[NewMessage]) ->
             seq,
             message.role.as_str(),
             message.content,
-            message.tool_calls.as_ref().map(|calls| calls.to_string()),
+            // An empty array (some servers send one) is no tool call: stored as none, so it is
+            // never replayed to a provider that would reject it.
+            message
+                .tool_calls
+                .as_ref()
+                .filter(|calls| calls.as_array().is_some_and(|a| !a.is_empty()))
+                .map(|calls| calls.to_string()),
             message.tool_call_id,
             message.name,
             created_at,

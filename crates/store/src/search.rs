@@ -82,6 +82,12 @@ impl TextQuery {
         &self.terms
     }
 
+    /// The same query without the `dropped` fragments; `None` when no fragment is left.
+    pub fn without(&self, dropped: &[String]) -> Option<TextQuery> {
+        let terms: Vec<String> = self.terms.iter().filter(|term| !dropped.contains(term)).cloned().collect();
+        (!terms.is_empty()).then_some(TextQuery { terms, any: self.any })
+    }
+
     /// The FTS5 MATCH expression for the long fragments: each one a quoted string, joined by
     /// spaces (implicit AND). `None` when every fragment is too short for the trigram index.
     pub fn match_expression(&self) -> Option<String> {
@@ -89,7 +95,7 @@ impl TextQuery {
             .terms
             .iter()
             .filter(|term| term.chars().count() >= TRIGRAM)
-            .map(|term| format!("\"{}\"", term.replace('"', "\"\"")))
+            .map(|term| quoted(term))
             .collect();
         (!quoted.is_empty()).then(|| quoted.join(if self.any { " OR " } else { " " }))
     }
@@ -105,6 +111,12 @@ impl TextQuery {
             })
             .collect()
     }
+}
+
+/// A fragment as an FTS5 string: in double quotes, inner quotes doubled, so that nothing in it
+/// is an operator.
+fn quoted(term: &str) -> String {
+    format!("\"{}\"", term.replace('"', "\"\""))
 }
 
 /// What a hit is.
@@ -264,15 +276,61 @@ const MEMORIES: KindSql = KindSql {
     text_columns: &["memories_fts.key", "memories_fts.title", "memories_fts.content"],
 };
 
+fn kind_sql(kind: HitKind) -> &'static KindSql {
+    match kind {
+        HitKind::Message => &MESSAGES,
+        HitKind::Summary => &SUMMARIES,
+        HitKind::Memory => &MEMORIES,
+    }
+}
+
+/// How many rows of `kind` belonging to `persona` contain `term` (case-insensitively), counting
+/// no further than `cap`, so that a common fragment costs no more than `cap` index entries.
+/// Fragments shorter than three characters are not in the trigram index and are refused.
+pub fn term_rows(conn: &Connection, kind: HitKind, persona: &str, term: &str, cap: usize) -> Result<usize> {
+    if term.chars().count() < TRIGRAM {
+        return Err(Error::invalid("term", "is shorter than three characters; the index cannot count it"));
+    }
+    let sql = kind_sql(kind);
+    let statement = format!(
+        "SELECT count(*) FROM (SELECT 1 FROM {from} WHERE {fts} MATCH ?1 AND {persona} = ?2 LIMIT ?3)",
+        from = sql.from,
+        fts = sql.fts,
+        persona = sql.persona,
+    );
+    let count: i64 = conn
+        .prepare_cached(&statement)?
+        .query_row(rusqlite::params![quoted(term), persona, cap.min(i64::MAX as usize) as i64], |row| {
+            row.get(0)
+        })?;
+    Ok(count as usize)
+}
+
+const KIND_ROWS: [(HitKind, &str); 3] = [
+    (
+        HitKind::Message,
+        "SELECT count(*) FROM messages m JOIN sessions s ON s.id = m.session_id WHERE s.role = ?1",
+    ),
+    (
+        HitKind::Summary,
+        "SELECT count(*) FROM summary_nodes n JOIN sessions s ON s.id = n.session_id WHERE s.role = ?1",
+    ),
+    (HitKind::Memory, "SELECT count(*) FROM agent_memories a WHERE a.role = ?1"),
+];
+
+/// How many rows of `kind` belong to `persona` (all of them, expired memories included: the
+/// keyword index holds them too).
+pub fn kind_rows(conn: &Connection, kind: HitKind, persona: &str) -> Result<usize> {
+    let (_, sql) = KIND_ROWS.iter().find(|(k, _)| *k == kind).expect("every kind has a count");
+    let count: i64 = conn.prepare_cached(sql)?.query_row([persona], |row| row.get(0))?;
+    Ok(count as usize)
+}
+
 /// Keyword search, best rank first (ties: newest first).
 pub fn grep(conn: &Connection, query: &TextQuery, filter: &SearchFilter) -> Result<Vec<TextHit>> {
     let mut hits = Vec::new();
     for &kind in &filter.kinds {
-        let sql = match kind {
-            HitKind::Message => &MESSAGES,
-            HitKind::Summary => &SUMMARIES,
-            HitKind::Memory => &MEMORIES,
-        };
+        let sql = kind_sql(kind);
         if kind == HitKind::Memory && filter.session.is_some() {
             continue;
         }
@@ -385,6 +443,36 @@ mod tests {
         assert_eq!(query.match_expression().unwrap(), r#""the" OR "rebase" OR "blew up""#);
         assert!(query.like_patterns().is_empty());
         assert!(TextQuery::parse_any("a be").is_err());
+    }
+
+    #[test]
+    fn without_drops_fragments_and_keeps_the_mode() {
+        let query = TextQuery::parse_any("deploy billing service").unwrap();
+        let rare = query.without(&["deploy".to_owned(), "service".to_owned()]).unwrap();
+        assert_eq!(rare.terms(), ["billing"]);
+        let two = query.without(&["billing".to_owned()]).unwrap();
+        assert_eq!(two.match_expression().unwrap(), r#""deploy" OR "service""#, "still any-word");
+        assert!(query.without(query.terms()).is_none());
+    }
+
+    #[test]
+    fn term_rows_counts_one_persona_and_stops_at_the_cap() {
+        use crate::{NewMessage, Role, Store};
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("t.db")).unwrap();
+        for (key, persona) in [("a", "alice"), ("b", "bob")] {
+            let session = store.session(key, persona).unwrap();
+            let messages: Vec<NewMessage> =
+                (0..5).map(|i| NewMessage::text(Role::User, format!("deploy number {i}"))).collect();
+            store.append(session.id, &messages).unwrap();
+        }
+        assert_eq!(store.kind_rows(HitKind::Message, "alice").unwrap(), 5);
+        assert_eq!(store.term_rows(HitKind::Message, "alice", "Deploy", 100).unwrap(), 5);
+        assert_eq!(store.term_rows(HitKind::Message, "alice", "deploy", 3).unwrap(), 3);
+        assert_eq!(store.term_rows(HitKind::Message, "alice", "number 4", 100).unwrap(), 1);
+        assert_eq!(store.term_rows(HitKind::Message, "carol", "deploy", 100).unwrap(), 0);
+        assert_eq!(store.term_rows(HitKind::Memory, "alice", "deploy", 100).unwrap(), 0);
+        assert!(store.term_rows(HitKind::Message, "alice", "de", 100).is_err());
     }
 
     #[test]

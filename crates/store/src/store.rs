@@ -160,23 +160,25 @@ impl Store {
     pub fn append_many(&self, incoming: &[IncomingMessage]) -> Result<Vec<MessageId>> {
         let now = Utc::now();
         self.write(|tx| {
-            let mut session_ids: HashMap<&str, SessionId> = HashMap::new();
+            // Every line's persona is checked against its session's, not only the first line
+            // of each run: a key seen earlier with another persona must be refused too.
+            let mut session_ids: HashMap<&str, (SessionId, &str)> = HashMap::new();
             let mut ids = Vec::with_capacity(incoming.len());
             // Consecutive messages of one session go in one call, which reads the seq once.
             for group in incoming.chunk_by(|a, b| a.session_key == b.session_key) {
                 let first = &group[0];
-                let session = match session_ids.get(first.session_key.as_str()) {
-                    Some(&id) => id,
+                let (session, persona) = match session_ids.get(first.session_key.as_str()) {
+                    Some(&known) => known,
                     None => {
-                        let id = sessions::get_or_create(tx, &first.session_key, &first.persona, now)?.id;
-                        session_ids.insert(&first.session_key, id);
-                        id
+                        let session = sessions::get_or_create(tx, &first.session_key, &first.persona, now)?;
+                        session_ids.insert(&first.session_key, (session.id, &first.persona));
+                        (session.id, first.persona.as_str())
                     }
                 };
-                if let Some(other) = group.iter().find(|item| item.persona != first.persona) {
+                if let Some(other) = group.iter().find(|item| item.persona != persona) {
                     return Err(Error::PersonaMismatch {
                         key: other.session_key.clone(),
-                        existing: first.persona.clone(),
+                        existing: persona.to_owned(),
                         requested: other.persona.clone(),
                     });
                 }

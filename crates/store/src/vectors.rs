@@ -1,6 +1,6 @@
 //! Vectors in sqlite-vec: the embedding backlog and k-nearest queries, per persona.
 
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::db::query_all;
 use crate::error::{Error, Result};
@@ -51,6 +51,16 @@ fn table(kind: HitKind) -> &'static str {
     }
 }
 
+/// The text a summary or memory is embedded from, as the backlog queries build it (messages
+/// never change, so they need no check).
+fn current_text_sql(kind: HitKind) -> Option<&'static str> {
+    match kind {
+        HitKind::Message => None,
+        HitKind::Summary => Some("SELECT headline || char(10) || body FROM summary_nodes WHERE id = ?1"),
+        HitKind::Memory => Some("SELECT title || ': ' || content FROM agent_memories WHERE id = ?1"),
+    }
+}
+
 /// Up to `limit` rows waiting for a vector: memories first, then summaries, then messages.
 pub fn backlog(conn: &Connection, limit: usize) -> Result<Vec<BacklogItem>> {
     let mut items = Vec::new();
@@ -84,6 +94,16 @@ pub fn put(conn: &Connection, items: &[(BacklogItem, Vec<f32>)]) -> Result<usize
                 "embedding",
                 format!("{} dimensions, expected {EMBEDDING_DIM}", vector.len()),
             ));
+        }
+        // Summaries and memories can be rewritten while their vector is computed; the update
+        // leaves the (already queued) backlog row in place, so a vector of the old text must not
+        // take it off. The embedded text may be a cut prefix of the stored one.
+        if let Some(sql) = current_text_sql(item.kind) {
+            let current: Option<String> =
+                conn.prepare_cached(sql)?.query_row([item.id], |row| row.get(0)).optional()?;
+            if !current.is_some_and(|text| text.starts_with(&item.text)) {
+                continue;
+            }
         }
         let taken = conn
             .prepare_cached("DELETE FROM embedding_backlog WHERE kind = ?1 AND item_id = ?2")?

@@ -208,6 +208,10 @@ fn memory_rules_are_enforced() {
     let err = remember(&store, Writer::User, "p", Category::Memo, "Not Snake", "x").unwrap_err();
     assert!(err.to_string().contains("not_snake"), "{err}");
     remember(&store, Writer::User, "p", Category::Memo, "k", &"é".repeat(500)).unwrap();
+    // Regression: long keys were cut to 64 characters, so two of them overwrote each other.
+    let long_key = format!("{}_east", "deployment_checklist".repeat(4));
+    let err = remember(&store, Writer::User, "p", Category::Memo, &long_key, "x").unwrap_err();
+    assert!(err.to_string().contains("at most 64"), "{err}");
 }
 
 #[test]
@@ -317,6 +321,25 @@ fn append_many_is_all_or_nothing() {
 }
 
 #[test]
+fn append_many_refuses_a_key_seen_earlier_with_another_persona() {
+    let (_dir, store) = temp_store();
+    let line = |key: &str, persona: &str, text: &str| IncomingMessage {
+        session_key: key.into(),
+        persona: persona.into(),
+        message: NewMessage::text(Role::User, text),
+    };
+    let err = store
+        .append_many(&[
+            line("s1", "alice", "a"),
+            line("s2", "alice", "b"),
+            line("s1", "bob", "bravo secret of bob"),
+        ])
+        .unwrap_err();
+    assert!(matches!(err, Error::PersonaMismatch { .. }), "{err:?}");
+    assert_eq!(store.stats().unwrap().messages, 0, "nothing of the file is written");
+}
+
+#[test]
 fn eight_threads_append_concurrently_without_busy_or_loss() {
     let (_dir, store) = temp_store();
     let threads = 8;
@@ -391,4 +414,25 @@ fn vectors_are_stored_once_and_searched_per_persona() {
     assert_eq!(near[0].0, backlog[0].id);
     assert!(near[0].1.abs() < 1e-6);
     assert!(store.nearest(strata_store::HitKind::Message, "alice", &[1.0], 1).is_err());
+}
+
+/// Regression: a memory rewritten while its old text was being embedded lost its new vector
+/// for good (the old vector took the queued row off the backlog).
+#[test]
+fn a_vector_of_outdated_text_does_not_clear_the_backlog() {
+    let (_dir, store) = temp_store();
+    remember(&store, Writer::Agent, "p", Category::Memo, "plan", "first plan").unwrap();
+    let stale = store.embedding_backlog(10).unwrap();
+    assert_eq!(stale.len(), 1);
+    remember(&store, Writer::Agent, "p", Category::Memo, "plan", "second plan").unwrap();
+    let vector = vec![0.5f32; strata_store::EMBEDDING_DIM];
+    assert_eq!(store.put_embeddings(&[(stale[0].clone(), vector.clone())]).unwrap(), 0);
+    let fresh = store.embedding_backlog(10).unwrap();
+    assert_eq!(fresh.len(), 1);
+    assert!(fresh[0].text.ends_with("second plan"), "{fresh:?}");
+    // A cut prefix of the current text is the current text as far as the model can see.
+    let mut cut = fresh[0].clone();
+    cut.text.truncate(6);
+    assert_eq!(store.put_embeddings(&[(cut, vector)]).unwrap(), 1);
+    assert!(store.embedding_backlog(10).unwrap().is_empty());
 }

@@ -36,7 +36,7 @@ impl MessageExcerpt {
             seq: message.seq,
             role: message.role.as_str(),
             timestamp: message.created_at,
-            truncated: content.len() != message.content.len(),
+            truncated: content != message.content,
             content,
         }
     }

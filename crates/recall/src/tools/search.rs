@@ -103,12 +103,13 @@ fn expired(config: &RecallConfig, hit: &TextHit, now: DateTime<Utc>) -> bool {
 }
 
 /// Keyword hits within the scope, expired memories removed, best first, at most `limit`
-/// per kind.
+/// per kind. Each kind is searched with its own query (`memory_search` drops the fragments
+/// that are common in one kind only); a kind without a query is not searched.
 fn keyword_hits(
     store: &Store,
     scope: &Scope,
     config: &RecallConfig,
-    query: &TextQuery,
+    queries: &[(HitKind, Option<&TextQuery>)],
     range: TimeRange,
     limit: usize,
 ) -> Result<Vec<TextHit>> {
@@ -118,17 +119,24 @@ fn keyword_hits(
         session: scope.session,
         start: range.0,
         end: range.1,
-        kinds: vec![HitKind::Message, HitKind::Summary],
+        kinds: Vec::new(),
         limit,
     };
-    let mut hits = store.grep(query, &filter)?;
-    if scope.session.is_none() {
+    let mut hits = Vec::new();
+    for &(kind, query) in queries {
+        let Some(query) = query else { continue };
+        if kind != HitKind::Memory {
+            hits.extend(store.grep(query, &SearchFilter { kinds: vec![kind], ..filter.clone() })?);
+            continue;
+        }
+        if scope.session.is_some() {
+            continue;
+        }
         // Expired memories are filtered here rather than in SQL; when some are dropped, ask for
         // more so that live ones behind them are not lost.
         let mut memory_limit = limit;
         loop {
-            let memory_filter =
-                SearchFilter { kinds: vec![HitKind::Memory], limit: memory_limit, ..filter.clone() };
+            let memory_filter = SearchFilter { kinds: vec![kind], limit: memory_limit, ..filter.clone() };
             let found = store.grep(query, &memory_filter)?;
             let complete = found.len() < memory_limit || memory_limit >= 1000;
             let live: Vec<TextHit> = found.into_iter().filter(|hit| !expired(config, hit, now)).collect();
@@ -156,7 +164,8 @@ pub fn grep(
     })?;
     let range = parse_range(args.start_time.as_deref(), args.end_time.as_deref())?;
     let limit = config.limit(args.limit);
-    let mut hits = keyword_hits(store, scope, config, &query, range, limit)?;
+    let queries = [HitKind::Message, HitKind::Summary, HitKind::Memory].map(|kind| (kind, Some(&query)));
+    let mut hits = keyword_hits(store, scope, config, &queries, range, limit)?;
     hits.truncate(limit);
     let results: Vec<Hit> = hits.into_iter().map(Hit::from_text_hit).collect();
     Ok(SearchAnswer {
@@ -239,6 +248,39 @@ fn without_stopwords(text: &str) -> String {
         .join(" ")
 }
 
+/// A fragment may match this many rows of a kind before it can count as common, whatever the
+/// share: ranking this many rows by bm25 costs a few milliseconds, and a small history (or a
+/// test) keeps every word.
+const COMMON_TERM_MIN_ROWS: usize = 1000;
+
+/// The keyword query for one kind without the fragments found in more than
+/// `keyword_common_share` of the persona's rows of that kind (and in more than
+/// [`COMMON_TERM_MIN_ROWS`]); `None` when every fragment is common. Such a word says little
+/// about relevance (bm25's weight for it is near zero), yet ranking the rows it matches costs
+/// time in proportion to them: a few common words made the keyword side scan most of the table.
+/// The dropped words still count in [`rank_by_words`], so a row matching them as well as a rarer
+/// word ranks higher. Each count stops at the cut-off, so a common word costs a bounded scan.
+fn without_common_terms(
+    store: &Store,
+    persona: &str,
+    config: &RecallConfig,
+    kind: HitKind,
+    query: &TextQuery,
+) -> Result<Option<TextQuery>> {
+    let rows = store.kind_rows(kind, persona)?;
+    let cap = ((rows as f64 * config.keyword_common_share) as usize).max(COMMON_TERM_MIN_ROWS);
+    if rows <= cap {
+        return Ok(Some(query.clone()));
+    }
+    let mut common = Vec::new();
+    for term in query.terms() {
+        if store.term_rows(kind, persona, term, cap + 1)? > cap {
+            common.push(term.clone());
+        }
+    }
+    Ok(query.without(&common))
+}
+
 /// Cuts a text to `max` characters at a character boundary, marking the cut.
 pub(crate) fn excerpt(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
@@ -308,7 +350,13 @@ pub fn search(
     semantic.retain(|(_, distance)| 1.0 - distance >= config.min_similarity);
     let keyword = match TextQuery::parse_any(&without_stopwords(&text)) {
         Ok(query) => {
-            let hits = keyword_hits(store, scope, config, &query, range, candidates)?;
+            let mut per_kind = Vec::new();
+            for kind in [HitKind::Message, HitKind::Summary, HitKind::Memory] {
+                per_kind.push((kind, without_common_terms(store, &scope.persona, config, kind, &query)?));
+            }
+            let queries: Vec<(HitKind, Option<&TextQuery>)> =
+                per_kind.iter().map(|(kind, query)| (*kind, query.as_ref())).collect();
+            let hits = keyword_hits(store, scope, config, &queries, range, candidates)?;
             let mut hits = rank_by_words(store, &scope.persona, &query, hits)?;
             hits.truncate(candidates);
             hits
