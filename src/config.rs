@@ -125,6 +125,9 @@ impl Config {
                 return invalid(key, "must be a cosine similarity between -1 and 1");
             }
         }
+        if !(0.0..=1.0).contains(&recall.keyword_common_share) {
+            return invalid("keyword_common_share", "must be a share between 0 and 1");
+        }
         if recall.default_limit == 0 || recall.max_limit == 0 || recall.embed_batch_size == 0 {
             return invalid("default_limit, max_limit and embed_batch_size", "must be at least 1");
         }
