@@ -53,7 +53,7 @@ pub struct CompactArgs {
 pub struct ContextArgs {
     #[command(flatten)]
     common: CompactorArgs,
-    /// The time the request is made (RFC 3339); decides whether this is a bootstrap turn.
+    /// The time the request is made (RFC 3339); decides which user preferences have expired.
     /// Defaults to now.
     #[arg(long)]
     now: Option<String>,

@@ -273,27 +273,25 @@ impl Snapshot {
 }
 
 /// Whether the latest user message opens a bootstrap turn: it is the session's first request,
-/// or the conversation was idle for longer than the gap before `now`.
-fn injection_kind(
-    snapshot: &Snapshot,
-    config: &CompactorConfig,
-    now: DateTime<Utc>,
-) -> Option<(usize, bool)> {
+/// or it came more than the idle gap after the message before it. The gap is measured to the
+/// request itself, not to the time of assembly, so every tool round of one turn gets the same
+/// injection (and the same bytes) however long the tools take.
+fn injection_kind(snapshot: &Snapshot, config: &CompactorConfig) -> Option<(usize, bool)> {
     let latest = snapshot.outline.iter().rposition(|m| m.role == Role::User)?;
     let earlier_request = snapshot.outline[..latest].iter().any(|m| m.role == Role::User);
     let bootstrap = !earlier_request
         || latest == 0
-        || now.signed_duration_since(snapshot.outline[latest - 1].created_at) > config.idle_gap();
+        || snapshot.outline[latest].created_at.signed_duration_since(snapshot.outline[latest - 1].created_at)
+            > config.idle_gap();
     Some((latest, bootstrap))
 }
 
-/// Builds the context for `snapshot` at time `now`.
+/// Builds the context for `snapshot` (read at the time of the request).
 pub(crate) fn assemble(
     session: SessionId,
     snapshot: &Snapshot,
     config: &CompactorConfig,
     counter: &TokenCounter,
-    now: DateTime<Utc>,
 ) -> Result<AssembledContext> {
     let budget = config.budget();
     let head_end_seq = snapshot.outline.get(snapshot.plan.head_end).map_or(i64::MAX, |m| m.seq);
@@ -301,7 +299,7 @@ pub(crate) fn assemble(
         snapshot.outline.get(snapshot.plan.tail_start(snapshot.outline.len())).map_or(i64::MAX, |m| m.seq);
 
     let mut injection = Injection::None;
-    let injected = injection_kind(snapshot, config, now).and_then(|(index, bootstrap)| {
+    let injected = injection_kind(snapshot, config).and_then(|(index, bootstrap)| {
         if !bootstrap && snapshot.preferences.is_empty() {
             return None;
         }

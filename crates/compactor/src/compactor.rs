@@ -496,8 +496,8 @@ impl Compactor {
         }))
     }
 
-    /// The context to send for a session at time `now` (which decides bootstrap turns):
-    /// head, scaffold, acknowledgement, buffer and tail, inside the budget.
+    /// The context to send for a session at time `now` (which decides which user preferences
+    /// have expired): head, scaffold, acknowledgement, buffer and tail, inside the budget.
     pub async fn assemble(&self, session: SessionId, now: DateTime<Utc>) -> Result<AssembledContext> {
         // Assembly reads the outline, the messages and the forest separately: holding the
         // session's compaction lock keeps a compaction of this process from landing in between
@@ -508,7 +508,7 @@ impl Compactor {
         let counter = self.inner.counter.clone();
         self.blocking(move |store| {
             let snapshot = Snapshot::read(store, session, &config, now)?;
-            assemble::assemble(session, &snapshot, &config, &counter, now)
+            assemble::assemble(session, &snapshot, &config, &counter)
         })
         .await
     }
@@ -516,7 +516,7 @@ impl Compactor {
     /// [`Compactor::assemble`] for callers without an async runtime (the CLI, tests).
     pub fn assemble_blocking(&self, session: SessionId, now: DateTime<Utc>) -> Result<AssembledContext> {
         let snapshot = Snapshot::read(&self.inner.store, session, &self.inner.config, now)?;
-        assemble::assemble(session, &snapshot, &self.inner.config, &self.inner.counter, now)
+        assemble::assemble(session, &snapshot, &self.inner.config, &self.inner.counter)
     }
 }
 

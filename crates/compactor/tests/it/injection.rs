@@ -65,8 +65,16 @@ async fn bootstrap_regular_and_idle_turns() {
         format!("{GUIDELINES}{preferences}[Current Request]\nWhere were we?")
     );
 
-    // Exactly at the gap is still a regular turn; the assembly is a pure function of the clock.
-    let at_gap = fx.compactor.assemble(fx.session, t0() + Duration::minutes(36)).await.unwrap();
+    // The gap is measured to the request, not to the assembly: a later tool round of the same
+    // turn keeps its injection (regression: it used to flip between regular and bootstrap).
+    let later_round = fx.compactor.assemble(fx.session, t0() + Duration::minutes(90)).await.unwrap();
+    assert_eq!(later_round.injection, Injection::Bootstrap);
+    assert_eq!(later_round.messages, resumed.messages);
+
+    // Exactly at the gap is still a regular turn, whenever it is assembled.
+    fx.push(NewMessage::text(Role::Assistant, "Here."), 38);
+    fx.push(NewMessage::text(Role::User, "Continue."), 38 + 30);
+    let at_gap = fx.compactor.assemble(fx.session, t0() + Duration::minutes(500)).await.unwrap();
     assert_eq!(at_gap.injection, Injection::Regular);
 }
 
@@ -79,7 +87,10 @@ async fn a_regular_turn_without_preferences_is_sent_verbatim() {
     let context = fx.compactor.assemble(fx.session, t0() + Duration::minutes(2)).await.unwrap();
     assert_eq!(context.injection, Injection::None);
     assert_eq!(latest_request(&context), "Next step?");
-    let boot = fx.compactor.assemble(fx.session, t0() + Duration::hours(3)).await.unwrap();
+    // After an idle gap the guidelines come back, even with no preferences to add.
+    fx.push(NewMessage::text(Role::Assistant, "Tests next."), 3);
+    fx.push(NewMessage::text(Role::User, "Back again."), 3 + 180);
+    let boot = fx.compactor.assemble(fx.session, t0() + Duration::minutes(183)).await.unwrap();
     assert_eq!(boot.injection, Injection::Bootstrap);
-    assert_eq!(latest_request(&boot), format!("{GUIDELINES}[Current Request]\nNext step?"));
+    assert_eq!(latest_request(&boot), format!("{GUIDELINES}[Current Request]\nBack again."));
 }
