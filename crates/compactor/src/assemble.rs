@@ -258,17 +258,21 @@ impl Snapshot {
         config: &CompactorConfig,
         now: DateTime<Utc>,
     ) -> Result<Snapshot> {
-        let persona = store.session_by_id(session)?.persona;
-        let outline = store.message_outline(session)?;
-        let plan = Plan::new(&outline, config);
-        let head_end_seq = outline.get(plan.head_end).map_or(i64::MAX, |m| m.seq);
-        let messages = store.context_messages(session, head_end_seq)?;
-        let roots = store.roots(session, None)?;
-        let mut preferences = store.memories(&persona, Some(Category::UserPreferences))?;
-        if let Some(cutoff) = config.preferences_max_age.and_then(|age| now.checked_sub_signed(age)) {
-            preferences.retain(|memory| memory.updated_at >= cutoff);
-        }
-        Ok(Snapshot { persona, plan, outline, messages, roots, preferences })
+        // One read snapshot: a compaction committed by another process between these reads
+        // could otherwise show the same messages verbatim and inside a new node.
+        Ok(store.read_consistent(|reader| {
+            let persona = reader.session(session)?.persona;
+            let outline = reader.message_outline(session)?;
+            let plan = Plan::new(&outline, config);
+            let head_end_seq = outline.get(plan.head_end).map_or(i64::MAX, |m| m.seq);
+            let messages = reader.context_messages(session, head_end_seq)?;
+            let roots = reader.roots(session, None)?;
+            let mut preferences = reader.memories(&persona, Some(Category::UserPreferences))?;
+            if let Some(cutoff) = config.preferences_max_age.and_then(|age| now.checked_sub_signed(age)) {
+                preferences.retain(|memory| memory.updated_at >= cutoff);
+            }
+            Ok(Snapshot { persona, plan, outline, messages, roots, preferences })
+        })?)
     }
 }
 

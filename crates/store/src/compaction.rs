@@ -66,7 +66,51 @@ pub fn context_messages(conn: &Connection, session: SessionId, head_end: i64) ->
     query_all(conn, &sql, params![session, head_end], Message::from_row)
 }
 
+/// Reads that all see the database as it was at the first of them: one connection, one
+/// deferred read transaction (in WAL mode, a snapshot). Assembly uses it so a compaction
+/// committed by another process midway cannot show messages both verbatim and summarized.
+#[derive(Debug)]
+pub struct ConsistentReader<'a> {
+    conn: &'a Connection,
+}
+
+impl ConsistentReader<'_> {
+    /// The session with this id.
+    pub fn session(&self, id: SessionId) -> Result<crate::Session> {
+        crate::sessions::by_id(self.conn, id)
+    }
+
+    /// See [`Store::message_outline`].
+    pub fn message_outline(&self, session: SessionId) -> Result<Vec<MessageOutline>> {
+        outline(self.conn, session)
+    }
+
+    /// See [`Store::context_messages`].
+    pub fn context_messages(&self, session: SessionId, head_end: i64) -> Result<Vec<Message>> {
+        context_messages(self.conn, session, head_end)
+    }
+
+    /// See [`Store::roots`].
+    pub fn roots(&self, session: SessionId, level: Option<crate::Level>) -> Result<Vec<crate::SummaryNode>> {
+        crate::nodes::roots(self.conn, session, level)
+    }
+
+    /// See [`Store::memories`].
+    pub fn memories(&self, persona: &str, category: Option<crate::Category>) -> Result<Vec<crate::Memory>> {
+        crate::memories::list(self.conn, persona, category)
+    }
+}
+
 impl Store {
+    /// Runs `f` with reads that share one snapshot of the database (see [`ConsistentReader`]).
+    pub fn read_consistent<T>(&self, f: impl FnOnce(&ConsistentReader<'_>) -> Result<T>) -> Result<T> {
+        let mut conn = self.pool.get()?;
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Deferred)?;
+        let value = f(&ConsistentReader { conn: &tx })?;
+        tx.finish()?;
+        Ok(value)
+    }
+
     /// The outline (everything but the text) of every message of a session, in seq order.
     pub fn message_outline(&self, session: SessionId) -> Result<Vec<MessageOutline>> {
         self.read(|conn| outline(conn, session))

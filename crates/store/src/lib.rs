@@ -47,7 +47,7 @@ mod types;
 mod vec;
 mod vectors;
 
-pub use crate::compaction::MessageOutline;
+pub use crate::compaction::{ConsistentReader, MessageOutline};
 pub use crate::db::DEFAULT_BUSY_TIMEOUT;
 pub use crate::error::{Error, Result};
 pub use crate::memories::{MAX_CONTENT_CHARS, MAX_KEY_CHARS, MemoryWrite, normalize_key};

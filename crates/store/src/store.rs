@@ -73,7 +73,7 @@ pub struct SummarizerStats {
 /// so concurrent writers queue on the lock (up to the busy timeout) instead of failing.
 #[derive(Clone, Debug)]
 pub struct Store {
-    pool: Pool,
+    pub(crate) pool: Pool,
     path: PathBuf,
 }
 

@@ -436,3 +436,22 @@ fn a_vector_of_outdated_text_does_not_clear_the_backlog() {
     assert_eq!(store.put_embeddings(&[(cut, vector)]).unwrap(), 1);
     assert!(store.embedding_backlog(10).unwrap().is_empty());
 }
+
+#[test]
+fn consistent_reads_do_not_see_a_commit_made_between_them() {
+    let (_dir, store) = temp_store();
+    let session = session_with(&store, "s", "p", 6);
+    let seen = store
+        .read_consistent(|reader| {
+            let before = reader.context_messages(session.id, 0)?.len();
+            // Another connection commits a compaction between two reads of the snapshot.
+            store.insert_leaf(session.id, 0, 3, &summary("meanwhile")).unwrap();
+            let roots = reader.roots(session.id, None)?.len();
+            let after = reader.context_messages(session.id, 0)?.len();
+            Ok((before, roots, after))
+        })
+        .unwrap();
+    assert_eq!(seen, (6, 0, 6), "the snapshot neither shows the node nor loses the messages");
+    assert_eq!(store.roots(session.id, None).unwrap().len(), 1, "the compaction did commit");
+    assert_eq!(store.context_messages(session.id, 0).unwrap().len(), 2);
+}
