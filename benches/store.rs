@@ -4,54 +4,27 @@
 //! triggers or FTS) in the same run, so the report is a ratio that survives a noisy machine.
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
-use rand::{RngExt, SeedableRng};
-use rand_chacha::ChaCha8Rng;
-use strata_store::{NewMessage, Role, Store};
+use strata::synth::{self, TranscriptSpec};
+use strata_store::{NewMessage, Store};
 
 const BATCH: usize = 1_000;
 
-/// A fixed-seed batch of chat-like messages with a fixed clock.
-fn batch(seed: u64) -> Vec<NewMessage> {
-    let words = [
-        "deploy",
-        "the",
-        "billing",
-        "service",
-        "merge",
-        "conflict",
-        "in",
-        "src/main.rs",
-        "port",
-        "8080",
-        "retry",
-        "timeout",
-        "postgres",
-        "migration",
-        "failed",
-        "fixed",
-        "we",
-        "decided",
-        "to",
-        "use",
-    ];
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let start = chrono::DateTime::from_timestamp(1_767_225_600, 0).unwrap();
-    (0..BATCH)
-        .map(|i| {
-            let len = rng.random_range(8..60);
-            let content: Vec<&str> = (0..len).map(|_| words[rng.random_range(0..words.len())]).collect();
-            let mut message =
-                NewMessage::text(if i % 2 == 0 { Role::User } else { Role::Assistant }, content.join(" "));
-            message.created_at = start + chrono::Duration::seconds(i as i64);
-            message.token_count = len as u32;
-            message
-        })
-        .collect()
+/// The first 1,000 messages of the demo's generated week (fixed seed, fixed clock), with exact
+/// token counts: requests, tool calls, code listings and test logs.
+fn batch() -> Vec<NewMessage> {
+    let spec = TranscriptSpec { min_messages: BATCH, min_chars: 0, ..TranscriptSpec::default() };
+    let counter = strata::compactor::TokenCounter::for_model("gpt-4o-mini");
+    let mut messages = synth::generate(&spec).messages;
+    messages.truncate(BATCH);
+    for message in &mut messages {
+        counter.count_new(message);
+    }
+    messages
 }
 
 fn append(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
-    let messages = batch(7);
+    let messages = batch();
     let mut group = c.benchmark_group("append_1000");
     group.throughput(Throughput::Elements(BATCH as u64));
     group.sample_size(20);
