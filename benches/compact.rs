@@ -1,7 +1,7 @@
 //! Compaction overhead per Level-0 node, excluding the summarizer's own time.
 //!
 //! Each measured iteration starts from a copy of one fixed-seed, file-backed WAL database
-//! (about 4,000 tokens of uncompacted turns, fixed clock) and runs one `compact` call that
+//! (the first turns of the demo's generated week, fixed seed and clock) and runs one `compact` call that
 //! writes exactly one Level-0 node. The time spent inside the summarizer is measured by a
 //! wrapper and subtracted, leaving planning, reads, token checks and the write transaction.
 //! Two baselines run in the same process: the extractive summarizer alone on the same chunk,
@@ -13,47 +13,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
-use rand::{RngExt, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use strata::synth::{self, TranscriptSpec};
 use strata_compactor::{
     BoxFuture, Compactor, CompactorConfig, ExtractiveSummarizer, Outcome, SourceItem, SourceKind,
     SummarizeError, Summarizer, Summary, SummaryRequest, TokenCounter,
 };
 use strata_store::{NewMessage, NewSummary, Role, SessionId, Store};
-
-const WORDS: &[&str] = &[
-    "deploy",
-    "the",
-    "billing",
-    "service",
-    "src/main.rs",
-    "port",
-    "8080",
-    "we",
-    "decided",
-    "to",
-    "use",
-    "postgres",
-    "migration",
-    "failed",
-    "with",
-    "error",
-    "retry",
-    "timeout",
-    "Cargo.toml",
-    "fixed",
-    "it",
-    "config/app.toml",
-    "version",
-    "1.4.2",
-    "cache",
-    "latency",
-    "42ms",
-    "and",
-    "then",
-    "tests",
-    "pass.",
-];
 
 fn config() -> CompactorConfig {
     CompactorConfig {
@@ -67,21 +32,15 @@ fn config() -> CompactorConfig {
     }
 }
 
-/// Six turns of about 800 tokens each, fixed seed and clock.
+/// The first turns of the demo's generated week (fixed seed and clock): about 7,000 tokens of
+/// requests, tool calls, code listings and logs, enough for one chunk of `leaf_chunk_tokens`.
 fn messages(counter: &TokenCounter) -> Vec<NewMessage> {
-    let mut rng = ChaCha8Rng::seed_from_u64(11);
-    let start = chrono::DateTime::from_timestamp(1_767_225_600, 0).unwrap();
-    let mut out = Vec::new();
-    for i in 0..12 {
-        let len = rng.random_range(300..420);
-        let text: Vec<&str> = (0..len).map(|_| WORDS[rng.random_range(0..WORDS.len())]).collect();
-        let role = if i % 2 == 0 { Role::User } else { Role::Assistant };
-        let mut message = NewMessage::text(role, text.join(" "));
-        message.created_at = start + chrono::Duration::seconds(60 * i);
-        counter.count_new(&mut message);
-        out.push(message);
+    let spec = TranscriptSpec { min_messages: 40, min_chars: 0, ..TranscriptSpec::default() };
+    let mut messages = synth::generate(&spec).messages;
+    for message in &mut messages {
+        counter.count_new(message);
     }
-    out
+    messages
 }
 
 /// Wraps a summarizer and adds up the time spent inside it.
@@ -168,9 +127,18 @@ fn bench(c: &mut Criterion) {
         })
     });
 
+    // The chunk a compaction folds: compact one copy and read the node it wrote, so both
+    // baselines work on exactly that range.
+    let probe = fresh_copy(&template.db, work.path(), 0);
+    let compactor =
+        Compactor::new(probe.clone(), config(), Arc::new(ExtractiveSummarizer::new(counter.clone()))).unwrap();
+    runtime.block_on(compactor.compact(template.session)).unwrap();
+    let node = probe.roots(template.session, Some(0)).unwrap().remove(0);
+    let (first, last) = (node.first_seq, node.last_seq);
+
     // Baseline 1: the extractive summarizer alone, on the same chunk.
-    let store = fresh_copy(&template.db, work.path(), 0);
-    let chunk = store.messages(template.session, 0..=9).unwrap();
+    let store = fresh_copy(&template.db, work.path(), u64::MAX);
+    let chunk = store.messages(template.session, first..=last).unwrap();
     let request = SummaryRequest {
         kind: SourceKind::Messages,
         level: 0,
@@ -206,7 +174,7 @@ fn bench(c: &mut Criterion) {
                 copies += 1;
                 let store = fresh_copy(&template.db, work.path(), copies);
                 let start = Instant::now();
-                store.insert_leaf(template.session, 0, 9, &summary).unwrap();
+                store.insert_leaf(template.session, first, last, &summary).unwrap();
                 total += start.elapsed();
             }
             total
