@@ -131,7 +131,8 @@ fn bench(c: &mut Criterion) {
     // baselines work on exactly that range.
     let probe = fresh_copy(&template.db, work.path(), 0);
     let compactor =
-        Compactor::new(probe.clone(), config(), Arc::new(ExtractiveSummarizer::new(counter.clone()))).unwrap();
+        Compactor::new(probe.clone(), config(), Arc::new(ExtractiveSummarizer::new(counter.clone())))
+            .unwrap();
     runtime.block_on(compactor.compact(template.session)).unwrap();
     let node = probe.roots(template.session, Some(0)).unwrap().remove(0);
     let (first, last) = (node.first_seq, node.last_seq);
