@@ -18,7 +18,7 @@ use strata_compactor::{
     BoxFuture, Compactor, CompactorConfig, ExtractiveSummarizer, Outcome, SourceItem, SourceKind,
     SummarizeError, Summarizer, Summary, SummaryRequest, TokenCounter,
 };
-use strata_store::{NewMessage, NewSummary, Role, SessionId, Store};
+use strata_store::{NewMessage, NewSummary, SessionId, Store};
 
 fn config() -> CompactorConfig {
     CompactorConfig {
