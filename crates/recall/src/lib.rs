@@ -51,6 +51,6 @@ pub use crate::time::{Bound, TimeRange, parse_bound, parse_range};
 pub use crate::tools::{
     ChildView, EmbedderState, ExpandAnswer, ExpandSummaryArgs, HistoryAnswer, HistoryArgs, Hit,
     MemoryGrepArgs, MemorySearchArgs, MessageExcerpt, NodeView, SaveAnswer, SaveMemoryArgs, Scope,
-    SearchAnswer, TimelineEntry, ToolContext, ViewAnswer, ViewMessageArgs, call_tool, error_json, expand,
-    grep, history, live_memories, purge_expired, save, search, tool_names, tool_specs, view,
+    SearchAnswer, TimelineEntry, ToolContext, ViewAnswer, ViewMessageArgs, call_tool, error_json, excerpt,
+    expand, grep, history, live_memories, purge_expired, save, search, tool_names, tool_specs, view,
 };

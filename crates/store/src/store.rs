@@ -332,7 +332,7 @@ impl Store {
 
     /// Up to `limit` rows waiting for a vector.
     pub fn embedding_backlog(&self, limit: usize) -> Result<Vec<BacklogItem>> {
-        self.read(|conn| vectors::backlog(conn, limit))
+        self.embedding_backlog_filtered(None, None, limit)
     }
 
     /// Stores vectors for backlog items, exactly once each; returns how many were written.
@@ -382,7 +382,7 @@ impl Store {
                 message_tokens: count("SELECT COALESCE(SUM(token_count), 0) FROM messages")?,
                 nodes_per_level,
                 memories: count("SELECT count(*) FROM agent_memories")?,
-                embedding_backlog: vectors::backlog_len(conn)?,
+                embedding_backlog: crate::recall::backlog_count(conn, None, None)?,
                 file_bytes: std::fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0),
                 summarizers,
             })

@@ -23,26 +23,6 @@ pub struct BacklogItem {
     pub text: String,
 }
 
-const BACKLOG: [(HitKind, &str); 3] = [
-    (
-        HitKind::Memory,
-        "SELECT b.item_id, a.role, a.title || ': ' || a.content FROM embedding_backlog b
-         JOIN agent_memories a ON a.id = b.item_id WHERE b.kind = 'memory' ORDER BY b.item_id LIMIT ?1",
-    ),
-    (
-        HitKind::Summary,
-        "SELECT b.item_id, s.role, n.headline || char(10) || n.body FROM embedding_backlog b
-         JOIN summary_nodes n ON n.id = b.item_id JOIN sessions s ON s.id = n.session_id
-         WHERE b.kind = 'summary' ORDER BY b.item_id LIMIT ?1",
-    ),
-    (
-        HitKind::Message,
-        "SELECT b.item_id, s.role, m.content FROM embedding_backlog b
-         JOIN messages m ON m.id = b.item_id JOIN sessions s ON s.id = m.session_id
-         WHERE b.kind = 'message' ORDER BY b.item_id LIMIT ?1",
-    ),
-];
-
 fn table(kind: HitKind) -> &'static str {
     match kind {
         HitKind::Message => "messages_vec",
@@ -59,28 +39,6 @@ fn current_text_sql(kind: HitKind) -> Option<&'static str> {
         HitKind::Summary => Some("SELECT headline || char(10) || body FROM summary_nodes WHERE id = ?1"),
         HitKind::Memory => Some("SELECT title || ': ' || content FROM agent_memories WHERE id = ?1"),
     }
-}
-
-/// Up to `limit` rows waiting for a vector: memories first, then summaries, then messages.
-pub fn backlog(conn: &Connection, limit: usize) -> Result<Vec<BacklogItem>> {
-    let mut items = Vec::new();
-    for (kind, sql) in BACKLOG {
-        let left = limit.saturating_sub(items.len());
-        if left == 0 {
-            break;
-        }
-        items.extend(query_all(conn, sql, [left as i64], |row| {
-            Ok(BacklogItem { kind, id: row.get(0)?, persona: row.get(1)?, text: row.get(2)? })
-        })?);
-    }
-    Ok(items)
-}
-
-/// How many rows wait for a vector.
-pub fn backlog_len(conn: &Connection) -> Result<u64> {
-    let count: i64 =
-        conn.prepare_cached("SELECT count(*) FROM embedding_backlog")?.query_row([], |row| row.get(0))?;
-    Ok(count as u64)
 }
 
 /// Stores vectors for backlog items and takes them off the backlog. Call inside an immediate

@@ -282,7 +282,7 @@ fn without_common_terms(
 }
 
 /// Cuts a text to `max` characters at a character boundary, marking the cut.
-pub(crate) fn excerpt(text: &str, max: usize) -> String {
+pub fn excerpt(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text.to_owned(),
