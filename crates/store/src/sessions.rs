@@ -71,14 +71,3 @@ pub fn list(conn: &Connection, persona: Option<&str>) -> Result<Vec<Session>> {
     );
     query_all(conn, &sql, [persona], Session::from_row)
 }
-
-/// Records that the sync guidelines were injected at `at`.
-pub fn mark_bootstrap(conn: &Connection, id: SessionId, at: DateTime<Utc>) -> Result<()> {
-    let changed = conn
-        .prepare_cached("UPDATE sessions SET last_bootstrap_at = ?2 WHERE id = ?1")?
-        .execute(params![id, to_unix(at)])?;
-    if changed == 0 {
-        return Err(Error::NotFound(format!("session {id}")));
-    }
-    Ok(())
-}

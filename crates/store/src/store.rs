@@ -140,11 +140,6 @@ impl Store {
         self.read(|conn| sessions::list(conn, persona))
     }
 
-    /// Records that the sync guidelines were injected into this session at `at`.
-    pub fn mark_bootstrap(&self, session: SessionId, at: DateTime<Utc>) -> Result<()> {
-        self.write(|tx| sessions::mark_bootstrap(tx, session, at))
-    }
-
     // Messages.
 
     /// Appends messages to a session in one transaction; returns their ids in order.

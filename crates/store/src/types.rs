@@ -127,7 +127,8 @@ pub struct Session {
     pub created_at: DateTime<Utc>,
     /// Time of the newest message.
     pub last_active_at: DateTime<Utc>,
-    /// When the sync guidelines were last injected, if ever.
+    /// Reserved column of the schema, never written: bootstrap turns are derived from the
+    /// messages' own times (see the compactor), which cannot drift from what happened.
     pub last_bootstrap_at: Option<DateTime<Utc>>,
 }
 
