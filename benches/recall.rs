@@ -17,7 +17,11 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 use strata_recall::{Embedder, RecallConfig, ToolContext, call_tool};
-use strata_store::{EMBEDDING_DIM, NewMessage, Role, Store};
+use strata_store::{NewMessage, Role, Scan, Store};
+
+/// The default model's id and dimensions (the vectors are synthetic; their space is the model's).
+const MODEL: &str = strata_recall::DEFAULT_MODEL;
+const DIMS: usize = strata_recall::MINILM_L6_V2.dimensions;
 
 const MESSAGES: usize = 100_000;
 const PER_SESSION: usize = 1_000;
@@ -71,7 +75,7 @@ fn sentence(rng: &mut ChaCha8Rng) -> String {
 }
 
 fn random_unit(rng: &mut ChaCha8Rng) -> Vec<f32> {
-    let mut v: Vec<f32> = (0..EMBEDDING_DIM).map(|_| rng.random_range(-1.0f32..1.0)).collect();
+    let mut v: Vec<f32> = (0..DIMS).map(|_| rng.random_range(-1.0f32..1.0)).collect();
     let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
     v.iter_mut().for_each(|x| *x /= norm);
     v
@@ -99,13 +103,16 @@ fn build(store: &Store) {
             store.append(session.id, &messages).unwrap();
         }
     }
+    store
+        .use_embedding_space(&strata_store::EmbeddingSpace { model: MODEL.into(), dimensions: DIMS })
+        .unwrap();
     loop {
         let items = store.embedding_backlog(5_000).unwrap();
         if items.is_empty() {
             break;
         }
-        let pairs: Vec<_> = items.into_iter().map(|item| (item, random_unit(&mut rng))).collect();
-        store.put_embeddings(&pairs).unwrap();
+        let pairs: Vec<_> = items.into_iter().map(|item| (item, vec![random_unit(&mut rng)])).collect();
+        store.put_embeddings(MODEL, &pairs).unwrap();
     }
 }
 
@@ -163,10 +170,26 @@ fn recall(c: &mut Criterion) {
     group.sample_size(20);
     // Baselines: the two costs a search cannot avoid, measured alone.
     let question = "why did the billing migration fail in staging?";
-    group.bench_function("baseline_query_embedding", |b| b.iter(|| embedder.embed_one(question).unwrap()));
-    let vector = embedder.embed_one(question).unwrap();
+    group.bench_function("baseline_query_embedding", |b| b.iter(|| embedder.embed_query(question).unwrap()));
+    let vector = embedder.embed_query(question).unwrap();
     group.bench_function("baseline_vector_knn_50", |b| {
-        b.iter(|| store.nearest(strata_store::HitKind::Message, "p", &vector, 50).unwrap())
+        b.iter(|| {
+            store.nearest(MODEL, strata_store::HitKind::Message, "p", &vector, 50, Scan::Exact).unwrap()
+        })
+    });
+    group.bench_function("vector_knn_50_quantized", |b| {
+        b.iter(|| {
+            store
+                .nearest(
+                    MODEL,
+                    strata_store::HitKind::Message,
+                    "p",
+                    &vector,
+                    50,
+                    Scan::Quantized { candidates: 400 },
+                )
+                .unwrap()
+        })
     });
     for (name, query) in
         [("question", "why did the billing migration fail in staging?"), ("short", "refund queue")]

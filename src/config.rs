@@ -113,8 +113,15 @@ impl Config {
         self.compactor.validate().map_err(|e| Error::Config(e.to_string()))?;
         let recall = &self.recall;
         let invalid = |key: &str, rule: &str| Err(Error::Config(format!("recall.{key} {rule}")));
-        if !(recall.rrf_k.is_finite() && recall.rrf_k > 0.0) {
-            return invalid("rrf_k", "must be a positive number");
+        for (key, value) in
+            [("semantic_weight", recall.semantic_weight), ("keyword_weight", recall.keyword_weight)]
+        {
+            if !(value.is_finite() && value >= 0.0) {
+                return invalid(key, "must be a number of zero or more");
+            }
+        }
+        if let Err(err) = strata_recall::model_spec(&recall.embed_model) {
+            return invalid("embed_model", &format!("is not usable: {err}"));
         }
         for (key, value) in [
             ("min_similarity", recall.min_similarity),
@@ -125,8 +132,8 @@ impl Config {
                 return invalid(key, "must be a cosine similarity between -1 and 1");
             }
         }
-        if !(0.0..=1.0).contains(&recall.keyword_common_share) {
-            return invalid("keyword_common_share", "must be a share between 0 and 1");
+        if !(1..=strata_store::MAX_CHUNKS).contains(&recall.embed_max_chunks) {
+            return invalid("embed_max_chunks", "must be between 1 and 32");
         }
         if recall.default_limit == 0 || recall.max_limit == 0 || recall.embed_batch_size == 0 {
             return invalid("default_limit, max_limit and embed_batch_size", "must be at least 1");
@@ -274,7 +281,9 @@ mod tests {
             Config::load(None, [("STRATA_COMPACTOR_RESERVE_TOKENS".into(), "99999".into())]).unwrap_err();
         assert!(err.to_string().contains("reserve_tokens"), "{err}");
         for (key, value) in [
-            ("STRATA_RECALL_RRF_K", "nan"),
+            ("STRATA_RECALL_SEMANTIC_WEIGHT", "nan"),
+            ("STRATA_RECALL_EMBED_MAX_CHUNKS", "0"),
+            ("STRATA_RECALL_EMBED_MODEL", "\"word2vec\""),
             ("STRATA_RECALL_MIN_SIMILARITY", "7.0"),
             ("STRATA_RECALL_MEMORY_TTLS_USER_PREFERENCES", "4000000000"),
         ] {

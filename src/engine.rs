@@ -124,7 +124,7 @@ impl Engine {
 
     /// The embedding model, loaded on first call (about 0.3 s), or why it is unavailable.
     pub fn embedder(&self) -> &EmbedderState {
-        self.inner.embedder.get_or_init(|| Embedder::load(self.inner.config.recall.assets_dir()).into())
+        self.inner.embedder.get_or_init(|| Embedder::for_config(&self.inner.config.recall).into())
     }
 
     /// Starts the background thread that embeds new messages, summaries and memories. Without

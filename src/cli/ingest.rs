@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use chrono::{DateTime, Utc};
@@ -52,7 +52,8 @@ struct Line {
 /// which the caller adds.
 fn parse_line(
     text: &str,
-    args: &IngestArgs,
+    session: &str,
+    persona: &str,
     counter: &TokenCounter,
     now: DateTime<Utc>,
 ) -> anyhow::Result<IncomingMessage> {
@@ -84,18 +85,17 @@ fn parse_line(
     };
     counter.count_new(&mut message);
     Ok(IncomingMessage {
-        session_key: line.session.unwrap_or_else(|| args.session.clone()),
-        persona: line.persona.unwrap_or_else(|| args.persona.clone()),
+        session_key: line.session.unwrap_or_else(|| session.to_owned()),
+        persona: line.persona.unwrap_or_else(|| persona.to_owned()),
         message,
     })
 }
 
-fn read_lines(args: &IngestArgs) -> anyhow::Result<Vec<String>> {
-    let reader: Box<dyn BufRead> = if args.file.as_os_str() == "-" {
+fn read_lines(path: &Path) -> anyhow::Result<Vec<String>> {
+    let reader: Box<dyn BufRead> = if path.as_os_str() == "-" {
         Box::new(std::io::stdin().lock())
     } else {
-        let file = std::fs::File::open(&args.file)
-            .with_context(|| format!("cannot read {}", args.file.display()))?;
+        let file = std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
         Box::new(std::io::BufReader::new(file))
     };
     reader
@@ -105,19 +105,21 @@ fn read_lines(args: &IngestArgs) -> anyhow::Result<Vec<String>> {
         .collect()
 }
 
-pub fn run(store: &Store, args: &IngestArgs, json: bool, out: &mut impl Write) -> anyhow::Result<()> {
-    strata_store::validate_persona(&args.persona)?;
-    let lines = read_lines(args)?;
-    let counter = TokenCounter::for_model(&args.model);
-    let progress = if lines.len() > PROGRESS_THRESHOLD {
-        ProgressBar::new(lines.len() as u64).with_style(
-            ProgressStyle::with_template("{msg:>10} [{bar:40}] {pos}/{len} lines ({per_sec}, {eta})")
-                .expect("static template")
-                .progress_chars("=> "),
-        )
-    } else {
-        ProgressBar::hidden()
-    };
+/// Reads and parses a whole JSON Lines file (nothing is written): the messages in file order.
+/// Lines without a session or persona get `session` and `persona`. The error names the line.
+/// Files of more than [`PROGRESS_THRESHOLD`] lines show `progress`.
+pub fn parse_file(
+    file: &Path,
+    session: &str,
+    persona: &str,
+    counter: &TokenCounter,
+    progress: &ProgressBar,
+) -> anyhow::Result<Vec<IncomingMessage>> {
+    let lines = read_lines(file)?;
+    progress.set_length(lines.len() as u64);
+    if lines.len() <= PROGRESS_THRESHOLD {
+        progress.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
     progress.set_message("parsing");
     let now = Utc::now();
     let mut incoming = Vec::with_capacity(lines.len());
@@ -126,11 +128,23 @@ pub fn run(store: &Store, args: &IngestArgs, json: bool, out: &mut impl Write) -
         if text.trim().is_empty() {
             continue;
         }
-        // Nothing is written until every line has parsed: a bad line leaves the database as it was.
-        let message = parse_line(text, args, &counter, now)
-            .with_context(|| format!("{}: line {}", args.file.display(), index + 1))?;
+        let message = parse_line(text, session, persona, counter, now)
+            .with_context(|| format!("{}: line {}", file.display(), index + 1))?;
         incoming.push(message);
     }
+    Ok(incoming)
+}
+
+pub fn run(store: &Store, args: &IngestArgs, json: bool, out: &mut impl Write) -> anyhow::Result<()> {
+    strata_store::validate_persona(&args.persona)?;
+    let counter = TokenCounter::for_model(&args.model);
+    let progress = ProgressBar::new(0).with_style(
+        ProgressStyle::with_template("{msg:>10} [{bar:40}] {pos}/{len} lines ({per_sec}, {eta})")
+            .expect("static template")
+            .progress_chars("=> "),
+    );
+    // Nothing is written until every line has parsed: a bad line leaves the database as it was.
+    let incoming = parse_file(&args.file, &args.session, &args.persona, &counter, &progress)?;
     progress.set_message("writing");
     let ids = store.append_many(&incoming).context("nothing was ingested")?;
     progress.finish_and_clear();

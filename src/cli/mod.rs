@@ -3,6 +3,7 @@
 mod chat;
 mod compact;
 mod demo;
+mod eval;
 mod ingest;
 mod mcp;
 mod memory;
@@ -100,6 +101,9 @@ enum Command {
     Chat(chat::ChatArgs),
     /// Serve one session's recall tools to an MCP client over stdin/stdout.
     Mcp(mcp::McpArgs),
+    /// Measure strata on annotated conversations (a fresh temporary database; --db is unused).
+    #[command(subcommand)]
+    Eval(eval::EvalCommand),
 }
 
 /// Opens the database named on the command line.
@@ -203,6 +207,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Embed(args) => recall::embed(&open(&cli)?, &config(&cli)?.recall, args, cli.json, &mut out)?,
         Command::Chat(args) => chat::run(&cli, args, &mut out)?,
+        Command::Eval(command) => eval::run(&config(&cli)?, command, cli.json, &mut out)?,
         Command::Mcp(_) => {} // served above, before standard output was locked
         Command::Memory(command) => {
             memory::run(&open(&cli)?, &config(&cli)?.recall, command, cli.json, &mut out)?

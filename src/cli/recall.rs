@@ -149,7 +149,7 @@ pub fn search(
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
     let scope = scope(store, &command.filters)?;
-    let embedder: EmbedderState = Embedder::load(config.assets_dir()).into();
+    let embedder: EmbedderState = Embedder::for_config(config).into();
     let args = MemorySearchArgs {
         query: command.query.clone(),
         limit: command.filters.limit,
@@ -255,7 +255,7 @@ pub fn embed(
             (Some(scope.persona), scope.session)
         }
     };
-    let embedder = Embedder::load(config.assets_dir())
+    let embedder = Embedder::for_config(config)
         .map_err(|e| anyhow::anyhow!("semantic search unavailable: {}", e.chain_message()))?;
     let filter = BacklogFilter { persona: persona.clone(), session, limit: filters.limit.map(u64::from) };
     let bar = ProgressBar::new(0);

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use strata_store::Category;
+use strata_store::{Category, Scan};
 
 /// Settings of the recall tools and the embedding pipeline.
 ///
@@ -31,21 +31,29 @@ pub struct RecallConfig {
     pub max_limit: usize,
     /// Texts per embedding batch (about 32 is fastest and keeps memory near 0.3 GB). Default 32.
     pub embed_batch_size: usize,
+    /// Most chunks (vectors) a long text is embedded as, from its start; text past them is
+    /// found by keywords only. At most 32. Default 8.
+    pub embed_max_chunks: usize,
     /// Backlog rows the worker reads per round (sorted by length, then batched). Default 256.
     pub embed_round_size: usize,
-    /// The `k` of reciprocal-rank fusion: score = Σ 1 / (k + rank). Default 60.
-    pub rrf_k: f64,
-    /// Semantic candidates less similar than this (cosine) to the query stay out of fusion: for
-    /// all-MiniLM-L6-v2, unrelated sentences score about -0.05 to 0.15. Default 0.2.
+    /// The local embedding model (see `strata_recall::MODELS`). A database embedded with
+    /// another model is re-embedded by the next `strata embed`. Default `all-MiniLM-L6-v2`.
+    pub embed_model: String,
+    /// Weight of the semantic score in `memory_search`'s fusion (each side's scores are first
+    /// scaled to 0..=1 over its candidates). Fitted on the evaluation set, where weights from
+    /// 0.2 to 0.4 are within 2 points of the best; see ARCHITECTURE.md. Default 0.3.
+    pub semantic_weight: f64,
+    /// Weight of the keyword (bm25) score in `memory_search`'s fusion. Default 0.7.
+    pub keyword_weight: f64,
+    /// Semantic candidates less similar than this (cosine) to the query stay out of fusion.
+    /// Default 0.0.
     pub min_similarity: f64,
     /// Candidates each side (semantic, keyword) contributes to fusion, before the limit.
     /// Default 50.
     pub search_candidates: usize,
-    /// A keyword found in more than this share of the persona's rows of a kind (and in more
-    /// than 1,000 of them) does not select keyword candidates for `memory_search`; it still
-    /// ranks them. Such a word tells little, and ranking every row it matches made search
-    /// 3x slower over 100,000 messages. 1.0 keeps every word. Default 0.1.
-    pub keyword_common_share: f64,
+    /// Chunks the 1-bit first pass of a vector search keeps for exact re-scoring; 0 scans the
+    /// float vectors exactly. Default 0.
+    pub quantized_candidates: usize,
     /// Messages shown before and after the one `view_message` opens. Default 3.
     pub view_neighbours: usize,
     /// Messages per page when `expand_summary` lists a Level-0 node's sources. Default 20.
@@ -79,11 +87,14 @@ impl Default for RecallConfig {
             default_limit: 10,
             max_limit: 50,
             embed_batch_size: 32,
+            embed_max_chunks: 8,
             embed_round_size: 256,
-            rrf_k: 60.0,
-            min_similarity: 0.2,
+            embed_model: crate::embed::DEFAULT_MODEL.to_owned(),
+            semantic_weight: 0.3,
+            keyword_weight: 0.7,
+            min_similarity: 0.0,
             search_candidates: 50,
-            keyword_common_share: 0.1,
+            quantized_candidates: 0,
             view_neighbours: 3,
             expand_page_size: 20,
             excerpt_chars: 600,
@@ -101,6 +112,14 @@ impl RecallConfig {
     /// The embedding assets directory this config names, or the default one.
     pub fn assets_dir(&self) -> PathBuf {
         self.embed_assets.clone().unwrap_or_else(crate::default_assets_dir)
+    }
+
+    /// How vector searches scan: exact, or a 1-bit first pass then exact re-scoring.
+    pub fn vector_scan(&self) -> Scan {
+        match self.quantized_candidates {
+            0 => Scan::Exact,
+            candidates => Scan::Quantized { candidates },
+        }
     }
 
     /// A requested limit clamped to `1..=max_limit`; the default when none is given.

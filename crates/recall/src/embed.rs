@@ -1,4 +1,4 @@
-//! Local sentence embeddings: all-MiniLM-L6-v2 (int8 ONNX) through fastembed, with ONNX Runtime
+//! Local sentence embeddings: small retrieval models (ONNX) through fastembed, with ONNX Runtime
 //! loaded explicitly from a local library so that a missing or broken file is an error, never
 //! a panic and never a download.
 
@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use fastembed::{InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel};
-use strata_store::EMBEDDING_DIM;
+use strata_store::EmbeddingSpace;
 
 use crate::error::{Error, Result};
 
@@ -14,14 +14,97 @@ use crate::error::{Error, Result};
 pub const ASSETS_ENV: &str = "STRATA_EMBED_ASSETS";
 
 const RUNTIME_LIBRARY: &str = "onnxruntime/libonnxruntime.so";
-const MODEL_DIR: &str = "all-MiniLM-L6-v2-int8";
 const MODEL_FILES: [&str; 5] =
     ["model.onnx", "tokenizer.json", "config.json", "special_tokens_map.json", "tokenizer_config.json"];
-/// Word pieces per text; longer texts are truncated. all-MiniLM-L6-v2 was trained on
-/// sequences of up to 128 word pieces, and attention costs grow with the square of the length:
-/// on long chat messages (code, logs) 128 embeds about twice as fast as 256 (measured in the
-/// demo), while what a message is about is nearly always said in its opening.
-const MAX_TOKENS: usize = 128;
+
+/// How a model turns its token vectors into one text vector.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PoolingKind {
+    /// The mean of the token vectors (sentence-transformers models such as all-MiniLM-L6-v2).
+    Mean,
+    /// The vector of the leading `[CLS]` token (BGE and arctic-embed models).
+    Cls,
+}
+
+/// A local sentence-embedding model strata knows how to run: where its files are, how it pools,
+/// and the prefixes it was trained with. Every model is identified by [`ModelSpec::id`], which
+/// the database stores with its vectors (a different id means re-embedding everything).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ModelSpec {
+    /// The id stored with the vectors and named in `[recall] embed_model`.
+    pub id: &'static str,
+    /// Its directory under the assets directory.
+    pub dir: &'static str,
+    /// How token vectors become a text vector.
+    pub pooling: PoolingKind,
+    /// Put before a search query (retrievers trained with instructions need it).
+    pub query_prefix: &'static str,
+    /// Put before a stored text.
+    pub passage_prefix: &'static str,
+    /// Dimensions kept (models trained for it may be truncated, then re-normalized).
+    pub dimensions: usize,
+    /// Word pieces per chunk: longer texts are split into chunks of about this length.
+    pub max_tokens: usize,
+    /// Words per chunk when a long text is split; about `max_tokens` word pieces of prose.
+    pub chunk_words: usize,
+}
+
+/// all-MiniLM-L6-v2, int8 weights: the first model strata shipped.
+pub const MINILM_L6_V2: ModelSpec = ModelSpec {
+    id: "all-MiniLM-L6-v2",
+    dir: "all-MiniLM-L6-v2-int8",
+    pooling: PoolingKind::Mean,
+    query_prefix: "",
+    passage_prefix: "",
+    dimensions: 384,
+    // all-MiniLM-L6-v2 was trained on sequences of up to 128 word pieces, and attention costs
+    // grow with the square of the length: 128 embeds long messages about twice as fast as 256.
+    max_tokens: 128,
+    chunk_words: 80,
+};
+
+/// Every model strata can load, by id.
+pub const MODELS: &[ModelSpec] = &[MINILM_L6_V2];
+
+/// The default model (see ARCHITECTURE.md for the measurements that chose it).
+pub const DEFAULT_MODEL: &str = MINILM_L6_V2.id;
+
+/// The model with this id.
+pub fn model_spec(id: &str) -> Result<&'static ModelSpec> {
+    MODELS.iter().find(|model| model.id == id).ok_or_else(|| Error::UnknownModel {
+        id: id.to_owned(),
+        known: MODELS.iter().map(|model| model.id).collect::<Vec<_>>().join(", "),
+    })
+}
+
+/// Splits a text into the pieces embedded separately: windows of `words` words overlapping by
+/// a fifth, at most `max` of them (text past them is left to keyword search). A text of at
+/// most `words` words is one piece, itself.
+pub fn chunk_text(text: &str, words: usize, max: usize) -> Vec<&str> {
+    let words = words.max(5);
+    let starts: Vec<usize> = text
+        .char_indices()
+        .filter(|&(at, c)| {
+            !c.is_whitespace() && text[..at].chars().next_back().is_none_or(char::is_whitespace)
+        })
+        .map(|(at, _)| at)
+        .collect();
+    if starts.len() <= words {
+        return vec![text];
+    }
+    let step = words - words / 5;
+    let mut chunks = Vec::new();
+    let mut first = 0;
+    while first < starts.len() && chunks.len() < max.max(1) {
+        let end = starts.get(first + words).copied().unwrap_or(text.len());
+        chunks.push(text[starts[first]..end].trim_end());
+        if first + words >= starts.len() {
+            break;
+        }
+        first += step;
+    }
+    chunks
+}
 
 /// Where the embedding assets live unless configured: `$STRATA_EMBED_ASSETS`, else
 /// `$XDG_CACHE_HOME/strata/embed-assets`, else `$HOME/.cache/strata/embed-assets` (the same
@@ -58,30 +141,39 @@ fn environment(library: &Path) -> Result<ort::environment::Environment> {
     Ok(environment)
 }
 
-/// A loaded sentence-embedding model: text in, 384 L2-normalized floats out.
+/// A loaded sentence-embedding model: text in, L2-normalized floats out.
 ///
 /// Cheap to clone (the model is shared) and safe to use from several threads (calls take turns:
 /// ONNX Runtime already uses both cores for one batch).
 #[derive(Clone)]
 pub struct Embedder {
     model: Arc<Mutex<TextEmbedding>>,
+    spec: &'static ModelSpec,
     assets: PathBuf,
 }
 
 impl std::fmt::Debug for Embedder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Embedder").field("assets", &self.assets).finish_non_exhaustive()
+        f.debug_struct("Embedder")
+            .field("model", &self.spec.id)
+            .field("assets", &self.assets)
+            .finish_non_exhaustive()
     }
 }
 
 impl Embedder {
-    /// Loads all-MiniLM-L6-v2 and ONNX Runtime from `assets` (the layout that
+    /// Loads the default model and ONNX Runtime from `assets` (the layout that
     /// `scripts/fetch-embed-assets.sh` writes). Every failure is an `Err`: a missing file names
     /// the file and the fetch script; a library that is missing or too old says so.
     pub fn load(assets: impl AsRef<Path>) -> Result<Embedder> {
+        Embedder::load_model(assets, model_spec(DEFAULT_MODEL)?)
+    }
+
+    /// Loads `spec` and ONNX Runtime from `assets`.
+    pub fn load_model(assets: impl AsRef<Path>, spec: &'static ModelSpec) -> Result<Embedder> {
         let assets = assets.as_ref();
         let library = assets.join(RUNTIME_LIBRARY);
-        let model_dir = assets.join(MODEL_DIR);
+        let model_dir = assets.join(spec.dir);
         // Check every file before touching ONNX Runtime, so the error names what is missing.
         for path in std::iter::once(library.clone()).chain(MODEL_FILES.iter().map(|f| model_dir.join(f))) {
             if !path.is_file() {
@@ -101,19 +193,26 @@ impl Embedder {
                 tokenizer_config_file: read("tokenizer_config.json")?,
             },
         )
-        // all-MiniLM-L6-v2 is mean-pooled; fastembed L2-normalizes, so dot product = cosine.
-        .with_pooling(Pooling::Mean);
+        .with_pooling(match spec.pooling {
+            PoolingKind::Mean => Pooling::Mean,
+            PoolingKind::Cls => Pooling::Cls,
+        });
         let options = InitOptionsUserDefined::new()
             .with_environment(environment(&library)?)
-            .with_max_length(MAX_TOKENS);
+            .with_max_length(spec.max_tokens);
         let model = TextEmbedding::try_new_from_user_defined(model, options).map_err(Error::Model)?;
-        let embedder = Embedder { model: Arc::new(Mutex::new(model)), assets: assets.to_path_buf() };
+        let embedder = Embedder { model: Arc::new(Mutex::new(model)), spec, assets: assets.to_path_buf() };
         // A model file that loads but computes garbage (wrong model, wrong shape) fails here.
         embedder.embed(&["strata"])?;
         Ok(embedder)
     }
 
-    /// Loads from [`default_assets_dir`].
+    /// Loads the model `config` names from its assets directory.
+    pub fn for_config(config: &crate::RecallConfig) -> Result<Embedder> {
+        Embedder::load_model(config.assets_dir(), model_spec(&config.embed_model)?)
+    }
+
+    /// Loads the default model from [`default_assets_dir`].
     pub fn load_default() -> Result<Embedder> {
         Embedder::load(default_assets_dir())
     }
@@ -123,7 +222,18 @@ impl Embedder {
         &self.assets
     }
 
-    /// Embeds texts in one batch, in order.
+    /// The model this embedder runs.
+    pub fn spec(&self) -> &'static ModelSpec {
+        self.spec
+    }
+
+    /// The embedding space its vectors belong to.
+    pub fn space(&self) -> EmbeddingSpace {
+        EmbeddingSpace { model: self.spec.id.to_owned(), dimensions: self.spec.dimensions }
+    }
+
+    /// Embeds texts in one batch, in order, as they are (no prefix): [`Embedder::embed_query`]
+    /// and [`Embedder::embed_passages`] add the model's prefixes.
     pub fn embed<S: AsRef<str> + Send + Sync>(&self, texts: &[S]) -> Result<Vec<Vec<f32>>> {
         if texts.is_empty() {
             return Ok(Vec::new());
@@ -131,19 +241,47 @@ impl Embedder {
         let mut model = self.model.lock().unwrap_or_else(PoisonError::into_inner);
         let vectors = model.embed(texts, Some(texts.len())).map_err(Error::Model)?;
         drop(model);
-        if vectors.len() != texts.len() || vectors.iter().any(|v| v.len() != EMBEDDING_DIM) {
+        if vectors.len() != texts.len() || vectors.iter().any(|v| v.len() < self.spec.dimensions) {
             return Err(Error::ModelOutput {
                 got: vectors.len(),
                 dim: vectors.first().map_or(0, Vec::len),
                 expected: texts.len(),
             });
         }
-        Ok(vectors)
+        Ok(vectors.into_iter().map(|vector| self.truncate(vector)).collect())
     }
 
-    /// Embeds one text.
+    /// Keeps the first `dimensions` of a vector and re-normalizes it (a no-op for models used
+    /// at their full size).
+    fn truncate(&self, mut vector: Vec<f32>) -> Vec<f32> {
+        if vector.len() > self.spec.dimensions {
+            vector.truncate(self.spec.dimensions);
+            let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+            if norm > 0.0 {
+                vector.iter_mut().for_each(|x| *x /= norm);
+            }
+        }
+        vector
+    }
+
+    /// Embeds one text as it is.
     pub fn embed_one(&self, text: &str) -> Result<Vec<f32>> {
         Ok(self.embed(&[text])?.remove(0))
+    }
+
+    /// Embeds a search query, with the model's query prefix.
+    pub fn embed_query(&self, query: &str) -> Result<Vec<f32>> {
+        self.embed_one(&format!("{}{query}", self.spec.query_prefix))
+    }
+
+    /// Embeds stored texts, with the model's passage prefix.
+    pub fn embed_passages(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        if self.spec.passage_prefix.is_empty() {
+            return self.embed(texts);
+        }
+        let prefixed: Vec<String> =
+            texts.iter().map(|text| format!("{}{text}", self.spec.passage_prefix)).collect();
+        self.embed(&prefixed)
     }
 
     /// Embeds many texts in batches of `batch_size`, shortest first (similar lengths pad less:
@@ -154,7 +292,7 @@ impl Embedder {
         let mut vectors = vec![Vec::new(); texts.len()];
         for chunk in order.chunks(batch_size.max(1)) {
             let batch: Vec<&str> = chunk.iter().map(|&i| texts[i]).collect();
-            for (&i, vector) in chunk.iter().zip(self.embed(&batch)?) {
+            for (&i, vector) in chunk.iter().zip(self.embed_passages(&batch)?) {
                 vectors[i] = vector;
             }
         }
@@ -165,4 +303,27 @@ impl Embedder {
 /// Cosine similarity of two L2-normalized vectors.
 pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_texts_are_one_chunk() {
+        assert_eq!(chunk_text("one two three", 80, 8), ["one two three"]);
+        assert_eq!(chunk_text("", 80, 8), [""]);
+    }
+
+    #[test]
+    fn long_texts_are_overlapping_windows_up_to_the_cap() {
+        let text: String = (0..100).map(|i| format!("w{i} ")).collect();
+        let chunks = chunk_text(&text, 20, 32);
+        assert!(chunks.iter().all(|c| c.split_whitespace().count() <= 20));
+        assert_eq!(chunks[0].split_whitespace().next(), Some("w0"));
+        assert_eq!(chunks.last().unwrap().split_whitespace().last(), Some("w99"), "the end is covered");
+        // Windows overlap by a fifth: the second starts at word 16.
+        assert_eq!(chunks[1].split_whitespace().next(), Some("w16"));
+        assert_eq!(chunk_text(&text, 20, 2).len(), 2, "capped");
+    }
 }

@@ -39,6 +39,14 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// `[recall] embed_model` names a model strata does not know.
+    #[error("unknown embedding model {id:?}; known models: {known}")]
+    UnknownModel {
+        /// The id asked for.
+        id: String,
+        /// The ids strata knows.
+        known: String,
+    },
     /// The model could not be loaded or failed while embedding.
     #[error("embedding model failed")]
     Model(#[source] fastembed::Error),
@@ -104,7 +112,8 @@ impl Error {
             Error::SemanticUnavailable { .. }
             | Error::AssetsMissing { .. }
             | Error::RuntimeLoad { .. }
-            | Error::AssetRead { .. } => "semantic_search_unavailable",
+            | Error::AssetRead { .. }
+            | Error::UnknownModel { .. } => "semantic_search_unavailable",
             Error::Store(Store::NotFound(_)) => "not_found",
             Error::Store(Store::ProtectedCategory) => "forbidden",
             Error::Store(Store::Invalid { .. }) => "invalid_argument",

@@ -42,15 +42,19 @@ mod time;
 mod tools;
 
 pub use crate::config::{MemoryTtls, RecallConfig, Ttl};
-pub use crate::embed::{ASSETS_ENV, Embedder, cosine, default_assets_dir};
+pub use crate::embed::{
+    ASSETS_ENV, DEFAULT_MODEL, Embedder, MINILM_L6_V2, MODELS, ModelSpec, PoolingKind, chunk_text, cosine,
+    default_assets_dir, model_spec,
+};
 pub use crate::error::{Error, Result};
 pub use crate::pipeline::{
     BacklogFilter, EmbedProgress, EmbedWorker, WorkerStats, embed_backlog, embed_backlog_with,
 };
 pub use crate::time::{Bound, TimeRange, parse_bound, parse_range};
 pub use crate::tools::{
-    ChildView, EmbedderState, ExpandAnswer, ExpandSummaryArgs, HistoryAnswer, HistoryArgs, Hit,
-    MemoryGrepArgs, MemorySearchArgs, MessageExcerpt, NodeView, SaveAnswer, SaveMemoryArgs, Scope,
+    ChildView, Coverage, EmbedderState, ExpandAnswer, ExpandSummaryArgs, HistoryAnswer, HistoryArgs, Hit,
+    HitRef, MemoryGrepArgs, MemorySearchArgs, MessageExcerpt, NodeView, SaveAnswer, SaveMemoryArgs, Scope,
     SearchAnswer, TimelineEntry, ToolContext, ViewAnswer, ViewMessageArgs, call_tool, error_json, excerpt,
-    expand, grep, history, live_memories, purge_expired, save, search, tool_names, tool_specs, view,
+    excerpt_around, expand, grep, history, live_memories, purge_expired, save, search, tool_names,
+    tool_specs, view,
 };

@@ -11,14 +11,24 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use strata_store::{SessionId, Store};
+use strata_store::{BacklogItem, MAX_CHUNKS, SessionId, Store};
 
 use crate::config::RecallConfig;
-use crate::embed::Embedder;
+use crate::embed::{Embedder, chunk_text};
 use crate::error::Result;
 
-/// Longest text (in bytes) handed to the tokenizer; the model reads only 256 tokens anyway.
-const MAX_TEXT_BYTES: usize = 8 * 1024;
+/// Longest text (in bytes) split into chunks: [`MAX_CHUNKS`] chunks of prose fit in it, and a
+/// tool dump of megabytes is not scanned in full (keyword search still finds all of it).
+const MAX_TEXT_BYTES: usize = 64 * 1024;
+
+/// `text` cut to at most `max` bytes, at a character boundary.
+fn cut(text: &str, max: usize) -> &str {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
 
 /// Which backlog rows to embed.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -57,6 +67,12 @@ pub fn embed_backlog_with(
     filter: &BacklogFilter,
     mut progress: impl FnMut(EmbedProgress),
 ) -> Result<u64> {
+    // The vectors of another model are dropped (and every row queued again) before any of
+    // this model's are written: two models' vectors are never mixed.
+    let space = embedder.space();
+    if store.use_embedding_space(&space)? {
+        tracing::info!(model = %space.model, "embedding space set; every row will be embedded");
+    }
     let persona = filter.persona.as_deref();
     let waiting = store.embedding_backlog_count(persona, filter.session)?;
     let mut report =
@@ -72,22 +88,31 @@ pub fn embed_backlog_with(
         if items.is_empty() {
             break;
         }
-        for item in &mut items {
-            if item.text.len() > MAX_TEXT_BYTES {
-                let mut cut = MAX_TEXT_BYTES;
-                while !item.text.is_char_boundary(cut) {
-                    cut -= 1;
-                }
-                item.text.truncate(cut);
-            }
-        }
         items.sort_by_key(|item| item.text.len());
+        // Long texts are embedded in chunks (several vectors per row); every chunk of a batch
+        // is embedded together, and a row's vectors are committed with the row.
         for batch in items.chunks(config.embed_batch_size.max(1)) {
-            let texts: Vec<&str> = batch.iter().map(|item| item.text.as_str()).collect();
-            let _span = tracing::debug_span!("embed_batch", texts = texts.len()).entered();
-            let vectors = embedder.embed(&texts)?;
-            let pairs: Vec<_> = batch.iter().cloned().zip(vectors).collect();
-            let written = store.put_embeddings(&pairs)? as u64;
+            let chunked: Vec<Vec<&str>> = batch
+                .iter()
+                .map(|item| {
+                    let text = cut(&item.text, MAX_TEXT_BYTES);
+                    chunk_text(
+                        text,
+                        embedder.spec().chunk_words,
+                        config.embed_max_chunks.clamp(1, MAX_CHUNKS),
+                    )
+                })
+                .collect();
+            let texts: Vec<&str> = chunked.iter().flatten().copied().collect();
+            let _span =
+                tracing::debug_span!("embed_batch", items = batch.len(), texts = texts.len()).entered();
+            let mut vectors = embedder.embed_sorted(&texts, config.embed_batch_size.max(1))?.into_iter();
+            let pairs: Vec<(BacklogItem, Vec<Vec<f32>>)> = batch
+                .iter()
+                .zip(&chunked)
+                .map(|(item, chunks)| (item.clone(), vectors.by_ref().take(chunks.len()).collect()))
+                .collect();
+            let written = store.put_embeddings(&space.model, &pairs)? as u64;
             report.embedded += written;
             report.total = report.total.max(report.embedded);
             progress(report);

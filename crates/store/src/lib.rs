@@ -60,4 +60,4 @@ pub use crate::types::{
     Category, Level, Memory, MemoryId, Message, MessageId, NewMessage, NewSummary, NodeId, Role, Session,
     SessionId, SummaryNode, Writer, from_unix, to_unix,
 };
-pub use crate::vectors::{BacklogItem, EMBEDDING_DIM};
+pub use crate::vectors::{BacklogItem, EmbeddingSpace, MAX_CHUNKS, Scan};

@@ -5,8 +5,10 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::db::query_all;
 use crate::error::{Error, Result};
+use crate::search::HitKind;
 use crate::sessions::{validate_name, validate_persona};
 use crate::types::{Category, Memory, Writer, to_unix};
+use crate::vectors;
 
 /// The most characters a memory's content may hold.
 pub const MAX_CONTENT_CHARS: usize = 500;
@@ -145,7 +147,7 @@ pub fn delete(
         .query_row(params![persona, category.as_str(), key], |row| row.get(0))
         .optional()?;
     if let Some(id) = id {
-        conn.prepare_cached("DELETE FROM memories_vec WHERE rowid = ?1")?.execute([id])?;
+        vectors::forget(conn, HitKind::Memory, id)?;
     }
     Ok(id.is_some())
 }
@@ -156,9 +158,8 @@ pub fn purge_older_than(conn: &Connection, category: Category, cutoff: DateTime<
         .prepare_cached("DELETE FROM agent_memories WHERE category = ?1 AND updated_at < ?2 RETURNING id")?
         .query_map(params![category.as_str(), to_unix(cutoff)], |row| row.get(0))?
         .collect::<rusqlite::Result<_>>()?;
-    let mut unvector = conn.prepare_cached("DELETE FROM memories_vec WHERE rowid = ?1")?;
-    for id in &ids {
-        unvector.execute([id])?;
+    for &id in &ids {
+        vectors::forget(conn, HitKind::Memory, id)?;
     }
     Ok(ids.len())
 }

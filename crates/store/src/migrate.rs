@@ -6,8 +6,11 @@ use crate::error::{Error, Result};
 
 /// The migrations, in order. Version N is the state after applying the first N files.
 /// Never edit a released file: add a new one.
-const MIGRATIONS: &[&str] =
-    &[include_str!("../../../schema/0001_init.sql"), include_str!("../../../schema/0002_search.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../../../schema/0001_init.sql"),
+    include_str!("../../../schema/0002_search.sql"),
+    include_str!("../../../schema/0003_retrieval.sql"),
+];
 
 /// The schema version this build creates and understands.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -124,7 +124,7 @@ const BACKLOG_FILTERED: [(HitKind, &str); 3] = [
     ),
     (
         HitKind::Message,
-        "SELECT b.item_id, s.role, m.content FROM embedding_backlog b
+        "SELECT b.item_id, s.role, coalesce(m.name, m.role) || ': ' || m.content FROM embedding_backlog b
          JOIN messages m ON m.id = b.item_id JOIN sessions s ON s.id = m.session_id
          WHERE b.kind = 'message' AND (?2 IS NULL OR s.role = ?2) AND (?3 IS NULL OR s.id = ?3)
          ORDER BY b.item_id LIMIT ?1",
@@ -170,15 +170,19 @@ pub fn backlog_count(conn: &Connection, persona: Option<&str>, session: Option<S
     Ok(count as u64)
 }
 
-/// How many vectors each table holds.
+/// How many vectors (chunks) each table holds; zero before anything was embedded.
 pub fn vector_counts(conn: &Connection) -> Result<VectorCounts> {
-    let count = |sql: &str| -> Result<u64> {
-        Ok(conn.prepare_cached(sql)?.query_row([], |row| row.get::<_, i64>(0))? as u64)
+    if crate::vectors::space(conn)?.is_none() {
+        return Ok(VectorCounts::default());
+    }
+    let count = |kind: HitKind| -> Result<u64> {
+        let sql = format!("SELECT count(*) FROM {}", crate::vectors::table(kind));
+        Ok(conn.prepare_cached(&sql)?.query_row([], |row| row.get::<_, i64>(0))? as u64)
     };
     Ok(VectorCounts {
-        messages: count("SELECT count(*) FROM messages_vec")?,
-        summaries: count("SELECT count(*) FROM summaries_vec")?,
-        memories: count("SELECT count(*) FROM memories_vec")?,
+        messages: count(HitKind::Message)?,
+        summaries: count(HitKind::Summary)?,
+        memories: count(HitKind::Memory)?,
     })
 }
 

@@ -394,6 +394,120 @@ fn grep_kind(
     Ok(())
 }
 
+/// The word index of each kind and how its rows join their owners (see schema 0003).
+struct WordSql {
+    fts: &'static str,
+    from: &'static str,
+    time: &'static str,
+    session: Option<&'static str>,
+    persona: &'static str,
+}
+
+fn word_sql(kind: HitKind) -> WordSql {
+    match kind {
+        HitKind::Message => WordSql {
+            fts: "messages_words",
+            from: "messages_words JOIN messages m ON m.id = messages_words.rowid \
+                   JOIN sessions s ON s.id = m.session_id",
+            time: "m.created_at",
+            session: Some("m.session_id"),
+            persona: "s.role",
+        },
+        HitKind::Summary => WordSql {
+            fts: "summaries_words",
+            from: "summaries_words JOIN summary_nodes n ON n.id = summaries_words.rowid \
+                   JOIN sessions s ON s.id = n.session_id",
+            time: "n.end_time",
+            session: Some("n.session_id"),
+            persona: "s.role",
+        },
+        HitKind::Memory => WordSql {
+            fts: "memories_words",
+            from: "memories_words JOIN agent_memories a ON a.id = memories_words.rowid",
+            time: "a.updated_at",
+            session: None,
+            persona: "a.role",
+        },
+    }
+}
+
+/// Ranks the rows of `kind` that hold any of `words` by bm25 over the word index (Porter
+/// stemmed, so `painting` finds `painted`): (id, score, higher is better), best first, at most
+/// `filter.limit`, within the filter's persona, session and time range. Memories have no
+/// session: with a session filter they are not searched. Each word is passed to FTS5 as a
+/// quoted string, so no operator in it has any effect.
+pub fn rank_words(
+    conn: &Connection,
+    kind: HitKind,
+    words: &[String],
+    filter: &SearchFilter,
+) -> Result<Vec<(i64, f64)>> {
+    let words: Vec<String> =
+        words.iter().filter(|w| !w.trim().is_empty()).take(MAX_TERMS).map(|w| quoted(w)).collect();
+    let sql = word_sql(kind);
+    if words.is_empty() || (filter.session.is_some() && sql.session.is_none()) {
+        return Ok(Vec::new());
+    }
+    let mut conditions = vec![format!("{} MATCH ?", sql.fts), format!("{} = ?", sql.persona)];
+    let mut values = vec![Value::Text(words.join(" OR ")), Value::Text(filter.persona.clone())];
+    if let (Some(session), Some(column)) = (filter.session, sql.session) {
+        conditions.push(format!("{column} = ?"));
+        values.push(Value::Integer(session.0));
+    }
+    if let Some(start) = filter.start {
+        conditions.push(format!("{} >= ?", sql.time));
+        values.push(Value::Real(to_unix(start)));
+    }
+    if let Some(end) = filter.end {
+        conditions.push(format!("{} < ?", sql.time));
+        values.push(Value::Real(to_unix(end)));
+    }
+    values.push(Value::Integer(filter.limit.clamp(1, 4096) as i64));
+    let statement = format!(
+        "SELECT {fts}.rowid, bm25({fts}) AS score FROM {from} WHERE {conditions} ORDER BY score LIMIT ?",
+        fts = sql.fts,
+        from = sql.from,
+        conditions = conditions.join(" AND "),
+    );
+    let mut stmt = conn.prepare_cached(&statement)?;
+    let rows =
+        stmt.query_map(params_from_iter(values), |row| Ok((row.get::<_, i64>(0)?, -row.get::<_, f64>(1)?)))?;
+    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+}
+
+/// How many rows of `kind` hold each of `words` (all personas: the statistics bm25 itself
+/// uses), counting no further than `cap` per word, and roughly how many rows there are (the
+/// largest id: rows are rarely deleted). With these a caller can weigh a bm25 score against
+/// the best score the query could reach. A count stops at `cap`, so a common word costs a
+/// bounded scan of its index entries.
+pub fn word_frequencies(
+    conn: &Connection,
+    kind: HitKind,
+    words: &[String],
+    cap: usize,
+) -> Result<(u64, Vec<u64>)> {
+    let sql = word_sql(kind);
+    let (table, id) = match kind {
+        HitKind::Message => ("messages", "id"),
+        HitKind::Summary => ("summary_nodes", "id"),
+        HitKind::Memory => ("agent_memories", "id"),
+    };
+    let rows: Option<i64> =
+        conn.prepare_cached(&format!("SELECT max({id}) FROM {table}"))?.query_row([], |row| row.get(0))?;
+    let statement =
+        format!("SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ?1 LIMIT ?2)", fts = sql.fts);
+    let mut count = conn.prepare_cached(&statement)?;
+    let mut frequencies = Vec::with_capacity(words.len());
+    for word in words {
+        let n: i64 = count
+            .query_row(rusqlite::params![quoted(word), cap.min(i64::MAX as usize) as i64], |row| {
+                row.get(0)
+            })?;
+        frequencies.push(n as u64);
+    }
+    Ok((rows.unwrap_or(0).max(0) as u64, frequencies))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,7 +17,7 @@ use crate::types::{
     Category, Level, Memory, Message, MessageId, NewMessage, NewSummary, NodeId, Session, SessionId,
     SummaryNode, Writer,
 };
-use crate::vectors::{self, BacklogItem};
+use crate::vectors::{self, BacklogItem, EmbeddingSpace, Scan};
 use crate::{messages, migrate, nodes, sessions};
 
 /// A message to append to a session named by key, as read from a transcript.
@@ -330,14 +330,55 @@ impl Store {
         self.embedding_backlog_filtered(None, None, limit)
     }
 
-    /// Stores vectors for backlog items, exactly once each; returns how many were written.
-    pub fn put_embeddings(&self, items: &[(BacklogItem, Vec<f32>)]) -> Result<usize> {
-        self.write(|tx| vectors::put(tx, items))
+    /// The model the stored vectors belong to; `None` before anything was embedded.
+    pub fn embedding_space(&self) -> Result<Option<EmbeddingSpace>> {
+        self.read(vectors::space)
     }
 
-    /// The `k` rows of `kind` nearest to `query` within one persona: (id, cosine distance).
-    pub fn nearest(&self, kind: HitKind, persona: &str, query: &[f32], k: usize) -> Result<Vec<(i64, f64)>> {
-        self.read(|conn| vectors::nearest(conn, kind, persona, query, k))
+    /// Makes `space` the embedding space: when vectors of another model are stored, they are
+    /// dropped and every row is queued to be embedded again (one transaction). Returns whether
+    /// the space changed.
+    pub fn use_embedding_space(&self, space: &EmbeddingSpace) -> Result<bool> {
+        self.write(|tx| vectors::use_space(tx, space))
+    }
+
+    /// Stores the chunk vectors `model` computed for backlog items, exactly once each; returns
+    /// how many items were written. Vectors of a model other than the space's are refused.
+    pub fn put_embeddings(&self, model: &str, items: &[(BacklogItem, Vec<Vec<f32>>)]) -> Result<usize> {
+        self.write(|tx| vectors::put(tx, model, items))
+    }
+
+    /// The `k` rows of `kind` nearest to `query` (a vector of `model`) within one persona:
+    /// (id, cosine distance of its nearest chunk), nearest first. Empty when the stored vectors
+    /// are of another model.
+    pub fn nearest(
+        &self,
+        model: &str,
+        kind: HitKind,
+        persona: &str,
+        query: &[f32],
+        k: usize,
+        scan: Scan,
+    ) -> Result<Vec<(i64, f64)>> {
+        self.read(|conn| vectors::nearest(conn, model, kind, persona, query, k, scan))
+    }
+
+    /// How many rows of `kind` hold each word (counted up to `cap`), and about how many rows
+    /// there are: the statistics to weigh a bm25 score against the query's best possible one.
+    pub fn word_frequencies(&self, kind: HitKind, words: &[String], cap: usize) -> Result<(u64, Vec<u64>)> {
+        self.read(|conn| search::word_frequencies(conn, kind, words, cap))
+    }
+
+    /// Ranks rows of `kind` by how well their words match `words` (bm25 over the word index,
+    /// which holds each message with its speaker): (id, bm25 score, higher is better), best
+    /// first, within the filter's persona, session and time range.
+    pub fn rank_words(
+        &self,
+        kind: HitKind,
+        words: &[String],
+        filter: &SearchFilter,
+    ) -> Result<Vec<(i64, f64)>> {
+        self.read(|conn| search::rank_words(conn, kind, words, filter))
     }
 
     /// Counts of everything stored.

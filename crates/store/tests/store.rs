@@ -5,8 +5,8 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 
 use strata_store::{
-    Category, Error, IncomingMessage, MemoryWrite, NewMessage, NewSummary, Role, SearchFilter, Store,
-    TextQuery, Writer,
+    Category, EmbeddingSpace, Error, HitKind, IncomingMessage, MemoryWrite, NewMessage, NewSummary, Role,
+    Scan, SearchFilter, Store, TextQuery, Writer,
 };
 
 fn temp_store() -> (tempfile::TempDir, Store) {
@@ -401,19 +401,108 @@ fn vectors_are_stored_once_and_searched_per_persona() {
     let backlog = store.embedding_backlog(100).unwrap();
     assert_eq!(backlog.len(), 4);
     let unit = |i: usize| {
-        let mut v = vec![0.0f32; strata_store::EMBEDDING_DIM];
+        let mut v = vec![0.0f32; DIMS];
         v[i] = 1.0;
         v
     };
-    let items: Vec<_> = backlog.iter().cloned().enumerate().map(|(i, item)| (item, unit(i))).collect();
-    assert_eq!(store.put_embeddings(&items).unwrap(), 4);
-    assert_eq!(store.put_embeddings(&items).unwrap(), 0, "already off the backlog");
+    let items: Vec<_> = backlog.iter().cloned().enumerate().map(|(i, item)| (item, vec![unit(i)])).collect();
+    assert!(store.put_embeddings(MODEL, &items).is_err(), "no embedding space yet");
+    store.use_embedding_space(&space()).unwrap();
+    assert_eq!(store.put_embeddings(MODEL, &items).unwrap(), 4);
+    assert_eq!(store.put_embeddings(MODEL, &items).unwrap(), 0, "already off the backlog");
     assert!(store.embedding_backlog(100).unwrap().is_empty());
-    let near = store.nearest(strata_store::HitKind::Message, "alice", &unit(0), 10).unwrap();
-    assert_eq!(near.len(), 2, "only alice's vectors: {near:?}");
-    assert_eq!(near[0].0, backlog[0].id);
-    assert!(near[0].1.abs() < 1e-6);
-    assert!(store.nearest(strata_store::HitKind::Message, "alice", &[1.0], 1).is_err());
+    for scan in [Scan::Exact, Scan::Quantized { candidates: 10 }] {
+        let near = store.nearest(MODEL, HitKind::Message, "alice", &unit(0), 10, scan).unwrap();
+        assert_eq!(near.len(), 2, "only alice's vectors: {near:?}");
+        assert_eq!(near[0].0, backlog[0].id);
+        assert!(near[0].1.abs() < 1e-6);
+    }
+    assert!(store.nearest(MODEL, HitKind::Message, "alice", &[1.0], 1, Scan::Exact).is_err());
+    assert!(
+        store.nearest("other-model", HitKind::Message, "alice", &unit(0), 1, Scan::Exact).unwrap().is_empty()
+    );
+}
+
+const MODEL: &str = "test-model";
+const DIMS: usize = 16;
+
+fn space() -> EmbeddingSpace {
+    EmbeddingSpace { model: MODEL.into(), dimensions: DIMS }
+}
+
+/// A long text is stored as several chunk vectors; the row is found by its nearest chunk and
+/// comes back once.
+#[test]
+fn chunks_of_one_row_come_back_as_one_row() {
+    let (_dir, store) = temp_store();
+    session_with(&store, "a", "alice", 2);
+    store.use_embedding_space(&space()).unwrap();
+    let backlog = store.embedding_backlog(10).unwrap();
+    let unit = |i: usize| (0..DIMS).map(|d| if d == i { 1.0 } else { 0.0 }).collect::<Vec<f32>>();
+    let items =
+        vec![(backlog[0].clone(), vec![unit(0), unit(1), unit(2)]), (backlog[1].clone(), vec![unit(3)])];
+    assert_eq!(store.put_embeddings(MODEL, &items).unwrap(), 2);
+    assert_eq!(store.vector_counts().unwrap().messages, 4);
+    let near = store.nearest(MODEL, HitKind::Message, "alice", &unit(2), 10, Scan::Exact).unwrap();
+    assert_eq!(near.iter().map(|(id, _)| *id).collect::<Vec<_>>(), [backlog[0].id, backlog[1].id]);
+    assert!(near[0].1.abs() < 1e-6, "the nearest chunk decides: {near:?}");
+    let too_many = vec![unit(0); strata_store::MAX_CHUNKS + 1];
+    let fresh = store.session("b", "alice").unwrap();
+    store.append(fresh.id, &[NewMessage::text(Role::User, "more")]).unwrap();
+    let waiting = store.embedding_backlog(10).unwrap();
+    assert!(store.put_embeddings(MODEL, &[(waiting[0].clone(), too_many)]).is_err());
+}
+
+/// Vectors of two models are never mixed: switching the model drops every vector and queues
+/// every row again, and vectors of the old model are refused.
+#[test]
+fn another_model_re_embeds_everything() {
+    let (_dir, store) = temp_store();
+    session_with(&store, "a", "alice", 3);
+    assert!(store.use_embedding_space(&space()).unwrap());
+    assert!(!store.use_embedding_space(&space()).unwrap(), "same model: nothing to do");
+    let items: Vec<_> = store
+        .embedding_backlog(10)
+        .unwrap()
+        .into_iter()
+        .map(|item| (item, vec![vec![0.25f32; DIMS]]))
+        .collect();
+    assert_eq!(store.put_embeddings(MODEL, &items).unwrap(), 3);
+    let other = EmbeddingSpace { model: "other".into(), dimensions: 24 };
+    assert!(store.use_embedding_space(&other).unwrap());
+    assert_eq!(store.embedding_space().unwrap(), Some(other));
+    assert_eq!(store.vector_counts().unwrap().messages, 0);
+    assert_eq!(store.embedding_backlog(10).unwrap().len(), 3, "every row waits again");
+    let stale: Vec<_> =
+        store.embedding_backlog(10).unwrap().into_iter().map(|i| (i, vec![vec![0.5f32; DIMS]])).collect();
+    assert!(store.put_embeddings(MODEL, &stale).is_err(), "vectors of the old model are refused");
+    assert!(store.use_embedding_space(&EmbeddingSpace { model: "bad".into(), dimensions: 0 }).is_err());
+}
+
+/// A message is indexed for ranking with its speaker, and ranked by words (stemmed).
+#[test]
+fn words_rank_with_the_speaker() {
+    let (_dir, store) = temp_store();
+    let session = store.session("s", "p").unwrap();
+    let mut caroline = NewMessage::text(Role::User, "I painted a sunrise last weekend.");
+    caroline.name = Some("Caroline".into());
+    let mut melanie = NewMessage::text(Role::Assistant, "Painting is relaxing, isn't it?");
+    melanie.name = Some("Melanie".into());
+    let ids =
+        store.append(session.id, &[caroline, melanie, NewMessage::text(Role::User, "unrelated")]).unwrap();
+    let filter = SearchFilter::persona("p");
+    let words = |w: &[&str]| w.iter().map(|w| w.to_string()).collect::<Vec<_>>();
+    let ranked = store.rank_words(HitKind::Message, &words(&["caroline", "paint"]), &filter).unwrap();
+    assert_eq!(ranked.len(), 2, "{ranked:?}");
+    assert_eq!(ranked[0].0, ids[0].0, "speaker and stem both match");
+    assert!(ranked[0].1 > ranked[1].1 && ranked[1].1 > 0.0);
+    assert!(store.rank_words(HitKind::Message, &words(&["NEAR(\"x"]), &filter).unwrap().is_empty());
+    assert!(
+        store
+            .rank_words(HitKind::Message, &words(&["caroline"]), &SearchFilter::persona("q"))
+            .unwrap()
+            .is_empty()
+    );
 }
 
 /// Regression: a memory rewritten while its old text was being embedded lost its new vector
@@ -425,15 +514,16 @@ fn a_vector_of_outdated_text_does_not_clear_the_backlog() {
     let stale = store.embedding_backlog(10).unwrap();
     assert_eq!(stale.len(), 1);
     remember(&store, Writer::Agent, "p", Category::Memo, "plan", "second plan").unwrap();
-    let vector = vec![0.5f32; strata_store::EMBEDDING_DIM];
-    assert_eq!(store.put_embeddings(&[(stale[0].clone(), vector.clone())]).unwrap(), 0);
+    store.use_embedding_space(&space()).unwrap();
+    let vector = vec![vec![0.5f32; DIMS]];
+    assert_eq!(store.put_embeddings(MODEL, &[(stale[0].clone(), vector.clone())]).unwrap(), 0);
     let fresh = store.embedding_backlog(10).unwrap();
     assert_eq!(fresh.len(), 1);
     assert!(fresh[0].text.ends_with("second plan"), "{fresh:?}");
     // A cut prefix of the current text is the current text as far as the model can see.
     let mut cut = fresh[0].clone();
     cut.text.truncate(6);
-    assert_eq!(store.put_embeddings(&[(cut, vector)]).unwrap(), 1);
+    assert_eq!(store.put_embeddings(MODEL, &[(cut, vector)]).unwrap(), 1);
     assert!(store.embedding_backlog(10).unwrap().is_empty());
 }
 

@@ -22,7 +22,7 @@ pub use self::browse::{
     history, view,
 };
 pub use self::memory::{SaveAnswer, live_memories, purge_expired, save};
-pub use self::search::{Hit, SearchAnswer, excerpt, grep, search};
+pub use self::search::{Coverage, Hit, HitRef, SearchAnswer, excerpt, excerpt_around, grep, search};
 
 /// The semantic side of recall: a loaded model, or why there is none.
 #[derive(Clone, Debug)]

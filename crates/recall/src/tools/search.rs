@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use strata_store::{Category, HitKind, Level, SearchFilter, Store, TextHit, TextQuery};
+use strata_store::{Category, HitKind, Level, NodeId, SearchFilter, Store, TextHit, TextQuery};
 
 use super::{EmbedderState, MemoryGrepArgs, MemorySearchArgs, Scope};
 use crate::config::RecallConfig;
@@ -41,7 +41,8 @@ pub struct Hit {
     /// The matching text: keyword matches between `«` and `»`; a semantic-only hit shows the
     /// start of its text.
     pub snippet: String,
-    /// Fused relevance (memory_search only): Σ 1/(k + rank) over the semantic and keyword lists.
+    /// Fused relevance (memory_search only): the weighted sum of the semantic and keyword
+    /// scores, each scaled to 0..=1 over its side's candidates.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub score: Option<f64>,
     /// Cosine similarity to the query (memory_search, semantic candidates only).
@@ -53,6 +54,19 @@ pub struct Hit {
     /// 1-based rank in the keyword list.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub keyword_rank: Option<usize>,
+    /// Other results that hold the same part of the conversation (the summary covering a
+    /// message, a message inside a summary), left out of the list.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub also_in: Vec<HitRef>,
+}
+
+/// A result named, not shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct HitRef {
+    /// `message`, `summary` or `memory`.
+    pub kind: HitKind,
+    /// Its id.
+    pub id: i64,
 }
 
 impl Hit {
@@ -72,6 +86,7 @@ impl Hit {
             similarity: None,
             semantic_rank: None,
             keyword_rank: None,
+            also_in: Vec::new(),
         }
     }
 }
@@ -87,6 +102,10 @@ pub struct SearchAnswer {
     pub count: usize,
     /// How the results are ordered.
     pub order: &'static str,
+    /// Present when semantic search does not cover the whole history (rows not embedded yet,
+    /// or vectors of another model): what was searched by keywords only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub semantic_coverage: Option<Coverage>,
 }
 
 fn cut_query(query: &str) -> Result<String> {
@@ -173,112 +192,36 @@ pub fn grep(
         count: results.len(),
         results,
         order: "best keyword match first (bm25), then newest",
+        semantic_coverage: None,
     })
 }
 
-/// How many of the query's fragments start a word in `text` (lowercase both). A fragment inside
-/// a longer word (`late` in `template`) does not count; scripts written without spaces (CJK)
-/// count any occurrence, since every character there may start a word.
-fn words_matched(text: &str, terms: &[String]) -> usize {
-    terms
-        .iter()
-        .filter(|term| {
-            text.match_indices(term.as_str()).any(|(at, _)| {
-                text[..at].chars().next_back().is_none_or(|before| !before.is_ascii_alphanumeric())
-                    || !term.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
-            })
-        })
-        .count()
-}
-
-/// Re-ranks keyword candidates for fusion: most query words matched at a word start first, then
-/// bm25; candidates that match only inside other words are dropped. The trigram index is a
-/// substring index, which grep wants, but as a relevance signal `late` must not find `template`.
-fn rank_by_words(
-    store: &Store,
-    persona: &str,
-    query: &TextQuery,
-    hits: Vec<TextHit>,
-) -> Result<Vec<TextHit>> {
-    let terms: Vec<String> = query.terms().iter().map(|t| t.to_lowercase()).collect();
-    let mut texts: HashMap<(HitKind, i64), String> = HashMap::new();
-    for kind in [HitKind::Message, HitKind::Summary, HitKind::Memory] {
-        let ids: Vec<i64> = hits.iter().filter(|h| h.kind == kind).map(|h| h.id).collect();
-        for full in store.hits_by_ids(persona, kind, &ids)? {
-            let text = match &full.key {
-                Some(key) => format!("{key} {}", full.snippet),
-                None => full.snippet,
-            };
-            texts.insert((kind, full.id), text.to_lowercase());
-        }
-    }
-    let mut scored: Vec<(usize, TextHit)> = hits
-        .into_iter()
-        .filter_map(|hit| {
-            let matched = texts.get(&(hit.kind, hit.id)).map_or(0, |text| words_matched(text, &terms));
-            (matched > 0).then_some((matched, hit))
-        })
-        .collect();
-    scored.sort_by(|a, b| {
-        b.0.cmp(&a.0).then(a.1.rank.total_cmp(&b.1.rank)).then(b.1.timestamp.cmp(&a.1.timestamp))
-    });
-    Ok(scored.into_iter().map(|(_, hit)| hit).collect())
-}
-
-/// Common English words that would make every message a keyword candidate. Only the keyword
-/// side of `memory_search` drops them (grep searches exactly what it is given), and only
-/// outside quoted phrases.
-const STOPWORDS: [&str; 48] = [
-    "the", "and", "for", "are", "was", "were", "but", "not", "you", "your", "all", "any", "can", "had",
-    "has", "have", "her", "his", "how", "its", "our", "out", "she", "they", "them", "then", "than", "that",
-    "this", "these", "those", "there", "what", "when", "where", "which", "who", "why", "with", "from",
-    "into", "about", "did", "does", "would", "could", "should", "been",
+/// Common English function words. Only the keyword side of `memory_search` leaves them out of
+/// its query (bm25 would give them almost no weight, yet ranking every row that holds them
+/// costs time in proportion to the history); `memory_grep` searches exactly what it is given.
+/// A generic list, not fitted to any data.
+const STOPWORDS: &[&str] = &[
+    "a", "about", "after", "again", "all", "am", "an", "and", "any", "are", "as", "at", "be", "been",
+    "before", "being", "both", "but", "by", "can", "could", "did", "do", "does", "doing", "for", "from",
+    "had", "has", "have", "having", "he", "her", "here", "hers", "him", "his", "how", "i", "if", "in",
+    "into", "is", "it", "its", "just", "me", "my", "no", "nor", "not", "of", "off", "on", "once", "only",
+    "or", "other", "our", "ours", "out", "over", "own", "same", "she", "should", "so", "some", "such",
+    "than", "that", "the", "their", "theirs", "them", "then", "there", "these", "they", "this", "those",
+    "through", "to", "too", "under", "until", "up", "very", "was", "we", "were", "what", "when", "where",
+    "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours",
 ];
 
-fn without_stopwords(text: &str) -> String {
-    if text.contains('"') {
-        return text.to_owned();
-    }
-    text.split_whitespace()
-        .filter(|word| {
-            let bare = word.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase();
-            !STOPWORDS.contains(&bare.as_str())
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// A fragment may match this many rows of a kind before it can count as common, whatever the
-/// share: ranking this many rows by bm25 costs a few milliseconds, and a small history (or a
-/// test) keeps every word.
-const COMMON_TERM_MIN_ROWS: usize = 1000;
-
-/// The keyword query for one kind without the fragments found in more than
-/// `keyword_common_share` of the persona's rows of that kind (and in more than
-/// [`COMMON_TERM_MIN_ROWS`]); `None` when every fragment is common. Such a word says little
-/// about relevance (bm25's weight for it is near zero), yet ranking the rows it matches costs
-/// time in proportion to them: a few common words made the keyword side scan most of the table.
-/// The dropped words still count in [`rank_by_words`], so a row matching them as well as a rarer
-/// word ranks higher. Each count stops at the cut-off, so a common word costs a bounded scan.
-fn without_common_terms(
-    store: &Store,
-    persona: &str,
-    config: &RecallConfig,
-    kind: HitKind,
-    query: &TextQuery,
-) -> Result<Option<TextQuery>> {
-    let rows = store.kind_rows(kind, persona)?;
-    let cap = ((rows as f64 * config.keyword_common_share) as usize).max(COMMON_TERM_MIN_ROWS);
-    if rows <= cap {
-        return Ok(Some(query.clone()));
-    }
-    let mut common = Vec::new();
-    for term in query.terms() {
-        if store.term_rows(kind, persona, term, cap + 1)? > cap {
-            common.push(term.clone());
+/// The words of a question that can select keyword candidates: runs of letters and digits,
+/// lowercased, stop words and repeats left out, in order.
+pub(crate) fn query_words(text: &str) -> Vec<String> {
+    let mut words: Vec<String> = Vec::new();
+    for word in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+        let word = word.to_lowercase();
+        if !STOPWORDS.contains(&word.as_str()) && !words.contains(&word) {
+            words.push(word);
         }
     }
-    Ok(query.without(&common))
+    words
 }
 
 /// Cuts a text to `max` characters at a character boundary, marking the cut.
@@ -295,6 +238,7 @@ fn semantic_hits(
     store: &Store,
     scope: &Scope,
     config: &RecallConfig,
+    model: &str,
     query: &[f32],
     range: TimeRange,
     wanted: usize,
@@ -309,7 +253,7 @@ fn semantic_hits(
         if kind == HitKind::Memory && scope.session.is_some() {
             continue;
         }
-        let nearest = store.nearest(kind, &scope.persona, query, k)?;
+        let nearest = store.nearest(model, kind, &scope.persona, query, k, config.vector_scan())?;
         let distances: HashMap<i64, f64> = nearest.iter().copied().collect();
         let ids: Vec<i64> = nearest.iter().map(|(id, _)| *id).collect();
         for hit in store.hits_by_ids(&scope.persona, kind, &ids)? {
@@ -324,13 +268,85 @@ fn semantic_hits(
     }
     candidates.sort_by(|a, b| a.1.total_cmp(&b.1));
     candidates.truncate(wanted);
+    // Below this similarity the model is saying "unrelated"; such rows would only dilute fusion.
+    candidates.retain(|(_, distance)| 1.0 - distance >= config.min_similarity);
     Ok(candidates)
 }
 
-/// `memory_search`: semantic search (all-MiniLM-L6-v2 vectors in sqlite-vec) fused with keyword
-/// rank by reciprocal-rank fusion: each candidate scores Σ 1/(k + rank) over the two lists
-/// (k = `rrf_k`), so an item both lists agree on rises, and an exact identifier the model
-/// cannot embed well is still found. Rows not embedded yet take part through keywords only.
+/// Where semantic search stands for the caller's persona, when it does not cover everything.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Coverage {
+    /// Rows of the persona waiting for a vector; they take part through keywords only.
+    pub waiting: u64,
+    /// What that means, in words.
+    pub note: String,
+}
+
+fn coverage(store: &Store, scope: &Scope, model: &str) -> Result<Option<Coverage>> {
+    let space = store.embedding_space()?;
+    if space.as_ref().is_some_and(|space| space.model != model) {
+        let stored = space.map(|space| space.model).unwrap_or_default();
+        return Ok(Some(Coverage {
+            waiting: store.embedding_backlog_count(Some(&scope.persona), scope.session)?,
+            note: format!(
+                "the stored vectors are of {stored}, not of {model}: semantic search is off until                  `strata embed` re-embeds the history; these results come from keywords only"
+            ),
+        }));
+    }
+    let waiting = store.embedding_backlog_count(Some(&scope.persona), scope.session)?;
+    Ok((waiting > 0).then(|| Coverage {
+        waiting,
+        note: format!(
+            "{waiting} items are not embedded yet (run `strata embed`); they were searched by keywords only"
+        ),
+    }))
+}
+
+/// Word counts are exact up to this many rows; a word in more rows is common, and its weight
+/// in [`ideal_score`] is taken at this count (a little high, which only errs towards modesty).
+const FREQUENCY_CAP: usize = 1000;
+
+/// About the bm25 score a row holding every query word once would get: the sum of the words'
+/// idf, computed as FTS5's bm25 computes it. Dividing by it puts keyword scores on an absolute
+/// scale: a row matching only the question's common words ("change", "test") scores low even
+/// when it is the best keyword match, so it cannot outrank a row that means the same as the
+/// question in other words.
+fn ideal_score(store: &Store, kind: HitKind, words: &[String]) -> Result<f64> {
+    let (rows, frequencies) = store.word_frequencies(kind, words, FREQUENCY_CAP)?;
+    let rows = rows as f64;
+    let ideal: f64 = frequencies
+        .iter()
+        .map(|&n| {
+            let n = (n as f64).min(rows);
+            ((rows - n + 0.5) / (n + 0.5)).ln().max(1e-6)
+        })
+        .sum();
+    Ok(ideal.max(1e-6))
+}
+
+/// One side's candidates with scores scaled to 0..=1 over that side (min-max: its best is 1,
+/// its worst candidate 0). A row the side did not return counts 0 there. Raw cosine
+/// similarities crowd into a narrow band while bm25 spreads wide, so without this the two
+/// sides would not be comparable.
+fn scaled(mut scores: Vec<((HitKind, i64), f64)>) -> Vec<((HitKind, i64), f64)> {
+    let best = scores.iter().map(|(_, score)| *score).fold(f64::NEG_INFINITY, f64::max);
+    let worst = scores.iter().map(|(_, score)| *score).fold(f64::INFINITY, f64::min);
+    let spread = best - worst;
+    scores
+        .iter_mut()
+        .for_each(|(_, score)| *score = if spread > 0.0 { (*score - worst) / spread } else { 1.0 });
+    scores
+}
+
+/// `memory_search`: semantic search fused with word-level keyword ranking.
+///
+/// The semantic side ranks by cosine similarity of the query's vector to each row's nearest
+/// chunk; the keyword side by bm25 over the word index (each message with its speaker). Each
+/// side's scores are scaled to 0..=1 over its candidates, and a row scores `semantic_weight` × its semantic
+/// score + `keyword_weight` × its keyword score, so a strong match on one side is not drowned
+/// by a weak list on the other. A fact held by a message and by the summary that covers it comes
+/// back once, at the better of the two, naming the other in `also_in`. Rows not embedded yet
+/// take part through keywords, and the answer says how many there are.
 pub fn search(
     store: &Store,
     scope: &Scope,
@@ -342,57 +358,77 @@ pub fn search(
     let range = parse_range(args.start_time.as_deref(), args.end_time.as_deref())?;
     let limit = config.limit(args.limit);
     let embedder = embedder.get()?;
-    let vector = embedder.embed_one(&text)?;
+    let vector = embedder.embed_query(&text)?;
+    let model = embedder.spec().id;
     let candidates = config.search_candidates.max(limit);
+    let now = Utc::now();
 
-    let mut semantic = semantic_hits(store, scope, config, &vector, range, candidates)?;
-    // Below this similarity the model is saying "unrelated"; such rows would only dilute fusion.
-    semantic.retain(|(_, distance)| 1.0 - distance >= config.min_similarity);
-    let keyword = match TextQuery::parse_any(&without_stopwords(&text)) {
-        Ok(query) => {
-            let mut per_kind = Vec::new();
-            for kind in [HitKind::Message, HitKind::Summary, HitKind::Memory] {
-                per_kind.push((kind, without_common_terms(store, &scope.persona, config, kind, &query)?));
-            }
-            let queries: Vec<(HitKind, Option<&TextQuery>)> =
-                per_kind.iter().map(|(kind, query)| (*kind, query.as_ref())).collect();
-            let hits = keyword_hits(store, scope, config, &queries, range, candidates)?;
-            let mut hits = rank_by_words(store, &scope.persona, &query, hits)?;
-            hits.truncate(candidates);
-            hits
-        }
-        // Only short words: the keyword side has nothing to add.
-        Err(_) => Vec::new(),
-    };
-
-    let mut fused: HashMap<(HitKind, i64), Hit> = HashMap::new();
+    let mut found: HashMap<(HitKind, i64), Hit> = HashMap::new();
+    let semantic = semantic_hits(store, scope, config, model, &vector, range, candidates)?;
+    let semantic_scores: Vec<_> =
+        semantic.iter().map(|(hit, distance)| ((hit.kind, hit.id), 1.0 - distance)).collect();
     for (rank, (hit, distance)) in semantic.into_iter().enumerate() {
         let mut entry = Hit::from_text_hit(hit);
         entry.snippet = excerpt(&entry.snippet, config.excerpt_chars);
         entry.similarity = Some(1.0 - distance);
         entry.semantic_rank = Some(rank + 1);
-        entry.score = Some(1.0 / (config.rrf_k + (rank + 1) as f64));
-        fused.insert((entry.kind, entry.id), entry);
+        found.insert((entry.kind, entry.id), entry);
     }
-    for (rank, hit) in keyword.into_iter().enumerate() {
-        let contribution = 1.0 / (config.rrf_k + (rank + 1) as f64);
-        let key = (hit.kind, hit.id);
-        match fused.get_mut(&key) {
-            Some(entry) => {
-                entry.score = Some(entry.score.unwrap_or(0.0) + contribution);
-                entry.keyword_rank = Some(rank + 1);
-                // The keyword snippet shows where the words matched.
-                entry.snippet = hit.snippet;
+
+    let words = query_words(&text);
+    let filter = SearchFilter {
+        persona: scope.persona.clone(),
+        session: scope.session,
+        start: range.0,
+        end: range.1,
+        kinds: Vec::new(),
+        limit: candidates,
+    };
+    let mut keyword_scores = Vec::new();
+    for kind in [HitKind::Message, HitKind::Summary, HitKind::Memory] {
+        let ranked = store.rank_words(kind, &words, &filter)?;
+        if ranked.is_empty() {
+            continue;
+        }
+        let ideal = ideal_score(store, kind, &words)?;
+        let ids: Vec<i64> = ranked.iter().map(|(id, _)| *id).collect();
+        let scores: HashMap<i64, f64> = ranked.into_iter().collect();
+        for hit in store.hits_by_ids(&scope.persona, kind, &ids)? {
+            if expired(config, &hit, now) {
+                continue;
             }
-            None => {
-                let mut entry = Hit::from_text_hit(hit);
-                entry.keyword_rank = Some(rank + 1);
-                entry.score = Some(contribution);
-                fused.insert(key, entry);
-            }
+            keyword_scores.push(((kind, hit.id), scores[&hit.id] / ideal));
+            let snippet = excerpt_around(&hit.snippet, &words, config.excerpt_chars);
+            found.entry((kind, hit.id)).or_insert_with(|| Hit::from_text_hit(hit)).snippet = snippet;
         }
     }
-    let mut results: Vec<Hit> = fused.into_values().collect();
+    keyword_scores.sort_by(|a, b| b.1.total_cmp(&a.1));
+    keyword_scores.truncate(candidates);
+    for (rank, (key, _)) in keyword_scores.iter().enumerate() {
+        if let Some(entry) = found.get_mut(key) {
+            entry.keyword_rank = Some(rank + 1);
+        }
+    }
+
+    let mut fused: HashMap<(HitKind, i64), f64> = HashMap::new();
+    for (key, score) in scaled(semantic_scores) {
+        *fused.entry(key).or_default() += config.semantic_weight * score;
+    }
+    // The keyword side is scaled like the semantic side, then weighed by how close its best
+    // match comes to matching the whole question (see `ideal_score`).
+    let confidence = keyword_scores.first().map_or(0.0, |(_, best)| best.min(1.0));
+    for (key, score) in scaled(keyword_scores) {
+        let score = score * confidence;
+        *fused.entry(key).or_default() += config.keyword_weight * score;
+    }
+    let mut results: Vec<Hit> = fused
+        .into_iter()
+        .filter_map(|(key, score)| {
+            let mut hit = found.remove(&key)?;
+            hit.score = Some(score);
+            Some(hit)
+        })
+        .collect();
     results.sort_by(|a, b| {
         b.score
             .unwrap_or(0.0)
@@ -400,11 +436,155 @@ pub fn search(
             .then(b.similarity.unwrap_or(-1.0).total_cmp(&a.similarity.unwrap_or(-1.0)))
             .then(b.timestamp.cmp(&a.timestamp))
     });
-    results.truncate(limit);
+    let results = one_hit_per_source(store, results, limit)?;
     Ok(SearchAnswer {
         query: vec![text],
         count: results.len(),
         results,
-        order: "fused relevance first (reciprocal-rank fusion of semantic and keyword ranks)",
+        order: "fused relevance first (weighted sum of semantic and keyword scores, each scaled to 0..1)",
+        semantic_coverage: coverage(store, scope, model)?,
     })
+}
+
+/// The span of the conversation a hit holds: a message's position, or a summary's range.
+fn span(store: &Store, hit: &Hit) -> Result<Option<(String, i64, i64)>> {
+    let Some(session) = hit.session.clone() else { return Ok(None) };
+    Ok(match hit.kind {
+        HitKind::Message => hit.seq.map(|seq| (session, seq, seq)),
+        HitKind::Summary => {
+            let node = store.node(NodeId(hit.id))?;
+            Some((session, node.first_seq, node.last_seq))
+        }
+        HitKind::Memory => None,
+    })
+}
+
+/// The best `limit` hits, each source once: a hit whose span of the conversation overlaps a
+/// better hit's (a message and the summary covering it, a summary and its parent) is left out
+/// and named in the better hit's `also_in`.
+fn one_hit_per_source(store: &Store, ranked: Vec<Hit>, limit: usize) -> Result<Vec<Hit>> {
+    let mut kept: Vec<(Hit, Option<(String, i64, i64)>)> = Vec::new();
+    for hit in ranked {
+        let span = span(store, &hit)?;
+        let holder = span.as_ref().and_then(|(session, first, last)| {
+            kept.iter().position(|(_, other)| {
+                other.as_ref().is_some_and(|(s, f, l)| s == session && f <= last && first <= l)
+            })
+        });
+        match holder {
+            Some(index) => kept[index].0.also_in.push(HitRef { kind: hit.kind, id: hit.id }),
+            None if kept.len() < limit => kept.push((hit, span)),
+            None => {}
+        }
+    }
+    Ok(kept.into_iter().map(|(hit, _)| hit).collect())
+}
+
+/// A window of at most `max` characters of `text` around the first word that starts with one
+/// of `words` (case-insensitively), cut at word boundaries, the word marked `«…»`. The start of
+/// the text when no word is found. Time is linear in the text scanned.
+pub fn excerpt_around(text: &str, words: &[String], max: usize) -> String {
+    let lower = text.to_lowercase();
+    // Lowercasing can change byte lengths (rarely); then search the original text's positions.
+    let haystack = if lower.len() == text.len() { lower.as_str() } else { text };
+    let found = words
+        .iter()
+        .filter_map(|word| {
+            haystack
+                .match_indices(word.as_str())
+                .find(|(at, _)| haystack[..*at].chars().next_back().is_none_or(|c| !c.is_alphanumeric()))
+        })
+        .map(|(at, _)| at)
+        .min();
+    let Some(at) = found else { return excerpt(text, max) };
+    let word_end = text[at..].find(|c: char| !c.is_alphanumeric()).map_or(text.len(), |n| at + n);
+    // Centre the window on the word: half the budget before it, at a word boundary.
+    let before = max.saturating_sub(word_end - at) / 2;
+    let mut start = at;
+    for (count, (index, _)) in text[..at].char_indices().rev().enumerate() {
+        if count >= before {
+            break;
+        }
+        start = index;
+    }
+    if start > 0 {
+        start = text[start..at].find(char::is_whitespace).map_or(at, |n| start + n + 1).min(at);
+    }
+    let budget = max.saturating_sub(text[start..at].chars().count() + text[at..word_end].chars().count());
+    let mut end = word_end;
+    for (count, (index, c)) in text[word_end..].char_indices().enumerate() {
+        if count >= budget {
+            break;
+        }
+        end = word_end + index + c.len_utf8();
+    }
+    if end < text.len() {
+        end = text[word_end..end].rfind(char::is_whitespace).map_or(end, |n| word_end + n);
+    }
+    format!(
+        "{}{}«{}»{}{}",
+        if start > 0 { "…" } else { "" },
+        &text[start..at],
+        &text[at..word_end],
+        text[word_end..end].trim_end(),
+        if end < text.len() { "…" } else { "" },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(list: &[&str]) -> Vec<String> {
+        list.iter().map(|w| (*w).to_owned()).collect()
+    }
+
+    #[test]
+    fn query_words_drop_stop_words_and_repeats() {
+        assert_eq!(
+            query_words("When did Caroline go to the LGBTQ support group?"),
+            ["caroline", "go", "lgbtq", "support", "group"]
+        );
+        assert_eq!(query_words("the THE the"), Vec::<String>::new());
+        assert_eq!(query_words("数据库 迁移, port 8443"), ["数据库", "迁移", "port", "8443"]);
+    }
+
+    #[test]
+    fn excerpts_centre_on_the_match_and_keep_whole_words() {
+        let text = format!(
+            "{} the limiter lives in services/gateway/src/limiter.rs today {}",
+            "alpha ".repeat(100),
+            "omega ".repeat(100)
+        );
+        let shown = excerpt_around(&text, &words(&["limiter"]), 60);
+        assert!(shown.contains("«limiter»"), "{shown}");
+        assert!(shown.starts_with('…') && shown.ends_with('…'), "{shown}");
+        let inner = shown.trim_matches('…');
+        assert!(
+            inner.split_whitespace().all(|w| [
+                "alpha",
+                "omega",
+                "the",
+                "«limiter»",
+                "lives",
+                "in",
+                "services/gateway/src/limiter.rs",
+                "today"
+            ]
+            .contains(&w)),
+            "{shown}"
+        );
+        assert!(shown.chars().count() <= 64, "{shown}");
+        // A word that only occurs inside another word is not a match.
+        assert_eq!(excerpt_around("templates only", &words(&["late"]), 100), "templates only");
+        // Case-insensitive; the original case is shown.
+        assert!(excerpt_around("Deploy FAILED at noon", &words(&["failed"]), 100).contains("«FAILED»"));
+    }
+
+    #[test]
+    fn excerpts_of_huge_text_are_bounded() {
+        let text = "x".repeat(1_000_000) + " needle " + &"y".repeat(1_000_000);
+        let shown = excerpt_around(&text, &words(&["needle"]), 100);
+        assert!(shown.contains("«needle»") && shown.chars().count() <= 104, "{}", shown.len());
+    }
 }

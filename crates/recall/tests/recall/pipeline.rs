@@ -3,7 +3,9 @@
 use std::time::Duration;
 
 use strata_recall::{BacklogFilter, EmbedWorker, RecallConfig, embed_backlog_with};
-use strata_store::{HitKind, NewSummary};
+use strata_store::{HitKind, NewSummary, Scan};
+
+const MODEL: &str = strata_recall::DEFAULT_MODEL;
 
 use super::util::*;
 
@@ -41,8 +43,8 @@ fn backlog_drains_exactly_once_with_progress() {
     );
 
     // The stored vector is the model's vector of the text.
-    let query = embedder().embed_one("message number 7 about trains").unwrap();
-    let nearest = store.nearest(HitKind::Message, "p", &query, 1).unwrap();
+    let query = embedder().embed_passages(&["assistant: message number 7 about trains"]).unwrap().remove(0);
+    let nearest = store.nearest(MODEL, HitKind::Message, "p", &query, 1, Scan::Exact).unwrap();
     assert_eq!(nearest[0].0, 8);
     assert!(nearest[0].1 < 1e-4, "{nearest:?}");
 }
@@ -81,7 +83,17 @@ fn worker_embeds_new_rows_in_the_background() {
     assert_eq!(worker.stats().embedded, 4);
     assert!(worker.stats().last_error.is_none());
     assert_eq!(
-        store.nearest(HitKind::Summary, "p", &embedder().embed_one("h\nb").unwrap(), 1).unwrap()[0].0,
+        store
+            .nearest(
+                MODEL,
+                HitKind::Summary,
+                "p",
+                &embedder().embed_passages(&["h\nb"]).unwrap()[0],
+                1,
+                Scan::Exact
+            )
+            .unwrap()[0]
+            .0,
         leaf.id.0
     );
     worker.stop();

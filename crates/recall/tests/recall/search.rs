@@ -115,3 +115,80 @@ fn without_the_model_search_says_why_and_everything_else_works() {
         assert_eq!(unknown["error"]["kind"], "unknown_tool");
     }
 }
+
+/// A fact held by a message and by the summary that covers it comes back once, at the better
+/// of the two, naming the other.
+#[test]
+fn a_message_and_its_summary_are_one_hit() {
+    let fx = fixture();
+    let store = &fx.store;
+    let session = store.session("s", "p").unwrap();
+    let ids = append_texts(store, &session, "2024-05-01T08:00:00Z", &CORPUS);
+    let node = store
+        .insert_leaf(
+            session.id,
+            0,
+            1,
+            &strata_store::NewSummary {
+                headline: "A merge conflict mess and a dinner table.".into(),
+                body: "The user redid the branch by hand after a merge conflict mess; booked a table.".into(),
+                token_count: 20,
+                summarizer: "extractive".into(),
+            },
+        )
+        .unwrap();
+    embed_all(store);
+    let answer =
+        ok(&ctx(store, &session), "memory_search", json!({"query": "merge conflict mess", "limit": 10}));
+    let found = found(&answer);
+    let message = ("message".to_owned(), ids[0]);
+    let summary = ("summary".to_owned(), node.id.0);
+    assert!(found.contains(&message) != found.contains(&summary), "exactly one of the two: {answer:#}");
+    let top = &answer["results"][0];
+    let other = if top["kind"] == "message" {
+        json!({"kind": "summary", "id": node.id.0})
+    } else {
+        json!({"kind": "message", "id": ids[0]})
+    };
+    assert!(top["also_in"].as_array().unwrap().contains(&other), "{answer:#}");
+}
+
+/// Before everything is embedded, the answer says how much of the history semantic search
+/// does not cover yet.
+#[test]
+fn search_says_what_is_not_embedded_yet() {
+    let fx = fixture();
+    let store = &fx.store;
+    let session = store.session("s", "p").unwrap();
+    append_texts(store, &session, "2024-05-01T08:00:00Z", &CORPUS);
+    let ctx = ctx(store, &session);
+    let answer = ok(&ctx, "memory_search", json!({"query": "merge conflict"}));
+    assert_eq!(answer["semantic_coverage"]["waiting"], CORPUS.len());
+    assert!(answer["semantic_coverage"]["note"].as_str().unwrap().contains("not embedded yet"), "{answer:#}");
+    assert_eq!(answer["results"][0]["kind"], "message", "keywords still find it: {answer:#}");
+    embed_all(store);
+    let answer = ok(&ctx, "memory_search", json!({"query": "merge conflict"}));
+    assert!(answer.get("semantic_coverage").is_none(), "{answer:#}");
+}
+
+/// A question that shares only common words with many rows does not bury the one row that
+/// answers it in other words (keyword scores are weighed against the whole question).
+#[test]
+fn common_words_do_not_bury_a_paraphrase() {
+    let fx = fixture();
+    let store = &fx.store;
+    let session = store.session("s", "p").unwrap();
+    let mut texts: Vec<String> = (0..40)
+        .map(|i| format!("I changed the test for the login flow in step {i}, the test environment was slow."))
+        .collect();
+    texts.insert(17, "Reminder: the staging database password rotates every 45 days.".to_owned());
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let ids = append_texts(store, &session, "2024-05-01T08:00:00Z", &refs);
+    embed_all(store);
+    let answer = ok(
+        &ctx(store, &session),
+        "memory_search",
+        json!({"query": "how often do the credentials for the test environment change", "limit": 3}),
+    );
+    assert!(found(&answer).contains(&("message".to_owned(), ids[17])), "{answer:#}");
+}

@@ -14,6 +14,10 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 use strata_store::{NewMessage, Role};
 
+mod team;
+
+pub use team::{TeamChatSpec, generate_team_chat};
+
 /// Characters of content per message on average, for sizing a transcript by message count:
 /// `min_chars = messages * CHARS_PER_MESSAGE` gives about 160 o200k tokens per message.
 pub const CHARS_PER_MESSAGE: usize = 656;
@@ -68,7 +72,7 @@ pub struct Transcript {
 }
 
 /// The facts the generator plants, in the order they appear (each in its own early turn).
-const FACTS: [(&str, &str, &str, &str); 7] = [
+const FACTS: [(&str, &str, &str, &str); 8] = [
     (
         "preference",
         "Please always indent with tabs, never spaces, and write commit messages in the imperative mood.",
@@ -110,6 +114,12 @@ const FACTS: [(&str, &str, &str, &str); 7] = [
         "Ugh, that was a real merge conflict mess when I brought the feature branch up to date with main.",
         "merge conflict mess",
         "the rebase blew up",
+    ),
+    (
+        "secret",
+        "Heads up: the staging database password rotates every 45 days, so never hard-code it anywhere.",
+        "rotates every 45 days",
+        "how often do the credentials for the test environment change",
     ),
 ];
 
@@ -355,6 +365,7 @@ impl Generator {
                     "decision" => "Noted the decision: invoices go to Postgres 16, cut-over Friday.",
                     "path" => "Got it, I'll look for the limiter in the gateway service.",
                     "number" => "Noted: pool size 48 per replica across 6 replicas, 288 connections in all.",
+                    "secret" => "Understood, I'll read it from the secret store at start-up instead.",
                     _ => "Sorry about that. The branch is clean now and the build is green.",
                 };
                 self.push(Role::Assistant, ack);

@@ -1,0 +1,431 @@
+//! `strata eval retrieval`: turn-level recall of the recall tools on annotated conversations,
+//! next to a plain BM25 baseline computed on the same questions.
+//!
+//! The data directory holds `transcripts.jsonl` (messages in `strata ingest` format, each
+//! conversation one persona, each of its sessions one strata session) and `questions.jsonl`
+//! (`{id, persona, question, category, evidence: [{session, seq}]}`), the layout of
+//! `../shared/eval/conversations`. Everything runs in a fresh temporary database.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::{Deserialize, Serialize};
+use strata_compactor::TokenCounter;
+use strata_recall::{
+    BacklogFilter, Embedder, EmbedderState, MemoryGrepArgs, MemorySearchArgs, RecallConfig, Scope,
+    embed_backlog_with,
+};
+use strata_store::Store;
+
+use crate::cli::ingest::parse_file;
+use crate::cli::output::print_json;
+
+/// The cut-offs recall is reported at.
+const KS: [usize; 3] = [1, 5, 10];
+
+#[derive(Debug, clap::Subcommand)]
+pub enum EvalCommand {
+    /// Recall@1/5/10 of memory_search and memory_grep against a BM25 baseline.
+    Retrieval(RetrievalArgs),
+    /// Where memory_search ranks facts planted in generated conversations (the demo's week of
+    /// pair programming and a team's group chat), asked for in other words.
+    Planted(PlantedArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct PlantedArgs {
+    /// Messages per generated conversation.
+    #[arg(long, default_value_t = 1_500)]
+    messages: usize,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RetrievalArgs {
+    /// Directory with transcripts.jsonl and questions.jsonl.
+    #[arg(long, default_value = "../shared/eval/conversations")]
+    data: PathBuf,
+    /// Evaluate only the first N questions (all when absent).
+    #[arg(long)]
+    questions: Option<usize>,
+    /// Also report memory_search with each side alone (semantic only, keyword only).
+    #[arg(long)]
+    ablate: bool,
+    /// Also report memory_search for semantic weights 0, 0.1, ..., 1 (keyword weight 1 - w):
+    /// how flat the fitted optimum is.
+    #[arg(long)]
+    sweep: bool,
+}
+
+#[derive(Debug, Deserialize)]
+struct Question {
+    id: String,
+    persona: String,
+    question: String,
+    category: String,
+    evidence: Vec<Evidence>,
+}
+
+#[derive(Debug, Deserialize, Clone, PartialEq, Eq, Hash)]
+struct Evidence {
+    session: String,
+    seq: i64,
+}
+
+/// Recall of one retriever: overall and per category, at each k of [`KS`], in percent.
+#[derive(Debug, Serialize)]
+struct Scores {
+    retriever: String,
+    overall: [f64; 3],
+    categories: BTreeMap<String, [f64; 3]>,
+    /// Median time per question, milliseconds.
+    median_ms: f64,
+}
+
+/// One retriever's ranked (session, seq) lists, one per question.
+struct Run {
+    name: String,
+    ranked: Vec<Vec<Evidence>>,
+    millis: Vec<f64>,
+}
+
+pub fn run(
+    config: &strata::Config,
+    command: &EvalCommand,
+    json: bool,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    match command {
+        EvalCommand::Retrieval(args) => retrieval(config, args, json, out),
+        EvalCommand::Planted(args) => planted(config, args, json, out),
+    }
+}
+
+/// Where one planted fact ranked.
+#[derive(Debug, Serialize)]
+struct PlantedRank {
+    conversation: &'static str,
+    kind: &'static str,
+    question: &'static str,
+    /// 1-based rank of the message holding the fact in memory_search's top 10.
+    rank: Option<usize>,
+}
+
+fn planted(
+    config: &strata::Config,
+    args: &PlantedArgs,
+    json: bool,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    use strata::synth;
+    let week = synth::generate(&synth::TranscriptSpec {
+        min_messages: args.messages,
+        min_chars: 0,
+        ..Default::default()
+    });
+    let team =
+        synth::generate_team_chat(&synth::TeamChatSpec { messages: args.messages, ..Default::default() });
+    let recall = &config.recall;
+    let embedder = EmbedderState::from(
+        Embedder::for_config(recall).context("the evaluation needs the embedding model")?,
+    );
+    let counter = TokenCounter::for_model(&config.compactor.model);
+    let mut ranks = Vec::new();
+    for (conversation, transcript) in [("pair programming week", week), ("team group chat", team)] {
+        let dir = tempfile::tempdir().context("cannot create a temporary directory")?;
+        let store = Store::open(dir.path().join("eval.db"))?;
+        let session = store.session("eval", "eval")?;
+        let mut messages = transcript.messages.clone();
+        messages.iter_mut().for_each(|message| counter.count_new(message));
+        let ids = store.append(session.id, &messages)?;
+        let started = Instant::now();
+        let embedded =
+            embed_backlog_with(&store, embedder.get()?, recall, &BacklogFilter::default(), |_| {})?;
+        eprintln!(
+            "{conversation}: {} messages, {embedded} embedded in {:.1} s",
+            ids.len(),
+            started.elapsed().as_secs_f64()
+        );
+        for fact in &transcript.facts {
+            let args = MemorySearchArgs {
+                query: fact.paraphrase.to_owned(),
+                limit: Some(10),
+                start_time: None,
+                end_time: None,
+            };
+            let answer = strata_recall::search(&store, &Scope::persona("eval"), recall, &embedder, &args)?;
+            let wanted = ids[fact.index].0;
+            let rank = answer
+                .results
+                .iter()
+                .position(|hit| hit.id == wanted && hit.kind == strata_store::HitKind::Message);
+            ranks.push(PlantedRank {
+                conversation,
+                kind: fact.kind,
+                question: fact.paraphrase,
+                rank: rank.map(|r| r + 1),
+            });
+        }
+    }
+    if json {
+        return print_json(out, &ranks);
+    }
+    writeln!(out, "{:<22} {:<11} {:>5}  question", "conversation", "fact", "rank")?;
+    for rank in &ranks {
+        let shown = rank.rank.map_or("-".to_owned(), |r| r.to_string());
+        writeln!(out, "{:<22} {:<11} {:>5}  {}", rank.conversation, rank.kind, shown, rank.question)?;
+    }
+    Ok(())
+}
+
+fn read_questions(path: &Path) -> anyhow::Result<Vec<Question>> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(index, line)| {
+            serde_json::from_str(line).with_context(|| format!("{}: line {}", path.display(), index + 1))
+        })
+        .collect()
+}
+
+fn retrieval(
+    config: &strata::Config,
+    args: &RetrievalArgs,
+    json: bool,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    let mut questions = read_questions(&args.data.join("questions.jsonl"))?;
+    if let Some(n) = args.questions {
+        questions.truncate(n);
+    }
+    let dir = tempfile::tempdir().context("cannot create a temporary directory")?;
+    let store = Store::open(dir.path().join("eval.db"))?;
+    let counter = TokenCounter::for_model(&config.compactor.model);
+    let transcript = args.data.join("transcripts.jsonl");
+    let incoming = parse_file(&transcript, "default", "default", &counter, &ProgressBar::hidden())?;
+    store.append_many(&incoming).context("cannot store the transcripts")?;
+    eprintln!("stored {} messages of {}", incoming.len(), transcript.display());
+
+    let recall = &config.recall;
+    let embedder = Embedder::for_config(recall).context("the evaluation needs the embedding model")?;
+    let started = Instant::now();
+    let bar = ProgressBar::new(0).with_style(
+        ProgressStyle::with_template("embedding [{bar:30}] {pos}/{len} ({per_sec}, eta {eta})")
+            .expect("static template")
+            .progress_chars("=> "),
+    );
+    embed_backlog_with(&store, &embedder, recall, &BacklogFilter::default(), |p| {
+        bar.set_length(p.total);
+        bar.set_position(p.embedded);
+    })?;
+    bar.finish_and_clear();
+    eprintln!("embedded with {} in {:.1} s", embedder.spec().id, started.elapsed().as_secs_f64());
+
+    let bm25 = Bm25Baseline::new(&incoming);
+    let mut runs = vec![run_each("bm25 baseline (speaker: text)", &questions, |q| {
+        Ok(bm25.rank(&q.persona, &q.question, 10))
+    })?];
+    let state = EmbedderState::from(embedder);
+    let mut variants = vec![("memory_search".to_owned(), recall.clone())];
+    if args.ablate {
+        variants.push((
+            "  semantic side only".to_owned(),
+            RecallConfig { keyword_weight: 0.0, ..recall.clone() },
+        ));
+        variants.push((
+            "  keyword side only".to_owned(),
+            RecallConfig { semantic_weight: 0.0, ..recall.clone() },
+        ));
+    }
+    if args.sweep {
+        for tenth in 0..=10 {
+            let weight = f64::from(tenth) / 10.0;
+            variants.push((
+                format!("  semantic weight {weight:.1}"),
+                RecallConfig { semantic_weight: weight, keyword_weight: 1.0 - weight, ..recall.clone() },
+            ));
+        }
+    }
+    for (name, variant) in &variants {
+        runs.push(run_each(name, &questions, |q| {
+            let args = MemorySearchArgs {
+                query: q.question.clone(),
+                limit: Some(10),
+                start_time: None,
+                end_time: None,
+            };
+            let answer = strata_recall::search(&store, &Scope::persona(&q.persona), variant, &state, &args)?;
+            Ok(positions(answer.results))
+        })?);
+    }
+    runs.push(run_each("memory_grep", &questions, |q| {
+        let args =
+            MemoryGrepArgs { query: q.question.clone(), limit: Some(10), start_time: None, end_time: None };
+        Ok(match strata_recall::grep(&store, &Scope::persona(&q.persona), recall, &args) {
+            Ok(answer) => positions(answer.results),
+            // A question with nothing searchable (only punctuation) finds nothing.
+            Err(strata_recall::Error::InvalidArgument { .. }) => Vec::new(),
+            Err(err) => return Err(err.into()),
+        })
+    })?);
+
+    let scores: Vec<Scores> = runs.iter().map(|run| score(run, &questions)).collect();
+    if json {
+        return print_json(
+            out,
+            &serde_json::json!({"questions": questions.len(), "model": recall.embed_model, "retrievers": scores}),
+        );
+    }
+    let categories: Vec<String> = scores[0].categories.keys().cloned().collect();
+    writeln!(out, "turn-level recall (%), {} questions, model {}", questions.len(), recall.embed_model)?;
+    write!(out, "{:<30} {:>6} {:>6} {:>6}", "retriever", "R@1", "R@5", "R@10")?;
+    for category in &categories {
+        write!(out, " {:>12}", format!("{category} @10"))?;
+    }
+    writeln!(out, " {:>9}", "p50 ms")?;
+    for score in &scores {
+        write!(
+            out,
+            "{:<30} {:>6.1} {:>6.1} {:>6.1}",
+            score.retriever, score.overall[0], score.overall[1], score.overall[2]
+        )?;
+        for category in &categories {
+            write!(out, " {:>12.1}", score.categories.get(category).map_or(0.0, |c| c[2]))?;
+        }
+        writeln!(out, " {:>9.1}", score.median_ms)?;
+    }
+    Ok(())
+}
+
+/// The (session, seq) of each message result, in order (summaries and memories hold no turn).
+fn positions(results: Vec<strata_recall::Hit>) -> Vec<Evidence> {
+    results.into_iter().filter_map(|hit| Some(Evidence { session: hit.session?, seq: hit.seq? })).collect()
+}
+
+fn run_each(
+    name: &str,
+    questions: &[Question],
+    mut retrieve: impl FnMut(&Question) -> anyhow::Result<Vec<Evidence>>,
+) -> anyhow::Result<Run> {
+    let mut run = Run { name: name.to_owned(), ranked: Vec::new(), millis: Vec::new() };
+    for question in questions {
+        let started = Instant::now();
+        let ranked = retrieve(question).with_context(|| format!("{name}, question {}", question.id))?;
+        run.millis.push(started.elapsed().as_secs_f64() * 1000.0);
+        run.ranked.push(ranked);
+    }
+    Ok(run)
+}
+
+fn score(run: &Run, questions: &[Question]) -> Scores {
+    let mut overall = [0.0; 3];
+    let mut categories: BTreeMap<String, ([f64; 3], usize)> = BTreeMap::new();
+    for (question, ranked) in questions.iter().zip(&run.ranked) {
+        let evidence: HashSet<&Evidence> = question.evidence.iter().collect();
+        let entry = categories.entry(question.category.clone()).or_default();
+        entry.1 += 1;
+        for (slot, k) in KS.iter().enumerate() {
+            let found =
+                ranked.iter().take(*k).filter(|hit| evidence.contains(hit)).collect::<HashSet<_>>().len();
+            let recall = found as f64 / evidence.len().max(1) as f64;
+            overall[slot] += recall;
+            entry.0[slot] += recall;
+        }
+    }
+    let percent = |sums: [f64; 3], n: usize| sums.map(|sum| 100.0 * sum / n.max(1) as f64);
+    let mut millis = run.millis.clone();
+    millis.sort_by(f64::total_cmp);
+    Scores {
+        retriever: run.name.clone(),
+        overall: percent(overall, questions.len()),
+        categories: categories.into_iter().map(|(name, (sums, n))| (name, percent(sums, n))).collect(),
+        median_ms: millis.get(millis.len() / 2).copied().unwrap_or(0.0),
+    }
+}
+
+/// Plain Okapi BM25 (k1 = 1.5, b = 0.75, negative idf floored at a quarter of the mean idf, as
+/// the common `rank_bm25` package computes it) over "speaker: text", lowercase word tokens, no
+/// stop words, no stemming: the baseline every strata figure is compared with.
+struct Bm25Baseline {
+    personas: HashMap<String, Bm25Index>,
+}
+
+struct Bm25Index {
+    documents: Vec<(Evidence, HashMap<String, usize>, usize)>,
+    idf: HashMap<String, f64>,
+    mean_length: f64,
+}
+
+fn tokens(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|t| !t.is_empty()).map(str::to_lowercase)
+}
+
+impl Bm25Baseline {
+    fn new(messages: &[strata_store::IncomingMessage]) -> Bm25Baseline {
+        let mut seqs: HashMap<&str, i64> = HashMap::new();
+        let mut documents: HashMap<String, Vec<(Evidence, HashMap<String, usize>, usize)>> = HashMap::new();
+        for incoming in messages {
+            let seq = seqs.entry(&incoming.session_key).or_insert(0);
+            let message = &incoming.message;
+            let speaker = message.name.clone().unwrap_or_else(|| message.role.as_str().to_owned());
+            let mut counts: HashMap<String, usize> = HashMap::new();
+            let mut length = 0;
+            for token in tokens(&format!("{speaker}: {}", message.content)) {
+                *counts.entry(token).or_default() += 1;
+                length += 1;
+            }
+            let position = Evidence { session: incoming.session_key.clone(), seq: *seq };
+            documents.entry(incoming.persona.clone()).or_default().push((position, counts, length));
+            *seq += 1;
+        }
+        let personas = documents
+            .into_iter()
+            .map(|(persona, documents)| {
+                let n = documents.len() as f64;
+                let mut frequency: HashMap<String, usize> = HashMap::new();
+                for (_, counts, _) in &documents {
+                    for token in counts.keys() {
+                        *frequency.entry(token.clone()).or_default() += 1;
+                    }
+                }
+                let mut idf: HashMap<String, f64> = frequency
+                    .into_iter()
+                    .map(|(token, df)| (token, ((n - df as f64 + 0.5) / (df as f64 + 0.5)).ln()))
+                    .collect();
+                let floor = 0.25 * idf.values().sum::<f64>() / idf.len().max(1) as f64;
+                idf.values_mut().filter(|value| **value < 0.0).for_each(|value| *value = floor);
+                let mean_length =
+                    documents.iter().map(|(_, _, length)| *length as f64).sum::<f64>() / n.max(1.0);
+                (persona, Bm25Index { documents, idf, mean_length })
+            })
+            .collect();
+        Bm25Baseline { personas }
+    }
+
+    fn rank(&self, persona: &str, query: &str, k: usize) -> Vec<Evidence> {
+        let Some(index) = self.personas.get(persona) else { return Vec::new() };
+        let (k1, b) = (1.5, 0.75);
+        let query: Vec<String> = tokens(query).collect();
+        let mut scored: Vec<(f64, &Evidence)> = index
+            .documents
+            .iter()
+            .map(|(position, counts, length)| {
+                let norm = k1 * (1.0 - b + b * *length as f64 / index.mean_length);
+                let score = query
+                    .iter()
+                    .filter_map(|token| {
+                        let tf = *counts.get(token)? as f64;
+                        Some(index.idf.get(token).copied().unwrap_or(0.0) * tf * (k1 + 1.0) / (tf + norm))
+                    })
+                    .sum::<f64>();
+                (score, position)
+            })
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+        scored.into_iter().take(k).map(|(_, position)| position.clone()).collect()
+    }
+}
