@@ -354,8 +354,15 @@ struct Bm25Baseline {
     personas: HashMap<String, Bm25Index>,
 }
 
+/// One message as BM25 sees it: where it is, its token counts, its length in tokens.
+struct Document {
+    position: Evidence,
+    counts: HashMap<String, usize>,
+    length: usize,
+}
+
 struct Bm25Index {
-    documents: Vec<(Evidence, HashMap<String, usize>, usize)>,
+    documents: Vec<Document>,
     idf: HashMap<String, f64>,
     mean_length: f64,
 }
@@ -367,7 +374,7 @@ fn tokens(text: &str) -> impl Iterator<Item = String> + '_ {
 impl Bm25Baseline {
     fn new(messages: &[strata_store::IncomingMessage]) -> Bm25Baseline {
         let mut seqs: HashMap<&str, i64> = HashMap::new();
-        let mut documents: HashMap<String, Vec<(Evidence, HashMap<String, usize>, usize)>> = HashMap::new();
+        let mut documents: HashMap<String, Vec<Document>> = HashMap::new();
         for incoming in messages {
             let seq = seqs.entry(&incoming.session_key).or_insert(0);
             let message = &incoming.message;
@@ -379,7 +386,11 @@ impl Bm25Baseline {
                 length += 1;
             }
             let position = Evidence { session: incoming.session_key.clone(), seq: *seq };
-            documents.entry(incoming.persona.clone()).or_default().push((position, counts, length));
+            documents.entry(incoming.persona.clone()).or_default().push(Document {
+                position,
+                counts,
+                length,
+            });
             *seq += 1;
         }
         let personas = documents
@@ -387,8 +398,8 @@ impl Bm25Baseline {
             .map(|(persona, documents)| {
                 let n = documents.len() as f64;
                 let mut frequency: HashMap<String, usize> = HashMap::new();
-                for (_, counts, _) in &documents {
-                    for token in counts.keys() {
+                for document in &documents {
+                    for token in document.counts.keys() {
                         *frequency.entry(token.clone()).or_default() += 1;
                     }
                 }
@@ -398,8 +409,7 @@ impl Bm25Baseline {
                     .collect();
                 let floor = 0.25 * idf.values().sum::<f64>() / idf.len().max(1) as f64;
                 idf.values_mut().filter(|value| **value < 0.0).for_each(|value| *value = floor);
-                let mean_length =
-                    documents.iter().map(|(_, _, length)| *length as f64).sum::<f64>() / n.max(1.0);
+                let mean_length = documents.iter().map(|d| d.length as f64).sum::<f64>() / n.max(1.0);
                 (persona, Bm25Index { documents, idf, mean_length })
             })
             .collect();
@@ -413,7 +423,7 @@ impl Bm25Baseline {
         let mut scored: Vec<(f64, &Evidence)> = index
             .documents
             .iter()
-            .map(|(position, counts, length)| {
+            .map(|Document { position, counts, length }| {
                 let norm = k1 * (1.0 - b + b * *length as f64 / index.mean_length);
                 let score = query
                     .iter()

@@ -76,7 +76,10 @@ pub fn space(conn: &Connection) -> Result<Option<EmbeddingSpace>> {
 /// dropped and every row is queued again, in this (immediate) transaction: vectors of two
 /// models are never mixed. Returns whether the space changed.
 pub fn use_space(conn: &Connection, wanted: &EmbeddingSpace) -> Result<bool> {
-    if wanted.model.is_empty() || !(1..=8192).contains(&wanted.dimensions) || wanted.dimensions % 8 != 0 {
+    if wanted.model.is_empty()
+        || !(1..=8192).contains(&wanted.dimensions)
+        || !wanted.dimensions.is_multiple_of(8)
+    {
         return Err(Error::invalid(
             "embedding space",
             format!("model {:?} with {} dimensions", wanted.model, wanted.dimensions),

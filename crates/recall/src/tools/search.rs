@@ -446,30 +446,41 @@ pub fn search(
     })
 }
 
-/// The span of the conversation a hit holds: a message's position, or a summary's range.
-fn span(store: &Store, hit: &Hit) -> Result<Option<(String, i64, i64)>> {
-    let Some(session) = hit.session.clone() else { return Ok(None) };
-    Ok(match hit.kind {
-        HitKind::Message => hit.seq.map(|seq| (session, seq, seq)),
-        HitKind::Summary => {
-            let node = store.node(NodeId(hit.id))?;
-            Some((session, node.first_seq, node.last_seq))
-        }
-        HitKind::Memory => None,
-    })
+/// The part of a conversation a hit holds: a message's position, or a summary's range.
+#[derive(Debug, PartialEq, Eq)]
+struct Span {
+    session: String,
+    first: i64,
+    last: i64,
+}
+
+impl Span {
+    fn of(store: &Store, hit: &Hit) -> Result<Option<Span>> {
+        let Some(session) = hit.session.clone() else { return Ok(None) };
+        Ok(match hit.kind {
+            HitKind::Message => hit.seq.map(|seq| Span { session, first: seq, last: seq }),
+            HitKind::Summary => {
+                let node = store.node(NodeId(hit.id))?;
+                Some(Span { session, first: node.first_seq, last: node.last_seq })
+            }
+            HitKind::Memory => None,
+        })
+    }
+
+    fn overlaps(&self, other: &Span) -> bool {
+        self.session == other.session && self.first <= other.last && other.first <= self.last
+    }
 }
 
 /// The best `limit` hits, each source once: a hit whose span of the conversation overlaps a
 /// better hit's (a message and the summary covering it, a summary and its parent) is left out
 /// and named in the better hit's `also_in`.
 fn one_hit_per_source(store: &Store, ranked: Vec<Hit>, limit: usize) -> Result<Vec<Hit>> {
-    let mut kept: Vec<(Hit, Option<(String, i64, i64)>)> = Vec::new();
+    let mut kept: Vec<(Hit, Option<Span>)> = Vec::new();
     for hit in ranked {
-        let span = span(store, &hit)?;
-        let holder = span.as_ref().and_then(|(session, first, last)| {
-            kept.iter().position(|(_, other)| {
-                other.as_ref().is_some_and(|(s, f, l)| s == session && f <= last && first <= l)
-            })
+        let span = Span::of(store, &hit)?;
+        let holder = span.as_ref().and_then(|span| {
+            kept.iter().position(|(_, other)| other.as_ref().is_some_and(|other| other.overlaps(span)))
         });
         match holder {
             Some(index) => kept[index].0.also_in.push(HitRef { kind: hit.kind, id: hit.id }),
