@@ -198,6 +198,22 @@ fn recall(c: &mut Criterion) {
             b.iter(|| check(call_tool(&ctx, "memory_search", &json!({"query": query, "limit": 10}))))
         });
     }
+    // The same question with the 1-bit first pass (400 chunks re-scored exactly).
+    let quantized = ToolContext::new(
+        store.clone(),
+        store.find_session("p-0").unwrap().unwrap(),
+        embedder.clone(),
+        RecallConfig { quantized_candidates: 400, ..RecallConfig::default() },
+    );
+    group.bench_function("question_quantized", |b| {
+        b.iter(|| {
+            check(call_tool(
+                &quantized,
+                "memory_search",
+                &json!({"query": "why did the billing migration fail in staging?", "limit": 10}),
+            ))
+        })
+    });
     group.finish();
 }
 
