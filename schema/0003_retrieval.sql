@@ -65,6 +65,11 @@ END;
 INSERT INTO memories_words(rowid, text)
     SELECT id, replace(key, '_', ' ') || ' ' || title || ': ' || content FROM agent_memories;
 
+-- 3. The uncompacted part of a session, read on its own: compaction and assembly plan over the
+--    head and the uncovered messages only, so their cost follows the new messages, not the
+--    whole history.
+CREATE INDEX messages_uncovered ON messages(session_id, seq) WHERE summary_id IS NULL;
+
 -- The model the vector tables were built for; no row until something is embedded. The vector
 -- tables themselves (messages_vec, summaries_vec, memories_vec) are created with the row.
 CREATE TABLE embedding_space (

@@ -3,7 +3,10 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::{Value, json};
-use strata_store::{Category, Memory, Message, MessageId, Role, SessionId, Store, SummaryNode};
+use strata_store::{
+    Category, ConsistentReader, Memory, Message, MessageId, MessageOutline, Role, SessionId, Store,
+    SummaryNode,
+};
 
 use crate::config::CompactorConfig;
 use crate::error::{Error, Result};
@@ -249,6 +252,8 @@ pub(crate) struct Snapshot {
     pub messages: Vec<Message>,
     pub roots: Vec<SummaryNode>,
     pub preferences: Vec<Memory>,
+    /// The latest user message (index in `outline`) and whether it opens a bootstrap turn.
+    pub latest_request: Option<(usize, bool)>,
 }
 
 impl Snapshot {
@@ -262,32 +267,45 @@ impl Snapshot {
         // could otherwise show the same messages verbatim and inside a new node.
         Ok(store.read_consistent(|reader| {
             let persona = reader.session(session)?.persona;
-            let outline = reader.message_outline(session)?;
+            // Only the live part of the session: the head and what no summary covers.
+            let outline = reader.live_outline(session, i64::from(config.head_messages))?;
             let plan = Plan::new(&outline, config);
-            let head_end_seq = outline.get(plan.head_end).map_or(i64::MAX, |m| m.seq);
-            let messages = reader.context_messages(session, head_end_seq)?;
+            let latest_request = latest_request(reader, session, &outline, config)?;
+            let messages = reader.context_messages(session, plan.head_end_seq(&outline))?;
             let roots = reader.roots(session, None)?;
             let mut preferences = reader.memories(&persona, Some(Category::UserPreferences))?;
             if let Some(cutoff) = config.preferences_max_age.and_then(|age| now.checked_sub_signed(age)) {
                 preferences.retain(|memory| memory.updated_at >= cutoff);
             }
-            Ok(Snapshot { persona, plan, outline, messages, roots, preferences })
+            Ok(Snapshot { persona, plan, outline, messages, roots, preferences, latest_request })
         })?)
     }
 }
 
-/// Whether the latest user message opens a bootstrap turn: it is the session's first request,
-/// or it came more than the idle gap after the message before it. The gap is measured to the
-/// request itself, not to the time of assembly, so every tool round of one turn gets the same
-/// injection (and the same bytes) however long the tools take.
-fn injection_kind(snapshot: &Snapshot, config: &CompactorConfig) -> Option<(usize, bool)> {
-    let latest = snapshot.outline.iter().rposition(|m| m.role == Role::User)?;
-    let earlier_request = snapshot.outline[..latest].iter().any(|m| m.role == Role::User);
+/// The latest user message (its index in the live `outline`) and whether it opens a bootstrap
+/// turn: it is the session's first request, or it came more than the idle gap after the
+/// message before it. The gap is measured to the request itself, not to the time of assembly,
+/// so every tool round of one turn gets the same injection (and the same bytes) however long
+/// the tools take. What the live outline leaves out (covered messages) is asked for directly.
+fn latest_request(
+    reader: &ConsistentReader<'_>,
+    session: SessionId,
+    outline: &[MessageOutline],
+    config: &CompactorConfig,
+) -> strata_store::Result<Option<(usize, bool)>> {
+    let Some(latest) = outline.iter().rposition(|m| m.role == Role::User) else { return Ok(None) };
+    let seq = outline[latest].seq;
+    let earlier_request = outline[..latest].iter().any(|m| m.role == Role::User)
+        || (seq > 0 && reader.has_request_before(session, seq)?);
+    let previous = match latest.checked_sub(1).map(|i| &outline[i]) {
+        Some(message) if message.seq == seq - 1 => Some(message.created_at),
+        _ if seq > 0 => reader.message_time(session, seq - 1)?,
+        _ => None,
+    };
     let bootstrap = !earlier_request
-        || latest == 0
-        || snapshot.outline[latest].created_at.signed_duration_since(snapshot.outline[latest - 1].created_at)
-            > config.idle_gap();
-    Some((latest, bootstrap))
+        || previous
+            .is_none_or(|time| outline[latest].created_at.signed_duration_since(time) > config.idle_gap());
+    Ok(Some((latest, bootstrap)))
 }
 
 /// Builds the context for `snapshot` (read at the time of the request).
@@ -298,12 +316,12 @@ pub(crate) fn assemble(
     counter: &TokenCounter,
 ) -> Result<AssembledContext> {
     let budget = config.budget();
-    let head_end_seq = snapshot.outline.get(snapshot.plan.head_end).map_or(i64::MAX, |m| m.seq);
+    let head_end_seq = snapshot.plan.head_end_seq(&snapshot.outline);
     let tail_start_seq =
         snapshot.outline.get(snapshot.plan.tail_start(snapshot.outline.len())).map_or(i64::MAX, |m| m.seq);
 
     let mut injection = Injection::None;
-    let injected = injection_kind(snapshot, config).and_then(|(index, bootstrap)| {
+    let injected = snapshot.latest_request.and_then(|(index, bootstrap)| {
         if !bootstrap && snapshot.preferences.is_empty() {
             return None;
         }

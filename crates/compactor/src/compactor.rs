@@ -5,14 +5,14 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use strata_store::{Message, NewSummary, NodeId, Role, SessionId, Store, SummaryNode};
+use strata_store::{Message, MessageOutline, NewSummary, NodeId, Role, SessionId, Store, SummaryNode};
 use tracing::Instrument;
 
 use crate::assemble::{self, AssembledContext, Snapshot};
 use crate::config::CompactorConfig;
 use crate::error::{Error, Result, SummarizeError};
 use crate::extractive::{ExtractiveSummarizer, RAW_ARCHIVE};
-use crate::plan::Plan;
+use crate::plan::{Chunk, Plan};
 use crate::summarizer::{SourceItem, SourceKind, Summarizer, Summary, SummaryRequest, check};
 use crate::tokens::TokenCounter;
 
@@ -303,9 +303,22 @@ impl Compactor {
         let config = self.inner.config.clone();
         let counter = self.inner.counter.clone();
         self.blocking(move |store| {
-            let outline = store.message_outline(session)?;
+            let outline = store.live_outline(session, i64::from(config.head_messages))?;
             let roots = store.roots(session, None)?;
             Ok(assemble::unabridged_tokens(&outline, &roots, &config, &counter))
+        })
+        .await
+    }
+
+    /// What a compaction call knows of its session: the live outline, the roots and the plan,
+    /// read once and kept up to date by the call's own writes (read again after a refusal).
+    async fn planning(&self, session: SessionId) -> Result<Planning> {
+        let config = self.inner.config.clone();
+        self.blocking(move |store| {
+            let outline = store.live_outline(session, i64::from(config.head_messages))?;
+            let roots = store.roots(session, None)?;
+            let plan = Plan::new(&outline, &config);
+            Ok(Planning { outline, roots, plan })
         })
         .await
     }
@@ -317,8 +330,14 @@ impl Compactor {
     /// One compaction per session runs at a time within this process (an async lock); another
     /// process racing for the same messages is refused by the store and re-planned around.
     pub async fn compact(&self, session: SessionId) -> Result<Outcome> {
+        self.compact_rounds(session, self.inner.config.max_rounds).await
+    }
+
+    /// Like [`Compactor::compact`], with at most `max_rounds` summaries instead of the
+    /// configured number: bulk imports compact in one call, reading the session once.
+    pub async fn compact_rounds(&self, session: SessionId, max_rounds: u32) -> Result<Outcome> {
         let span = tracing::info_span!("compact", %session);
-        let outcome = self.compact_in_span(session).instrument(span.clone()).await;
+        let outcome = self.compact_in_span(session, max_rounds.max(1)).instrument(span.clone()).await;
         span.in_scope(|| match &outcome {
             Ok(outcome) => tracing::info!(?outcome, "compaction finished"),
             Err(error) => tracing::warn!(%error, "compaction failed"),
@@ -326,7 +345,7 @@ impl Compactor {
         outcome
     }
 
-    async fn compact_in_span(&self, session: SessionId) -> Result<Outcome> {
+    async fn compact_in_span(&self, session: SessionId, max_rounds: u32) -> Result<Outcome> {
         let lock = self.session_lock(session);
         let _guard = lock.lock().await;
         let config = self.inner.config.clone();
@@ -338,14 +357,16 @@ impl Compactor {
         let mut archiving = false;
         let mut pending = true;
         let mut stop: Option<Outcome> = None;
-        for _round in 0..config.max_rounds {
-            let (outline, roots) = self
-                .blocking(move |store| Ok((store.message_outline(session)?, store.roots(session, None)?)))
-                .await?;
+        let mut known: Option<Planning> = None;
+        for _round in 0..max_rounds {
+            if known.is_none() {
+                known = Some(self.planning(session).await?);
+            }
+            let planning = known.as_mut().expect("read above");
 
             // Merges first: they keep the scaffold short.
             let mut write: Option<(Step, Target)> = None;
-            if let Some(children) = merge_candidate(&roots, k) {
+            if let Some(children) = merge_candidate(&planning.roots, k) {
                 let level = children[0].level + 1;
                 let source: u64 = children.iter().map(|node| u64::from(node.token_count)).sum();
                 let items = children.iter().map(node_item).collect();
@@ -353,23 +374,20 @@ impl Compactor {
                 let step = self.summarize(session, &request, &mut archiving).await;
                 write = Some((step, Target::Merge(children.iter().map(|node| node.id).collect())));
             } else {
-                let plan = Plan::new(&outline, &config);
-                let (middle_tokens, middle_turns) = plan.middle();
+                let (middle_tokens, middle_turns) = planning.plan.middle();
                 if middle_tokens >= u64::from(config.leaf_min_tokens)
                     && middle_turns >= config.leaf_min_turns as usize
                 {
-                    match plan.next_chunk(&outline, &config) {
+                    match planning.plan.next_chunk(&planning.outline, &config) {
                         Some(chunk) => {
-                            let messages = self
-                                .blocking(move |store| {
-                                    Ok(store.messages(session, chunk.first_seq..=chunk.last_seq)?)
-                                })
-                                .await?;
+                            let seqs = chunk.first_seq..=chunk.last_seq;
+                            let messages =
+                                self.blocking(move |store| Ok(store.messages(session, seqs)?)).await?;
                             let items = messages.iter().map(source_item).collect();
                             let request =
                                 self.request(&persona, SourceKind::Messages, 0, items, chunk.tokens);
                             let step = self.summarize(session, &request, &mut archiving).await;
-                            write = Some((step, Target::Leaf(chunk.first_seq, chunk.last_seq)));
+                            write = Some((step, Target::Leaf(chunk)));
                         }
                         None => stop = Some(Outcome::NoCandidate),
                     }
@@ -405,6 +423,8 @@ impl Compactor {
                 }
             };
             let raw = summarizer == RAW_ARCHIVE;
+            let node_kind =
+                if matches!(target, Target::Replace(_)) { NodeKind::Replaced } else { NodeKind::New };
             let new = NewSummary {
                 headline: summary.headline,
                 body: summary.body,
@@ -412,24 +432,39 @@ impl Compactor {
                 summarizer,
             };
             let result = match target.clone() {
-                Target::Leaf(first, last) => self
-                    .blocking(move |store| Ok(store.insert_leaf(session, first, last, &new)?))
+                Target::Leaf(chunk) => self
+                    .blocking(move |store| {
+                        Ok(store.insert_leaf(session, chunk.first_seq, chunk.last_seq, &new)?)
+                    })
                     .await
-                    .map(|_| ()),
+                    .map(Some),
                 Target::Merge(ids) => {
-                    self.blocking(move |store| Ok(store.merge(&ids, &new)?)).await.map(|_| ())
+                    self.blocking(move |store| Ok(store.merge(&ids, &new)?)).await.map(Some)
                 }
                 Target::Replace(id) => self
                     .blocking(move |store| Ok(store.replace_summary(id, RAW_ARCHIVE, &new)?))
                     .await
-                    .map(|_| ()),
+                    .map(|_| None),
             };
             match result {
-                Ok(()) => {
+                Ok(node) => {
                     refusals = 0;
-                    match target {
-                        Target::Replace(_) => resummarized += 1,
-                        _ => {
+                    let planning = known.as_mut().expect("read at the start of the round");
+                    match (target, node) {
+                        (Target::Leaf(chunk), Some(node)) => {
+                            planning.plan.covered(&chunk);
+                            planning.roots.push(node);
+                        }
+                        (Target::Merge(ids), Some(node)) => {
+                            planning.roots.retain(|root| !ids.contains(&root.id));
+                            planning.roots.push(node);
+                        }
+                        // A node's text changed: read the roots again before merging it.
+                        _ => known = None,
+                    }
+                    match node_kind {
+                        NodeKind::Replaced => resummarized += 1,
+                        NodeKind::New => {
                             created += 1;
                             archived += u32::from(raw);
                         }
@@ -437,6 +472,7 @@ impl Compactor {
                 }
                 // Another compactor got there first: plan again from what is stored now.
                 Err(err) if is_refusal(&err) || matches!(target, Target::Replace(_)) => {
+                    known = None;
                     tracing::info!(%session, error = %chain(&err), "write refused, re-planning");
                     refusals += 1;
                     if refusals >= 2 {
@@ -523,7 +559,20 @@ impl Compactor {
 /// What a summary is written to.
 #[derive(Clone, Debug)]
 enum Target {
-    Leaf(i64, i64),
+    Leaf(Chunk),
     Merge(Vec<NodeId>),
     Replace(NodeId),
+}
+
+/// Whether a write made a node or rewrote one.
+enum NodeKind {
+    New,
+    Replaced,
+}
+
+/// See [`Compactor::planning`].
+struct Planning {
+    outline: Vec<MessageOutline>,
+    roots: Vec<SummaryNode>,
+    plan: Plan,
 }

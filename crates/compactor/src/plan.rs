@@ -1,7 +1,11 @@
 //! Where the cuts go: head, turns, tail and the next chunk to summarize.
 //!
-//! Planning is a pure function of a session's outline and the configuration, so it is cheap to
-//! redo after every write and easy to test.
+//! Planning is a pure function of an outline and the configuration. The outline is the *live*
+//! part of a session (`Store::live_outline`: the head and the uncovered messages), so a
+//! covered stretch shows as a gap in the seqs: a turn never spans a gap, and the tail never
+//! reaches back over one. A plan is made once per compaction call and then consumed chunk by
+//! chunk ([`Plan::next_chunk`], [`Plan::covered`]), so a call costs time in proportion to the
+//! uncovered messages, not to the rounds times the history.
 
 use strata_store::{MessageOutline, Role};
 
@@ -20,6 +24,8 @@ pub(crate) struct Unit {
     pub pinned: bool,
     /// Holds a message already covered by a Level-0 node.
     pub covered: bool,
+    /// The message before it is not in the outline (covered): the tail stops here.
+    pub after_gap: bool,
 }
 
 impl Unit {
@@ -37,14 +43,19 @@ pub(crate) struct Plan {
     pub units: Vec<Unit>,
     /// `units[tail_unit..]` is the protected tail.
     pub tail_unit: usize,
+    /// Units before this one were handed out by [`Plan::next_chunk`] or can never be.
+    cursor: usize,
+    /// Tokens and turns of the compactable middle, kept up to date by [`Plan::covered`].
+    middle: (u64, usize),
 }
 
-/// The next Level-0 chunk: seqs `first_seq..=last_seq`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The next Level-0 chunk: seqs `first_seq..=last_seq`, made of `units[units]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Chunk {
     pub first_seq: i64,
     pub last_seq: i64,
     pub tokens: u64,
+    pub units: std::ops::Range<usize>,
 }
 
 impl Plan {
@@ -55,7 +66,11 @@ impl Plan {
     pub fn new(outline: &[MessageOutline], config: &CompactorConfig) -> Plan {
         let len = outline.len();
         let mut head_end = (config.head_messages as usize).min(len);
-        while head_end < len && outline[head_end].role == Role::Tool {
+        while head_end > 0
+            && head_end < len
+            && outline[head_end].role == Role::Tool
+            && !gap_before(outline, head_end)
+        {
             head_end += 1;
         }
         let make = |start: usize, end: usize| {
@@ -66,12 +81,13 @@ impl Plan {
                 tokens: slice.iter().map(|m| u64::from(m.token_count)).sum(),
                 pinned: slice.iter().any(|m| m.pinned),
                 covered: slice.iter().any(|m| m.summary_id.is_some()),
+                after_gap: start > 0 && gap_before(outline, start),
             }
         };
         let mut units = Vec::new();
         let mut start = head_end;
         for (index, message) in outline.iter().enumerate().skip(head_end + 1) {
-            if message.role == Role::User {
+            if message.role == Role::User || gap_before(outline, index) {
                 units.push(make(start, index));
                 start = index;
             }
@@ -91,26 +107,29 @@ impl Plan {
             }
             tail_units += 1;
             tail_tokens += unit.tokens;
+            if unit.after_gap {
+                break;
+            }
         }
-        Plan { head_end, tail_unit: units.len() - tail_units, units }
+        let tail_unit = units.len() - tail_units;
+        let middle = units[..tail_unit]
+            .iter()
+            .filter(|unit| unit.compactable())
+            .fold((0, 0), |(tokens, turns), unit| (tokens + unit.tokens, turns + 1));
+        Plan { head_end, tail_unit, units, cursor: 0, middle }
     }
 
-    /// The units between head and tail that may be summarized.
-    fn candidates(&self) -> impl Iterator<Item = (usize, &Unit)> {
-        self.units[..self.tail_unit].iter().enumerate().filter(|(_, unit)| unit.compactable())
-    }
-
-    /// Tokens and turns of the compactable middle.
+    /// Tokens and turns of the compactable middle (what is not yet marked [`Plan::covered`]).
     pub fn middle(&self) -> (u64, usize) {
-        self.candidates().fold((0, 0), |(tokens, turns), (_, unit)| (tokens + unit.tokens, turns + 1))
+        self.middle
     }
 
-    /// The oldest whole turns of the compactable middle, up to about `leaf_chunk_tokens`: turns
-    /// are added while they fit, and past the limit only while the chunk is under half of it,
-    /// so a small turn before a huge one is not summarized alone.
-    pub fn next_chunk(&self, outline: &[MessageOutline], config: &CompactorConfig) -> Option<Chunk> {
+    /// The oldest whole turns of the compactable middle not handed out yet, up to about
+    /// `leaf_chunk_tokens`: turns are added while they fit, and past the limit only while the
+    /// chunk is under half of it, so a small turn before a huge one is not summarized alone.
+    pub fn next_chunk(&mut self, outline: &[MessageOutline], config: &CompactorConfig) -> Option<Chunk> {
         let limit = u64::from(config.leaf_chunk_tokens);
-        let mut index = 0;
+        let mut index = self.cursor;
         while index < self.tail_unit {
             if !self.units[index].compactable() {
                 index += 1;
@@ -127,10 +146,12 @@ impl Plan {
                 index += 1;
             }
             if tokens >= MIN_LEAF_SOURCE_TOKENS {
+                self.cursor = index;
                 return Some(Chunk {
                     first_seq: outline[self.units[first].start].seq,
                     last_seq: outline[self.units[index - 1].end - 1].seq,
                     tokens,
+                    units: first..index,
                 });
             }
             // A run too small to shrink: skip past it to the next run.
@@ -138,13 +159,40 @@ impl Plan {
                 index += 1;
             }
         }
+        self.cursor = index;
         None
+    }
+
+    /// Records that a chunk's turns are now covered by a Level-0 node.
+    pub fn covered(&mut self, chunk: &Chunk) {
+        for unit in &mut self.units[chunk.units.clone()] {
+            if unit.compactable() {
+                self.middle.0 -= unit.tokens;
+                self.middle.1 -= 1;
+            }
+            unit.covered = true;
+        }
+    }
+
+    /// The first seq after the head (the head is `seq < head_end_seq`). The live outline may
+    /// skip covered messages right after the head, so this is counted from the head's last
+    /// message, not read from the next entry.
+    pub fn head_end_seq(&self, outline: &[MessageOutline]) -> i64 {
+        match self.head_end.checked_sub(1) {
+            Some(last) => outline[last].seq + 1,
+            None => 0,
+        }
     }
 
     /// Index in the outline where the tail starts (the outline length when there is none).
     pub fn tail_start(&self, outline_len: usize) -> usize {
         self.units.get(self.tail_unit).map_or(outline_len, |unit| unit.start)
     }
+}
+
+/// Whether the message before `outline[index]` is missing from the outline (covered).
+fn gap_before(outline: &[MessageOutline], index: usize) -> bool {
+    index > 0 && outline[index].seq != outline[index - 1].seq + 1
 }
 
 #[cfg(test)]
@@ -213,9 +261,55 @@ mod tests {
         messages[1].summary_id = Some(NodeId(1));
         messages[5].pinned = true;
         let config = CompactorConfig { leaf_chunk_tokens: 300, ..config(0, 1) };
-        let plan = Plan::new(&messages, &config);
+        let mut plan = Plan::new(&messages, &config);
         assert_eq!(plan.middle(), (400, 2));
         let chunk = plan.next_chunk(&messages, &config).unwrap();
         assert_eq!((chunk.first_seq, chunk.last_seq, chunk.tokens), (2, 3, 200));
+        plan.covered(&chunk);
+        assert_eq!(plan.middle(), (200, 1));
+    }
+
+    /// The live outline leaves covered stretches out: the plan over it equals the plan over the
+    /// whole outline, chunk for chunk.
+    #[test]
+    fn a_live_outline_plans_like_the_whole_one() {
+        let mut whole = outline("suauauauauauauauaua", 100);
+        for message in &mut whole[1..5] {
+            message.summary_id = Some(NodeId(1));
+        }
+        whole[8].pinned = true;
+        let live: Vec<MessageOutline> =
+            whole.iter().filter(|m| m.seq < 1 || m.summary_id.is_none()).cloned().collect();
+        let config = CompactorConfig { leaf_chunk_tokens: 250, ..config(1, 2) };
+        let (mut a, mut b) = (Plan::new(&whole, &config), Plan::new(&live, &config));
+        assert_eq!(a.middle(), b.middle());
+        loop {
+            let (x, y) = (a.next_chunk(&whole, &config), b.next_chunk(&live, &config));
+            assert_eq!(
+                x.as_ref().map(|c| (c.first_seq, c.last_seq, c.tokens)),
+                y.as_ref().map(|c| (c.first_seq, c.last_seq, c.tokens))
+            );
+            let (Some(x), Some(y)) = (x, y) else { break };
+            a.covered(&x);
+            b.covered(&y);
+        }
+        assert_eq!(a.middle(), b.middle());
+        // A tail never reaches back over a covered stretch.
+        let tail_only = outline("uauaua", 10)
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| *i != 2 && *i != 3)
+            .map(|(_, m)| m)
+            .collect::<Vec<_>>();
+        let plan = Plan::new(
+            &tail_only,
+            &CompactorConfig {
+                head_messages: 0,
+                tail_turns: 5,
+                tail_tokens: 1_000_000,
+                ..CompactorConfig::default()
+            },
+        );
+        assert_eq!(plan.tail_unit, 1, "{plan:?}");
     }
 }

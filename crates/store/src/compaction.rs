@@ -3,8 +3,10 @@
 //! The compactor plans over a light outline of a session (no message text), then reads only the
 //! messages it needs: the chunk it summarizes, or the head and the uncovered ones it sends.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 
 use crate::db::query_all;
@@ -38,32 +40,72 @@ pub fn outline(conn: &Connection, session: SessionId) -> Result<Vec<MessageOutli
         "SELECT id, seq, role, token_count, pinned, summary_id, created_at
          FROM messages WHERE session_id = ?1 ORDER BY seq",
         [session],
-        |row| {
-            let role: String = row.get(2)?;
-            Ok(MessageOutline {
-                id: row.get(0)?,
-                seq: row.get(1)?,
-                role: role.parse().map_err(|e| {
-                    rusqlite::Error::FromSqlConversionFailure(2, rusqlite::types::Type::Text, Box::new(e))
-                })?,
-                token_count: row.get(3)?,
-                pinned: row.get(4)?,
-                summary_id: row.get(5)?,
-                created_at: from_unix(row.get(6)?),
-            })
-        },
+        outline_from_row,
     )
+}
+
+/// The outline of the part of a session that is not summarized: the messages with seq below
+/// `head` (the head, covered or not) and every uncovered message, in seq order. Its cost
+/// follows the uncovered messages (a partial index), not the history.
+pub fn live_outline(conn: &Connection, session: SessionId, head: i64) -> Result<Vec<MessageOutline>> {
+    let mut rows = query_all(
+        conn,
+        "SELECT id, seq, role, token_count, pinned, summary_id, created_at
+         FROM messages WHERE session_id = ?1 AND seq < ?2 ORDER BY seq",
+        params![session, head],
+        outline_from_row,
+    )?;
+    rows.extend(query_all(
+        conn,
+        "SELECT id, seq, role, token_count, pinned, summary_id, created_at
+         FROM messages INDEXED BY messages_uncovered
+         WHERE session_id = ?1 AND summary_id IS NULL AND seq >= ?2 ORDER BY seq",
+        params![session, head],
+        outline_from_row,
+    )?);
+    Ok(rows)
+}
+
+fn outline_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<MessageOutline> {
+    let role: String = row.get(2)?;
+    Ok(MessageOutline {
+        id: row.get(0)?,
+        seq: row.get(1)?,
+        role: role.parse().map_err(|e| {
+            rusqlite::Error::FromSqlConversionFailure(2, rusqlite::types::Type::Text, Box::new(e))
+        })?,
+        token_count: row.get(3)?,
+        pinned: row.get(4)?,
+        summary_id: row.get(5)?,
+        created_at: from_unix(row.get(6)?),
+    })
 }
 
 /// The messages a context is built from: every message with seq below `head_end` (the head,
 /// verbatim whatever covers it) and every uncovered message after it, in seq order.
 pub fn context_messages(conn: &Connection, session: SessionId, head_end: i64) -> Result<Vec<Message>> {
-    let sql = format!(
-        "SELECT {} FROM messages m
-         WHERE m.session_id = ?1 AND (m.seq < ?2 OR m.summary_id IS NULL) ORDER BY m.seq",
+    // Two queries rather than one with `OR`: each uses its index, so the summarized history
+    // is never scanned.
+    let head = format!(
+        "SELECT {} FROM messages m WHERE m.session_id = ?1 AND m.seq < ?2 ORDER BY m.seq",
         Message::COLUMNS
     );
-    query_all(conn, &sql, params![session, head_end], Message::from_row)
+    let rest = format!(
+        "SELECT {} FROM messages m INDEXED BY messages_uncovered
+         WHERE m.session_id = ?1 AND m.summary_id IS NULL AND m.seq >= ?2 ORDER BY m.seq",
+        Message::COLUMNS
+    );
+    let mut messages = query_all(conn, &head, params![session, head_end], Message::from_row)?;
+    messages.extend(query_all(conn, &rest, params![session, head_end], Message::from_row)?);
+    Ok(messages)
+}
+
+/// Adds the number of rows read to `counter`.
+pub(crate) fn count<T>(counter: &AtomicU64, rows: Result<Vec<T>>) -> Result<Vec<T>> {
+    if let Ok(rows) = &rows {
+        counter.fetch_add(rows.len() as u64, Ordering::Relaxed);
+    }
+    rows
 }
 
 /// Reads that all see the database as it was at the first of them: one connection, one
@@ -72,9 +114,14 @@ pub fn context_messages(conn: &Connection, session: SessionId, head_end: i64) ->
 #[derive(Debug)]
 pub struct ConsistentReader<'a> {
     conn: &'a Connection,
+    rows_read: &'a AtomicU64,
 }
 
 impl ConsistentReader<'_> {
+    fn counted<T>(&self, rows: Result<Vec<T>>) -> Result<Vec<T>> {
+        count(self.rows_read, rows)
+    }
+
     /// The session with this id.
     pub fn session(&self, id: SessionId) -> Result<crate::Session> {
         crate::sessions::by_id(self.conn, id)
@@ -82,22 +129,48 @@ impl ConsistentReader<'_> {
 
     /// See [`Store::message_outline`].
     pub fn message_outline(&self, session: SessionId) -> Result<Vec<MessageOutline>> {
-        outline(self.conn, session)
+        self.counted(outline(self.conn, session))
+    }
+
+    /// See [`Store::live_outline`].
+    pub fn live_outline(&self, session: SessionId, head: i64) -> Result<Vec<MessageOutline>> {
+        self.counted(live_outline(self.conn, session, head))
     }
 
     /// See [`Store::context_messages`].
     pub fn context_messages(&self, session: SessionId, head_end: i64) -> Result<Vec<Message>> {
-        context_messages(self.conn, session, head_end)
+        self.counted(context_messages(self.conn, session, head_end))
     }
 
     /// See [`Store::roots`].
     pub fn roots(&self, session: SessionId, level: Option<crate::Level>) -> Result<Vec<crate::SummaryNode>> {
-        crate::nodes::roots(self.conn, session, level)
+        self.counted(crate::nodes::roots(self.conn, session, level))
     }
 
     /// See [`Store::memories`].
     pub fn memories(&self, persona: &str, category: Option<crate::Category>) -> Result<Vec<crate::Memory>> {
         crate::memories::list(self.conn, persona, category)
+    }
+
+    /// When the message at `seq` of a session was sent; `None` if there is none.
+    pub fn message_time(&self, session: SessionId, seq: i64) -> Result<Option<DateTime<Utc>>> {
+        let time: Option<f64> = self
+            .conn
+            .prepare_cached("SELECT created_at FROM messages WHERE session_id = ?1 AND seq = ?2")?
+            .query_row(params![session, seq], |row| row.get(0))
+            .optional()?;
+        Ok(time.map(from_unix))
+    }
+
+    /// Whether a session holds a user message before `seq`. The scan stops at the first one,
+    /// which is nearly always among the session's first messages.
+    pub fn has_request_before(&self, session: SessionId, seq: i64) -> Result<bool> {
+        Ok(self
+            .conn
+            .prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM messages WHERE session_id = ?1 AND seq < ?2 AND role = 'user')",
+            )?
+            .query_row(params![session, seq], |row| row.get(0))?)
     }
 }
 
@@ -106,18 +179,32 @@ impl Store {
     pub fn read_consistent<T>(&self, f: impl FnOnce(&ConsistentReader<'_>) -> Result<T>) -> Result<T> {
         let mut conn = self.pool.get()?;
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Deferred)?;
-        let value = f(&ConsistentReader { conn: &tx })?;
+        let value = f(&ConsistentReader { conn: &tx, rows_read: &self.rows_read })?;
         tx.finish()?;
         Ok(value)
     }
 
     /// The outline (everything but the text) of every message of a session, in seq order.
     pub fn message_outline(&self, session: SessionId) -> Result<Vec<MessageOutline>> {
-        self.read(|conn| outline(conn, session))
+        count(&self.rows_read, self.read(|conn| outline(conn, session)))
+    }
+
+    /// The outline of the head (seq below `head`) and of every uncovered message, in seq order:
+    /// what compaction and assembly plan over. Reads nothing of the summarized history.
+    pub fn live_outline(&self, session: SessionId, head: i64) -> Result<Vec<MessageOutline>> {
+        count(&self.rows_read, self.read(|conn| live_outline(conn, session, head)))
+    }
+
+    /// How many message and node rows the planning reads of this store (outlines, message
+    /// ranges, roots, context messages) have returned since it was opened, in every clone.
+    /// Tests and benches use it to check that a cost follows the new messages, not the
+    /// history; timings on a shared machine could not.
+    pub fn rows_read(&self) -> u64 {
+        self.rows_read.load(Ordering::Relaxed)
     }
 
     /// The head (seq below `head_end`) and every uncovered message after it, in seq order.
     pub fn context_messages(&self, session: SessionId, head_end: i64) -> Result<Vec<Message>> {
-        self.read(|conn| context_messages(conn, session, head_end))
+        count(&self.rows_read, self.read(|conn| context_messages(conn, session, head_end)))
     }
 }

@@ -3,6 +3,8 @@
 use std::collections::HashMap;
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -75,6 +77,8 @@ pub struct SummarizerStats {
 pub struct Store {
     pub(crate) pool: Pool,
     path: PathBuf,
+    /// See [`Store::rows_read`].
+    pub(crate) rows_read: Arc<AtomicU64>,
 }
 
 impl Store {
@@ -94,7 +98,7 @@ impl Store {
         let mut conn = db::open_connection(&path, busy_timeout)?;
         migrate::migrate(&mut conn)?;
         drop(conn);
-        Ok(Store { pool: db::pool(&path, busy_timeout)?, path })
+        Ok(Store { pool: db::pool(&path, busy_timeout)?, path, rows_read: Arc::default() })
     }
 
     /// The database file.
@@ -204,7 +208,7 @@ impl Store {
 
     /// The messages of a session whose seq lies in `seqs`.
     pub fn messages(&self, session: SessionId, seqs: RangeInclusive<i64>) -> Result<Vec<Message>> {
-        self.read(|conn| messages::range(conn, session, seqs))
+        crate::compaction::count(&self.rows_read, self.read(|conn| messages::range(conn, session, seqs)))
     }
 
     /// Every message of a session, in order.
@@ -271,7 +275,7 @@ impl Store {
 
     /// The roots of a session's forest in time order, optionally of one level only.
     pub fn roots(&self, session: SessionId, level: Option<Level>) -> Result<Vec<SummaryNode>> {
-        self.read(|conn| nodes::roots(conn, session, level))
+        crate::compaction::count(&self.rows_read, self.read(|conn| nodes::roots(conn, session, level)))
     }
 
     /// Every node of a session, by level then position.

@@ -474,7 +474,9 @@ impl Span {
 
 /// The best `limit` hits, each source once: a hit whose span of the conversation overlaps a
 /// better hit's (a message and the summary covering it, a summary and its parent) is left out
-/// and named in the better hit's `also_in`.
+/// and named in the better hit's `also_in`. Where a message and a summary covering it both
+/// match, the message is shown (at the better of the two ranks), since it is the verbatim
+/// source; the summary is named.
 fn one_hit_per_source(store: &Store, ranked: Vec<Hit>, limit: usize) -> Result<Vec<Hit>> {
     let mut kept: Vec<(Hit, Option<Span>)> = Vec::new();
     for hit in ranked {
@@ -483,6 +485,15 @@ fn one_hit_per_source(store: &Store, ranked: Vec<Hit>, limit: usize) -> Result<V
             kept.iter().position(|(_, other)| other.as_ref().is_some_and(|other| other.overlaps(span)))
         });
         match holder {
+            // A message inside a better summary takes the summary's place: it is the verbatim
+            // source, and the summary is named with it.
+            Some(index) if hit.kind == HitKind::Message && kept[index].0.kind == HitKind::Summary => {
+                let (summary, _) = std::mem::replace(&mut kept[index], (hit, span));
+                let message = &mut kept[index].0;
+                message.score = summary.score;
+                message.also_in.push(HitRef { kind: summary.kind, id: summary.id });
+                message.also_in.extend(summary.also_in);
+            }
             Some(index) => kept[index].0.also_in.push(HitRef { kind: hit.kind, id: hit.id }),
             None if kept.len() < limit => kept.push((hit, span)),
             None => {}

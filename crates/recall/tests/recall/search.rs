@@ -116,8 +116,8 @@ fn without_the_model_search_says_why_and_everything_else_works() {
     }
 }
 
-/// A fact held by a message and by the summary that covers it comes back once, at the better
-/// of the two, naming the other.
+/// A fact held by a message and by the summary that covers it comes back once: the verbatim
+/// message, at the better of the two ranks, naming the summary.
 #[test]
 fn a_message_and_its_summary_are_one_hit() {
     let fx = fixture();
