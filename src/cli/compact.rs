@@ -17,6 +17,9 @@ use strata_store::{Session, Store};
 use crate::cli::output::print_json;
 
 /// Options shared by the three commands.
+/// Chunks one `strata compact` call folds before it reports progress and plans again.
+const BULK_ROUNDS: u32 = 1024;
+
 #[derive(Debug, clap::Args)]
 pub struct CompactorArgs {
     /// The session key.
@@ -101,16 +104,25 @@ pub fn compact(
     };
     let compactor = Compactor::new(store.clone(), config, summarizer)?;
     let before = store.stats()?;
-    let progress = ProgressBar::new_spinner().with_style(
-        ProgressStyle::with_template("{spinner} compacting {msg} ({elapsed})").expect("static template"),
+    let progress = ProgressBar::new(before.messages - before.compacted_messages).with_style(
+        ProgressStyle::with_template(
+            "{spinner} compacting [{bar:30}] {pos}/{len} messages folded ({per_sec}) {msg}",
+        )
+        .expect("static template")
+        .progress_chars("=> "),
     );
     let runtime = runtime()?;
+    // `--once` is one bounded call (as before a model call); otherwise each call plans once and
+    // folds up to BULK_ROUNDS chunks, so a year of history is read a few dozen times, not
+    // thousands.
+    let rounds = if args.once { compactor.config().max_rounds } else { BULK_ROUNDS };
     let (mut created, mut archived, mut tokens_before, mut tokens_after) = (0u32, 0u32, None, None);
     let last = loop {
-        let outcome = runtime.block_on(compactor.compact(session.id))?;
+        let outcome = runtime.block_on(compactor.compact_rounds(session.id, rounds))?;
         if let Outcome::Compacted {
             nodes_created,
             raw_archived,
+            messages_folded,
             tokens_before: b,
             tokens_after: a,
             pending,
@@ -121,8 +133,8 @@ pub fn compact(
             archived += raw_archived;
             tokens_before.get_or_insert(*b);
             tokens_after = Some(*a);
-            progress.set_message(format!("{created} nodes written, context {a} tokens"));
-            progress.tick();
+            progress.inc(*messages_folded);
+            progress.set_message(format!("{created} nodes, context {a} tokens"));
             if *pending && !args.once {
                 continue;
             }
@@ -177,7 +189,7 @@ pub fn compact(
 
 fn describe(outcome: &Outcome) -> String {
     match outcome {
-        Outcome::Compacted { pending: true, .. } => "max_rounds reached; run again to continue".into(),
+        Outcome::Compacted { pending: true, .. } => "round limit reached; run again to continue".into(),
         Outcome::Compacted { .. } => "done".into(),
         Outcome::BelowThreshold { middle_tokens, middle_turns } => {
             format!(

@@ -117,15 +117,15 @@ pub fn run(
     let spinner = ProgressBar::new_spinner()
         .with_style(ProgressStyle::with_template("  {spinner} compacting: {msg}").expect("static template"));
     spinner.enable_steady_tick(Duration::from_millis(120));
-    let mut calls = 0;
+    let (mut calls, mut folded, mut nodes) = (0, 0u64, 0u64);
     loop {
         calls += 1;
-        let outcome = runtime.block_on(engine.compactor().compact(session.id()))?;
-        let stats = engine.store().stats()?;
-        spinner.set_message(format!(
-            "{} of {} messages folded, nodes per level {:?}",
-            stats.compacted_messages, stats.messages, stats.nodes_per_level
-        ));
+        let outcome = runtime.block_on(engine.compactor().compact_rounds(session.id(), 256))?;
+        if let Outcome::Compacted { messages_folded, nodes_created, .. } = &outcome {
+            folded += messages_folded;
+            nodes += u64::from(*nodes_created);
+            spinner.set_message(format!("{folded} messages folded into {nodes} nodes"));
+        }
         match outcome {
             Outcome::Compacted { pending: true, .. } if calls < 1_000 => continue,
             Outcome::Compacted { .. } | Outcome::BelowThreshold { .. } | Outcome::NoCandidate => break,

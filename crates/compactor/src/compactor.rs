@@ -29,6 +29,8 @@ pub enum Outcome {
         raw_archived: u32,
         /// Raw-archive nodes given a real summary.
         resummarized: u32,
+        /// Messages newly covered by the Level-0 nodes written.
+        messages_folded: u64,
         /// Tokens of the unabridged context before the call.
         tokens_before: u64,
         /// Tokens of the unabridged context after it.
@@ -354,6 +356,7 @@ impl Compactor {
         let persona = self.blocking(move |store| Ok(store.session_by_id(session)?.persona)).await?;
 
         let (mut created, mut archived, mut resummarized, mut refusals) = (0u32, 0u32, 0u32, 0u32);
+        let mut folded = 0u64;
         let mut archiving = false;
         let mut pending = true;
         let mut stop: Option<Outcome> = None;
@@ -452,7 +455,7 @@ impl Compactor {
                     let planning = known.as_mut().expect("read at the start of the round");
                     match (target, node) {
                         (Target::Leaf(chunk), Some(node)) => {
-                            planning.plan.covered(&chunk);
+                            folded += planning.plan.covered(&chunk);
                             planning.roots.push(node);
                         }
                         (Target::Merge(ids), Some(node)) => {
@@ -495,6 +498,7 @@ impl Compactor {
             nodes_created: created,
             raw_archived: archived,
             resummarized,
+            messages_folded: folded,
             tokens_before,
             tokens_after,
             pending,

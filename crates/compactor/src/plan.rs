@@ -163,15 +163,19 @@ impl Plan {
         None
     }
 
-    /// Records that a chunk's turns are now covered by a Level-0 node.
-    pub fn covered(&mut self, chunk: &Chunk) {
+    /// Records that a chunk's turns are now covered by a Level-0 node; returns how many
+    /// messages that covered.
+    pub fn covered(&mut self, chunk: &Chunk) -> u64 {
+        let mut messages = 0;
         for unit in &mut self.units[chunk.units.clone()] {
             if unit.compactable() {
                 self.middle.0 -= unit.tokens;
                 self.middle.1 -= 1;
+                messages += (unit.end - unit.start) as u64;
             }
             unit.covered = true;
         }
+        messages
     }
 
     /// The first seq after the head (the head is `seq < head_end_seq`). The live outline may

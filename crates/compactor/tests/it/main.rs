@@ -4,4 +4,5 @@ mod cycle;
 mod injection;
 mod invariants;
 mod openai;
+mod scale;
 mod util;
