@@ -49,6 +49,9 @@ enum Command {
     Config,
     /// Write the demo's generated conversation as JSON Lines, ready for `strata ingest`.
     Synth {
+        /// Which conversation: the demo's week of pair programming, or a team's group chat.
+        #[arg(long, value_enum, default_value_t = SynthKind::PairProgramming)]
+        kind: SynthKind,
         /// Seed of the generated conversation.
         #[arg(long, default_value_t = 42)]
         seed: u64,
@@ -106,6 +109,15 @@ enum Command {
     Eval(eval::EvalCommand),
 }
 
+/// The generated conversations `strata synth` writes.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum SynthKind {
+    /// A week of pair programming with tool calls (the demo's).
+    PairProgramming,
+    /// Weeks of a four-person team's group chat.
+    TeamChat,
+}
+
 /// Opens the database named on the command line.
 fn open(cli: &Cli) -> anyhow::Result<Store> {
     Store::open_with_timeout(&cli.db, std::time::Duration::from_millis(cli.busy_timeout_ms))
@@ -130,13 +142,20 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     match &cli.command {
         Command::Demo(args) => demo::run(&cli.db, config(&cli)?, args, &mut out)?,
         Command::Config => write!(out, "{}", config(&cli)?.to_toml())?,
-        Command::Synth { seed, messages, out: file } => {
-            let transcript = strata::synth::generate(&strata::synth::TranscriptSpec {
-                seed: *seed,
-                min_messages: *messages,
-                min_chars: messages * strata::synth::CHARS_PER_MESSAGE,
-                ..Default::default()
-            });
+        Command::Synth { kind, seed, messages, out: file } => {
+            let transcript = match kind {
+                SynthKind::PairProgramming => strata::synth::generate(&strata::synth::TranscriptSpec {
+                    seed: *seed,
+                    min_messages: *messages,
+                    min_chars: messages * strata::synth::CHARS_PER_MESSAGE,
+                    ..Default::default()
+                }),
+                SynthKind::TeamChat => strata::synth::generate_team_chat(&strata::synth::TeamChatSpec {
+                    seed: *seed,
+                    messages: *messages,
+                    ..Default::default()
+                }),
+            };
             match file {
                 Some(path) => std::fs::write(path, transcript.to_jsonl())
                     .with_context(|| format!("cannot write {}", path.display()))?,

@@ -273,6 +273,16 @@ fn semantic_hits(
     Ok(candidates)
 }
 
+/// A key of a text that ignores case and spacing: two texts with the same key say the same.
+fn text_key(text: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    for word in text.split_whitespace() {
+        word.to_lowercase().hash(&mut hasher);
+    }
+    hasher.finish()
+}
+
 /// Where semantic search stands for the caller's persona, when it does not cover everything.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Coverage {
@@ -364,11 +374,14 @@ pub fn search(
     let now = Utc::now();
 
     let mut found: HashMap<(HitKind, i64), Hit> = HashMap::new();
+    // Each candidate's whole text, reduced to a key: the same words said twice are one fact.
+    let mut texts: HashMap<(HitKind, i64), u64> = HashMap::new();
     let semantic = semantic_hits(store, scope, config, model, &vector, range, candidates)?;
     let semantic_scores: Vec<_> =
         semantic.iter().map(|(hit, distance)| ((hit.kind, hit.id), 1.0 - distance)).collect();
     for (rank, (hit, distance)) in semantic.into_iter().enumerate() {
         let mut entry = Hit::from_text_hit(hit);
+        texts.insert((entry.kind, entry.id), text_key(&entry.snippet));
         entry.snippet = excerpt(&entry.snippet, config.excerpt_chars);
         entry.similarity = Some(1.0 - distance);
         entry.semantic_rank = Some(rank + 1);
@@ -398,6 +411,7 @@ pub fn search(
                 continue;
             }
             keyword_scores.push(((kind, hit.id), scores[&hit.id] / ideal));
+            texts.insert((kind, hit.id), text_key(&hit.snippet));
             let snippet = excerpt_around(&hit.snippet, &words, config.excerpt_chars);
             found.entry((kind, hit.id)).or_insert_with(|| Hit::from_text_hit(hit)).snippet = snippet;
         }
@@ -436,7 +450,7 @@ pub fn search(
             .then(b.similarity.unwrap_or(-1.0).total_cmp(&a.similarity.unwrap_or(-1.0)))
             .then(b.timestamp.cmp(&a.timestamp))
     });
-    let results = one_hit_per_source(store, results, limit)?;
+    let results = one_hit_per_source(store, results, &texts, limit)?;
     Ok(SearchAnswer {
         query: vec![text],
         count: results.len(),
@@ -473,16 +487,26 @@ impl Span {
 }
 
 /// The best `limit` hits, each source once: a hit whose span of the conversation overlaps a
-/// better hit's (a message and the summary covering it, a summary and its parent) is left out
-/// and named in the better hit's `also_in`. Where a message and a summary covering it both
+/// better hit's (a message and the summary covering it, a summary and its parent), or whose
+/// text is the same as a better hit's (a message repeated word for word), is left out and
+/// named in the better hit's `also_in`. Where a message and a summary covering it both
 /// match, the message is shown (at the better of the two ranks), since it is the verbatim
 /// source; the summary is named.
-fn one_hit_per_source(store: &Store, ranked: Vec<Hit>, limit: usize) -> Result<Vec<Hit>> {
+fn one_hit_per_source(
+    store: &Store,
+    ranked: Vec<Hit>,
+    texts: &HashMap<(HitKind, i64), u64>,
+    limit: usize,
+) -> Result<Vec<Hit>> {
     let mut kept: Vec<(Hit, Option<Span>)> = Vec::new();
+    let key = |hit: &Hit| texts.get(&(hit.kind, hit.id)).copied();
     for hit in ranked {
         let span = Span::of(store, &hit)?;
-        let holder = span.as_ref().and_then(|span| {
-            kept.iter().position(|(_, other)| other.as_ref().is_some_and(|other| other.overlaps(span)))
+        let text = key(&hit);
+        let holder = kept.iter().position(|(other, other_span)| {
+            let same_text = text.is_some() && key(other) == text;
+            let overlap = matches!((&span, other_span), (Some(a), Some(b)) if a.overlaps(b));
+            same_text || overlap
         });
         match holder {
             // A message inside a better summary takes the summary's place: it is the verbatim

@@ -192,3 +192,24 @@ fn common_words_do_not_bury_a_paraphrase() {
     );
     assert!(found(&answer).contains(&("message".to_owned(), ids[17])), "{answer:#}");
 }
+
+/// The same words said several times are one fact: the repeats are named, not listed.
+#[test]
+fn repeated_messages_are_one_hit() {
+    let fx = fixture();
+    let store = &fx.store;
+    let session = store.session("s", "p").unwrap();
+    let mut texts = vec!["The test environment is slow again today."; 6];
+    texts.push("The staging password rotates every 45 days.");
+    let ids = append_texts(store, &session, "2024-05-01T08:00:00Z", &texts);
+    embed_all(store);
+    let answer = ok(
+        &ctx(store, &session),
+        "memory_search",
+        json!({"query": "is the test environment slow", "limit": 5}),
+    );
+    let listed = found(&answer);
+    let repeats = listed.iter().filter(|(_, id)| ids[..6].contains(id)).count();
+    assert_eq!(repeats, 1, "{answer:#}");
+    assert_eq!(answer["results"][0]["also_in"].as_array().unwrap().len(), 5, "{answer:#}");
+}
