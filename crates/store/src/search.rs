@@ -246,7 +246,7 @@ struct KindSql {
 const MESSAGES: KindSql = KindSql {
     fts: "messages_fts",
     select: "m.id, m.session_id, s.key, m.seq, m.role, NULL, NULL, NULL, m.created_at, \
-             snippet(messages_fts, 0, '«', '»', '…', 64)",
+             m.content",
     from: "messages_fts JOIN messages m ON m.id = messages_fts.rowid JOIN sessions s ON s.id = m.session_id",
     time: "m.created_at",
     session: "m.session_id",
@@ -257,7 +257,7 @@ const MESSAGES: KindSql = KindSql {
 const SUMMARIES: KindSql = KindSql {
     fts: "summaries_fts",
     select: "n.id, n.session_id, s.key, NULL, 'summary', n.level, NULL, NULL, n.end_time, \
-             snippet(summaries_fts, -1, '«', '»', '…', 64)",
+             n.headline || char(10) || n.body",
     from: "summaries_fts JOIN summary_nodes n ON n.id = summaries_fts.rowid JOIN sessions s ON s.id = n.session_id",
     time: "n.end_time",
     session: "n.session_id",
@@ -268,7 +268,7 @@ const SUMMARIES: KindSql = KindSql {
 const MEMORIES: KindSql = KindSql {
     fts: "memories_fts",
     select: "a.id, NULL, NULL, NULL, 'memory', NULL, a.category, a.key, a.updated_at, \
-             snippet(memories_fts, -1, '«', '»', '…', 64)",
+             a.key || ' ' || a.title || ': ' || a.content",
     from: "memories_fts JOIN agent_memories a ON a.id = memories_fts.rowid",
     time: "a.updated_at",
     session: "NULL",
@@ -389,9 +389,83 @@ fn grep_kind(
     let mut stmt = conn.prepare_cached(&statement)?;
     let rows = stmt.query_map(params_from_iter(values), |row| TextHit::from_row(kind, row, Some(10)))?;
     for hit in rows {
-        hits.push(hit?);
+        let mut hit = hit?;
+        // The query selects the whole text; the excerpt is cut here, in time linear in what it
+        // scans (FTS5's snippet() is quadratic on long runs of one character).
+        hit.snippet = excerpt(&hit.snippet, query.terms(), EXCERPT_CHARS);
+        hits.push(hit);
     }
     Ok(())
+}
+
+/// Characters of text a grep hit shows around its first match.
+const EXCERPT_CHARS: usize = 300;
+/// Bytes of a text scanned for a match to show; a match further in shows the text's start.
+const EXCERPT_SCAN_BYTES: usize = 1 << 20;
+
+/// A window of about `max` characters of `text` around the first case-insensitive occurrence of
+/// any of `terms`, every occurrence in it marked `«…»`, cut at spaces where there are any, with
+/// `…` where text is left out. Work is linear in the text scanned, at most
+/// [`EXCERPT_SCAN_BYTES`].
+pub fn excerpt(text: &str, terms: &[String], max: usize) -> String {
+    let mut scan_end = text.len().min(EXCERPT_SCAN_BYTES);
+    while !text.is_char_boundary(scan_end) {
+        scan_end -= 1;
+    }
+    let scanned = &text[..scan_end];
+    // Lowercase byte for byte (ASCII) so positions stay valid; other scripts match as written,
+    // which is what FTS5's case folding does for the characters lowercase() would change.
+    let lower = scanned.to_ascii_lowercase();
+    let terms: Vec<String> = terms.iter().map(|t| t.to_ascii_lowercase()).filter(|t| !t.is_empty()).collect();
+    let first = terms.iter().filter_map(|term| lower.find(term.as_str())).min();
+    let boundary = |mut at: usize| {
+        while !scanned.is_char_boundary(at) {
+            at -= 1;
+        }
+        at
+    };
+    let (start, end) = match first {
+        Some(at) => {
+            let before: usize = scanned[..at].chars().rev().take(max / 3).map(char::len_utf8).sum();
+            let mut start = at - before;
+            if start > 0 {
+                // Start at a word when there is a space in reach.
+                start = scanned[start..at].find(' ').map_or(start, |n| start + n + 1);
+            }
+            let after: usize = scanned[start..].chars().take(max).map(char::len_utf8).sum();
+            (start, boundary(start + after))
+        }
+        None => (0, boundary(scanned.chars().take(max).map(char::len_utf8).sum())),
+    };
+    let mut end = end;
+    if end < scanned.len()
+        && let Some(space) = scanned[start..end].rfind(' ').filter(|&n| n > (end - start) / 2)
+    {
+        end = start + space;
+    }
+    let mut shown = String::with_capacity(end - start + 16);
+    if start > 0 {
+        shown.push('…');
+    }
+    let window = &lower[start..end];
+    let mut at = 0;
+    while at < window.len() {
+        let found = terms
+            .iter()
+            .filter_map(|term| window[at..].find(term.as_str()).map(|n| (at + n, term.len())))
+            .min_by_key(|&(position, len)| (position, std::cmp::Reverse(len)));
+        let Some((position, len)) = found else { break };
+        shown.push_str(&scanned[start + at..start + position]);
+        shown.push('«');
+        shown.push_str(&scanned[start + position..start + position + len]);
+        shown.push('»');
+        at = position + len;
+    }
+    shown.push_str(&scanned[start + at..end]);
+    if end < text.len() {
+        shown.push('…');
+    }
+    shown
 }
 
 /// The word index of each kind and how its rows join their owners (see schema 0003).
@@ -587,6 +661,27 @@ mod tests {
         assert_eq!(store.term_rows(HitKind::Message, "carol", "deploy", 100).unwrap(), 0);
         assert_eq!(store.term_rows(HitKind::Memory, "alice", "deploy", 100).unwrap(), 0);
         assert!(store.term_rows(HitKind::Message, "alice", "de", 100).is_err());
+    }
+
+    #[test]
+    fn excerpts_mark_every_match_in_a_window() {
+        let terms = |t: &[&str]| t.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let text =
+            format!("{} the Merge conflict again, merge it {}", "word ".repeat(200), "tail ".repeat(200));
+        let shown = excerpt(&text, &terms(&["merge"]), 80);
+        assert!(shown.contains("«Merge» conflict again, «merge» it"), "{shown}");
+        assert!(shown.starts_with('…') && shown.ends_with('…') && shown.chars().count() <= 84, "{shown}");
+        assert_eq!(excerpt("short text", &terms(&["zzz"]), 80), "short text");
+        assert_eq!(excerpt("数据库迁移完成", &terms(&["迁移"]), 80), "数据库«迁移»完成");
+    }
+
+    /// Regression: FTS5's snippet() took minutes on one long run of a single character.
+    #[test]
+    fn excerpts_of_huge_runs_are_linear() {
+        let text = "x".repeat(10 << 20);
+        let shown = excerpt(&text, &["xxx".to_owned()], 300);
+        assert!(shown.starts_with("«xxx»") && shown.chars().count() < 1_000, "{}", shown.len());
+        assert!(shown.ends_with('…'));
     }
 
     #[test]

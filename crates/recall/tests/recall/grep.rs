@@ -266,3 +266,17 @@ fn cjk_substrings_are_found() {
     assert_eq!(only("データベース"), [ids[1]]);
     assert!(only("数据库迁移到旧的").is_empty());
 }
+
+/// Regression: one message of a single repeated character made grep's snippet quadratic (a
+/// 10 MB message did not answer in five minutes). The answer shows a bounded excerpt.
+#[test]
+fn a_huge_run_of_one_character_is_grepped() {
+    let fx = fixture();
+    let store = &fx.store;
+    let session = store.session("s", "p").unwrap();
+    let ids = append_texts(store, &session, "2024-05-01T08:00:00Z", &[&"x".repeat(10 << 20), "a short one"]);
+    let answer = ok(&ctx(store, &session), "memory_grep", json!({"query": "xxx"}));
+    assert_eq!(found(&answer), [("message".to_owned(), ids[0])]);
+    let snippet = unfence(answer["results"][0]["snippet"].as_str().unwrap());
+    assert!(snippet.starts_with("«xxx»") && snippet.chars().count() < 1_000, "{}", snippet.len());
+}
