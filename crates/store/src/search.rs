@@ -505,9 +505,13 @@ fn word_sql(kind: HitKind) -> WordSql {
     }
 }
 
+/// Matching rows ranked per query, newest first; see [`rank_words`].
+const RANK_SCAN_ROWS: i64 = 4096;
+
 /// Ranks the rows of `kind` that hold any of `words` by bm25 over the word index (Porter
 /// stemmed, so `painting` finds `painted`): (id, score, higher is better), best first, at most
-/// `filter.limit`, within the filter's persona, session and time range. Memories have no
+/// `filter.limit`, within the filter's persona, session and time range, among the newest
+/// 4,096 rows that match (a bounded cost however common the words). Memories have no
 /// session: with a session filter they are not searched. Each word is passed to FTS5 as a
 /// quoted string, so no operator in it has any effect.
 pub fn rank_words(
@@ -536,9 +540,16 @@ pub fn rank_words(
         conditions.push(format!("{} < ?", sql.time));
         values.push(Value::Real(to_unix(end)));
     }
+    values.push(Value::Integer(RANK_SCAN_ROWS));
     values.push(Value::Integer(filter.limit.clamp(1, 4096) as i64));
+    // bm25 is computed for the newest RANK_SCAN_ROWS matching rows only: FTS5 walks its index
+    // newest first and stops there, so a word in half of a million rows costs what a rare one
+    // does. Older rows that only common words match are left to the semantic side.
     let statement = format!(
-        "SELECT {fts}.rowid, bm25({fts}) AS score FROM {from} WHERE {conditions} ORDER BY score LIMIT ?",
+        "SELECT rowid, score FROM (
+             SELECT {fts}.rowid AS rowid, bm25({fts}) AS score FROM {from}
+             WHERE {conditions} ORDER BY {fts}.rowid DESC LIMIT ?
+         ) ORDER BY score LIMIT ?",
         fts = sql.fts,
         from = sql.from,
         conditions = conditions.join(" AND "),
