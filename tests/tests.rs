@@ -5,6 +5,7 @@ mod util;
 mod cli_chat;
 mod cli_compact;
 mod cli_demo;
+mod cli_eval;
 mod cli_export;
 mod cli_mcp;
 mod cli_recall;
