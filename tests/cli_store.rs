@@ -179,3 +179,20 @@ fn memory_commands_round_trip() {
     strata.run(&["memory", "delete", "user_preferences", "preferred_editor", "--persona", "p"]).success();
     strata.run(&["memory", "delete", "user_preferences", "preferred_editor", "--persona", "p"]).failure();
 }
+
+/// Regression: unknown keys were ignored, so a misspelled "sesion" filed messages into the
+/// default session; a byte-order mark was reported as "expected value at line 1 column 1".
+#[test]
+fn unknown_keys_are_named_and_a_byte_order_mark_is_skipped() {
+    let strata = Strata::new();
+    let typo = strata.file("typo.jsonl", "{\"role\": \"user\", \"content\": \"hi\"}\n{\"role\": \"user\", \"content\": \"x\", \"sesion\": \"s2\"}\n");
+    let error = strata.run(&["ingest", typo.to_str().unwrap()]).failure();
+    assert!(error.contains("line 2") && error.contains("\"sesion\""), "{error}");
+    assert_eq!(strata.run(&["stats", "--json"]).json()["messages"], 0, "nothing was written");
+    strata.run(&["ingest", typo.to_str().unwrap(), "--allow-unknown-keys"]).success();
+    assert_eq!(strata.run(&["stats", "--json"]).json()["messages"], 2);
+
+    let bom = strata.file("bom.jsonl", "\u{feff}{\"role\": \"user\", \"content\": \"with a BOM\"}\n");
+    strata.run(&["ingest", bom.to_str().unwrap()]).success();
+    assert_eq!(strata.run(&["stats", "--json"]).json()["messages"], 3);
+}

@@ -27,10 +27,18 @@ pub struct IngestArgs {
     /// Persona for sessions created by this file (lines may override with "persona").
     #[arg(long, default_value = "default")]
     persona: String,
+    /// Accept lines with keys strata does not know (they are ignored); by default such a key is
+    /// an error, since a misspelled "sesion" would file messages into another session.
+    #[arg(long)]
+    allow_unknown_keys: bool,
     /// Model whose tokenizer counts the messages.
     #[arg(long, env = "STRATA_MODEL", default_value = "gpt-4o-mini")]
     model: String,
 }
+
+/// The keys a line may have.
+const KEYS: [&str; 9] =
+    ["role", "content", "name", "timestamp", "session", "persona", "tool_calls", "tool_call_id", "pinned"];
 
 /// One line of the file.
 #[derive(Debug, Deserialize)]
@@ -54,10 +62,18 @@ fn parse_line(
     text: &str,
     session: &str,
     persona: &str,
+    allow_unknown_keys: bool,
     counter: &TokenCounter,
     now: DateTime<Utc>,
 ) -> anyhow::Result<IncomingMessage> {
-    let line: Line = serde_json::from_str(text).context("not a valid message object")?;
+    let value: serde_json::Value = serde_json::from_str(text).context("not valid JSON")?;
+    let Some(object) = value.as_object() else {
+        bail!("not a message object (expected {{\"role\": ..., \"content\": ...}})")
+    };
+    if !allow_unknown_keys && let Some(key) = object.keys().find(|key| !KEYS.contains(&key.as_str())) {
+        bail!("unknown key {key:?} (known: {}; --allow-unknown-keys ignores it)", KEYS.join(", "));
+    }
+    let line: Line = serde_json::from_value(value).context("not a valid message object")?;
     let role: Role = line.role.parse()?;
     let created_at = match &line.timestamp {
         Some(stamp) => DateTime::parse_from_rfc3339(stamp)
@@ -112,6 +128,7 @@ pub fn parse_file(
     file: &Path,
     session: &str,
     persona: &str,
+    allow_unknown_keys: bool,
     counter: &TokenCounter,
     progress: &ProgressBar,
 ) -> anyhow::Result<Vec<IncomingMessage>> {
@@ -128,7 +145,9 @@ pub fn parse_file(
         if text.trim().is_empty() {
             continue;
         }
-        let message = parse_line(text, session, persona, counter, now)
+        // A byte-order mark (as some editors write) is not part of the first line's JSON.
+        let text = if index == 0 { text.trim_start_matches('\u{feff}') } else { text };
+        let message = parse_line(text, session, persona, allow_unknown_keys, counter, now)
             .with_context(|| format!("{}: line {}", file.display(), index + 1))?;
         incoming.push(message);
     }
@@ -144,7 +163,8 @@ pub fn run(store: &Store, args: &IngestArgs, json: bool, out: &mut impl Write) -
             .progress_chars("=> "),
     );
     // Nothing is written until every line has parsed: a bad line leaves the database as it was.
-    let incoming = parse_file(&args.file, &args.session, &args.persona, &counter, &progress)?;
+    let incoming =
+        parse_file(&args.file, &args.session, &args.persona, args.allow_unknown_keys, &counter, &progress)?;
     progress.set_message("writing");
     let ids = store.append_many(&incoming).context("nothing was ingested")?;
     progress.finish_and_clear();

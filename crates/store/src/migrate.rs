@@ -16,7 +16,14 @@ const MIGRATIONS: &[&str] = &[
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// Brings the database to [`SCHEMA_VERSION`], refusing files from a newer strata.
+///
+/// A database already at this version is only read (no write lock taken), so opening a store
+/// for a read command never waits for a writer, such as an import, holding the lock.
 pub(crate) fn migrate(conn: &mut Connection) -> Result<()> {
+    let current: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    if current == SCHEMA_VERSION {
+        return Ok(());
+    }
     migrate_to(conn, SCHEMA_VERSION)
 }
 

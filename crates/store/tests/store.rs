@@ -545,3 +545,23 @@ fn consistent_reads_do_not_see_a_commit_made_between_them() {
     assert_eq!(store.roots(session.id, None).unwrap().len(), 1, "the compaction did commit");
     assert_eq!(store.context_messages(session.id, 0).unwrap().len(), 2);
 }
+
+/// Regression: opening a store ran the schema check inside `BEGIN IMMEDIATE`, so a read command
+/// failed with "database is locked" while an import held the write lock.
+#[test]
+fn readers_open_and_search_while_a_writer_holds_the_lock() {
+    let (dir, store) = temp_store();
+    session_with(&store, "a", "alice", 3);
+    let writer = rusqlite::Connection::open(dir.path().join("strata.db")).unwrap();
+    writer.execute_batch("BEGIN IMMEDIATE; INSERT INTO sessions(key, role, created_at, last_active_at) VALUES ('w', 'x', 0, 0);").unwrap();
+    let reader =
+        Store::open_with_timeout(dir.path().join("strata.db"), std::time::Duration::from_millis(50)).unwrap();
+    assert_eq!(reader.stats().unwrap().sessions, 1, "the uncommitted write is not seen");
+    assert!(
+        !reader
+            .grep(&TextQuery::parse("message").unwrap(), &SearchFilter::persona("alice"))
+            .unwrap()
+            .is_empty()
+    );
+    writer.execute_batch("COMMIT").unwrap();
+}
