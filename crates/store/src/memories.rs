@@ -57,14 +57,16 @@ fn check_writer(writer: Writer, category: Category) -> Result<()> {
     Ok(())
 }
 
-/// Inserts or replaces the memory `(category, key)` of a persona in one statement.
+/// Inserts or replaces the memory `(category, key)` of a persona; returns it and whether it is
+/// new. Call inside an immediate transaction, so that "new" is the truth even when several
+/// writers race for the same key.
 pub fn upsert(
     conn: &Connection,
     writer: Writer,
     persona: &str,
     memory: &MemoryWrite<'_>,
     now: DateTime<Utc>,
-) -> Result<Memory> {
+) -> Result<(Memory, bool)> {
     check_writer(writer, memory.category)?;
     validate_persona(persona)?;
     // Long keys are refused, not cut: two keys sharing their first 64 characters would
@@ -93,6 +95,11 @@ pub fn upsert(
     if memory.content.trim().is_empty() {
         return Err(Error::invalid("content", "must not be empty"));
     }
+    let existed: bool = conn
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM agent_memories WHERE category = ?1 AND key = ?2 AND role = ?3)",
+        )?
+        .query_row(params![memory.category.as_str(), memory.key, persona], |row| row.get(0))?;
     // The stored vector no longer matches new text: clear it; the backlog trigger re-queues it.
     let sql = format!(
         "INSERT INTO agent_memories(category, key, title, content, updated_at, role)
@@ -103,10 +110,11 @@ pub fn upsert(
          RETURNING {}",
         Memory::COLUMNS
     );
-    Ok(conn.prepare_cached(&sql)?.query_row(
+    let stored = conn.prepare_cached(&sql)?.query_row(
         params![memory.category.as_str(), memory.key, memory.title, memory.content, to_unix(now), persona],
         Memory::from_row,
-    )?)
+    )?;
+    Ok((stored, !existed))
 }
 
 /// One memory of a persona.

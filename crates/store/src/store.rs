@@ -293,6 +293,18 @@ impl Store {
     /// Inserts or replaces a memory. The agent may not write `user_preferences`
     /// ([`Error::ProtectedCategory`]).
     pub fn put_memory(&self, writer: Writer, persona: &str, memory: &MemoryWrite<'_>) -> Result<Memory> {
+        Ok(self.save_memory(writer, persona, memory)?.0)
+    }
+
+    /// Like [`Store::put_memory`], also saying whether the memory is new: decided inside the
+    /// write transaction, so of several writers racing to create one key exactly one hears
+    /// "new".
+    pub fn save_memory(
+        &self,
+        writer: Writer,
+        persona: &str,
+        memory: &MemoryWrite<'_>,
+    ) -> Result<(Memory, bool)> {
         self.write(|tx| memories::upsert(tx, writer, persona, memory, Utc::now()))
     }
 

@@ -152,14 +152,16 @@ pub fn save(
             existing_category: existing.category,
         });
     }
-    let memory = store.put_memory(
+    // Whether the key is new is decided by the write itself: another writer may have created
+    // it since `live` was read.
+    let (memory, created) = store.save_memory(
         Writer::Agent,
         persona,
         &MemoryWrite { category, key: &key, title: args.title.trim(), content: &args.content },
     )?;
     Ok(SaveAnswer {
         saved: true,
-        created: !exists,
+        created,
         key_normalized_from: (args.key != key).then(|| args.key.clone()),
         memory,
     })

@@ -230,3 +230,35 @@ fn expired_memories_are_invisible_and_purged() {
     assert!(store.memory("p", Category::Progress, "task_state").unwrap().is_some());
     assert_eq!(ok(&live, "memory_grep", json!({"query": "heliotrope"}))["count"], 1);
 }
+
+/// Regression: with several writers saving the same new key at once, more than one was told
+/// `created: true` (the check ran before the write transaction). Now exactly one is.
+#[test]
+fn racing_writers_hear_the_truth_about_created() {
+    let fx = fixture();
+    let store = &fx.store;
+    let session = store.session("s", "p").unwrap();
+    for key in 0..10 {
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(4));
+        let created: usize = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..4)
+                .map(|writer| {
+                    let barrier = barrier.clone();
+                    let ctx = ctx(store, &session);
+                    scope.spawn(move || {
+                        barrier.wait();
+                        let answer = ok(
+                            &ctx,
+                            "save_memory",
+                            json!({"category": "progress", "key": format!("task_{key}"), "title": "Task",
+                                   "content": format!("step from writer {writer}"), "allow_new_key": true}),
+                        );
+                        usize::from(answer["created"] == true)
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|handle| handle.join().unwrap()).sum()
+        });
+        assert_eq!(created, 1, "key task_{key}: {created} writers were told they created it");
+    }
+}
