@@ -14,6 +14,9 @@
 --    embedded with one model notices when another is configured and re-embeds everything,
 --    never mixing vectors of two models.
 
+-- 4. The file says it is strata's ("STRA"), so strata can refuse other programs' databases.
+PRAGMA application_id = 1398035009;
+
 CREATE VIRTUAL TABLE messages_words USING fts5(
     text, content = '', contentless_delete = 1,
     tokenize = 'porter unicode61 remove_diacritics 2'

@@ -196,3 +196,33 @@ fn unknown_keys_are_named_and_a_byte_order_mark_is_skipped() {
     strata.run(&["ingest", bom.to_str().unwrap()]).success();
     assert_eq!(strata.run(&["stats", "--json"]).json()["messages"], 3);
 }
+
+/// Regression: `strata grep` on another program's SQLite file added 36 tables and switched it
+/// to WAL; on a mistyped path it created an empty database and answered "no matches".
+#[test]
+fn other_programs_databases_and_missing_files_are_left_alone() {
+    let strata = Strata::new();
+    let foreign = strata.file("other.db", "");
+    std::fs::remove_file(&foreign).unwrap();
+    {
+        let conn = rusqlite::Connection::open(&foreign).unwrap();
+        conn.execute_batch("CREATE TABLE invoices(id INTEGER PRIMARY KEY, total REAL); INSERT INTO invoices VALUES (1, 9.5);")
+            .unwrap();
+    }
+    let before = std::fs::read(&foreign).unwrap();
+    for args in [vec!["grep", "acme"], vec!["ingest", "-"], vec!["stats"]] {
+        let error = strata.run_on(&foreign, &args).failure();
+        assert!(error.contains("not strata's"), "{error}");
+    }
+    assert_eq!(std::fs::read(&foreign).unwrap(), before, "the file is byte for byte unchanged");
+    assert!(!foreign.with_extension("db-wal").exists());
+
+    let missing = foreign.with_file_name("typo.db");
+    for args in [vec!["grep", "foo"], vec!["stats"], vec!["view", "1"]] {
+        let error = strata.run_on(&missing, &args).failure();
+        assert!(error.contains("no database at") && error.contains("strata init"), "{error}");
+    }
+    assert!(!missing.exists(), "a read command never creates a database");
+    strata.run_on(&missing, &["init"]).success();
+    assert!(missing.exists());
+}

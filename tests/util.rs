@@ -83,4 +83,11 @@ impl Strata {
     pub fn run(&self, args: &[&str]) -> Run {
         Run::from(self.command().args(args).output().unwrap())
     }
+
+    /// Runs the binary on another database file.
+    pub fn run_on(&self, db: &Path, args: &[&str]) -> Run {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_strata"));
+        command.arg("--db").arg(db).env_remove("STRATA_DB").env("STRATA_LOG", "error");
+        Run::from(command.args(args).stdin(std::process::Stdio::null()).output().unwrap())
+    }
 }

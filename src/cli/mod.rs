@@ -118,7 +118,14 @@ enum SynthKind {
     TeamChat,
 }
 
-/// Opens the database named on the command line.
+/// Opens the database named on the command line for a command that only reads: a missing
+/// file is an error, never created.
+fn open_existing(cli: &Cli) -> anyhow::Result<Store> {
+    Store::open_existing(&cli.db, std::time::Duration::from_millis(cli.busy_timeout_ms))
+        .with_context(|| format!("cannot use database {}", cli.db.display()))
+}
+
+/// Opens (or creates) the database named on the command line, for a command that writes.
 fn open(cli: &Cli) -> anyhow::Result<Store> {
     Store::open_with_timeout(&cli.db, std::time::Duration::from_millis(cli.busy_timeout_ms))
         .with_context(|| format!("cannot use database {}", cli.db.display()))
@@ -163,7 +170,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             }
         }
         Command::Export { persona, out: dir } => {
-            let report = strata::export::export_persona(&open(&cli)?, persona, dir)?;
+            let report = strata::export::export_persona(&open_existing(&cli)?, persona, dir)?;
             if cli.json {
                 print_json(&mut out, &report)?;
             } else {
@@ -189,7 +196,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Ingest(args) => ingest::run(&open(&cli)?, args, cli.json, &mut out)?,
         Command::Stats => {
-            let stats = open(&cli)?.stats()?;
+            let stats = open_existing(&cli)?.stats()?;
             if cli.json {
                 print_json(&mut out, &stats)?;
             } else {
@@ -216,13 +223,17 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 writeln!(out, "file size           {} bytes", stats.file_bytes)?;
             }
         }
-        Command::View { id } => recall::view(&open(&cli)?, &config(&cli)?.recall, *id, cli.json, &mut out)?,
-        Command::Grep(args) => recall::grep(&open(&cli)?, &config(&cli)?.recall, args, cli.json, &mut out)?,
+        Command::View { id } => {
+            recall::view(&open_existing(&cli)?, &config(&cli)?.recall, *id, cli.json, &mut out)?
+        }
+        Command::Grep(args) => {
+            recall::grep(&open_existing(&cli)?, &config(&cli)?.recall, args, cli.json, &mut out)?
+        }
         Command::Search(args) => {
-            recall::search(&open(&cli)?, &config(&cli)?.recall, args, cli.json, &mut out)?
+            recall::search(&open_existing(&cli)?, &config(&cli)?.recall, args, cli.json, &mut out)?
         }
         Command::Expand(args) => {
-            recall::expand(&open(&cli)?, &config(&cli)?.recall, args, cli.json, &mut out)?
+            recall::expand(&open_existing(&cli)?, &config(&cli)?.recall, args, cli.json, &mut out)?
         }
         Command::Embed(args) => recall::embed(&open(&cli)?, &config(&cli)?.recall, args, cli.json, &mut out)?,
         Command::Chat(args) => chat::run(&cli, args, &mut out)?,
@@ -232,8 +243,10 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             memory::run(&open(&cli)?, &config(&cli)?.recall, command, cli.json, &mut out)?
         }
         Command::Compact(args) => compact::compact(open(&cli)?, args, &config(&cli)?, cli.json, &mut out)?,
-        Command::Context(args) => compact::context(open(&cli)?, args, &config(&cli)?, cli.json, &mut out)?,
-        Command::Tree(args) => compact::tree(open(&cli)?, args, cli.json, &mut out)?,
+        Command::Context(args) => {
+            compact::context(open_existing(&cli)?, args, &config(&cli)?, cli.json, &mut out)?
+        }
+        Command::Tree(args) => compact::tree(open_existing(&cli)?, args, cli.json, &mut out)?,
     }
     out.flush()?;
     Ok(())

@@ -35,6 +35,7 @@ pub(crate) fn open_connection(path: &Path, busy_timeout: Duration) -> Result<Con
     let conn = Connection::open_with_flags(path, FLAGS)
         .map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
     init_connection(&conn, busy_timeout)?;
+    check_ownership(&conn, path)?;
     // WAL is a property of the file, so setting it once is enough; it lets readers run while a
     // writer commits. The pragma answers with the mode now in force.
     let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
@@ -42,6 +43,27 @@ pub(crate) fn open_connection(path: &Path, busy_timeout: Duration) -> Result<Con
         tracing::warn!(%mode, "database could not switch to WAL");
     }
     Ok(conn)
+}
+
+/// strata's `PRAGMA application_id` ("STRA"), set by schema 3.
+pub(crate) const APPLICATION_ID: i64 = 0x5354_5241;
+
+/// Refuses a database that belongs to another program, before anything is written to it: one
+/// with tables but no strata schema version, or with another program's application id.
+/// Databases of strata before schema 3 carry no application id but a schema version.
+fn check_ownership(conn: &Connection, path: &Path) -> Result<()> {
+    let application_id: i64 = conn.query_row("PRAGMA application_id", [], |row| row.get(0))?;
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+    let tables: i64 = conn.query_row(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
+        [],
+        |row| row.get(0),
+    )?;
+    let ours = application_id == APPLICATION_ID || (application_id == 0 && (version > 0 || tables == 0));
+    if !ours {
+        return Err(Error::NotStrata { path: path.to_path_buf(), application_id, tables });
+    }
+    Ok(())
 }
 
 /// The pool for an already migrated file.

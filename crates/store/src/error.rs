@@ -21,6 +21,22 @@ pub enum Error {
         #[source]
         source: rusqlite::Error,
     },
+    /// There is no database at the path, and the command only reads.
+    #[error("no database at {}: create it with `strata init` (or any command that writes)", path.display())]
+    Missing {
+        /// The path.
+        path: PathBuf,
+    },
+    /// The file is a SQLite database of some other program; strata leaves it untouched.
+    #[error("{} is a SQLite database but not strata's (application id {application_id:#x}, {tables} tables); strata leaves it untouched", path.display())]
+    NotStrata {
+        /// The path.
+        path: PathBuf,
+        /// Its `PRAGMA application_id`.
+        application_id: i64,
+        /// How many tables it holds.
+        tables: i64,
+    },
     /// Another writer held the database lock for longer than the busy timeout.
     #[error("database is locked by another writer (gave up after the busy timeout)")]
     Busy(#[source] rusqlite::Error),

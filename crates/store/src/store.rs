@@ -101,6 +101,16 @@ impl Store {
         Ok(Store { pool: db::pool(&path, busy_timeout)?, path, rows_read: Arc::default() })
     }
 
+    /// Opens an existing database for a command that only reads: a missing file is
+    /// [`Error::Missing`] and nothing is created.
+    pub fn open_existing(path: impl AsRef<Path>, busy_timeout: Duration) -> Result<Store> {
+        let path = path.as_ref();
+        if !path.exists() {
+            return Err(Error::Missing { path: path.to_path_buf() });
+        }
+        Store::open_with_timeout(path, busy_timeout)
+    }
+
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.path
