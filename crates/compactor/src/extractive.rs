@@ -779,13 +779,10 @@ impl Chunk {
             let mut lines = item.text.lines();
             let headline = lines.next().unwrap_or_default();
             chunk.child_topics.extend(headline_topics(headline));
-            if let Some((people, _)) = headline.split_once(": ") {
-                for person in
-                    people.split([',', '&']).map(str::trim).filter(|p| !p.is_empty() && p.len() < 40)
-                {
-                    if !chunk.people.iter().any(|known| known == person) {
-                        chunk.people.push(person.to_owned());
-                    }
+            let (people, _) = split_people(headline);
+            for person in people.split([',', '&']).map(str::trim).filter(|p| !p.is_empty() && p.len() < 40) {
+                if !chunk.people.iter().any(|known| known == person) {
+                    chunk.people.push(person.to_owned());
                 }
             }
             if chunk.fallback.is_empty() {
@@ -1088,7 +1085,7 @@ impl Chunk {
                     continue;
                 }
                 // Long runs give their last two words, which in English usually hold the head noun.
-                let run = if run.len() > 3 { &run[run.len() - 2..] } else { &run[..] };
+                let run = if run.len() > 3 { &run[run.len() - 2..] } else { run };
                 let ids: Vec<usize> =
                     run.iter().filter_map(|w| self.vocabulary.get(&w.to_lowercase()).copied()).collect();
                 let score: f64 = ids.iter().map(|&id| self.weight(id)).sum();
@@ -1130,7 +1127,9 @@ impl Chunk {
             headline.push_str(&truncate_words(&self.fallback, 100));
         } else {
             let mut topics = topics.to_vec();
-            topics[0] = capitalize(&topics[0]);
+            if !topics[0].contains('/') {
+                topics[0] = capitalize(&topics[0]);
+            }
             headline.push_str(&topics.join(", "));
         }
         if let Some(decision) = decision {
@@ -1365,10 +1364,26 @@ fn split_speaker(text: &str) -> (Option<&str>, &str) {
     (None, text)
 }
 
+/// The `People: ` prefix of a headline this summarizer wrote, and the rest: a prefix counts
+/// only when it is a list of names (capitalised, at most two words each, no `;`).
+fn split_people(headline: &str) -> (&str, &str) {
+    match headline.split_once(": ") {
+        Some((people, rest))
+            if !people.contains(';')
+                && people.split(", ").all(|name| {
+                    name.split_whitespace().count() <= 2 && name.starts_with(char::is_uppercase)
+                }) =>
+        {
+            (people, rest)
+        }
+        _ => ("", headline),
+    }
+}
+
 /// The topics a headline this summarizer wrote names: the comma-separated phrases after the
 /// people, before the decision.
 fn headline_topics(headline: &str) -> Vec<String> {
-    let text = headline.split_once(": ").map_or(headline, |(_, rest)| rest);
+    let text = split_people(headline).1;
     let text = text.split(';').next().unwrap_or_default().trim_end_matches(['.', '…', ' ']);
     text.split(", ")
         .map(|p| p.trim().to_owned())
@@ -1417,10 +1432,8 @@ fn content_runs(text: &str, annotations: bool) -> Vec<Vec<&str>> {
         }
         // Punctuation after a word ends its phrase.
         let ends = raw.ends_with([',', '.', ';', ':', '!', '?', ')', '"']);
-        if !content || ends {
-            if !run.is_empty() {
-                runs.push(std::mem::take(&mut run));
-            }
+        if (!content || ends) && !run.is_empty() {
+            runs.push(std::mem::take(&mut run));
         }
     }
     if !run.is_empty() {

@@ -275,12 +275,10 @@ fn evaluate(
     let mut messages: HashMap<String, Vec<Message>> = HashMap::new();
     let mut nodes: HashMap<NodeId, SummaryNode> = HashMap::new();
     for session in store.sessions(None)? {
-        loop {
-            match runtime.block_on(compactor.compact(session.id))? {
-                Outcome::Compacted { pending: true, .. } => continue,
-                _ => break,
-            }
-        }
+        // Compact until nothing is pending, as `strata compact` does.
+        while let Outcome::Compacted { pending: true, .. } =
+            runtime.block_on(compactor.compact(session.id))?
+        {}
         for node in store.nodes(session.id)? {
             nodes.insert(node.id, node);
         }
