@@ -149,6 +149,7 @@ fn bench(c: &mut Criterion) {
             .map(|m| SourceItem {
                 reference: format!("message {}", m.id),
                 role: m.role.as_str().into(),
+                name: m.name.clone(),
                 tool: None,
                 time: m.created_at,
                 text: m.content.clone(),

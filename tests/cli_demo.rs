@@ -11,7 +11,10 @@ fn demo_compacts_and_recalls_planted_facts() {
         "[2/4] compacted (extractive summarizer)",
         "[3/4] embedded",
         "[4/4] assembled the context",
-        "bug        in the context verbatim? no",
+        // The summaries keep facts: the bug report survives in the scaffold's bodies, the older
+        // decision only in the store, where the tools find it.
+        "bug        in the context verbatim? yes",
+        "decision   in the context verbatim? no",
         "▸ memory_grep",
         "▸ memory_search",
         "refused: user_preferences are read-only",

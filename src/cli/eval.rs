@@ -22,7 +22,10 @@ use strata_recall::{
 use strata_store::Store;
 
 use crate::cli::ingest::parse_file;
+
 use crate::cli::output::print_json;
+
+mod summaries;
 
 /// The cut-offs recall is reported at.
 const KS: [usize; 3] = [1, 5, 10];
@@ -34,6 +37,10 @@ pub enum EvalCommand {
     /// Where memory_search ranks facts planted in generated conversations (the demo's week of
     /// pair programming and a team's group chat), asked for in other words.
     Planted(PlantedArgs),
+    /// How many answers survive in the extractive summaries (Level 0 and Level 1), the
+    /// compression and the summarizer's time per node, on the annotated conversations and two
+    /// generated ones.
+    Summaries(summaries::SummariesArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -65,6 +72,8 @@ struct Question {
     id: String,
     persona: String,
     question: String,
+    #[serde(default)]
+    answer: Option<String>,
     category: String,
     evidence: Vec<Evidence>,
 }
@@ -101,6 +110,7 @@ pub fn run(
     match command {
         EvalCommand::Retrieval(args) => retrieval(config, args, json, out),
         EvalCommand::Planted(args) => planted(config, args, json, out),
+        EvalCommand::Summaries(args) => summaries::run(config, args, json, out),
     }
 }
 

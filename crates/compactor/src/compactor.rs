@@ -142,6 +142,10 @@ fn source_item(message: &Message) -> SourceItem {
     SourceItem {
         reference: format!("message {} (seq {})", message.id, message.seq),
         role: message.role.as_str().to_owned(),
+        name: match message.role {
+            Role::Tool => None,
+            _ => message.name.clone(),
+        },
         tool,
         time: message.created_at,
         text,
@@ -155,6 +159,7 @@ fn node_item(node: &SummaryNode) -> SourceItem {
             node.id, node.level, node.first_seq, node.last_seq
         ),
         role: "summary".into(),
+        name: None,
         tool: None,
         time: node.start_time,
         text: format!("{}\n{}", node.headline, node.body),

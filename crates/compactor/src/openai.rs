@@ -93,10 +93,12 @@ fn render_sources(request: &SummaryRequest) -> String {
     );
     for item in &request.items {
         let tool = item.tool.as_deref().map(|t| format!(" [{t}]")).unwrap_or_default();
+        let name = item.name.as_deref().map(|n| format!(" {n}")).unwrap_or_default();
         text.push_str(&format!(
-            "### {} · {}{} · {}\n{}\n\n",
+            "### {} · {}{}{} · {}\n{}\n\n",
             item.reference,
             item.role,
+            name,
             tool,
             item.time.format("%Y-%m-%d %H:%M UTC"),
             item.text

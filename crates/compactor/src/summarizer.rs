@@ -31,6 +31,9 @@ pub struct SourceItem {
     pub reference: String,
     /// `user`, `assistant`, `tool`, `system`, or `summary` for a node.
     pub role: String,
+    /// Who sent it, when the message names its sender (`Caroline`, `Priya`); `None` for
+    /// nodes, tool results and messages known only by their role.
+    pub name: Option<String>,
     /// The tool (for a tool result) or the tools called (for an assistant message), if any.
     pub tool: Option<String>,
     /// When it was sent (for a node: when its range starts).

@@ -1,0 +1,339 @@
+//! `strata eval summaries`: how many facts survive in the offline summaries.
+//!
+//! Each conversation is stored as one session and compacted with the configured compactor
+//! settings and the extractive summarizer until nothing is pending. A question's answer is
+//! *retained* at a level when the node of that level covering an evidence message still holds
+//! every content word of the answer in its headline or body. Only evidence messages whose own
+//! text holds every such word count (the others could not be retained by any extraction).
+//!
+//! Three corpora: the annotated dev conversations (`questions.jsonl`), a team's group chat
+//! (`strata::synth::generate_team_chat`, a generator the summarizer was not written against)
+//! and the demo's week of pair programming (`strata::synth::generate`); for the generated ones
+//! each planted fact is a question whose answer is the fact's key words.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use indicatif::ProgressBar;
+use serde::Serialize;
+use strata_compactor::{
+    BoxFuture, Compactor, ExtractiveSummarizer, Outcome, SourceKind, SummarizeError, Summarizer, Summary,
+    SummaryRequest, TokenCounter,
+};
+use strata_store::{IncomingMessage, Message, NodeId, Store, SummaryNode};
+
+use super::{Question, read_questions};
+use crate::cli::ingest::parse_file;
+use crate::cli::output::print_json;
+
+#[derive(Debug, clap::Args)]
+pub struct SummariesArgs {
+    /// Directory with transcripts.jsonl and questions.jsonl.
+    #[arg(long, default_value = "../shared/eval/conversations")]
+    data: PathBuf,
+    /// Messages per generated conversation (team chat, pair programming week).
+    #[arg(long, default_value_t = 1_500)]
+    messages: usize,
+}
+
+/// Common English function words, left out of answers: a generic list, not fitted to any data.
+const STOPWORDS: &[&str] = &[
+    "a", "about", "after", "again", "all", "am", "an", "and", "any", "are", "as", "at", "be", "been",
+    "before", "being", "both", "but", "by", "can", "could", "did", "do", "does", "doing", "for", "from",
+    "had", "has", "have", "having", "he", "her", "here", "hers", "him", "his", "how", "i", "if", "in",
+    "into", "is", "it", "its", "just", "me", "my", "no", "nor", "not", "of", "off", "on", "once", "only",
+    "or", "other", "our", "ours", "out", "over", "own", "same", "she", "should", "so", "some", "such",
+    "than", "that", "the", "their", "theirs", "them", "then", "there", "these", "they", "this", "those",
+    "through", "to", "too", "under", "until", "up", "very", "was", "we", "were", "what", "when", "where",
+    "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours",
+];
+
+/// Lowercase word tokens (letters, digits, `_`).
+fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty()).map(str::to_lowercase)
+}
+
+/// The content words of an answer: its word tokens without stop words.
+fn content_words(answer: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for word in words(answer) {
+        if !STOPWORDS.contains(&word.as_str()) && !out.contains(&word) {
+            out.push(word);
+        }
+    }
+    out
+}
+
+fn holds_all(text: &str, wanted: &[String]) -> bool {
+    let present: HashSet<String> = words(text).collect();
+    wanted.iter().all(|word| present.contains(word))
+}
+
+/// One question as this evaluation needs it: its answer's words and where the evidence is.
+struct Probe {
+    persona: String,
+    answer: Vec<String>,
+    /// Positions in the persona's one session (0-based seq).
+    evidence: Vec<i64>,
+}
+
+/// Retention at one level: evidence messages covered by a node of that level, and of those the
+/// ones whose node still holds the answer.
+#[derive(Debug, Default, Serialize, Clone, Copy)]
+struct Retention {
+    covered: usize,
+    retained: usize,
+}
+
+impl Retention {
+    fn percent(self) -> Option<f64> {
+        (self.covered > 0).then(|| 100.0 * self.retained as f64 / self.covered as f64)
+    }
+}
+
+/// The figures of one corpus.
+#[derive(Debug, Serialize)]
+struct CorpusReport {
+    corpus: String,
+    messages: usize,
+    /// Evidence messages whose text holds every content word of the answer.
+    answerable: usize,
+    nodes_per_level: BTreeMap<u32, usize>,
+    level0: Retention,
+    level1: Retention,
+    /// Source tokens / summary tokens over the Level-0 nodes.
+    compression_level0: f64,
+    /// Source tokens / summary tokens over the nodes above Level 0.
+    compression_merges: Option<f64>,
+    /// Mean summarizer time per Level-0 node and per merge, milliseconds.
+    ms_per_level0: f64,
+    ms_per_merge: Option<f64>,
+}
+
+/// The extractive summarizer, timed.
+#[derive(Debug)]
+struct Timed {
+    inner: ExtractiveSummarizer,
+    times: Mutex<Vec<(SourceKind, Duration)>>,
+}
+
+impl Summarizer for Timed {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn summarize<'a>(
+        &'a self,
+        request: &'a SummaryRequest,
+    ) -> BoxFuture<'a, Result<Summary, SummarizeError>> {
+        Box::pin(async move {
+            let started = Instant::now();
+            let summary = self.inner.summarize_sync(request);
+            let elapsed = started.elapsed();
+            self.times.lock().expect("not poisoned").push((request.kind, elapsed));
+            Ok(summary)
+        })
+    }
+}
+
+pub fn run(
+    config: &strata::Config,
+    args: &SummariesArgs,
+    json: bool,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    let counter = TokenCounter::for_model(&config.compactor.model);
+    let mut reports = Vec::new();
+
+    // The dev conversations: each persona's sessions, in file order, as one session.
+    let transcript = args.data.join("transcripts.jsonl");
+    let mut incoming = parse_file(&transcript, "default", "default", &counter, &ProgressBar::hidden())?;
+    let mut positions: HashMap<(String, i64), i64> = HashMap::new();
+    let mut next_in_session: HashMap<String, i64> = HashMap::new();
+    let mut next_in_persona: HashMap<String, i64> = HashMap::new();
+    for message in &mut incoming {
+        let seq = next_in_session.entry(message.session_key.clone()).or_insert(0);
+        let position = next_in_persona.entry(message.persona.clone()).or_insert(0);
+        positions.insert((message.session_key.clone(), *seq), *position);
+        *seq += 1;
+        *position += 1;
+        message.session_key = message.persona.clone();
+    }
+    let questions: Vec<Question> = read_questions(&args.data.join("questions.jsonl"))?;
+    let probes = questions
+        .iter()
+        .map(|question| Probe {
+            persona: question.persona.clone(),
+            answer: content_words(question.answer.as_deref().unwrap_or_default()),
+            evidence: question
+                .evidence
+                .iter()
+                .filter_map(|e| positions.get(&(e.session.clone(), e.seq)).copied())
+                .collect(),
+        })
+        .filter(|probe| !probe.answer.is_empty())
+        .collect::<Vec<_>>();
+    reports.push(evaluate(config, "dev conversations", &incoming, &probes)?);
+
+    // Generated conversations: the planted facts' key words are the answers.
+    use strata::synth;
+    let team =
+        synth::generate_team_chat(&synth::TeamChatSpec { messages: args.messages, ..Default::default() });
+    let week = synth::generate(&synth::TranscriptSpec {
+        min_messages: args.messages,
+        min_chars: 0,
+        ..Default::default()
+    });
+    for (name, transcript) in [("team group chat", team), ("pair programming week", week)] {
+        let persona = "generated".to_owned();
+        let incoming: Vec<IncomingMessage> = transcript
+            .messages
+            .iter()
+            .map(|message| {
+                let mut message = message.clone();
+                counter.count_new(&mut message);
+                IncomingMessage { session_key: persona.clone(), persona: persona.clone(), message }
+            })
+            .collect();
+        let probes: Vec<Probe> = transcript
+            .facts
+            .iter()
+            .map(|fact| Probe {
+                persona: persona.clone(),
+                answer: content_words(fact.grep),
+                evidence: vec![fact.index as i64],
+            })
+            .collect();
+        reports.push(evaluate(config, name, &incoming, &probes)?);
+    }
+
+    if json {
+        return print_json(out, &reports);
+    }
+    let percent = |retention: Retention| match retention.percent() {
+        Some(p) => format!("{}/{} ({p:.1}%)", retention.retained, retention.covered),
+        None => "-".to_owned(),
+    };
+    let optional =
+        |value: Option<f64>, suffix: &str| value.map_or("-".to_owned(), |v| format!("{v:.2}{suffix}"));
+    writeln!(
+        out,
+        "{:<22} {:>6} {:>6} {:>11} {:>16} {:>16} {:>9} {:>9} {:>9} {:>9}",
+        "corpus",
+        "msgs",
+        "answ.",
+        "nodes",
+        "L0 retention",
+        "L1 retention",
+        "L0 ratio",
+        "L1+ ratio",
+        "ms/L0",
+        "ms/merge"
+    )?;
+    for report in &reports {
+        let nodes: Vec<String> =
+            report.nodes_per_level.iter().map(|(level, count)| format!("L{level}:{count}")).collect();
+        writeln!(
+            out,
+            "{:<22} {:>6} {:>6} {:>11} {:>16} {:>16} {:>9} {:>9} {:>9.2} {:>9}",
+            report.corpus,
+            report.messages,
+            report.answerable,
+            nodes.join(" "),
+            percent(report.level0),
+            percent(report.level1),
+            format!("{:.1}x", report.compression_level0),
+            optional(report.compression_merges, "x"),
+            report.ms_per_level0,
+            optional(report.ms_per_merge, ""),
+        )?;
+    }
+    Ok(())
+}
+
+/// Stores, compacts and scores one corpus (every persona of it) in a fresh database.
+fn evaluate(
+    config: &strata::Config,
+    corpus: &str,
+    incoming: &[IncomingMessage],
+    probes: &[Probe],
+) -> anyhow::Result<CorpusReport> {
+    let dir = tempfile::tempdir().context("cannot create a temporary directory")?;
+    let store = Store::open(dir.path().join("eval.db"))?;
+    store.append_many(incoming).context("cannot store the transcript")?;
+    let compactor_config = config.compactor();
+    let summarizer = Arc::new(Timed {
+        inner: ExtractiveSummarizer::new(compactor_config.token_counter()),
+        times: Mutex::new(Vec::new()),
+    });
+    let compactor = Compactor::new(store.clone(), compactor_config, summarizer.clone())?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let mut messages: HashMap<String, Vec<Message>> = HashMap::new();
+    let mut nodes: HashMap<NodeId, SummaryNode> = HashMap::new();
+    for session in store.sessions(None)? {
+        // Compact until nothing is pending, as `strata compact` does.
+        while let Outcome::Compacted { pending: true, .. } =
+            runtime.block_on(compactor.compact(session.id))?
+        {}
+        for node in store.nodes(session.id)? {
+            nodes.insert(node.id, node);
+        }
+        messages.insert(session.persona.clone(), store.all_messages(session.id)?);
+    }
+
+    let (mut answerable, mut level0, mut level1) = (0, Retention::default(), Retention::default());
+    for probe in probes {
+        let Some(session) = messages.get(&probe.persona) else { continue };
+        for &seq in &probe.evidence {
+            let Some(message) = usize::try_from(seq).ok().and_then(|i| session.get(i)) else { continue };
+            if !holds_all(&message.content, &probe.answer) {
+                continue;
+            }
+            answerable += 1;
+            let Some(leaf) = message.summary_id.and_then(|id| nodes.get(&id)) else { continue };
+            let holds =
+                |node: &SummaryNode| holds_all(&format!("{}\n{}", node.headline, node.body), &probe.answer);
+            level0.covered += 1;
+            level0.retained += usize::from(holds(leaf));
+            if let Some(parent) = leaf.parent_id.and_then(|id| nodes.get(&id)) {
+                level1.covered += 1;
+                level1.retained += usize::from(holds(parent));
+            }
+        }
+    }
+
+    let mut nodes_per_level = BTreeMap::new();
+    let (mut leaf_source, mut leaf_tokens, mut merge_source, mut merge_tokens) = (0u64, 0u64, 0u64, 0u64);
+    for node in nodes.values() {
+        *nodes_per_level.entry(node.level).or_insert(0) += 1;
+        let (source, tokens) = if node.level == 0 {
+            (&mut leaf_source, &mut leaf_tokens)
+        } else {
+            (&mut merge_source, &mut merge_tokens)
+        };
+        *source += u64::from(node.source_token_count);
+        *tokens += u64::from(node.token_count);
+    }
+    let times = summarizer.times.lock().expect("not poisoned");
+    let mean_ms = |kind: SourceKind| {
+        let of_kind: Vec<f64> =
+            times.iter().filter(|(k, _)| *k == kind).map(|(_, d)| d.as_secs_f64() * 1000.0).collect();
+        (!of_kind.is_empty()).then(|| of_kind.iter().sum::<f64>() / of_kind.len() as f64)
+    };
+    Ok(CorpusReport {
+        corpus: corpus.to_owned(),
+        messages: incoming.len(),
+        answerable,
+        nodes_per_level,
+        level0,
+        level1,
+        compression_level0: leaf_source as f64 / leaf_tokens.max(1) as f64,
+        compression_merges: (merge_tokens > 0).then(|| merge_source as f64 / merge_tokens as f64),
+        ms_per_level0: mean_ms(SourceKind::Messages).unwrap_or(0.0),
+        ms_per_merge: mean_ms(SourceKind::Summaries),
+    })
+}
