@@ -53,7 +53,7 @@ pub use crate::error::{Error, Result};
 pub use crate::memories::{MAX_CONTENT_CHARS, MAX_KEY_CHARS, MemoryWrite, normalize_key};
 pub use crate::migrate::SCHEMA_VERSION;
 pub use crate::recall::{SessionOverview, VectorCounts};
-pub use crate::search::{HitKind, SearchFilter, TextHit, TextQuery};
+pub use crate::search::{HitKind, STOPWORDS, SearchFilter, TextHit, TextQuery};
 pub use crate::sessions::validate_persona;
 pub use crate::store::{IncomingMessage, Stats, Store, SummarizerStats};
 pub use crate::types::{

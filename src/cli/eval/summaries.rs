@@ -40,18 +40,6 @@ pub struct SummariesArgs {
     messages: usize,
 }
 
-/// Common English function words, left out of answers: a generic list, not fitted to any data.
-const STOPWORDS: &[&str] = &[
-    "a", "about", "after", "again", "all", "am", "an", "and", "any", "are", "as", "at", "be", "been",
-    "before", "being", "both", "but", "by", "can", "could", "did", "do", "does", "doing", "for", "from",
-    "had", "has", "have", "having", "he", "her", "here", "hers", "him", "his", "how", "i", "if", "in",
-    "into", "is", "it", "its", "just", "me", "my", "no", "nor", "not", "of", "off", "on", "once", "only",
-    "or", "other", "our", "ours", "out", "over", "own", "same", "she", "should", "so", "some", "such",
-    "than", "that", "the", "their", "theirs", "them", "then", "there", "these", "they", "this", "those",
-    "through", "to", "too", "under", "until", "up", "very", "was", "we", "were", "what", "when", "where",
-    "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours",
-];
-
 /// Lowercase word tokens (letters, digits, `_`).
 fn words(text: &str) -> impl Iterator<Item = String> + '_ {
     text.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty()).map(str::to_lowercase)
@@ -61,7 +49,7 @@ fn words(text: &str) -> impl Iterator<Item = String> + '_ {
 fn content_words(answer: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for word in words(answer) {
-        if !STOPWORDS.contains(&word.as_str()) && !out.contains(&word) {
+        if !strata_store::STOPWORDS.contains(&word.as_str()) && !out.contains(&word) {
             out.push(word);
         }
     }

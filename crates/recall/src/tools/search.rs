@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use strata_store::{Category, HitKind, Level, NodeId, SearchFilter, Store, TextHit, TextQuery};
+use strata_store::{Category, HitKind, Level, NodeId, STOPWORDS, SearchFilter, Store, TextHit, TextQuery};
 
 use super::{EmbedderState, MemoryGrepArgs, MemorySearchArgs, Scope};
 use crate::config::RecallConfig;
@@ -196,23 +196,11 @@ pub fn grep(
     })
 }
 
-/// Common English function words. Only the keyword side of `memory_search` leaves them out of
-/// its query (bm25 would give them almost no weight, yet ranking every row that holds them
-/// costs time in proportion to the history); `memory_grep` searches exactly what it is given.
-/// A generic list, not fitted to any data.
-const STOPWORDS: &[&str] = &[
-    "a", "about", "after", "again", "all", "am", "an", "and", "any", "are", "as", "at", "be", "been",
-    "before", "being", "both", "but", "by", "can", "could", "did", "do", "does", "doing", "for", "from",
-    "had", "has", "have", "having", "he", "her", "here", "hers", "him", "his", "how", "i", "if", "in",
-    "into", "is", "it", "its", "just", "me", "my", "no", "nor", "not", "of", "off", "on", "once", "only",
-    "or", "other", "our", "ours", "out", "over", "own", "same", "she", "should", "so", "some", "such",
-    "than", "that", "the", "their", "theirs", "them", "then", "there", "these", "they", "this", "those",
-    "through", "to", "too", "under", "until", "up", "very", "was", "we", "were", "what", "when", "where",
-    "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours",
-];
-
 /// The words of a question that can select keyword candidates: runs of letters and digits,
-/// lowercased, stop words and repeats left out, in order.
+/// lowercased, stop words ([`STOPWORDS`]) and repeats left out, in order. Only the keyword side
+/// of `memory_search` leaves stop words out (bm25 would give them almost no weight, yet
+/// ranking every row that holds them costs time); `memory_grep` searches exactly what it is
+/// given.
 pub(crate) fn query_words(text: &str) -> Vec<String> {
     let mut words: Vec<String> = Vec::new();
     for word in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
