@@ -339,7 +339,8 @@ pub fn kind_rows(conn: &Connection, kind: HitKind, persona: &str) -> Result<usiz
     Ok(count as usize)
 }
 
-/// Keyword search, best rank first (ties: newest first).
+/// Keyword search, best rank first (ties: newest first), ranked among the newest 4,096 rows
+/// of each kind that match.
 pub fn grep(conn: &Connection, query: &TextQuery, filter: &SearchFilter) -> Result<Vec<TextHit>> {
     let mut hits = Vec::new();
     for &kind in &filter.kinds {
@@ -391,13 +392,20 @@ fn grep_kind(
         conditions.push(format!("{} = ?", sql.session));
         values.push(Value::Integer(session.0));
     }
+    values.push(Value::Integer(RANK_SCAN_ROWS));
     values.push(Value::Integer(filter.limit.min(1000) as i64));
+    // Ranked within the newest RANK_SCAN_ROWS matching rows, as `rank_words` does: a word in
+    // most of a million rows costs what a rare one does. Columns 11 and 9 of the inner select
+    // are the rank and the time.
     let statement = format!(
-        "SELECT {select}, {rank} AS rank FROM {from} WHERE {conditions} ORDER BY rank, {time} DESC LIMIT ?",
+        "SELECT * FROM (
+             SELECT {select}, {rank} AS rank FROM {from} WHERE {conditions}
+             ORDER BY {fts}.rowid DESC LIMIT ?
+         ) ORDER BY 11, 9 DESC LIMIT ?",
         select = sql.select,
         from = sql.from,
         conditions = conditions.join(" AND "),
-        time = sql.time,
+        fts = sql.fts,
     );
     let mut stmt = conn.prepare_cached(&statement)?;
     let rows = stmt.query_map(params_from_iter(values), |row| TextHit::from_row(kind, row, Some(10)))?;
