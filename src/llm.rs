@@ -47,7 +47,12 @@ pub struct ChatClient {
     url: String,
     model: String,
     api_key: Option<String>,
+    max_tokens: u32,
 }
+
+/// Most tokens a reply may have unless set with [`ChatClient::with_max_tokens`]: some servers
+/// default to unlimited.
+pub const DEFAULT_MAX_TOKENS: u32 = 1024;
 
 impl ChatClient {
     /// A client for `base_url` (e.g. `https://api.openai.com/v1` or `http://localhost:11434/v1`).
@@ -58,14 +63,24 @@ impl ChatClient {
             url: format!("{}/chat/completions", base_url.trim_end_matches('/')),
             model: model.to_owned(),
             api_key,
+            max_tokens: DEFAULT_MAX_TOKENS,
         }
+    }
+
+    /// The same client with another cap on the tokens of a reply.
+    pub fn with_max_tokens(mut self, max_tokens: u32) -> ChatClient {
+        self.max_tokens = max_tokens.max(1);
+        self
     }
 
     /// Sends the conversation with the tools the model may call; returns its reply.
     pub async fn complete(&self, messages: &[Value], tools: &[Value]) -> Result<ChatMessage, LlmError> {
-        let mut body = json!({"model": self.model, "messages": messages});
+        let mut body = json!({"model": self.model, "messages": messages, "max_tokens": self.max_tokens});
         if !tools.is_empty() {
             body["tools"] = Value::from(tools.to_vec());
+            // Without it llama.cpp's server offers no tools, and the model writes its call as
+            // text.
+            body["tool_choice"] = Value::from("auto");
         }
         let mut request = self.http.post(&self.url).json(&body);
         if let Some(key) = &self.api_key {

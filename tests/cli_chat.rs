@@ -137,6 +137,13 @@ async fn loop_runs_tools_feeds_results_back_and_records_the_calls() {
     assert_eq!(names.len(), 6, "{names:?}");
     assert!(names.contains(&"memory_grep"), "{names:?}");
     assert_eq!(requests[0].headers.get("authorization").unwrap(), "Bearer test-key");
+    // What local servers need (llama.cpp's): tools offered with tool_choice, a reply cap, and
+    // a tool-call-only assistant message with content "" (null made it answer 500).
+    assert_eq!(first["tool_choice"], "auto");
+    assert_eq!(first["max_tokens"], strata::llm::DEFAULT_MAX_TOKENS);
+    let second: Value = requests[1].body_json().unwrap();
+    let call = second["messages"].as_array().unwrap().iter().find(|m| m.get("tool_calls").is_some()).unwrap();
+    assert_eq!(call["content"], "", "{call}");
 }
 
 #[tokio::test]

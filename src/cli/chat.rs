@@ -33,6 +33,9 @@ pub struct ChatArgs {
     /// Seconds to wait for one reply of the model.
     #[arg(long, default_value_t = 300)]
     timeout: u64,
+    /// Most tokens of one reply (sent as `max_tokens`; some servers default to unlimited).
+    #[arg(long, default_value_t = strata::llm::DEFAULT_MAX_TOKENS)]
+    max_tokens: u32,
     /// Do not embed new messages in the background (semantic search then finds them only
     /// after `strata embed`).
     #[arg(long)]
@@ -77,7 +80,8 @@ pub fn run(cli: &Cli, args: &ChatArgs, out: &mut impl Write) -> anyhow::Result<(
     config.compactor.model = args.model.clone();
     let (engine, session) =
         open_session(cli, config, &args.session, args.persona.as_deref(), !args.no_embed)?;
-    let client = ChatClient::new(&args.base_url, &args.model, api_key(), Duration::from_secs(args.timeout));
+    let client = ChatClient::new(&args.base_url, &args.model, api_key(), Duration::from_secs(args.timeout))
+        .with_max_tokens(args.max_tokens);
     let chat = ChatLoop::new(&engine, client).max_tool_rounds(args.max_tool_rounds);
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
 

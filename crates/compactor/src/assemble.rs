@@ -135,14 +135,12 @@ pub fn inject(persona: &str, preferences: &[Memory], bootstrap: bool, request: &
     text
 }
 
-/// A message in the OpenAI format. An assistant message that only calls tools has `content: null`.
+/// A message in the OpenAI format. An assistant message that only calls tools has `content: ""`:
+/// OpenAI accepts `null` or `""`, but llama.cpp's server answers `null` with HTTP 500 and then
+/// fails every later request of the session, so the one form every server takes is sent.
 fn wire(message: &Message, content: &str) -> Value {
     let mut value = json!({ "role": message.role.as_str() });
-    if content.is_empty() && message.tool_calls.is_some() {
-        value["content"] = Value::Null;
-    } else {
-        value["content"] = Value::String(content.to_owned());
-    }
+    value["content"] = Value::String(content.to_owned());
     if let Some(name) = &message.name {
         value["name"] = Value::String(name.clone());
     }
