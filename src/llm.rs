@@ -27,7 +27,8 @@ pub enum LlmError {
         url: String,
         /// The HTTP status.
         status: u16,
-        /// The start of the response body.
+        /// The server's own message (`error.message` of the OpenAI error shape) on one line, or
+        /// the start of the body when it has none.
         body: String,
     },
     /// The answer was not a chat completion.
@@ -38,6 +39,23 @@ pub enum LlmError {
         /// What was wrong.
         reason: String,
     },
+}
+
+/// What an error response says, on one line: the `error.message` of OpenAI's error shape (which
+/// llama.cpp, vLLM and Ollama answer with too), else the body; white space folded, at most 300
+/// characters.
+fn error_message(body: &str) -> String {
+    let message = serde_json::from_str::<Value>(body)
+        .ok()
+        .and_then(|value| value.pointer("/error/message").and_then(Value::as_str).map(str::to_owned))
+        .filter(|message| !message.trim().is_empty())
+        .unwrap_or_else(|| body.to_owned());
+    let folded: String = message.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut shown: String = folded.chars().take(300).collect();
+    if shown.len() < folded.len() {
+        shown.push('…');
+    }
+    if shown.is_empty() { "(empty body)".to_owned() } else { shown }
 }
 
 /// An OpenAI-compatible chat-completions endpoint.
@@ -94,7 +112,7 @@ impl ChatClient {
             return Err(LlmError::Status {
                 url: self.url.clone(),
                 status: status.as_u16(),
-                body: text.chars().take(300).collect(),
+                body: error_message(&text),
             });
         }
         let malformed = |reason: String| LlmError::Malformed { url: self.url.clone(), reason };
@@ -104,5 +122,20 @@ impl ChatClient {
             .cloned()
             .ok_or_else(|| malformed("no choices[0].message".into()))?;
         serde_json::from_value(message).map_err(|e| malformed(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_message;
+
+    #[test]
+    fn error_bodies_become_one_line_naming_the_problem() {
+        let openai = r#"{"error": {"message": "Invalid value for 'content':\n expected a string", "type": "invalid_request_error"}}"#;
+        assert_eq!(error_message(openai), "Invalid value for 'content': expected a string");
+        assert_eq!(error_message("upstream\nconnect error"), "upstream connect error");
+        assert_eq!(error_message(r#"{"error": {"message": ""}}"#), r#"{"error": {"message": ""}}"#);
+        assert_eq!(error_message(""), "(empty body)");
+        assert!(error_message(&"x".repeat(1000)).chars().count() <= 301);
     }
 }
