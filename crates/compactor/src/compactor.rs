@@ -357,15 +357,18 @@ impl Compactor {
         let _guard = lock.lock().await;
         let config = self.inner.config.clone();
         let k = config.context_consolidation_k as usize;
-        let tokens_before = self.context_size(session).await?;
         let persona = self.blocking(move |store| Ok(store.session_by_id(session)?.persona)).await?;
+        // The first plan's reads also give the size before: the session is read once.
+        let first = self.planning(session).await?;
+        let tokens_before =
+            assemble::unabridged_tokens(&first.outline, &first.roots, &config, &self.inner.counter);
 
         let (mut created, mut archived, mut resummarized, mut refusals) = (0u32, 0u32, 0u32, 0u32);
         let mut folded = 0u64;
         let mut archiving = false;
         let mut pending = true;
         let mut stop: Option<Outcome> = None;
-        let mut known: Option<Planning> = None;
+        let mut known: Option<Planning> = Some(first);
         for _round in 0..max_rounds {
             if known.is_none() {
                 known = Some(self.planning(session).await?);
@@ -431,8 +434,7 @@ impl Compactor {
                 }
             };
             let raw = summarizer == RAW_ARCHIVE;
-            let node_kind =
-                if matches!(target, Target::Replace(_)) { NodeKind::Replaced } else { NodeKind::New };
+            let replaced = matches!(target, Target::Replace(_));
             let new = NewSummary {
                 headline: summary.headline,
                 body: summary.body,
@@ -470,12 +472,11 @@ impl Compactor {
                         // A node's text changed: read the roots again before merging it.
                         _ => known = None,
                     }
-                    match node_kind {
-                        NodeKind::Replaced => resummarized += 1,
-                        NodeKind::New => {
-                            created += 1;
-                            archived += u32::from(raw);
-                        }
+                    if replaced {
+                        resummarized += 1;
+                    } else {
+                        created += 1;
+                        archived += u32::from(raw);
                     }
                 }
                 // Another compactor got there first: plan again from what is stored now.
@@ -571,12 +572,6 @@ enum Target {
     Leaf(Chunk),
     Merge(Vec<NodeId>),
     Replace(NodeId),
-}
-
-/// Whether a write made a node or rewrote one.
-enum NodeKind {
-    New,
-    Replaced,
 }
 
 /// See [`Compactor::planning`].

@@ -193,17 +193,6 @@ impl Store {
         self.read(|conn| hits_by_ids(conn, persona, kind, ids))
     }
 
-    /// How many rows of `kind` of `persona` contain the keyword fragment `term`, counting no
-    /// further than `cap`.
-    pub fn term_rows(&self, kind: HitKind, persona: &str, term: &str, cap: usize) -> Result<usize> {
-        self.read(|conn| crate::search::term_rows(conn, kind, persona, term, cap))
-    }
-
-    /// How many rows of `kind` belong to `persona`.
-    pub fn kind_rows(&self, kind: HitKind, persona: &str) -> Result<usize> {
-        self.read(|conn| crate::search::kind_rows(conn, kind, persona))
-    }
-
     /// The sessions of a persona with message counts, oldest first.
     pub fn session_overview(&self, persona: &str) -> Result<Vec<SessionOverview>> {
         self.read(|conn| session_overview(conn, persona))

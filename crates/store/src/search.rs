@@ -28,8 +28,6 @@ const TRIGRAM: usize = 3;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TextQuery {
     terms: Vec<String>,
-    /// When set, any one fragment is enough (ranked by bm25); see [`TextQuery::parse_any`].
-    any: bool,
 }
 
 impl TextQuery {
@@ -60,32 +58,12 @@ impl TextQuery {
         if terms.is_empty() {
             return Err(Error::invalid("query", "has no searchable text (only spaces, quotes or `*`)"));
         }
-        Ok(TextQuery { terms, any: false })
-    }
-
-    /// Parses query text for ranking rather than filtering: a row matching *any* fragment is a
-    /// hit, and bm25 ranks rows matching more and rarer fragments first. Fragments shorter than
-    /// three characters are dropped (the trigram index cannot rank them). Hybrid semantic search
-    /// uses this: a natural-language question rarely has every one of its words in the answer.
-    pub fn parse_any(input: &str) -> Result<TextQuery> {
-        let mut query = TextQuery::parse(input)?;
-        query.terms.retain(|term| term.chars().count() >= TRIGRAM);
-        if query.terms.is_empty() {
-            return Err(Error::invalid("query", "has no fragment of three or more characters"));
-        }
-        query.any = true;
-        Ok(query)
+        Ok(TextQuery { terms })
     }
 
     /// The fragments, in order.
     pub fn terms(&self) -> &[String] {
         &self.terms
-    }
-
-    /// The same query without the `dropped` fragments; `None` when no fragment is left.
-    pub fn without(&self, dropped: &[String]) -> Option<TextQuery> {
-        let terms: Vec<String> = self.terms.iter().filter(|term| !dropped.contains(term)).cloned().collect();
-        (!terms.is_empty()).then_some(TextQuery { terms, any: self.any })
     }
 
     /// The FTS5 MATCH expression for the long fragments: each one a quoted string, joined by
@@ -97,7 +75,7 @@ impl TextQuery {
             .filter(|term| term.chars().count() >= TRIGRAM)
             .map(|term| quoted(term))
             .collect();
-        (!quoted.is_empty()).then(|| quoted.join(if self.any { " OR " } else { " " }))
+        (!quoted.is_empty()).then(|| quoted.join(" "))
     }
 
     /// `LIKE` patterns (escape character `\`) for the fragments too short for the index.
@@ -295,48 +273,6 @@ fn kind_sql(kind: HitKind) -> &'static KindSql {
         HitKind::Summary => &SUMMARIES,
         HitKind::Memory => &MEMORIES,
     }
-}
-
-/// How many rows of `kind` belonging to `persona` contain `term` (case-insensitively), counting
-/// no further than `cap`, so that a common fragment costs no more than `cap` index entries.
-/// Fragments shorter than three characters are not in the trigram index and are refused.
-pub fn term_rows(conn: &Connection, kind: HitKind, persona: &str, term: &str, cap: usize) -> Result<usize> {
-    if term.chars().count() < TRIGRAM {
-        return Err(Error::invalid("term", "is shorter than three characters; the index cannot count it"));
-    }
-    let sql = kind_sql(kind);
-    let statement = format!(
-        "SELECT count(*) FROM (SELECT 1 FROM {from} WHERE {fts} MATCH ?1 AND {persona} = ?2 LIMIT ?3)",
-        from = sql.from,
-        fts = sql.fts,
-        persona = sql.persona,
-    );
-    let count: i64 = conn
-        .prepare_cached(&statement)?
-        .query_row(rusqlite::params![quoted(term), persona, cap.min(i64::MAX as usize) as i64], |row| {
-            row.get(0)
-        })?;
-    Ok(count as usize)
-}
-
-const KIND_ROWS: [(HitKind, &str); 3] = [
-    (
-        HitKind::Message,
-        "SELECT count(*) FROM messages m JOIN sessions s ON s.id = m.session_id WHERE s.role = ?1",
-    ),
-    (
-        HitKind::Summary,
-        "SELECT count(*) FROM summary_nodes n JOIN sessions s ON s.id = n.session_id WHERE s.role = ?1",
-    ),
-    (HitKind::Memory, "SELECT count(*) FROM agent_memories a WHERE a.role = ?1"),
-];
-
-/// How many rows of `kind` belong to `persona` (all of them, expired memories included: the
-/// keyword index holds them too).
-pub fn kind_rows(conn: &Connection, kind: HitKind, persona: &str) -> Result<usize> {
-    let (_, sql) = KIND_ROWS.iter().find(|(k, _)| *k == kind).expect("every kind has a count");
-    let count: i64 = conn.prepare_cached(sql)?.query_row([persona], |row| row.get(0))?;
-    Ok(count as usize)
 }
 
 /// Keyword search, best rank first (ties: newest first), ranked among the newest 4,096 rows
@@ -655,44 +591,6 @@ mod tests {
         let query = TextQuery::parse("a% _b 迁移 longer").unwrap();
         assert_eq!(query.like_patterns(), [r"%a\%%", r"%\_b%", "%迁移%"]);
         assert_eq!(query.match_expression().unwrap(), "\"longer\"");
-    }
-
-    #[test]
-    fn any_mode_ors_the_long_fragments() {
-        let query = TextQuery::parse_any(r#"the rebase "blew up" at OR"#).unwrap();
-        assert_eq!(query.match_expression().unwrap(), r#""the" OR "rebase" OR "blew up""#);
-        assert!(query.like_patterns().is_empty());
-        assert!(TextQuery::parse_any("a be").is_err());
-    }
-
-    #[test]
-    fn without_drops_fragments_and_keeps_the_mode() {
-        let query = TextQuery::parse_any("deploy billing service").unwrap();
-        let rare = query.without(&["deploy".to_owned(), "service".to_owned()]).unwrap();
-        assert_eq!(rare.terms(), ["billing"]);
-        let two = query.without(&["billing".to_owned()]).unwrap();
-        assert_eq!(two.match_expression().unwrap(), r#""deploy" OR "service""#, "still any-word");
-        assert!(query.without(query.terms()).is_none());
-    }
-
-    #[test]
-    fn term_rows_counts_one_persona_and_stops_at_the_cap() {
-        use crate::{NewMessage, Role, Store};
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path().join("t.db")).unwrap();
-        for (key, persona) in [("a", "alice"), ("b", "bob")] {
-            let session = store.session(key, persona).unwrap();
-            let messages: Vec<NewMessage> =
-                (0..5).map(|i| NewMessage::text(Role::User, format!("deploy number {i}"))).collect();
-            store.append(session.id, &messages).unwrap();
-        }
-        assert_eq!(store.kind_rows(HitKind::Message, "alice").unwrap(), 5);
-        assert_eq!(store.term_rows(HitKind::Message, "alice", "Deploy", 100).unwrap(), 5);
-        assert_eq!(store.term_rows(HitKind::Message, "alice", "deploy", 3).unwrap(), 3);
-        assert_eq!(store.term_rows(HitKind::Message, "alice", "number 4", 100).unwrap(), 1);
-        assert_eq!(store.term_rows(HitKind::Message, "carol", "deploy", 100).unwrap(), 0);
-        assert_eq!(store.term_rows(HitKind::Memory, "alice", "deploy", 100).unwrap(), 0);
-        assert!(store.term_rows(HitKind::Message, "alice", "de", 100).is_err());
     }
 
     #[test]

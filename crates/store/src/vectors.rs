@@ -174,7 +174,11 @@ pub fn put(conn: &Connection, model: &str, items: &[(BacklogItem, Vec<Vec<f32>>)
         if taken == 0 {
             continue;
         }
-        forget(conn, item.kind, item.id)?;
+        // A summary or memory rewritten since its last vector has old chunks to replace; a
+        // message is embedded once per model, into tables created empty, so it has none.
+        if item.kind != HitKind::Message {
+            forget(conn, item.kind, item.id)?;
+        }
         let table = table(item.kind);
         let mut insert = conn.prepare_cached(&format!(
             "INSERT INTO {table}(rowid, role, embedding, embedding_bits)

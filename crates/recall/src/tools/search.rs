@@ -121,29 +121,32 @@ fn expired(config: &RecallConfig, hit: &TextHit, now: DateTime<Utc>) -> bool {
         && hit.category.is_some_and(|category| config.memory_ttls.is_expired(category, hit.timestamp, now))
 }
 
-/// Keyword hits within the scope, expired memories removed, best first, at most `limit`
-/// per kind. Each kind is searched with its own query (`memory_search` drops the fragments
-/// that are common in one kind only); a kind without a query is not searched.
-fn keyword_hits(
-    store: &Store,
-    scope: &Scope,
-    config: &RecallConfig,
-    queries: &[(HitKind, Option<&TextQuery>)],
-    range: TimeRange,
-    limit: usize,
-) -> Result<Vec<TextHit>> {
-    let now = Utc::now();
-    let filter = SearchFilter {
+/// The store filter for a scope and time range, up to `limit` hits per kind.
+fn search_filter(scope: &Scope, range: TimeRange, limit: usize) -> SearchFilter {
+    SearchFilter {
         persona: scope.persona.clone(),
         session: scope.session,
         start: range.0,
         end: range.1,
         kinds: Vec::new(),
         limit,
-    };
+    }
+}
+
+/// Keyword hits of `query` within the scope, expired memories removed, best first, at most
+/// `limit` per kind.
+fn keyword_hits(
+    store: &Store,
+    scope: &Scope,
+    config: &RecallConfig,
+    query: &TextQuery,
+    range: TimeRange,
+    limit: usize,
+) -> Result<Vec<TextHit>> {
+    let now = Utc::now();
+    let filter = search_filter(scope, range, limit);
     let mut hits = Vec::new();
-    for &(kind, query) in queries {
-        let Some(query) = query else { continue };
+    for kind in [HitKind::Message, HitKind::Summary, HitKind::Memory] {
         if kind != HitKind::Memory {
             hits.extend(store.grep(query, &SearchFilter { kinds: vec![kind], ..filter.clone() })?);
             continue;
@@ -183,8 +186,7 @@ pub fn grep(
     })?;
     let range = parse_range(args.start_time.as_deref(), args.end_time.as_deref())?;
     let limit = config.limit(args.limit);
-    let queries = [HitKind::Message, HitKind::Summary, HitKind::Memory].map(|kind| (kind, Some(&query)));
-    let mut hits = keyword_hits(store, scope, config, &queries, range, limit)?;
+    let mut hits = keyword_hits(store, scope, config, &query, range, limit)?;
     hits.truncate(limit);
     let results: Vec<Hit> = hits.into_iter().map(Hit::from_text_hit).collect();
     Ok(SearchAnswer {
@@ -287,7 +289,8 @@ fn coverage(store: &Store, scope: &Scope, model: &str) -> Result<Option<Coverage
         return Ok(Some(Coverage {
             waiting: store.embedding_backlog_count(Some(&scope.persona), scope.session)?,
             note: format!(
-                "the stored vectors are of {stored}, not of {model}: semantic search is off until                  `strata embed` re-embeds the history; these results come from keywords only"
+                "the stored vectors are of {stored}, not of {model}: semantic search is off until \
+                 `strata embed` re-embeds the history; these results come from keywords only"
             ),
         }));
     }
@@ -377,14 +380,7 @@ pub fn search(
     }
 
     let words = query_words(&text);
-    let filter = SearchFilter {
-        persona: scope.persona.clone(),
-        session: scope.session,
-        start: range.0,
-        end: range.1,
-        kinds: Vec::new(),
-        limit: candidates,
-    };
+    let filter = search_filter(scope, range, candidates);
     let mut keyword_scores = Vec::new();
     for kind in [HitKind::Message, HitKind::Summary, HitKind::Memory] {
         let ranked = store.rank_words(kind, &words, &filter)?;
