@@ -10,7 +10,7 @@ use strata_compactor::{
     AssembledContext, Compactor, ExtractiveSummarizer, OpenAiConfig, OpenAiSummarizer, Outcome, Summarizer,
 };
 use strata_recall::{EmbedWorker, Embedder, EmbedderState, ToolContext};
-use strata_store::{MessageId, Session, SessionId, Store};
+use strata_store::{MessageId, NewMessage, Session, SessionId, Store};
 use tracing::Instrument;
 
 use crate::config::{Config, SummarizerKind};
@@ -181,7 +181,20 @@ impl EngineSession {
 
     /// Stores a message verbatim (with its exact token count) and returns its id.
     pub fn append(&self, message: ChatMessage) -> Result<MessageId> {
+        self.store_message(message.into_new())
+    }
+
+    /// Stores a message under an idempotency key unique within the session (the bot's own
+    /// message id, say): if the session already holds a message under `key`, nothing is stored
+    /// and its id is returned, so a bot that retries after a timeout never stores a message
+    /// twice. The same key for a different message is an error.
+    pub fn append_with_key(&self, key: impl Into<String>, message: ChatMessage) -> Result<MessageId> {
         let mut message = message.into_new();
+        message.external_id = Some(key.into());
+        self.store_message(message)
+    }
+
+    fn store_message(&self, mut message: NewMessage) -> Result<MessageId> {
         self.engine.inner.compactor.counter().count_new(&mut message);
         let ids = self.engine.inner.store.append(self.session.id, &[message])?;
         self.engine.notify_worker();

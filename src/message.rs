@@ -86,6 +86,7 @@ impl ChatMessage {
             created_at: chrono::Utc::now(),
             token_count: 0,
             pinned: false,
+            external_id: None,
         }
     }
 }

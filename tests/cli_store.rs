@@ -226,3 +226,32 @@ fn other_programs_databases_and_missing_files_are_left_alone() {
     strata.run_on(&missing, &["init"]).success();
     assert!(missing.exists());
 }
+
+#[test]
+fn re_running_an_ingest_adds_only_new_lines() {
+    let strata = Strata::new();
+    let file = strata.file("week.jsonl", &transcript(6));
+    strata.run(&["ingest", file.to_str().unwrap(), "--session", "s1"]).success();
+    // The confirmation was lost (a kill after the commit): the same command again.
+    let again = strata.run(&["ingest", file.to_str().unwrap(), "--session", "s1"]).success();
+    assert!(again.contains("ingested 0 messages") && again.contains("skipped 6 lines"), "{again}");
+    // The file grew: only its new lines go in.
+    let longer = strata.file("week.jsonl", &format!("{}{}\n", transcript(6), line("user", "one more", 59)));
+    let json = strata.run(&["ingest", longer.to_str().unwrap(), "--session", "s1", "--json"]).json();
+    assert_eq!((json["messages"].as_u64(), json["skipped"].as_u64()), (Some(1), Some(6)));
+    let stats = strata.run(&["stats", "--json"]).json();
+    assert_eq!(stats["messages"], 7);
+
+    // Lines with an "id" are stored once per session whatever file they come in.
+    let ids = strata.file(
+        "ids.jsonl",
+        "{\"role\":\"user\",\"content\":\"a\",\"id\":\"m1\"}\n{\"role\":\"user\",\"content\":\"b\",\"id\":\"m2\"}\n",
+    );
+    strata.run(&["ingest", ids.to_str().unwrap(), "--session", "s2"]).success();
+    let overlap = strata.file(
+        "overlap.jsonl",
+        "{\"role\":\"user\",\"content\":\"b\",\"id\":\"m2\"}\n{\"role\":\"user\",\"content\":\"c\",\"id\":\"m3\"}\n",
+    );
+    let out = strata.run(&["ingest", overlap.to_str().unwrap(), "--session", "s2"]).success();
+    assert!(out.contains("ingested 1 messages") && out.contains("skipped 1 lines"), "{out}");
+}

@@ -19,7 +19,9 @@ const PROGRESS_THRESHOLD: usize = 2_000;
 #[derive(Debug, clap::Args)]
 pub struct IngestArgs {
     /// The JSON Lines file (`-` for standard input). Each line: {"role", "content", "name"?,
-    /// "timestamp"? (RFC 3339), "session"?, "persona"?, "tool_calls"?, "tool_call_id"?, "pinned"?}.
+    /// "timestamp"? (RFC 3339), "session"?, "persona"?, "tool_calls"?, "tool_call_id"?, "pinned"?,
+    /// "id"? (unique per session: a line whose id the session holds is not stored again)}.
+    /// Re-running a file, or a longer version of it, adds only the lines not stored yet.
     file: PathBuf,
     /// Session key for lines that do not name one.
     #[arg(long, default_value = "default")]
@@ -37,8 +39,18 @@ pub struct IngestArgs {
 }
 
 /// The keys a line may have.
-const KEYS: [&str; 9] =
-    ["role", "content", "name", "timestamp", "session", "persona", "tool_calls", "tool_call_id", "pinned"];
+const KEYS: [&str; 10] = [
+    "role",
+    "content",
+    "name",
+    "timestamp",
+    "session",
+    "persona",
+    "tool_calls",
+    "tool_call_id",
+    "pinned",
+    "id",
+];
 
 /// One line of the file.
 #[derive(Debug, Deserialize)]
@@ -54,6 +66,7 @@ struct Line {
     tool_call_id: Option<String>,
     #[serde(default)]
     pinned: bool,
+    id: Option<String>,
 }
 
 /// Parses one line into a message; the error names what is wrong but not the line number,
@@ -98,12 +111,14 @@ fn parse_line(
         created_at,
         token_count: 0,
         pinned: line.pinned,
+        external_id: line.id,
     };
     counter.count_new(&mut message);
     Ok(IncomingMessage {
         session_key: line.session.unwrap_or_else(|| session.to_owned()),
         persona: line.persona.unwrap_or_else(|| persona.to_owned()),
         message,
+        line_digest: Some(strata_store::line_digest(text)),
     })
 }
 
@@ -166,8 +181,9 @@ pub fn run(store: &Store, args: &IngestArgs, json: bool, out: &mut impl Write) -
     let incoming =
         parse_file(&args.file, &args.session, &args.persona, args.allow_unknown_keys, &counter, &progress)?;
     progress.set_message("writing");
-    let ids = store.append_many(&incoming).context("nothing was ingested")?;
+    let imported = store.append_many(&incoming).context("nothing was ingested")?;
     progress.finish_and_clear();
+    let ids = &imported.ids;
 
     let sessions: BTreeSet<&str> = incoming.iter().map(|m| m.session_key.as_str()).collect();
     let tokens: u64 = incoming.iter().map(|m| u64::from(m.message.token_count)).sum();
@@ -176,6 +192,7 @@ pub fn run(store: &Store, args: &IngestArgs, json: bool, out: &mut impl Write) -
             out,
             &serde_json::json!({
                 "messages": ids.len(),
+                "skipped": imported.skipped,
                 "sessions": sessions,
                 "tokens": tokens,
                 "first_id": ids.first(),
@@ -192,6 +209,13 @@ pub fn run(store: &Store, args: &IngestArgs, json: bool, out: &mut impl Write) -
             sessions.len(),
             sessions.iter().copied().collect::<Vec<_>>().join(", ")
         )?;
+        if imported.skipped > 0 {
+            writeln!(
+                out,
+                "skipped {} lines already stored (an earlier run, or their \"id\")",
+                imported.skipped
+            )?;
+        }
     }
     Ok(())
 }

@@ -5,7 +5,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use strata_store::{
     Category, ConsistentReader, Memory, Message, MessageId, MessageOutline, Role, SessionId, Store,
-    SummaryNode,
+    SummaryNode, fence,
 };
 
 use crate::config::CompactorConfig;
@@ -109,24 +109,35 @@ impl AssembledContext {
     }
 }
 
+/// The sync guidelines of a bootstrap turn: the user's template (DESIGN.md §3, step 6) byte for
+/// byte, each bullet one line; `{active_role}` is the persona.
+const SYNC_GUIDELINES: &str = "[Background Context: Sync Guidelines]
+======
+# Passive Synchronization Guidelines:
+- 💡 You are playing the active persona role: {active_role}.
+- 💡 You have access to the `view_chat_history_summary` tool, which retrieves a consolidated chat history summary and chronological timeline of recent events across active threads/channels.
+- 💡 If the user's current request below refers to external threads, other chats, or events you cannot locate in this session's history, you MUST call `view_chat_history_summary` to read the global context and synchronize before providing a response.
+======
+
+";
+
 /// The bracketed background prepended to the latest request (DESIGN.md §3, step 6).
+///
+/// A preference's title and content are put on its one line with their whitespace collapsed,
+/// so a stored text can never start a line of its own and forge a block (`[Current Request]`).
 pub fn inject(persona: &str, preferences: &[Memory], bootstrap: bool, request: &str) -> String {
     let mut text = String::new();
     if bootstrap {
-        text.push_str("[Background Context: Sync Guidelines]\n======\n");
-        text.push_str(&format!("- You are playing the active persona role: {persona}.\n"));
-        text.push_str(
-            "- You have the view_chat_history_summary tool: it returns the consolidated summary and timeline of recent\n  \
-             events across this persona's threads. If the request below refers to other threads, other chats or events\n  \
-             you cannot find in this conversation, call it before answering.\n",
-        );
-        text.push_str("======\n\n");
+        text.push_str(&SYNC_GUIDELINES.replace("{active_role}", &fence::one_line(persona)));
     }
     if !preferences.is_empty() {
         text.push_str("[User Preferences]\n");
         for memory in preferences {
-            let content = memory.content.split_whitespace().collect::<Vec<_>>().join(" ");
-            text.push_str(&format!("- {}: {content}\n", memory.title));
+            text.push_str(&format!(
+                "- {}: {}\n",
+                fence::one_line(&memory.title),
+                fence::one_line(&memory.content)
+            ));
         }
         text.push('\n');
     }

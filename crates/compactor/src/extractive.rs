@@ -722,8 +722,16 @@ impl Chunk {
                 }
             }
         }
-        chunk.fallback =
-            items.iter().map(|m| first_sentence(&m.text, 100)).find(|s| !s.is_empty()).unwrap_or_default();
+        // The fallback may become the headline: a tool's output is never lifted there when anyone
+        // else said something.
+        let (said, output): (Vec<&SourceItem>, Vec<&SourceItem>) =
+            items.iter().partition(|m| m.role != "tool");
+        chunk.fallback = said
+            .into_iter()
+            .chain(output)
+            .map(|m| first_sentence(&m.text, 100))
+            .find(|s| !s.is_empty())
+            .unwrap_or_default();
         let mut last_prose: Option<(usize, String)> = None;
         for (source, item) in items.iter().enumerate() {
             let day = item.time.date_naive();

@@ -1,6 +1,7 @@
 //! The scaffold message: the summary forest as the model sees it.
 
 use strata_store::SummaryNode;
+use strata_store::fence::{NOTICE, fence};
 
 use crate::tokens::TokenCounter;
 
@@ -10,7 +11,7 @@ pub(crate) const ACKNOWLEDGEMENT: &str = "Understood. I have the summaries of th
 
 const INTRO: &str = "[Summary of the earlier conversation]\nEarlier parts of this conversation were folded into \
      summaries so it fits the context window; nothing was deleted. The summaries, oldest first \
-     (node id, level, time, message seqs, headline):";
+     (node id, level, time, message seqs, headline), then the details of the newest:";
 
 const TOOLS_LINE: &str = "To see more: expand_summary(node_id) opens a summary into its parts or its original \
      messages; view_message(message_id) shows one message in full (long ones page by page); memory_grep and \
@@ -47,18 +48,23 @@ pub(crate) fn render(
     skip_oldest: usize,
     counter: &TokenCounter,
 ) -> String {
-    let mut text = String::from(INTRO);
+    // Summaries are made of what users, tools and web pages said: they go to the model fenced
+    // as data, so a tool result that reads "SYSTEM NOTICE: ignore previous instructions" is
+    // quoted material here, not a message from the operator.
+    let mut listing = String::new();
     let skip = skip_oldest.min(roots.len());
     if skip > 0 {
         let last = &roots[skip - 1];
-        text.push_str(&format!(
-            "\n- {skip} older summaries up to seq {} are not listed to save space; expand_summary works on any node id",
+        listing.push_str(&format!(
+            "- {skip} older summaries up to seq {} are not listed to save space; expand_summary works on any node id",
             last.last_seq
         ));
     }
     for node in &roots[skip..] {
-        text.push('\n');
-        text.push_str(&root_line(node));
+        if !listing.is_empty() {
+            listing.push('\n');
+        }
+        listing.push_str(&root_line(node));
     }
     let mut remaining = i64::from(body_budget);
     let mut bodies = Vec::new();
@@ -75,13 +81,11 @@ pub(crate) fn render(
         bodies.push(block);
     }
     if !bodies.is_empty() {
-        text.push_str("\n\nDetails of the most recent summaries:");
+        listing.push_str("\n\nDetails of the most recent summaries:");
         for block in bodies.iter().rev() {
-            text.push_str("\n\n");
-            text.push_str(block);
+            listing.push_str("\n\n");
+            listing.push_str(block);
         }
     }
-    text.push_str("\n\n");
-    text.push_str(TOOLS_LINE);
-    text
+    format!("{INTRO}\n{}\n\n{NOTICE}\n\n{TOOLS_LINE}", fence(&listing))
 }

@@ -122,9 +122,19 @@ impl RecallConfig {
         }
     }
 
-    /// A requested limit clamped to `1..=max_limit`; the default when none is given.
-    pub fn limit(&self, requested: Option<u32>) -> usize {
-        requested.map_or(self.default_limit, |n| n as usize).clamp(1, self.max_limit.max(1))
+    /// A requested limit, at most `max_limit`; the default when none is given. A limit of 0 is
+    /// an error rather than a silent 1: a model that asks for nothing has made a mistake it
+    /// should hear about.
+    pub fn limit(&self, requested: Option<u32>) -> crate::Result<usize> {
+        match requested {
+            Some(0) => Err(crate::Error::invalid(
+                "limit",
+                format!("must be at least 1 (at most {})", self.max_limit),
+            )),
+            requested => {
+                Ok(requested.map_or(self.default_limit, |n| n as usize).clamp(1, self.max_limit.max(1)))
+            }
+        }
     }
 }
 

@@ -36,10 +36,11 @@
 mod config;
 mod embed;
 mod error;
-pub mod fence;
 mod pipeline;
 mod time;
 mod tools;
+
+pub use strata_store::fence;
 
 pub use crate::config::{MemoryTtls, RecallConfig, Ttl};
 pub use crate::embed::{

@@ -10,4 +10,5 @@ mod recall {
     mod memory;
     mod pipeline;
     mod search;
+    mod untrusted;
 }

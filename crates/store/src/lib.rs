@@ -35,6 +35,8 @@
 mod compaction;
 mod db;
 mod error;
+pub mod fence;
+mod ingests;
 mod memories;
 mod messages;
 mod migrate;
@@ -50,12 +52,13 @@ mod vectors;
 pub use crate::compaction::{ConsistentReader, MessageOutline};
 pub use crate::db::DEFAULT_BUSY_TIMEOUT;
 pub use crate::error::{Error, Result};
+pub use crate::ingests::line_digest;
 pub use crate::memories::{MAX_CONTENT_CHARS, MAX_KEY_CHARS, MemoryWrite, normalize_key};
 pub use crate::migrate::SCHEMA_VERSION;
 pub use crate::recall::{SessionOverview, VectorCounts};
 pub use crate::search::{HitKind, STOPWORDS, SearchFilter, TextHit, TextQuery};
 pub use crate::sessions::validate_persona;
-pub use crate::store::{IncomingMessage, Stats, Store, SummarizerStats};
+pub use crate::store::{Imported, IncomingMessage, Stats, Store, SummarizerStats};
 pub use crate::types::{
     Category, Level, Memory, MemoryId, Message, MessageId, NewMessage, NewSummary, NodeId, Role, Session,
     SessionId, SummaryNode, Writer, from_unix, to_unix,

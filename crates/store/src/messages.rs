@@ -23,25 +23,44 @@ fn validate(message: &NewMessage) -> Result<()> {
     Ok(())
 }
 
+/// What an append did.
+#[derive(Debug, Default)]
+pub struct Appended {
+    /// One id per message given, in order: the new message's, or for a message whose
+    /// `external_id` the session already held, the stored one's.
+    pub ids: Vec<MessageId>,
+    /// The ids of the messages this call stored (the others were already there).
+    pub stored: Vec<MessageId>,
+}
+
 /// Appends messages to a session, numbering them after its last one.
+///
+/// A message whose `external_id` the session already holds is not stored again: its id is the
+/// stored message's, if that is the same message (role and content); a key reused for another
+/// message is an error, and nothing of the call is written.
 ///
 /// Call inside an immediate transaction: the seq is read and written in one step, so two
 /// writers never hand out the same number.
-pub fn append(conn: &Connection, session: SessionId, messages: &[NewMessage]) -> Result<Vec<MessageId>> {
+pub fn append(conn: &Connection, session: SessionId, messages: &[NewMessage]) -> Result<Appended> {
     for message in messages {
         validate(message)?;
     }
-    let next_seq: i64 = conn
-        .prepare_cached("SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE session_id = ?1")?
-        .query_row([session], |row| row.get(0))?;
+    let next_seq = next_seq(conn, session)?;
     let mut insert = conn.prepare_cached(
         "INSERT INTO messages(session_id, seq, role, content, tool_calls, tool_call_id, name,
-                              created_at, token_count, pinned)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                              created_at, token_count, pinned, external_id)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     )?;
-    let mut ids = Vec::with_capacity(messages.len());
+    let mut appended = Appended { ids: Vec::with_capacity(messages.len()), stored: Vec::new() };
     let mut newest = f64::MIN;
-    for (seq, message) in (next_seq..).zip(messages) {
+    let mut seq = next_seq;
+    for message in messages {
+        if let Some(key) = &message.external_id
+            && let Some(id) = stored_with_key(conn, session, key, message)?
+        {
+            appended.ids.push(id);
+            continue;
+        }
         let created_at = to_unix(message.created_at);
         newest = newest.max(created_at);
         insert.execute(params![
@@ -61,14 +80,49 @@ pub fn append(conn: &Connection, session: SessionId, messages: &[NewMessage]) ->
             created_at,
             message.token_count,
             message.pinned,
+            message.external_id,
         ])?;
-        ids.push(MessageId(conn.last_insert_rowid()));
+        let id = MessageId(conn.last_insert_rowid());
+        appended.ids.push(id);
+        appended.stored.push(id);
+        seq += 1;
     }
-    if !messages.is_empty() {
+    if seq > next_seq {
         conn.prepare_cached("UPDATE sessions SET last_active_at = MAX(last_active_at, ?2) WHERE id = ?1")?
             .execute(params![session, newest])?;
     }
-    Ok(ids)
+    Ok(appended)
+}
+
+/// The seq the session's next message gets.
+pub fn next_seq(conn: &Connection, session: SessionId) -> Result<i64> {
+    Ok(conn
+        .prepare_cached("SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE session_id = ?1")?
+        .query_row([session], |row| row.get(0))?)
+}
+
+/// The id of the message of `session` stored under `key`, if any; an error if that message is
+/// not `message` (a key reused for something else is a caller's bug, not a retry).
+fn stored_with_key(
+    conn: &Connection,
+    session: SessionId,
+    key: &str,
+    message: &NewMessage,
+) -> Result<Option<MessageId>> {
+    let stored: Option<(MessageId, String, String)> = conn
+        .prepare_cached("SELECT id, role, content FROM messages WHERE session_id = ?1 AND external_id = ?2")?
+        .query_row(params![session, key], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+        .optional()?;
+    match stored {
+        Some((id, role, content)) if role == message.role.as_str() && content == message.content => {
+            Ok(Some(id))
+        }
+        Some((id, ..)) => Err(Error::invalid(
+            "external_id",
+            format!("{key:?} already names message {id} of this session, which is a different message"),
+        )),
+        None => Ok(None),
+    }
 }
 
 /// One message by id.

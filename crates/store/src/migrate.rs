@@ -10,6 +10,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../schema/0001_init.sql"),
     include_str!("../../../schema/0002_search.sql"),
     include_str!("../../../schema/0003_retrieval.sql"),
+    include_str!("../../../schema/0004_idempotent.sql"),
 ];
 
 /// The schema version this build creates and understands.

@@ -135,8 +135,10 @@ pub fn merge(
             level: level + 1,
             first_seq: first.first_seq,
             last_seq: last.last_seq,
-            start_time: to_unix(first.start_time),
-            end_time: to_unix(last.end_time),
+            // Times may go backwards in a transcript (clock changes, imported merges): a node's
+            // range is the min and max of its sources', never its first's start and last's end.
+            start_time: nodes.iter().map(|node| to_unix(node.start_time)).fold(f64::INFINITY, f64::min),
+            end_time: nodes.iter().map(|node| to_unix(node.end_time)).fold(f64::NEG_INFINITY, f64::max),
             source_token_count: nodes.iter().map(|node| i64::from(node.token_count)).sum(),
         },
         summary,

@@ -20,7 +20,7 @@ use crate::types::{
     SummaryNode, Writer,
 };
 use crate::vectors::{self, BacklogItem, EmbeddingSpace, Scan};
-use crate::{messages, migrate, nodes, sessions};
+use crate::{ingests, messages, migrate, nodes, sessions};
 
 /// A message to append to a session named by key, as read from a transcript.
 #[derive(Clone, Debug, PartialEq)]
@@ -31,6 +31,20 @@ pub struct IncomingMessage {
     pub persona: String,
     /// The message.
     pub message: NewMessage,
+    /// The sha-256 of the transcript line it was read from ([`crate::line_digest`]). When every
+    /// message of a session in a call has one, re-running the same transcript skips what an
+    /// earlier run stored (see [`Store::append_many`]).
+    pub line_digest: Option<[u8; 32]>,
+}
+
+/// What [`Store::append_many`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Imported {
+    /// The messages stored by this call, in order.
+    pub ids: Vec<MessageId>,
+    /// Messages not stored again: lines an earlier run of the same transcript stored, and
+    /// messages whose `external_id` their session already held.
+    pub skipped: usize,
 }
 
 /// Counts for `strata stats`.
@@ -156,45 +170,64 @@ impl Store {
 
     // Messages.
 
-    /// Appends messages to a session in one transaction; returns their ids in order.
+    /// Appends messages to a session in one transaction; returns their ids in order (for a
+    /// message whose `external_id` the session already holds, the stored message's id).
     pub fn append(&self, session: SessionId, messages: &[NewMessage]) -> Result<Vec<MessageId>> {
         self.write(|tx| {
             sessions::by_id(tx, session)?;
-            messages::append(tx, session, messages)
+            Ok(messages::append(tx, session, messages)?.ids)
         })
     }
 
     /// Appends messages to sessions named by key, creating sessions as needed, all in one
-    /// transaction: either every message is stored or none is.
-    pub fn append_many(&self, incoming: &[IncomingMessage]) -> Result<Vec<MessageId>> {
+    /// transaction: either every message is stored or none is. Messages keep their order
+    /// within each session.
+    ///
+    /// Idempotent: when every message of a session carries its `line_digest`, the leading
+    /// lines that an earlier call stored for that session (the same transcript, or a shorter
+    /// version of it) are skipped, and the call is recorded; a message whose `external_id` its
+    /// session already holds is skipped too.
+    pub fn append_many(&self, incoming: &[IncomingMessage]) -> Result<Imported> {
         let now = Utc::now();
+        // Each session's messages, in order of the session's first appearance.
+        let mut order: Vec<&str> = Vec::new();
+        let mut by_session: HashMap<&str, Vec<&IncomingMessage>> = HashMap::new();
+        for item in incoming {
+            by_session
+                .entry(item.session_key.as_str())
+                .or_insert_with(|| {
+                    order.push(&item.session_key);
+                    Vec::new()
+                })
+                .push(item);
+        }
         self.write(|tx| {
-            // Every line's persona is checked against its session's, not only the first line
-            // of each run: a key seen earlier with another persona must be refused too.
-            let mut session_ids: HashMap<&str, (SessionId, &str)> = HashMap::new();
-            let mut ids = Vec::with_capacity(incoming.len());
-            // Consecutive messages of one session go in one call, which reads the seq once.
-            for group in incoming.chunk_by(|a, b| a.session_key == b.session_key) {
-                let first = &group[0];
-                let (session, persona) = match session_ids.get(first.session_key.as_str()) {
-                    Some(&known) => known,
-                    None => {
-                        let session = sessions::get_or_create(tx, &first.session_key, &first.persona, now)?;
-                        session_ids.insert(&first.session_key, (session.id, &first.persona));
-                        (session.id, first.persona.as_str())
-                    }
-                };
-                if let Some(other) = group.iter().find(|item| item.persona != persona) {
+            let mut imported = Imported::default();
+            for key in &order {
+                let group = &by_session[key];
+                let first = group[0];
+                let session = sessions::get_or_create(tx, key, &first.persona, now)?;
+                // Every line's persona is checked, not only the first: a key seen with another
+                // persona must be refused wherever it appears.
+                if let Some(other) = group.iter().find(|item| item.persona != session.persona) {
                     return Err(Error::PersonaMismatch {
                         key: other.session_key.clone(),
-                        existing: persona.to_owned(),
+                        existing: session.persona.clone(),
                         requested: other.persona.clone(),
                     });
                 }
-                let messages: Vec<NewMessage> = group.iter().map(|item| item.message.clone()).collect();
-                ids.extend(messages::append(tx, session, &messages)?);
+                let digests: Option<Vec<[u8; 32]>> = group.iter().map(|item| item.line_digest).collect();
+                let chain = digests.as_deref().map(ingests::chain).unwrap_or_default();
+                let done = ingests::already_stored(tx, session.id, &chain)?;
+                let messages: Vec<NewMessage> =
+                    group[done..].iter().map(|item| item.message.clone()).collect();
+                let first_seq = messages::next_seq(tx, session.id)?;
+                let appended = messages::append(tx, session.id, &messages)?;
+                ingests::record(tx, session.id, &chain, first_seq, now)?;
+                imported.skipped += done + messages.len() - appended.stored.len();
+                imported.ids.extend(appended.stored);
             }
-            Ok(ids)
+            Ok(imported)
         })
     }
 

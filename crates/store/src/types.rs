@@ -166,6 +166,10 @@ pub struct NewMessage {
     pub token_count: u32,
     /// Pinned messages are never compacted.
     pub pinned: bool,
+    /// An idempotency key, unique within the session (an ingest line's `"id"`, or a bot's own
+    /// message id): appending a message whose key the session already holds stores nothing and
+    /// answers the stored message's id, so a retried append is harmless.
+    pub external_id: Option<String>,
 }
 
 impl NewMessage {
@@ -180,6 +184,7 @@ impl NewMessage {
             created_at: Utc::now(),
             token_count: 0,
             pinned: false,
+            external_id: None,
         }
     }
 }

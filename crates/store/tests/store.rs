@@ -135,6 +135,40 @@ fn merge_links_children_and_refuses_a_second_parent() {
 }
 
 #[test]
+fn node_time_ranges_are_the_min_and_max_of_their_sources_when_time_goes_backwards() {
+    let (_dir, store) = temp_store();
+    let session = store.session("s", "p").unwrap();
+    let base = chrono::DateTime::parse_from_rfc3339("2026-03-01T10:00:00Z").unwrap().to_utc();
+    // A transcript whose clock jumps back an hour in its middle.
+    let minutes = [0, 1, 2, -60, -59, -58];
+    let messages: Vec<NewMessage> = minutes
+        .iter()
+        .map(|&m| {
+            let mut message = text(Role::User, &format!("at {m}"));
+            message.created_at = base + chrono::Duration::minutes(m);
+            message
+        })
+        .collect();
+    store.append(session.id, &messages).unwrap();
+    let a = store.insert_leaf(session.id, 0, 2, &summary("a")).unwrap();
+    let b = store.insert_leaf(session.id, 3, 5, &summary("b")).unwrap();
+    let mixed = store.insert_leaf(session.id, 6, 5, &summary("nothing")).map(|_| ());
+    assert!(mixed.is_err());
+    let parent = store.merge(&[a.id, b.id], &summary("both")).unwrap();
+    for node in [&a, &b, &parent] {
+        assert!(
+            node.start_time <= node.end_time,
+            "node {}: {} > {}",
+            node.id,
+            node.start_time,
+            node.end_time
+        );
+    }
+    assert_eq!(parent.start_time, base - chrono::Duration::minutes(60));
+    assert_eq!(parent.end_time, base + chrono::Duration::minutes(2));
+}
+
+#[test]
 fn merge_refuses_roots_that_are_not_adjacent() {
     let (_dir, store) = temp_store();
     let session = session_with(&store, "s", "p", 9);
@@ -309,8 +343,12 @@ fn grep_finds_substrings_cjk_and_short_words() {
 #[test]
 fn append_many_is_all_or_nothing() {
     let (_dir, store) = temp_store();
-    let good =
-        IncomingMessage { session_key: "a".into(), persona: "p".into(), message: text(Role::User, "hi") };
+    let good = IncomingMessage {
+        session_key: "a".into(),
+        persona: "p".into(),
+        message: text(Role::User, "hi"),
+        line_digest: None,
+    };
     let mut bad = good.clone();
     bad.session_key = "b".into();
     bad.message.tool_calls = Some(serde_json::json!({"not": "an array"}));
@@ -327,6 +365,7 @@ fn append_many_refuses_a_key_seen_earlier_with_another_persona() {
         session_key: key.into(),
         persona: persona.into(),
         message: NewMessage::text(Role::User, text),
+        line_digest: None,
     };
     let err = store
         .append_many(&[
@@ -337,6 +376,77 @@ fn append_many_refuses_a_key_seen_earlier_with_another_persona() {
         .unwrap_err();
     assert!(matches!(err, Error::PersonaMismatch { .. }), "{err:?}");
     assert_eq!(store.stats().unwrap().messages, 0, "nothing of the file is written");
+}
+
+/// A transcript as `strata ingest` reads it: each line's digest kept with its message.
+fn transcript(lines: &[(&str, &str)]) -> Vec<IncomingMessage> {
+    lines
+        .iter()
+        .map(|&(session, content)| IncomingMessage {
+            session_key: session.into(),
+            persona: "p".into(),
+            message: text(Role::User, content),
+            line_digest: Some(strata_store::line_digest(&format!("{session}\t{content}"))),
+        })
+        .collect()
+}
+
+#[test]
+fn re_running_an_import_adds_only_what_is_new() {
+    let (_dir, store) = temp_store();
+    let day_one = transcript(&[("a", "ok"), ("b", "hello b"), ("a", "the port is 8443")]);
+    let first = store.append_many(&day_one).unwrap();
+    assert_eq!((first.ids.len(), first.skipped), (3, 0));
+
+    // The same file again (its confirmation was lost): nothing is added.
+    let again = store.append_many(&day_one).unwrap();
+    assert_eq!((again.ids.len(), again.skipped), (0, 3));
+    assert_eq!(store.stats().unwrap().messages, 3);
+
+    // A longer version of it: only the new lines.
+    let mut longer = day_one.clone();
+    longer.extend(transcript(&[("a", "and the host is db-2")]));
+    let grown = store.append_many(&longer).unwrap();
+    assert_eq!((grown.ids.len(), grown.skipped), (1, 3));
+    let a = store.find_session("a").unwrap().unwrap();
+    let seqs: Vec<(i64, String)> =
+        store.messages(a.id, 0..=10).unwrap().into_iter().map(|m| (m.seq, m.content)).collect();
+    assert_eq!(
+        seqs,
+        [(0, "ok".into()), (1, "the port is 8443".into()), (2, "and the host is db-2".into())],
+        "dense seqs, file order, nothing twice"
+    );
+
+    // Another file that only starts with the same line is a new conversation: all of it goes in.
+    let day_two = transcript(&[("a", "ok"), ("a", "new day")]);
+    let other = store.append_many(&day_two).unwrap();
+    assert_eq!((other.ids.len(), other.skipped), (2, 0));
+}
+
+#[test]
+fn an_external_id_makes_an_append_idempotent() {
+    let (_dir, store) = temp_store();
+    let session = store.session("s", "p").unwrap();
+    let mut message = text(Role::User, "deploy at noon");
+    message.external_id = Some("bot-msg-17".into());
+    let first = store.append(session.id, std::slice::from_ref(&message)).unwrap();
+    // The bot timed out and retries: same id back, nothing stored twice.
+    let retry = store.append(session.id, &[message.clone(), text(Role::Assistant, "ok")]).unwrap();
+    assert_eq!(retry[0], first[0]);
+    assert_eq!(store.stats().unwrap().messages, 2);
+    assert_eq!(store.message(retry[1]).unwrap().seq, 1, "a skipped message takes no seq");
+
+    // The same key for another message is a bug, refused with nothing written.
+    let mut reused = text(Role::User, "something else");
+    reused.external_id = Some("bot-msg-17".into());
+    let err = store.append(session.id, &[text(Role::User, "x"), reused]).unwrap_err();
+    assert!(matches!(err, Error::Invalid { field: "external_id", .. }), "{err:?}");
+    assert_eq!(store.stats().unwrap().messages, 2);
+
+    // Keys are per session.
+    let other = store.session("t", "p").unwrap();
+    let elsewhere = store.append(other.id, &[message]).unwrap();
+    assert_ne!(elsewhere[0], first[0]);
 }
 
 #[test]

@@ -184,7 +184,12 @@ pub fn run(
             .map(|message| {
                 let mut message = message.clone();
                 counter.count_new(&mut message);
-                IncomingMessage { session_key: persona.clone(), persona: persona.clone(), message }
+                IncomingMessage {
+                    session_key: persona.clone(),
+                    persona: persona.clone(),
+                    message,
+                    line_digest: None,
+                }
             })
             .collect();
         let probes: Vec<Probe> = transcript

@@ -8,10 +8,10 @@ use crate::util::{fixture, t0};
 
 const GUIDELINES: &str = "[Background Context: Sync Guidelines]
 ======
-- You are playing the active persona role: coder.
-- You have the view_chat_history_summary tool: it returns the consolidated summary and timeline of recent
-  events across this persona's threads. If the request below refers to other threads, other chats or events
-  you cannot find in this conversation, call it before answering.
+# Passive Synchronization Guidelines:
+- 💡 You are playing the active persona role: coder.
+- 💡 You have access to the `view_chat_history_summary` tool, which retrieves a consolidated chat history summary and chronological timeline of recent events across active threads/channels.
+- 💡 If the user's current request below refers to external threads, other chats, or events you cannot locate in this session's history, you MUST call `view_chat_history_summary` to read the global context and synchronize before providing a response.
 ======
 
 ";

@@ -5,4 +5,5 @@ mod injection;
 mod invariants;
 mod openai;
 mod scale;
+mod untrusted;
 mod util;

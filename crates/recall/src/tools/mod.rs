@@ -128,7 +128,7 @@ pub struct MemoryGrepArgs {
     pub start_time: Option<String>,
     /// Only items before this time (exclusive); a date alone means the end of that day.
     pub end_time: Option<String>,
-    /// Most results (default 10, at most 50).
+    /// Most results: 1 to 50, default 10.
     pub limit: Option<u32>,
 }
 
@@ -138,7 +138,7 @@ pub struct MemoryGrepArgs {
 pub struct MemorySearchArgs {
     /// What to look for, in natural language; matches by meaning, not only by words.
     pub query: String,
-    /// Most results (default 10, at most 50).
+    /// Most results: 1 to 50, default 10.
     pub limit: Option<u32>,
     /// Only items at or after this time: RFC 3339 (2024-05-01T09:30:00Z) or a date (2024-05-01, UTC).
     pub start_time: Option<String>,

@@ -185,7 +185,7 @@ pub fn grep(
         other => Error::Store(other),
     })?;
     let range = parse_range(args.start_time.as_deref(), args.end_time.as_deref())?;
-    let limit = config.limit(args.limit);
+    let limit = config.limit(args.limit)?;
     let mut hits = keyword_hits(store, scope, config, &query, range, limit)?;
     hits.truncate(limit);
     let results: Vec<Hit> = hits.into_iter().map(Hit::from_text_hit).collect();
@@ -357,7 +357,7 @@ pub fn search(
 ) -> Result<SearchAnswer> {
     let text = cut_query(&args.query)?;
     let range = parse_range(args.start_time.as_deref(), args.end_time.as_deref())?;
-    let limit = config.limit(args.limit);
+    let limit = config.limit(args.limit)?;
     let embedder = embedder.get()?;
     let vector = embedder.embed_query(&text)?;
     let model = embedder.spec().id;
