@@ -19,11 +19,28 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            // One line, naming the problem and its causes: `error: ingest failed: line 7: ...`.
-            eprintln!("error: {err:#}");
+            eprintln!("error: {}", one_line(&err));
             ExitCode::FAILURE
         }
     }
+}
+
+/// Most characters shown of one cause: some (a SQL error) carry kilobytes of statement text.
+const MAX_CAUSE_CHARS: usize = 300;
+
+/// One line naming the problem and its causes, `ingest failed: line 7: ...`: whitespace
+/// collapsed, each cause cut at [`MAX_CAUSE_CHARS`].
+fn one_line(err: &anyhow::Error) -> String {
+    err.chain()
+        .map(|cause| {
+            let text = cause.to_string().split_whitespace().collect::<Vec<_>>().join(" ");
+            match text.char_indices().nth(MAX_CAUSE_CHARS) {
+                Some((cut, _)) => format!("{}…", &text[..cut]),
+                None => text,
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(": ")
 }
 
 /// Output piped into `head` and closed early is not a failure.

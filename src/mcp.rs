@@ -33,6 +33,8 @@ use rmcp::model::{
 use rmcp::service::{QuitReason, RequestContext, ServerInitializeError};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
+use tokio::sync::mpsc;
 
 use crate::chat::is_tool_error;
 use crate::engine::{Engine, EngineSession};
@@ -47,6 +49,9 @@ pub enum McpError {
     /// The task serving the connection failed.
     #[error("the MCP server stopped unexpectedly")]
     Serve(#[source] tokio::task::JoinError),
+    /// The client's end of the connection cannot be written to.
+    #[error("cannot write to the MCP client")]
+    Write(#[source] std::io::Error),
 }
 
 /// The tools that only read: MCP clients may run them without asking the user.
@@ -153,14 +158,186 @@ impl ServerHandler for McpServer {
 /// Serves `session`'s tools over MCP on standard input and output until the client closes
 /// the connection.
 pub async fn serve_stdio(engine: &Engine, session: EngineSession) -> Result<(), McpError> {
+    serve_lines(engine, session, tokio::io::stdin(), tokio::io::stdout()).await
+}
+
+/// Serves `session`'s tools over MCP on newline-delimited JSON-RPC: `input` from the client,
+/// `output` to it, until the input ends.
+///
+/// Every frame passes [`check_frame`] first. A frame that is not JSON-RPC (invalid UTF-8, a lone
+/// surrogate, nesting deeper than the parser allows, a batch array, a wrong shape) is answered
+/// at once with the JSON-RPC error it deserves (-32700 parse error, -32600 invalid request) and
+/// logged; the server keeps serving. Without this gate such a frame was dropped in silence and
+/// the client waited for an answer forever.
+pub async fn serve_lines<R, W>(
+    engine: &Engine,
+    session: EngineSession,
+    input: R,
+    output: W,
+) -> Result<(), McpError>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let server = McpServer::new(engine, session);
-    let running =
-        server.serve(rmcp::transport::stdio()).await.map_err(|error| McpError::Handshake(Box::new(error)))?;
-    match running.waiting().await {
-        Ok(QuitReason::JoinError(error)) | Err(error) => Err(McpError::Serve(error)),
-        Ok(reason) => {
-            tracing::info!(?reason, "MCP connection closed");
-            Ok(())
+    // The gate writes checked frames into one pipe, rmcp answers into the other, and one task
+    // owns `output` so that a gate error and an rmcp answer never interleave within a line.
+    let (gate_end, server_in) = tokio::io::duplex(PIPE_BYTES);
+    let (server_out, answers) = tokio::io::duplex(PIPE_BYTES);
+    let (errors, error_frames) = mpsc::unbounded_channel();
+    let gate = tokio::spawn(gate(input, gate_end, errors));
+    let writer = tokio::spawn(write_frames(answers, error_frames, output));
+    let running = server.serve((server_in, server_out)).await;
+    let result = match running {
+        Err(error) => Err(McpError::Handshake(Box::new(error))),
+        Ok(running) => match running.waiting().await {
+            Ok(QuitReason::JoinError(error)) | Err(error) => Err(McpError::Serve(error)),
+            Ok(reason) => {
+                tracing::info!(?reason, "MCP connection closed");
+                Ok(())
+            }
+        },
+    };
+    gate.abort();
+    // The writer ends once rmcp's side of the pipe and the gate's channel are closed.
+    writer.await.map_err(McpError::Serve)??;
+    result
+}
+
+/// Buffer of the in-process pipes between the gate, rmcp and the writer.
+const PIPE_BYTES: usize = 1 << 16;
+
+/// What to do with one line from the client.
+#[derive(Debug, PartialEq)]
+pub enum Frame {
+    /// A JSON-RPC message: pass it on to the server.
+    Forward,
+    /// A blank line: nothing to do.
+    Skip,
+    /// Not JSON-RPC: send this error response instead.
+    Reply(Value),
+}
+
+fn rpc_error(id: Value, code: i64, message: String) -> Frame {
+    Frame::Reply(serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}))
+}
+
+/// Checks one newline-delimited frame against JSON-RPC 2.0 as MCP uses it.
+pub fn check_frame(line: &[u8]) -> Frame {
+    let Ok(text) = std::str::from_utf8(line) else {
+        return rpc_error(Value::Null, -32700, "Parse error: the frame is not valid UTF-8".into());
+    };
+    let text = text.trim();
+    if text.is_empty() {
+        return Frame::Skip;
+    }
+    let value: Value = match serde_json::from_str(text) {
+        Ok(value) => value,
+        Err(error) => return rpc_error(Value::Null, -32700, format!("Parse error: {error}")),
+    };
+    let Value::Object(message) = value else {
+        let why = if value.is_array() {
+            "batches are not supported (MCP removed JSON-RPC batching); send one message per line"
+        } else {
+            "a message must be a JSON object"
+        };
+        return rpc_error(Value::Null, -32600, format!("Invalid Request: {why}"));
+    };
+    let id = match message.get("id") {
+        None => Value::Null,
+        Some(id @ (Value::String(_) | Value::Number(_) | Value::Null)) => id.clone(),
+        Some(_) => {
+            return rpc_error(
+                Value::Null,
+                -32600,
+                "Invalid Request: \"id\" must be a string or a number".into(),
+            );
+        }
+    };
+    let invalid = |why: &str| rpc_error(id.clone(), -32600, format!("Invalid Request: {why}"));
+    if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return invalid("\"jsonrpc\" must be \"2.0\"");
+    }
+    match message.get("method") {
+        Some(Value::String(_)) => {}
+        Some(_) => return invalid("\"method\" must be a string"),
+        // A response to a request of the server's.
+        None if message.contains_key("result") || message.contains_key("error") => {}
+        None => {
+            return invalid("a message needs a \"method\" (or is a response with \"result\" or \"error\")");
         }
     }
+    if message.get("params").is_some_and(|params| !params.is_object() && !params.is_array()) {
+        return invalid("\"params\" must be an object or an array");
+    }
+    Frame::Forward
+}
+
+/// Reads the client's frames, forwards the JSON-RPC ones to rmcp and answers the others.
+async fn gate<R: AsyncRead + Unpin>(
+    input: R,
+    mut server: DuplexStream,
+    errors: mpsc::UnboundedSender<Value>,
+) {
+    let mut input = BufReader::new(input);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match input.read_until(b'\n', &mut line).await {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(error) => {
+                tracing::warn!(%error, "cannot read the MCP client's input");
+                break;
+            }
+        }
+        match check_frame(&line) {
+            Frame::Forward => {
+                if !line.ends_with(b"\n") {
+                    line.push(b'\n');
+                }
+                if server.write_all(&line).await.is_err() {
+                    break;
+                }
+            }
+            Frame::Skip => {}
+            Frame::Reply(error) => {
+                tracing::warn!(error = %error["error"]["message"], "refused an MCP frame");
+                if errors.send(error).is_err() {
+                    break;
+                }
+            }
+        }
+    }
+    // Dropping `server` ends rmcp's input: it finishes what it was doing and stops.
+}
+
+/// Writes rmcp's answers and the gate's errors to the client, one whole line at a time.
+async fn write_frames<W: AsyncWrite + Unpin>(
+    answers: DuplexStream,
+    mut errors: mpsc::UnboundedReceiver<Value>,
+    mut output: W,
+) -> Result<(), McpError> {
+    let mut answers = BufReader::new(answers);
+    let mut line = Vec::new();
+    let (mut answers_open, mut errors_open) = (true, true);
+    while answers_open || errors_open {
+        tokio::select! {
+            read = answers.read_until(b'\n', &mut line), if answers_open => {
+                match read {
+                    Ok(0) | Err(_) => answers_open = false,
+                    Ok(_) => {
+                        output.write_all(&line).await.map_err(McpError::Write)?;
+                        line.clear();
+                    }
+                }
+            }
+            error = errors.recv(), if errors_open => match error {
+                Some(error) => output.write_all(format!("{error}\n").as_bytes()).await.map_err(McpError::Write)?,
+                None => errors_open = false,
+            },
+        }
+        output.flush().await.map_err(McpError::Write)?;
+    }
+    Ok(())
 }

@@ -201,3 +201,57 @@ fn stdout_carries_only_the_protocol() {
     assert_eq!(responses[2]["id"], 3);
     assert_eq!(responses[2]["result"]["isError"], true, "{}", responses[2]);
 }
+
+/// Frames that are not JSON-RPC get their JSON-RPC error at once, and the server keeps
+/// serving: a client never waits forever on a frame that did not parse.
+#[test]
+fn malformed_frames_are_answered_and_the_server_keeps_serving() {
+    let strata = seeded();
+    let mut child = strata
+        .command()
+        .args(["mcp", "--session", "desktop", "--persona", "coder", "--no-embed"])
+        .env("STRATA_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut exchange = |frame: &[u8]| -> Value {
+        stdin.write_all(frame).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON-RPC ({e}): {line}"))
+    };
+    let hello = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "fuzz", "version": "0"}}});
+    assert_eq!(exchange(hello.to_string().as_bytes())["id"], 1);
+    let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+    let hostile: [(&[u8], i64); 7] = [
+        (b"{\"jsonrpc\": \"2.0\", \"id\": 2, \"method\": \"ping\", \"x\": \"\xff\xfe\"}", -32700),
+        (br#"{"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {"q": "\ud800"}}"#, -32700),
+        (br#"[{"jsonrpc": "2.0", "id": 4, "method": "ping"}]"#, -32600),
+        (deep.as_bytes(), -32700),
+        (br#"{"jsonrpc": "2.0", "id": 5, "method": "tools/list""#, -32700),
+        (br#"{"jsonrpc": "1.0", "id": 6, "method": "ping"}"#, -32600),
+        (br#"{"jsonrpc": "2.0", "id": 7, "method": 42}"#, -32600),
+    ];
+    for (frame, code) in hostile {
+        let answer = exchange(frame);
+        assert_eq!(answer["error"]["code"], code, "{} -> {answer}", String::from_utf8_lossy(frame));
+    }
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let grep = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call",
+        "params": {"name": "memory_grep", "arguments": {"query": "canary"}}});
+    let answer = exchange(format!("{initialized}\n{grep}").as_bytes());
+    assert_eq!(answer["id"], 8, "{answer}");
+    assert_eq!(answer["result"]["isError"], false, "still serving after the bad frames: {answer}");
+    drop(stdin);
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("refused an MCP frame"), "refusals are logged: {stderr}");
+}

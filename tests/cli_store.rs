@@ -255,3 +255,51 @@ fn re_running_an_ingest_adds_only_new_lines() {
     let out = strata.run(&["ingest", overlap.to_str().unwrap(), "--session", "s2"]).success();
     assert!(out.contains("ingested 1 messages") && out.contains("skipped 1 lines"), "{out}");
 }
+
+#[test]
+fn doctor_backup_and_a_damaged_file() {
+    let strata = Strata::new();
+    let file = strata.file("chat.jsonl", &transcript(400));
+    strata.run(&["ingest", file.to_str().unwrap()]).success();
+    let report = strata.run(&["doctor", "--json"]).json();
+    assert!(report["checks"].as_array().unwrap().iter().all(|c| c["problems"] == 0), "{report}");
+    assert_eq!(report["embedding_backlog"], 400);
+
+    // A backup while another process appends: a consistent copy of one committed state.
+    let more = strata.file("more.jsonl", &transcript(100));
+    let writer = {
+        let mut command = strata.command();
+        command.args(["ingest", more.to_str().unwrap(), "--session", "other"]);
+        std::thread::spawn(move || command.output().unwrap())
+    };
+    let copy = strata.dir().join("copy.db");
+    let out = strata.run(&["backup", copy.to_str().unwrap()]).success();
+    assert!(out.contains("checked"), "{out}");
+    assert!(writer.join().unwrap().status.success());
+    let copied = strata.run_on(&copy, &["stats", "--json"]).json()["messages"].as_u64().unwrap();
+    assert!(copied == 400 || copied == 500, "a committed state, not a torn one: {copied}");
+    strata.run_on(&copy, &["doctor"]).success();
+    let again = strata.run(&["backup", copy.to_str().unwrap()]).failure();
+    assert!(again.contains("already exists"), "{again}");
+
+    // Damage the main file: writers refuse it, doctor says what is wrong, both exit non-zero.
+    strata.run(&["doctor"]).success();
+    let db = strata.db().to_path_buf();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)").unwrap();
+    drop(conn);
+    let mut bytes = std::fs::read(&db).unwrap();
+    let pages = bytes.len() / 4096;
+    for page in (pages / 2..pages).step_by(5) {
+        for byte in &mut bytes[page * 4096 + 8..page * 4096 + 40] {
+            *byte ^= 0x5A;
+        }
+    }
+    std::fs::write(&db, &bytes).unwrap();
+    let refused = strata.run(&["ingest", more.to_str().unwrap(), "--session", "third"]).failure();
+    assert!(refused.contains("damaged") || refused.contains("corrupt"), "{refused}");
+    assert_eq!(refused.trim().lines().count(), 1, "one line: {refused}");
+    assert_eq!(std::fs::read(&db).unwrap(), bytes, "nothing was written to the damaged file");
+    let doctor = strata.run(&["doctor"]).failure();
+    assert!(doctor.contains("not healthy") || doctor.contains("corrupt"), "{doctor}");
+}

@@ -3,6 +3,7 @@
 mod chat;
 mod compact;
 mod demo;
+mod doctor;
 mod eval;
 mod ingest;
 mod mcp;
@@ -73,6 +74,19 @@ enum Command {
     },
     /// Create the database (or bring an older one up to date).
     Init,
+    /// Check the database: SQLite's check, full-text indexes, the summary forest and its
+    /// coverage, the embedding backlog. Exits non-zero with a report when something is wrong.
+    Doctor {
+        /// Run SQLite's full integrity_check (slower) instead of quick_check.
+        #[arg(long)]
+        full: bool,
+    },
+    /// Write a consistent copy of the database (safe while other processes write; a plain file
+    /// copy can miss what is still in the write-ahead log).
+    Backup {
+        /// The file to create (must not exist).
+        dest: PathBuf,
+    },
     /// Append chat messages from a JSON Lines file, one message per line.
     Ingest(ingest::IngestArgs),
     /// Show what the database holds.
@@ -129,6 +143,14 @@ fn open_existing(cli: &Cli) -> anyhow::Result<Store> {
 fn open(cli: &Cli) -> anyhow::Result<Store> {
     Store::open_with_timeout(&cli.db, std::time::Duration::from_millis(cli.busy_timeout_ms))
         .with_context(|| format!("cannot use database {}", cli.db.display()))
+}
+
+/// Opens the database for a bulk write (`ingest`, `compact`): a damaged file is refused before
+/// anything is written to it.
+fn open_checked(cli: &Cli) -> anyhow::Result<Store> {
+    let store = open(cli)?;
+    store.quick_check().with_context(|| format!("cannot use database {}", cli.db.display()))?;
+    Ok(store)
 }
 
 /// Loads the configuration: defaults, then the file, then `STRATA_*` variables.
@@ -194,7 +216,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 strata_store::SCHEMA_VERSION
             )?;
         }
-        Command::Ingest(args) => ingest::run(&open(&cli)?, args, cli.json, &mut out)?,
+        Command::Ingest(args) => ingest::run(&open_checked(&cli)?, args, cli.json, &mut out)?,
+        Command::Doctor { full } => doctor::doctor(&open_existing(&cli)?, *full, cli.json, &mut out)?,
+        Command::Backup { dest } => doctor::backup(&open_existing(&cli)?, dest, cli.json, &mut out)?,
         Command::Stats => {
             let stats = open_existing(&cli)?.stats()?;
             if cli.json {
@@ -242,7 +266,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Memory(command) => {
             memory::run(&open(&cli)?, &config(&cli)?.recall, command, cli.json, &mut out)?
         }
-        Command::Compact(args) => compact::compact(open(&cli)?, args, &config(&cli)?, cli.json, &mut out)?,
+        Command::Compact(args) => {
+            compact::compact(open_checked(&cli)?, args, &config(&cli)?, cli.json, &mut out)?
+        }
         Command::Context(args) => {
             compact::context(open_existing(&cli)?, args, &config(&cli)?, cli.json, &mut out)?
         }

@@ -95,6 +95,16 @@ pub enum Error {
         /// Why, in words a user can act on.
         reason: String,
     },
+    /// SQLite's own check found the file damaged; strata writes nothing to it.
+    #[error(
+        "the database file is damaged ({problems} problems, first: {first}); nothing was written. Run `strata doctor`, and restore a backup (`strata backup`) if you have one"
+    )]
+    Damaged {
+        /// How many problems the check listed (at most 100).
+        problems: u64,
+        /// The first one, as SQLite words it.
+        first: String,
+    },
     /// Any other SQLite error.
     #[error("database error")]
     Sqlite(#[source] rusqlite::Error),

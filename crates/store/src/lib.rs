@@ -32,6 +32,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod check;
 mod compaction;
 mod db;
 mod error;
@@ -49,6 +50,7 @@ mod types;
 mod vec;
 mod vectors;
 
+pub use crate::check::{Check, Report};
 pub use crate::compaction::{ConsistentReader, MessageOutline};
 pub use crate::db::DEFAULT_BUSY_TIMEOUT;
 pub use crate::error::{Error, Result};

@@ -11,6 +11,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 use serde::Serialize;
 
+use crate::check::{self, Report};
 use crate::db::{self, Pool};
 use crate::error::{Error, Result};
 use crate::memories::{self, MemoryWrite};
@@ -143,6 +144,34 @@ impl Store {
         let value = f(&tx)?;
         tx.commit()?;
         Ok(value)
+    }
+
+    // Health.
+
+    /// SQLite's `quick_check`: an error naming the first problems when the file is damaged.
+    /// Bulk writers (`strata ingest`, `strata compact`) run it first, so they never add to a
+    /// damaged file.
+    pub fn quick_check(&self) -> Result<()> {
+        let check = self.read(|conn| check::sqlite_check(conn, false))?;
+        match check.problems {
+            0 => Ok(()),
+            n => Err(Error::Damaged {
+                problems: n,
+                first: check.details.into_iter().next().unwrap_or_default(),
+            }),
+        }
+    }
+
+    /// Every health check (see [`Report`]); `full` runs SQLite's `integrity_check` instead of
+    /// the quicker `quick_check`. Only reads.
+    pub fn doctor(&self, full: bool) -> Result<Report> {
+        self.read(|conn| check::doctor(conn, full))
+    }
+
+    /// A consistent copy of the database at `dest` (which must not exist), taken while other
+    /// processes keep writing.
+    pub fn backup(&self, dest: &Path) -> Result<()> {
+        self.read(|conn| check::backup(conn, dest))
     }
 
     // Sessions.

@@ -5,8 +5,8 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 
 use strata_store::{
-    Category, EmbeddingSpace, Error, HitKind, IncomingMessage, MemoryWrite, NewMessage, NewSummary, Role,
-    Scan, SearchFilter, Store, TextQuery, Writer,
+    Category, Check, EmbeddingSpace, Error, HitKind, IncomingMessage, MemoryWrite, NewMessage, NewSummary,
+    Role, Scan, SearchFilter, Store, TextQuery, Writer,
 };
 
 fn temp_store() -> (tempfile::TempDir, Store) {
@@ -674,4 +674,57 @@ fn readers_open_and_search_while_a_writer_holds_the_lock() {
             .is_empty()
     );
     writer.execute_batch("COMMIT").unwrap();
+}
+
+#[test]
+fn doctor_finds_a_broken_forest_and_a_healthy_file_passes() {
+    let (dir, store) = temp_store();
+    let session = session_with(&store, "s", "p", 12);
+    let a = store.insert_leaf(session.id, 0, 2, &summary("a")).unwrap();
+    let b = store.insert_leaf(session.id, 3, 5, &summary("b")).unwrap();
+    store.merge(&[a.id, b.id], &summary("ab")).unwrap();
+    let report = store.doctor(true).unwrap();
+    assert!(report.healthy(), "{report:#?}");
+    assert_eq!(report.embedding_backlog, 12 + 3);
+
+    // Someone edits the file by hand: a covered message loses its link.
+    let conn = rusqlite::Connection::open(dir.path().join("strata.db")).unwrap();
+    conn.execute("UPDATE messages SET summary_id = NULL WHERE seq = 1", []).unwrap();
+    let report = store.doctor(false).unwrap();
+    assert!(!report.healthy());
+    let broken: Vec<&Check> = report.checks.iter().filter(|check| check.problems > 0).collect();
+    assert_eq!(broken.len(), 1, "{broken:#?}");
+    assert_eq!(broken[0].name, "each Level-0 node covers every message of its range");
+    assert!(broken[0].details[0].starts_with(&format!("node {} ", a.id)), "{:?}", broken[0].details);
+}
+
+#[test]
+fn a_damaged_file_is_named_by_quick_check() {
+    let (dir, store) = temp_store();
+    session_with(&store, "s", "p", 400);
+    drop(store);
+    let path = dir.path().join("strata.db");
+    // Flip bytes inside a few pages past the schema (as a failing disk would).
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)").unwrap();
+    drop(conn);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let pages = bytes.len() / 4096;
+    for page in (pages * 3 / 4..pages).step_by(4) {
+        for byte in &mut bytes[page * 4096 + 8..page * 4096 + 40] {
+            *byte ^= 0xA5;
+        }
+    }
+    std::fs::write(&path, &bytes).unwrap();
+    // Either opening already trips over the damage, or the check names it: never a silent pass.
+    let err = match Store::open(&path) {
+        Ok(store) => store.quick_check().unwrap_err(),
+        Err(err) => err,
+    };
+    assert!(
+        matches!(err, Error::Damaged { problems, .. } if problems > 0) || matches!(err, Error::Corrupt(_)),
+        "{err:?}"
+    );
+    assert!(!err.to_string().contains('\n'), "one line: {err}");
+    assert_eq!(std::fs::read(&path).unwrap(), bytes, "the damaged file is left as it was");
 }

@@ -1,0 +1,190 @@
+//! Health checks and backups: what `strata doctor` and `strata backup` run.
+//!
+//! Every check only reads. The FTS5 `integrity-check` command is spelled as an INSERT, so it
+//! runs inside a transaction that is rolled back.
+
+use std::path::Path;
+
+use rusqlite::{Connection, OptionalExtension};
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+
+/// The full-text indexes, each checked against its content.
+const FTS_TABLES: [&str; 6] =
+    ["messages_fts", "summaries_fts", "memories_fts", "messages_words", "summaries_words", "memories_words"];
+
+/// Most problems listed per check; the count says how many there were.
+const MAX_LISTED: usize = 20;
+
+/// One check of [`Report`].
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Check {
+    /// What was checked.
+    pub name: &'static str,
+    /// How many problems were found.
+    pub problems: u64,
+    /// The first problems, in words.
+    pub details: Vec<String>,
+}
+
+/// What `strata doctor` found.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Report {
+    /// Every check, in the order run.
+    pub checks: Vec<Check>,
+    /// Rows still waiting for a vector (not a problem: the embedder catches up).
+    pub embedding_backlog: u64,
+}
+
+impl Report {
+    /// Whether every check passed.
+    pub fn healthy(&self) -> bool {
+        self.checks.iter().all(|check| check.problems == 0)
+    }
+}
+
+/// A check whose problems are the rows of `sql` (one text column each), all counted, the
+/// first [`MAX_LISTED`] kept.
+fn rows_check(conn: &Connection, name: &'static str, sql: &str) -> Result<Check> {
+    let mut statement = conn.prepare(sql)?;
+    let mut rows = statement.query([])?;
+    let mut check = Check { name, problems: 0, details: Vec::new() };
+    while let Some(row) = rows.next()? {
+        check.problems += 1;
+        if check.details.len() < MAX_LISTED {
+            check.details.push(row.get(0)?);
+        }
+    }
+    Ok(check)
+}
+
+/// SQLite's own check of the file: `quick_check` (structure, O(size)) or `integrity_check`
+/// (also every index against its table).
+pub(crate) fn sqlite_check(conn: &Connection, full: bool) -> Result<Check> {
+    let pragma = if full { "PRAGMA integrity_check(100)" } else { "PRAGMA quick_check(100)" };
+    let mut statement = conn.prepare(pragma)?;
+    let lines: Vec<String> = statement.query_map([], |row| row.get(0))?.collect::<rusqlite::Result<_>>()?;
+    // A row may hold several problems, one per line, under a "*** in database main ***" header.
+    let problems: Vec<String> = lines
+        .iter()
+        .flat_map(|row| row.lines())
+        .filter(|line| *line != "ok" && !line.starts_with("*** "))
+        .map(str::to_owned)
+        .collect();
+    Ok(Check {
+        name: if full { "sqlite integrity_check" } else { "sqlite quick_check" },
+        problems: problems.len() as u64,
+        details: problems.into_iter().take(MAX_LISTED).collect(),
+    })
+}
+
+fn fts_check(conn: &Connection) -> Result<Check> {
+    let mut check = Check { name: "full-text indexes match their tables", problems: 0, details: Vec::new() };
+    conn.execute_batch("SAVEPOINT fts_check")?;
+    for table in FTS_TABLES {
+        let exists: Option<i64> = conn
+            .query_row("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1", [table], |row| {
+                row.get(0)
+            })
+            .optional()?;
+        if exists.is_none() {
+            continue;
+        }
+        if let Err(error) =
+            conn.execute(&format!("INSERT INTO {table}({table}) VALUES ('integrity-check')"), [])
+        {
+            check.problems += 1;
+            check.details.push(format!("{table}: {error}"));
+        }
+    }
+    conn.execute_batch("ROLLBACK TO fts_check; RELEASE fts_check")?;
+    Ok(check)
+}
+
+/// Runs every check. `full` runs SQLite's `integrity_check` instead of `quick_check`.
+pub(crate) fn doctor(conn: &Connection, full: bool) -> Result<Report> {
+    let mut checks = vec![sqlite_check(conn, full)?];
+    if checks[0].problems > 0 {
+        // The tables cannot be trusted to answer the other checks.
+        return Ok(Report { checks, embedding_backlog: 0 });
+    }
+    checks.push(fts_check(conn)?);
+    checks.push(rows_check(
+        conn,
+        "each compacted message lies inside its Level-0 node",
+        "SELECT 'message ' || m.id || ' (seq ' || m.seq || ') points at node ' || m.summary_id ||
+                CASE WHEN n.id IS NULL THEN ', which does not exist'
+                     ELSE ' (level ' || n.level || ', session ' || n.session_id || ', seq ' || n.first_seq || '-' || n.last_seq || ')' END
+         FROM messages m LEFT JOIN summary_nodes n ON n.id = m.summary_id
+         WHERE m.summary_id IS NOT NULL
+           AND (n.id IS NULL OR n.level != 0 OR n.session_id != m.session_id
+                OR m.seq NOT BETWEEN n.first_seq AND n.last_seq OR m.pinned = 1)",
+    )?);
+    checks.push(rows_check(
+        conn,
+        "each Level-0 node covers every message of its range",
+        "SELECT 'node ' || n.id || ' (seq ' || n.first_seq || '-' || n.last_seq || ') covers ' ||
+                (SELECT count(*) FROM messages m WHERE m.summary_id = n.id) || ' of the ' ||
+                (SELECT count(*) FROM messages m WHERE m.session_id = n.session_id AND m.seq BETWEEN n.first_seq AND n.last_seq) ||
+                ' messages of its range'
+         FROM summary_nodes n
+         WHERE n.level = 0
+           AND (SELECT count(*) FROM messages m WHERE m.summary_id = n.id)
+            != (SELECT count(*) FROM messages m WHERE m.session_id = n.session_id AND m.seq BETWEEN n.first_seq AND n.last_seq)",
+    )?);
+    checks.push(rows_check(
+        conn,
+        "each merged node's parent is one level up and spans it",
+        "SELECT 'node ' || c.id || ' (level ' || c.level || ', seq ' || c.first_seq || '-' || c.last_seq ||
+                ') has parent ' || p.id || ' (level ' || p.level || ', seq ' || p.first_seq || '-' || p.last_seq || ')'
+         FROM summary_nodes c JOIN summary_nodes p ON p.id = c.parent_id
+         WHERE p.level != c.level + 1 OR p.session_id != c.session_id
+            OR c.first_seq < p.first_seq OR c.last_seq > p.last_seq
+            OR c.start_time < p.start_time - 0.001 OR c.end_time > p.end_time + 0.001",
+    )?);
+    checks.push(rows_check(
+        conn,
+        "node time ranges run forward",
+        "SELECT 'node ' || id || ' starts after it ends' FROM summary_nodes WHERE start_time > end_time",
+    )?);
+    checks.push(rows_check(
+        conn,
+        "no two Level-0 nodes overlap",
+        "SELECT 'nodes ' || a.id || ' and ' || b.id || ' overlap in session ' || a.session_id
+         FROM summary_nodes a JOIN summary_nodes b
+           ON a.session_id = b.session_id AND a.level = 0 AND b.level = 0 AND a.id < b.id
+          AND a.first_seq <= b.last_seq AND b.first_seq <= a.last_seq",
+    )?);
+    checks.push(rows_check(
+        conn,
+        "seqs are dense in every session",
+        "SELECT 'session ' || session_id || ' has ' || count(*) || ' messages but seqs up to ' || max(seq)
+         FROM messages GROUP BY session_id HAVING count(*) != max(seq) + 1",
+    )?);
+    checks.push(rows_check(
+        conn,
+        "backlog entries name existing rows",
+        "SELECT kind || ' ' || item_id || ' is queued for embedding but does not exist' FROM embedding_backlog b
+         WHERE (kind = 'message' AND NOT EXISTS (SELECT 1 FROM messages WHERE id = b.item_id))
+            OR (kind = 'summary' AND NOT EXISTS (SELECT 1 FROM summary_nodes WHERE id = b.item_id))
+            OR (kind = 'memory' AND NOT EXISTS (SELECT 1 FROM agent_memories WHERE id = b.item_id))",
+    )?);
+    let embedding_backlog: i64 =
+        conn.query_row("SELECT count(*) FROM embedding_backlog", [], |row| row.get(0))?;
+    Ok(Report { checks, embedding_backlog: embedding_backlog as u64 })
+}
+
+/// Writes a consistent copy of the database to `dest` with `VACUUM INTO`: one read
+/// transaction, so writers carry on meanwhile and the copy holds exactly what was committed
+/// when it started (WAL included, which a plain file copy misses). `dest` must not exist.
+pub(crate) fn backup(conn: &Connection, dest: &Path) -> Result<()> {
+    if dest.exists() {
+        return Err(Error::invalid("backup destination", format!("{} already exists", dest.display())));
+    }
+    let dest_text = dest.to_str().ok_or_else(|| {
+        Error::invalid("backup destination", format!("{} is not valid UTF-8", dest.display()))
+    })?;
+    conn.execute("VACUUM INTO ?1", [dest_text])?;
+    Ok(())
+}
