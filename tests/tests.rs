@@ -11,3 +11,4 @@ mod cli_mcp;
 mod cli_recall;
 mod cli_store;
 mod crash;
+mod reliability;

@@ -1,7 +1,10 @@
 //! Helpers for end-to-end tests: a temporary database and a way to run the binary on it.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output};
+use std::time::{Duration, Instant};
+
+use strata_store::Store;
 
 /// A temporary directory with a database path, and the `strata` binary to run against it.
 pub struct Strata {
@@ -89,5 +92,52 @@ impl Strata {
         let mut command = Command::new(env!("CARGO_BIN_EXE_strata"));
         command.arg("--db").arg(db).env_remove("STRATA_DB").env("STRATA_LOG", "error");
         Run::from(command.args(args).stdin(std::process::Stdio::null()).output().unwrap())
+    }
+}
+
+/// Polls (no fixed sleeps) until `ready` holds or the child exits; then kills it with SIGKILL.
+/// Returns whether it was still running when killed.
+pub fn kill_when(child: &mut Child, mut ready: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while Instant::now() < deadline {
+        if child.try_wait().unwrap().is_some() {
+            return false;
+        }
+        if ready() {
+            break;
+        }
+        std::thread::yield_now();
+    }
+    child.kill().unwrap(); // SIGKILL on Unix: no cleanup runs.
+    child.wait().unwrap();
+    true
+}
+
+/// Every structural invariant of the forest, checked from the database alone.
+pub fn assert_consistent(store: &Store, key: &str, expected_messages: usize) {
+    let session = store.find_session(key).unwrap().expect("session exists");
+    let messages = store.all_messages(session.id).unwrap();
+    assert_eq!(messages.len(), expected_messages, "no message lost");
+    assert!(messages.iter().enumerate().all(|(i, m)| m.seq == i as i64), "seqs dense");
+    let nodes = store.nodes(session.id).unwrap();
+    for node in &nodes {
+        if node.level == 0 {
+            let covered: Vec<i64> =
+                messages.iter().filter(|m| m.summary_id == Some(node.id)).map(|m| m.seq).collect();
+            let range: Vec<i64> = (node.first_seq..=node.last_seq).collect();
+            assert_eq!(covered, range, "leaf {} covers exactly its contiguous range", node.id);
+        } else {
+            let children: Vec<_> = nodes.iter().filter(|c| c.parent_id == Some(node.id)).collect();
+            assert!(children.len() >= 2, "node {} has its children", node.id);
+            assert!(children.iter().all(|c| c.level + 1 == node.level));
+            assert_eq!(children.iter().map(|c| c.first_seq).min(), Some(node.first_seq));
+            assert_eq!(children.iter().map(|c| c.last_seq).max(), Some(node.last_seq));
+        }
+    }
+    // A message is covered by a node that exists (the link and the node commit together).
+    for message in &messages {
+        if let Some(node) = message.summary_id {
+            assert!(nodes.iter().any(|n| n.id == node && n.level == 0), "message {} dangles", message.id);
+        }
     }
 }

@@ -219,3 +219,55 @@ pub fn run(store: &Store, args: &IngestArgs, json: bool, out: &mut impl Write) -
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn counter() -> &'static TokenCounter {
+        static COUNTER: std::sync::OnceLock<TokenCounter> = std::sync::OnceLock::new();
+        COUNTER.get_or_init(|| TokenCounter::for_model("gpt-4o-mini"))
+    }
+
+    /// A line that is nearly a message: known and unknown keys with values of any JSON type.
+    fn near_message() -> impl Strategy<Value = String> {
+        let value = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::Bool),
+            any::<i64>().prop_map(|n| serde_json::json!(n)),
+            "\\PC{0,20}".prop_map(serde_json::Value::String),
+            prop::sample::select(vec!["user", "assistant", "tool", "system", "2026-01-31T09:30:00Z"])
+                .prop_map(|s| serde_json::json!(s)),
+            Just(
+                serde_json::json!([{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}])
+            ),
+        ];
+        let key = prop_oneof![prop::sample::select(KEYS.to_vec()).prop_map(str::to_owned), "[a-z]{1,8}"];
+        prop::collection::btree_map(key, value, 0..8)
+            .prop_map(|map| serde_json::Value::Object(map.into_iter().collect()).to_string())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 3_000, failure_persistence: None, ..ProptestConfig::default() })]
+
+        /// Any line parses into a message or an error that names the problem on one line.
+        #[test]
+        fn any_line_is_a_message_or_one_clear_error(
+            line in prop_oneof![near_message(), "\\PC{0,60}"],
+            lenient in any::<bool>(),
+        ) {
+            match parse_line(&line, "s", "p", lenient, counter(), Utc::now()) {
+                Ok(incoming) => {
+                    prop_assert!(!incoming.session_key.is_empty());
+                    prop_assert!(incoming.line_digest.is_some());
+                }
+                Err(error) => {
+                    let text = format!("{error:#}");
+                    prop_assert!(!text.is_empty() && !text.contains('\n'), "{line} -> {text}");
+                }
+            }
+        }
+    }
+}

@@ -4,6 +4,7 @@
 mod recall {
     pub mod util;
 
+    mod dispatch;
     mod fusion;
     mod grep;
     mod isolation;

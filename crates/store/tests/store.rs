@@ -728,3 +728,26 @@ fn a_damaged_file_is_named_by_quick_check() {
     assert!(!err.to_string().contains('\n'), "one line: {err}");
     assert_eq!(std::fs::read(&path).unwrap(), bytes, "the damaged file is left as it was");
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 2_000, failure_persistence: None, ..Default::default() })]
+
+    /// Any text a model sends as a grep query either parses and runs, or is refused as an
+    /// invalid query: never a panic, never an SQL error.
+    #[test]
+    fn any_grep_query_parses_and_runs_or_is_refused(query in "\\PC{0,40}|[\"*()^:+\\-a-zA-Z0-9 ]{0,24}") {
+        thread_local! {
+            static STORE: (tempfile::TempDir, Store) = {
+                let (dir, store) = temp_store();
+                session_with(&store, "s", "p", 20);
+                (dir, store)
+            };
+        }
+        STORE.with(|(_, store)| match TextQuery::parse(&query) {
+            Ok(parsed) => {
+                store.grep(&parsed, &SearchFilter::persona("p")).unwrap();
+            }
+            Err(err) => assert!(matches!(err, Error::Invalid { field: "query", .. }), "{query:?}: {err:?}"),
+        });
+    }
+}

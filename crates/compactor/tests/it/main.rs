@@ -1,6 +1,7 @@
 //! Integration tests of strata-compactor over real, file-backed stores.
 
 mod cycle;
+mod faults;
 mod injection;
 mod invariants;
 mod openai;
