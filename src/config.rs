@@ -97,14 +97,17 @@ impl Config {
         Ok(config)
     }
 
-    /// The compactor's settings with what other sections decide: user preferences expire for
-    /// the injection exactly when they expire for the tools (`[recall.memory_ttls]`).
+    /// The compactor's settings with what other sections decide: memories expire for the
+    /// injection exactly when they expire for the tools (`[recall.memory_ttls]`).
     pub fn compactor(&self) -> strata_compactor::CompactorConfig {
         let mut compactor = self.compactor.clone();
-        compactor.preferences_max_age = match self.recall.memory_ttls.user_preferences {
+        let max_age = |ttl: strata_recall::Ttl| match ttl {
             strata_recall::Ttl::Never => None,
             strata_recall::Ttl::Days(days) => chrono::TimeDelta::try_days(i64::from(days)),
         };
+        let ttls = &self.recall.memory_ttls;
+        compactor.preferences_max_age = max_age(ttls.user_preferences);
+        compactor.memories_max_age = [max_age(ttls.progress), max_age(ttls.memo)];
         compactor
     }
 

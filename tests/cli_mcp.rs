@@ -71,6 +71,7 @@ async fn an_mcp_client_lists_and_calls_the_tools() {
     let expected = [
         "expand_summary",
         "memory_grep",
+        "memory_list",
         "memory_search",
         "save_memory",
         "view_chat_history_summary",

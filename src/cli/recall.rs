@@ -320,7 +320,9 @@ pub fn view(
 ) -> anyhow::Result<()> {
     let message = store.message(MessageId(id))?;
     let session = store.session_by_id(message.session_id)?;
-    let around = strata_recall::view(store, &session.persona, config, id)?;
+    // Only the neighbours and the covering summary: the message itself is printed whole.
+    let args = strata_recall::ViewMessageArgs { message_id: id, offset: None, max_chars: Some(1) };
+    let around = strata_recall::view(store, &session.persona, config, &args)?;
     let view = FullView {
         message: MessageView::new(&message, &session),
         before: around.before,

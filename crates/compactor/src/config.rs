@@ -61,6 +61,10 @@ pub struct CompactorConfig {
     /// A turn starting more than this many seconds after the previous message is a bootstrap
     /// turn (default 1,800: 30 minutes).
     pub idle_gap_secs: u64,
+    /// Tokens of long-term memories (`progress`, `memo`; newest first) shown on bootstrap turns
+    /// after the preferences; the rest are named as available through `memory_list`. 0 shows
+    /// none (default 600).
+    pub injected_memory_tokens: u32,
     /// After this many consecutive failed summarizer calls, chunks are archived as flagged
     /// `raw-archive` digests so the context still fits (default 3).
     pub failures_before_raw_archive: u32,
@@ -71,6 +75,10 @@ pub struct CompactorConfig {
     /// tools and the injection always agree on what has expired.
     #[serde(skip)]
     pub preferences_max_age: Option<chrono::TimeDelta>,
+    /// The same for `progress` and `memo` memories (in that order), from
+    /// `[recall.memory_ttls]`.
+    #[serde(skip)]
+    pub memories_max_age: [Option<chrono::TimeDelta>; 2],
 }
 
 impl Default for CompactorConfig {
@@ -93,9 +101,11 @@ impl Default for CompactorConfig {
             scaffold_body_tokens: 3_000,
             oversized_message_tokens: 2_000,
             idle_gap_secs: 30 * 60,
+            injected_memory_tokens: 600,
             failures_before_raw_archive: 3,
             retry: RetryPolicy::default(),
             preferences_max_age: None,
+            memories_max_age: [None, None],
         }
     }
 }

@@ -53,7 +53,7 @@ mod summarizer;
 mod tokens;
 mod tree;
 
-pub use crate::assemble::{AssembledContext, ContextEntry, Injection, Part, TokenAccounting, inject};
+pub use crate::assemble::{AssembledContext, ContextEntry, Injection, Part, TokenAccounting};
 pub use crate::compactor::{Compactor, Outcome};
 pub use crate::config::{CompactorConfig, RetryPolicy};
 pub use crate::error::{Error, Result, SummarizeError};

@@ -56,10 +56,13 @@ pub struct RecallConfig {
     pub quantized_candidates: usize,
     /// Messages shown before and after the one `view_message` opens. Default 3.
     pub view_neighbours: usize,
+    /// Characters of a message `view_message` returns per page, unless the call asks for
+    /// another size (at most four times this). Default 8,000.
+    pub view_page_chars: usize,
     /// Messages per page when `expand_summary` lists a Level-0 node's sources. Default 20.
     pub expand_page_size: usize,
     /// Characters of a message shown in lists (neighbours, expanded sources, semantic
-    /// snippets) before it is cut; `view_message` always shows the full text. Default 600.
+    /// snippets) before it is cut; `view_message` shows the text itself, page by page. Default 600.
     pub excerpt_chars: usize,
     /// Summary roots whose body `view_chat_history_summary` includes (the newest ones; older
     /// roots show their headline only). Default 8.
@@ -96,6 +99,7 @@ impl Default for RecallConfig {
             search_candidates: 50,
             quantized_candidates: 0,
             view_neighbours: 3,
+            view_page_chars: 8_000,
             expand_page_size: 20,
             excerpt_chars: 600,
             history_bodies: 8,

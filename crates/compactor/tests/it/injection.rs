@@ -94,3 +94,40 @@ async fn a_regular_turn_without_preferences_is_sent_verbatim() {
     assert_eq!(boot.injection, Injection::Bootstrap);
     assert_eq!(latest_request(&boot), format!("{GUIDELINES}[Current Request]\nBack again."));
 }
+
+#[tokio::test]
+async fn bootstrap_turns_carry_saved_memories_newest_first_within_their_budget() {
+    let fx = fixture(CompactorConfig { injected_memory_tokens: 60, ..CompactorConfig::default() });
+    for (i, key) in ["old_note", "deploy_plan", "release_state"].iter().enumerate() {
+        let category = if i == 0 { Category::Memo } else { Category::Progress };
+        fx.store
+            .put_memory(
+                Writer::Agent,
+                "coder",
+                &MemoryWrite {
+                    category,
+                    key,
+                    title: key,
+                    content: &format!("{key} content, step {i} of 5 done"),
+                },
+            )
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    fx.push(NewMessage::text(Role::User, "Where do we stand?"), 0);
+    let first = fx.compactor.assemble(fx.session, t0()).await.unwrap();
+    let request = latest_request(&first);
+    let block = request.split("[Long-term Memories]\n").nth(1).expect("a memories block").to_owned();
+    let release = block.find("progress/release_state").expect("the newest is shown");
+    let deploy = block.find("progress/deploy_plan").expect("the next newest too");
+    assert!(release < deploy, "newest first: {block}");
+    assert!(block.starts_with("⟦retrieved-data "), "memories are fenced: {block}");
+    assert!(block.contains("1 more saved memories are not shown: memory_list"), "{block}");
+    assert!(request.ends_with("[Current Request]\nWhere do we stand?"));
+
+    // A regular turn carries no memories.
+    fx.push(NewMessage::text(Role::Assistant, "Release is at step 2."), 1);
+    fx.push(NewMessage::text(Role::User, "And next?"), 2);
+    let regular = fx.compactor.assemble(fx.session, t0() + Duration::minutes(2)).await.unwrap();
+    assert_eq!(latest_request(&regular), "And next?");
+}

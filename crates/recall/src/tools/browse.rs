@@ -6,10 +6,10 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use strata_store::{Level, Message, MessageId, NodeId, SessionOverview, Store, SummaryNode};
 
-use super::ExpandSummaryArgs;
 use super::search::excerpt;
+use super::{ExpandSummaryArgs, ViewMessageArgs};
 use crate::config::RecallConfig;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// A message in a list (neighbours, a Level-0 node's sources): its text may be cut.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -39,6 +39,32 @@ impl MessageExcerpt {
             truncated: content != message.content,
             content,
         }
+    }
+}
+
+/// One page of a text: a character range, located in bytes.
+struct Page {
+    bytes: std::ops::Range<usize>,
+    total: u64,
+    offset: u64,
+    next: Option<u64>,
+}
+
+impl Page {
+    fn of(text: &str, offset: u64, chars: usize) -> Result<Page> {
+        let total = text.chars().count() as u64;
+        if offset > total || (offset == total && total > 0) {
+            return Err(Error::invalid(
+                "offset",
+                format!("{offset} is past the end (the text has {total} characters)"),
+            ));
+        }
+        let byte_at =
+            |char_index: u64| text.char_indices().nth(char_index as usize).map_or(text.len(), |(at, _)| at);
+        let start = byte_at(offset);
+        let end_char = (offset + chars as u64).min(total);
+        let end = start + text[start..].char_indices().nth(chars).map_or(text.len() - start, |(at, _)| at);
+        Ok(Page { bytes: start..end, total, offset, next: (end_char < total).then_some(end_char) })
     }
 }
 
@@ -100,8 +126,14 @@ pub struct FullMessage {
     pub role: &'static str,
     /// When.
     pub timestamp: DateTime<Utc>,
-    /// The text, verbatim.
+    /// The text, verbatim: the page from `offset`, all of it when it fits one page.
     pub content: String,
+    /// Length of the whole text, in characters.
+    pub content_chars: u64,
+    /// Character offset of this page in the whole text.
+    pub offset: u64,
+    /// Where the next page starts (pass it as `offset`); `null` on the last page.
+    pub next_offset: Option<u64>,
     /// Tool calls an assistant message made.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_calls: Option<serde_json::Value>,
@@ -130,9 +162,22 @@ pub struct ViewAnswer {
     pub covering_summary: Option<NodeView>,
 }
 
-/// `view_message`: one message of `persona` in full, its neighbours and its covering summary.
-pub fn view(store: &Store, persona: &str, config: &RecallConfig, id: i64) -> Result<ViewAnswer> {
-    let (message, session) = store.message_for(persona, MessageId(id))?;
+/// `view_message`: one message of `persona` (a page of its text), its neighbours and its
+/// covering summary. Pages are exact character ranges: concatenated, they are the message.
+pub fn view(
+    store: &Store,
+    persona: &str,
+    config: &RecallConfig,
+    args: &ViewMessageArgs,
+) -> Result<ViewAnswer> {
+    let (message, session) = store.message_for(persona, MessageId(args.message_id))?;
+    let page_chars = match args.max_chars {
+        Some(0) => return Err(Error::invalid("max_chars", "must be at least 1")),
+        Some(n) => (n as usize).min(config.view_page_chars.saturating_mul(4)),
+        None => config.view_page_chars,
+    }
+    .max(1);
+    let page = Page::of(&message.content, args.offset.unwrap_or(0), page_chars)?;
     let around = config.view_neighbours as i64;
     let neighbours =
         store.messages(session.id, (message.seq - around).max(0)..=message.seq.saturating_add(around))?;
@@ -152,7 +197,10 @@ pub fn view(store: &Store, persona: &str, config: &RecallConfig, id: i64) -> Res
             seq: message.seq,
             role: message.role.as_str(),
             timestamp: message.created_at,
-            content: message.content,
+            content: message.content[page.bytes.clone()].to_owned(),
+            content_chars: page.total,
+            offset: page.offset,
+            next_offset: page.next,
             tool_calls: message.tool_calls,
             tool_call_id: message.tool_call_id,
             name: message.name,

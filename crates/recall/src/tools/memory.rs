@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use strata_store::{Category, MAX_CONTENT_CHARS, Memory, MemoryWrite, Store, Writer, normalize_key};
 
-use super::SaveMemoryArgs;
+use super::{MemoryListArgs, SaveMemoryArgs};
 use crate::config::RecallConfig;
 use crate::embed::{Embedder, cosine};
 use crate::error::{Error, Result};
@@ -34,6 +34,49 @@ pub fn live_memories(
     let mut memories = store.memories(persona, category)?;
     memories.retain(|m| !config.memory_ttls.is_expired(m.category, m.updated_at, now));
     Ok(memories)
+}
+
+/// The answer of `memory_list`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ListAnswer {
+    /// This page, newest first.
+    pub memories: Vec<Memory>,
+    /// How many match in all.
+    pub total: usize,
+    /// Where the next page starts (pass it as `offset`); `null` on the last page.
+    pub next_offset: Option<usize>,
+}
+
+/// `memory_list`: the live memories of `persona`, newest first, filtered and paged.
+pub fn list(
+    store: &Store,
+    persona: &str,
+    config: &RecallConfig,
+    args: &MemoryListArgs,
+    now: DateTime<Utc>,
+) -> Result<ListAnswer> {
+    let category = match args.category.as_deref() {
+        None => None,
+        Some(name) => Some(name.parse::<Category>().map_err(|_| {
+            Error::invalid("category", format!("{name:?} is not user_preferences, progress or memo"))
+        })?),
+    };
+    let limit = match args.limit {
+        Some(0) => return Err(Error::invalid("limit", "must be at least 1 (at most 100)")),
+        Some(n) => (n as usize).min(100),
+        None => 20,
+    };
+    let mut memories = live_memories(store, persona, category, config, now)?;
+    if let Some(prefix) = &args.key_prefix {
+        let prefix = normalize_key(prefix).unwrap_or_default();
+        memories.retain(|memory| memory.key.starts_with(&prefix));
+    }
+    memories.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(b.id.0.cmp(&a.id.0)));
+    let total = memories.len();
+    let offset = args.offset.unwrap_or(0) as usize;
+    let page: Vec<Memory> = memories.into_iter().skip(offset).take(limit).collect();
+    let next_offset = (offset + page.len() < total).then_some(offset + page.len());
+    Ok(ListAnswer { memories: page, total, next_offset })
 }
 
 /// Deletes every expired memory (all personas); returns how many per category.

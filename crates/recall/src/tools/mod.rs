@@ -21,7 +21,7 @@ pub use self::browse::{
     ChildView, ExpandAnswer, HistoryAnswer, MessageExcerpt, NodeView, TimelineEntry, ViewAnswer, expand,
     history, view,
 };
-pub use self::memory::{SaveAnswer, live_memories, purge_expired, save};
+pub use self::memory::{ListAnswer, SaveAnswer, list, live_memories, purge_expired, save};
 pub use self::search::{Coverage, Hit, HitRef, SearchAnswer, excerpt, excerpt_around, grep, search};
 
 /// The semantic side of recall: a loaded model, or why there is none.
@@ -152,6 +152,11 @@ pub struct MemorySearchArgs {
 pub struct ViewMessageArgs {
     /// The message id, as returned by memory_grep, memory_search or expand_summary.
     pub message_id: i64,
+    /// Character offset to read from: 0 (the default) for the first page, then the answer's
+    /// next_offset.
+    pub offset: Option<u64>,
+    /// Characters per page (default 8,000, at most 32,000).
+    pub max_chars: Option<u32>,
 }
 
 /// Arguments of `expand_summary`.
@@ -186,13 +191,28 @@ pub struct SaveMemoryArgs {
     pub allow_new_key: Option<bool>,
 }
 
+/// Arguments of `memory_list`.
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryListArgs {
+    /// Only this category: `user_preferences`, `progress` or `memo` (default: all).
+    #[schemars(extend("enum" = ["user_preferences", "progress", "memo"]))]
+    pub category: Option<String>,
+    /// Only keys that start with this.
+    pub key_prefix: Option<String>,
+    /// Skip this many (paging; use next_offset from the previous page).
+    pub offset: Option<u32>,
+    /// Most memories per page: 1 to 100, default 20.
+    pub limit: Option<u32>,
+}
+
 struct ToolSpec {
     name: &'static str,
     description: &'static str,
     schema: fn() -> schemars::Schema,
 }
 
-const TOOLS: [ToolSpec; 6] = [
+const TOOLS: [ToolSpec; 7] = [
     ToolSpec {
         name: "memory_grep",
         description: "Keyword search over this persona's past messages, conversation summaries and saved \
@@ -209,8 +229,9 @@ const TOOLS: [ToolSpec; 6] = [
     },
     ToolSpec {
         name: "view_message",
-        description: "Open one stored message in full: its text, time and session, a few messages before and \
-                      after it, and the summary that covers it.",
+        description: "Open one stored message: its text (a page of it when long: pass the answer's next_offset \
+                      as offset to read on), time and session, a few messages before and after it, and the summary \
+                      that covers it.",
         schema: || schemars::schema_for!(ViewMessageArgs),
     },
     ToolSpec {
@@ -231,6 +252,12 @@ const TOOLS: [ToolSpec; 6] = [
         description: "Save or update a memory (upsert by category and key): `progress` for task state, `memo` \
                       for notes worth keeping. At most 500 characters. User preferences cannot be written by you.",
         schema: || schemars::schema_for!(SaveMemoryArgs),
+    },
+    ToolSpec {
+        name: "memory_list",
+        description: "List this persona's saved memories, newest first: the user's preferences, your `progress` \
+                      (task state) and `memo` notes. Filter by category or key prefix; paged.",
+        schema: || schemars::schema_for!(MemoryListArgs),
     },
 ];
 
@@ -299,7 +326,7 @@ fn dispatch(ctx: &ToolContext, name: &str, args: &Value) -> Result<Value> {
         "memory_search" => answer(search(store, &scope, config, &ctx.embedder, &parse_args(args)?)?),
         "view_message" => {
             let args: ViewMessageArgs = parse_args(args)?;
-            answer(view(store, &scope.persona, config, args.message_id)?)
+            answer(view(store, &scope.persona, config, &args)?)
         }
         "expand_summary" => answer(expand(store, &scope.persona, config, &parse_args(args)?)?),
         "view_chat_history_summary" => {
@@ -309,6 +336,7 @@ fn dispatch(ctx: &ToolContext, name: &str, args: &Value) -> Result<Value> {
         "save_memory" => {
             answer(save(store, &scope.persona, config, ctx.embedder.ready(), &parse_args(args)?)?)
         }
+        "memory_list" => answer(list(store, &scope.persona, config, &parse_args(args)?, chrono::Utc::now())?),
         other => Err(Error::UnknownTool(other.chars().take(80).collect())),
     }
 }

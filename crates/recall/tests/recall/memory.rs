@@ -262,3 +262,42 @@ fn racing_writers_hear_the_truth_about_created() {
         assert_eq!(created, 1, "key task_{key}: {created} writers were told they created it");
     }
 }
+
+#[test]
+fn memory_list_pages_through_the_personas_memories_newest_first() {
+    let fx = fixture();
+    let store = &fx.store;
+    let session = store.session("s", "p").unwrap();
+    let ctx = ctx(store, &session);
+    for i in 0..25 {
+        let category = if i % 5 == 0 { "memo" } else { "progress" };
+        ok(
+            &ctx,
+            "save_memory",
+            json!({"category": category, "key": format!("task {i} of release"),
+            "title": format!("Task {i}"), "content": format!("step {i} done"), "allow_new_key": true}),
+        );
+    }
+    // Another persona's memory is never listed.
+    let other = store.session("t", "q").unwrap();
+    ok(
+        &crate::recall::util::ctx(store, &other),
+        "save_memory",
+        json!({"category": "memo", "key": "secret", "title": "Secret", "content": "zebra"}),
+    );
+
+    let first = ok(&ctx, "memory_list", json!({}));
+    assert_eq!(first["total"], 25);
+    assert_eq!(first["memories"].as_array().unwrap().len(), 20);
+    assert_eq!(first["memories"][0]["key"], "task_24_of_release", "newest first");
+    let rest = ok(&ctx, "memory_list", json!({"offset": first["next_offset"]}));
+    assert_eq!(rest["memories"].as_array().unwrap().len(), 5);
+    assert!(rest["next_offset"].is_null());
+    let memos = ok(&ctx, "memory_list", json!({"category": "memo", "limit": 2}));
+    assert_eq!((memos["total"].as_u64(), memos["next_offset"].as_u64()), (Some(5), Some(2)));
+    let prefixed = ok(&ctx, "memory_list", json!({"key_prefix": "task 1"}));
+    assert_eq!(prefixed["total"], 11, "task_1 and task_10..task_19: {prefixed}");
+    assert!(!first.to_string().contains("zebra") && !rest.to_string().contains("zebra"));
+    let bad = err(&ctx, "memory_list", json!({"category": "secrets"}));
+    assert_eq!(bad["kind"], "invalid_argument");
+}

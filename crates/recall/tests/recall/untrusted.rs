@@ -71,3 +71,39 @@ fn a_limit_of_zero_is_an_error_in_both_searches() {
     }
     assert_eq!(ok(&ctx, "memory_grep", json!({"query": "port", "limit": 1}))["count"], 1);
 }
+
+#[test]
+fn a_250k_character_tool_result_is_read_to_its_end_page_by_page() {
+    let fx = fixture();
+    let session = fx.store.session("s", "p").unwrap();
+    let text: String = (0..25_000).map(|i| format!("line {i:05}\n")).collect::<String>() + "ÉND ✓";
+    assert!(text.chars().count() > 250_000);
+    let mut result = NewMessage::text(Role::Tool, &text);
+    result.tool_call_id = Some("call_1".into());
+    let id = fx.store.append(session.id, &[result]).unwrap()[0];
+    let ctx = ctx(&fx.store, &session);
+    let (mut read, mut offset, mut pages) = (String::new(), None::<u64>, 0);
+    loop {
+        let mut args = json!({"message_id": id.0});
+        if let Some(offset) = offset {
+            args["offset"] = json!(offset);
+        }
+        let answer = ok(&ctx, "view_message", args);
+        let message = &answer["message"];
+        read.push_str(crate::recall::util::unfence(message["content"].as_str().unwrap()));
+        pages += 1;
+        assert_eq!(message["content_chars"], text.chars().count() as u64);
+        match message["next_offset"].as_u64() {
+            Some(next) => offset = Some(next),
+            None => break,
+        }
+        assert!(pages < 100, "paging must end");
+    }
+    assert_eq!(read, text, "the pages, joined, are the message");
+    assert_eq!(pages, text.chars().count().div_ceil(8_000));
+    // A bigger page on request, and an offset past the end is a clear error.
+    let big = ok(&ctx, "view_message", json!({"message_id": id.0, "max_chars": 30_000}));
+    assert_eq!(big["message"]["next_offset"], 30_000);
+    let past = err(&ctx, "view_message", json!({"message_id": id.0, "offset": 10_000_000}));
+    assert!(past["message"].as_str().unwrap().contains("past the end"), "{past}");
+}
