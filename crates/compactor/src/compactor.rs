@@ -38,7 +38,9 @@ pub enum Outcome {
         /// True when the call stopped at `max_rounds` with work left: call again.
         pending: bool,
     },
-    /// The compactable middle is smaller than `leaf_min_tokens` / `leaf_min_turns`.
+    /// Nothing to fold: the context is under `trigger_ratio` of the budget (or was folded down
+    /// to `target_ratio`), or the compactable middle is under the `leaf_min_tokens` /
+    /// `leaf_min_turns` floor.
     BelowThreshold {
         /// Tokens of the compactable middle.
         middle_tokens: u64,
@@ -305,8 +307,9 @@ impl Compactor {
         }
     }
 
-    /// Tokens of the unabridged context (head, scaffold, every uncovered message).
-    async fn context_size(&self, session: SessionId) -> Result<u64> {
+    /// Tokens of the session's unabridged context (head, scaffold, every uncovered message):
+    /// what `trigger_ratio` and `target_ratio` are compared with.
+    pub async fn context_size(&self, session: SessionId) -> Result<u64> {
         let config = self.inner.config.clone();
         let counter = self.inner.counter.clone();
         self.blocking(move |store| {
@@ -363,6 +366,11 @@ impl Compactor {
         let tokens_before =
             assemble::unabridged_tokens(&first.outline, &first.roots, &config, &self.inner.counter);
 
+        // Window-aware: fold only when the context would pass the trigger, and then down to the
+        // target. `estimate` follows the call's own writes (a chunk's tokens out, its node's in).
+        let (trigger, target) = config.trigger_and_target();
+        let folding = tokens_before > trigger;
+        let mut estimate = tokens_before;
         let (mut created, mut archived, mut resummarized, mut refusals) = (0u32, 0u32, 0u32, 0u32);
         let mut folded = 0u64;
         let mut archiving = false;
@@ -386,7 +394,9 @@ impl Compactor {
                 write = Some((step, Target::Merge(children.iter().map(|node| node.id).collect())));
             } else {
                 let (middle_tokens, middle_turns) = planning.plan.middle();
-                if middle_tokens >= u64::from(config.leaf_min_tokens)
+                if folding
+                    && estimate > target
+                    && middle_tokens >= u64::from(config.leaf_min_tokens)
                     && middle_turns >= config.leaf_min_turns as usize
                 {
                     match planning.plan.next_chunk(&planning.outline, &config) {
@@ -463,6 +473,7 @@ impl Compactor {
                     match (target, node) {
                         (Target::Leaf(chunk), Some(node)) => {
                             folded += planning.plan.covered(&chunk);
+                            estimate = estimate.saturating_sub(chunk.tokens) + u64::from(node.token_count);
                             planning.roots.push(node);
                         }
                         (Target::Merge(ids), Some(node)) => {

@@ -35,8 +35,15 @@ pub struct CompactorConfig {
     /// Older tail turns leave the tail once the tail would hold more than this many tokens,
     /// so a few huge turns cannot pin the whole window (default 8,000).
     pub tail_tokens: u32,
-    /// A Level-0 node is written only when the compactable middle holds at least this many
-    /// tokens (default 6,000) ...
+    /// Compaction starts when the context would exceed this share of the budget
+    /// (`context_window_tokens - reserve_tokens`; default 0.75) ...
+    pub trigger_ratio: f64,
+    /// ... and folds the oldest turns until it is under this share (default 0.5). A chat that
+    /// fits comfortably is never folded, whatever its length: 39k tokens in a 200k window stay
+    /// verbatim. 0 and 0 fold whenever the floor below allows (the behaviour before ratios).
+    pub target_ratio: f64,
+    /// A floor against tiny Level-0 nodes: one is written only when the compactable middle
+    /// holds at least this many tokens (default 1,000) ...
     pub leaf_min_tokens: u32,
     /// ... and at least this many whole turns (default 2).
     pub leaf_min_turns: u32,
@@ -91,7 +98,9 @@ impl Default for CompactorConfig {
             head_messages: 2,
             tail_turns: 4,
             tail_tokens: 8_000,
-            leaf_min_tokens: 6_000,
+            trigger_ratio: 0.75,
+            target_ratio: 0.5,
+            leaf_min_tokens: 1_000,
             leaf_min_turns: 2,
             leaf_chunk_tokens: 4_000,
             context_consolidation_k: 4,
@@ -157,6 +166,12 @@ impl CompactorConfig {
         }
     }
 
+    /// The context size (tokens) above which compaction starts, and the one it folds down to.
+    pub fn trigger_and_target(&self) -> (u64, u64) {
+        let budget = f64::from(self.budget());
+        ((self.trigger_ratio * budget) as u64, (self.target_ratio * budget) as u64)
+    }
+
     /// The idle gap after which a turn is a bootstrap turn.
     pub fn idle_gap(&self) -> chrono::TimeDelta {
         // More than TimeDelta can hold is "never idle long enough": the longest gap it can.
@@ -179,6 +194,12 @@ impl CompactorConfig {
                 "context_window_tokens",
                 "context_window_tokens - reserve_tokens must leave at least 512 tokens",
             ));
+        }
+        if !(0.0..=1.0).contains(&self.trigger_ratio) {
+            return Err(invalid("trigger_ratio", "must be between 0 and 1"));
+        }
+        if !(0.0..=self.trigger_ratio).contains(&self.target_ratio) {
+            return Err(invalid("target_ratio", "must be between 0 and trigger_ratio"));
         }
         if self.tail_turns == 0 {
             return Err(invalid("tail_turns", "at least the newest turn must be protected"));

@@ -69,6 +69,10 @@ pub struct RecallConfig {
     pub history_bodies: usize,
     /// Most roots `view_chat_history_summary` lists (the newest). Default 200.
     pub history_max_roots: usize,
+    /// Newest not-yet-summarized messages `view_chat_history_summary` shows per session, so
+    /// recent events of other threads are visible before they are summarized; 0 shows none.
+    /// Default 6.
+    pub history_recent_messages: usize,
     /// Two keys whose Levenshtein distance is at most this are near-duplicates. Default 2.
     pub near_duplicate_edits: usize,
     /// Two keys whose normalized Levenshtein similarity is at least this are near-duplicates.
@@ -104,6 +108,7 @@ impl Default for RecallConfig {
             excerpt_chars: 600,
             history_bodies: 8,
             history_max_roots: 200,
+            history_recent_messages: 6,
             near_duplicate_edits: 2,
             near_duplicate_similarity: 0.8,
             near_duplicate_meaning: 0.78,

@@ -55,7 +55,7 @@ pub use crate::time::{Bound, TimeRange, parse_bound, parse_range};
 pub use crate::tools::{
     ChildView, Coverage, EmbedderState, ExpandAnswer, ExpandSummaryArgs, HistoryAnswer, HistoryArgs, Hit,
     HitRef, ListAnswer, MemoryGrepArgs, MemoryListArgs, MemorySearchArgs, MessageExcerpt, NodeView,
-    SaveAnswer, SaveMemoryArgs, Scope, SearchAnswer, TimelineEntry, ToolContext, ViewAnswer, ViewMessageArgs,
-    call_tool, error_json, excerpt, excerpt_around, expand, grep, history, list, live_memories,
-    purge_expired, save, search, tool_names, tool_specs, view,
+    RecentMessages, SaveAnswer, SaveMemoryArgs, Scope, SearchAnswer, TimelineEntry, ToolContext, ViewAnswer,
+    ViewMessageArgs, call_tool, error_json, excerpt, excerpt_around, expand, grep, history, list,
+    live_memories, purge_expired, save, search, tool_names, tool_specs, view,
 };

@@ -7,6 +7,7 @@ mod recall {
     mod dispatch;
     mod fusion;
     mod grep;
+    mod history;
     mod isolation;
     mod memory;
     mod pipeline;

@@ -198,6 +198,23 @@ impl Store {
         self.read(|conn| session_overview(conn, persona))
     }
 
+    /// The newest `limit` messages of a session that no summary covers yet, oldest first.
+    pub fn recent_uncovered(&self, session: SessionId, limit: usize) -> Result<Vec<crate::Message>> {
+        self.read(|conn| {
+            let sql = format!(
+                "SELECT * FROM (SELECT {} FROM messages m WHERE m.session_id = ?1 AND m.summary_id IS NULL
+                 ORDER BY m.seq DESC LIMIT ?2) ORDER BY seq",
+                crate::Message::COLUMNS
+            );
+            crate::db::query_all(
+                conn,
+                &sql,
+                rusqlite::params![session, limit as i64],
+                crate::Message::from_row,
+            )
+        })
+    }
+
     /// Up to `limit` rows waiting for a vector, optionally of one persona or one session.
     pub fn embedding_backlog_filtered(
         &self,

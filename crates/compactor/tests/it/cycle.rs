@@ -8,6 +8,8 @@ use crate::util::{Turn, fixture, t0, words};
 /// Settings where every turn (about 150 tokens) becomes one Level-0 node of its own.
 fn one_turn_per_leaf() -> CompactorConfig {
     CompactorConfig {
+        trigger_ratio: 0.0,
+        target_ratio: 0.0,
         head_messages: 0,
         tail_turns: 1,
         tail_tokens: 10_000,
@@ -60,6 +62,8 @@ async fn two_k_roots_of_a_level_merge_their_oldest_k() {
 #[tokio::test]
 async fn the_prefix_is_byte_identical_between_compactions() {
     let config = CompactorConfig {
+        trigger_ratio: 0.0,
+        target_ratio: 0.0,
         head_messages: 1,
         tail_turns: 2,
         leaf_min_tokens: 2_500,
@@ -143,6 +147,8 @@ async fn head_and_tail_that_cannot_fit_are_a_typed_error() {
 
 fn snapshot_fixture() -> crate::util::Fixture {
     let config = CompactorConfig {
+        trigger_ratio: 0.0,
+        target_ratio: 0.0,
         head_messages: 2,
         tail_turns: 1,
         leaf_min_tokens: 1,
@@ -201,4 +207,38 @@ async fn snapshot_of_the_tree() {
     let fx = snapshot_fixture();
     fx.compact_fully().await;
     insta::assert_snapshot!("tree", render_tree(&fx.store, fx.session).unwrap());
+}
+
+#[tokio::test]
+async fn compaction_follows_the_window_it_fills() {
+    // A 39k-token chat in a 200k window fits comfortably: nothing is folded.
+    let fx = fixture(CompactorConfig { context_window_tokens: 200_000, ..CompactorConfig::default() });
+    let mut minute = 0;
+    let mut i = 0;
+    while fx.compactor.context_size(fx.session).await.unwrap() < 39_000 {
+        minute = fx.push_turn(&big_turn(i), minute);
+        i += 1;
+    }
+    let outcome = fx.compactor.compact(fx.session).await.unwrap();
+    assert!(matches!(outcome, Outcome::BelowThreshold { .. }), "{outcome:?}");
+    assert!(fx.store.nodes(fx.session).unwrap().is_empty());
+
+    // The same chat in a 40k window (budget 36k) is past 75%: folded to about half of it.
+    let config =
+        CompactorConfig { context_window_tokens: 40_000, max_rounds: 64, ..CompactorConfig::default() };
+    let small = fixture(config.clone());
+    let mut minute = 0;
+    for i in 0..i {
+        minute = small.push_turn(&big_turn(i), minute);
+    }
+    let before = small.compactor.context_size(small.session).await.unwrap();
+    assert!(before > 27_000, "{before}");
+    let outcome = small.compactor.compact(small.session).await.unwrap();
+    let Outcome::Compacted { tokens_after, .. } = outcome else { panic!("{outcome:?}") };
+    let (_, target) = config.trigger_and_target();
+    assert!(
+        tokens_after <= target + u64::from(config.leaf_chunk_tokens),
+        "{tokens_after} vs target {target}"
+    );
+    assert!(tokens_after >= target / 2, "folded only down to the target, not everything: {tokens_after}");
 }

@@ -94,6 +94,8 @@ async fn five_hundred_turns_against_a_flaky_summarizer() {
         .await;
     let retry = RetryPolicy { max_attempts: 2, initial_backoff_ms: 1, max_backoff_ms: 5, timeout_ms: 300 };
     let config = CompactorConfig {
+        trigger_ratio: 0.0,
+        target_ratio: 0.0,
         context_window_tokens: 6_000,
         reserve_tokens: 1_000,
         head_messages: 1,

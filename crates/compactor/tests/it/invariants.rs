@@ -10,6 +10,8 @@ use crate::util::{Fixture, Turn, fixture, t0, words};
 
 fn config() -> CompactorConfig {
     CompactorConfig {
+        trigger_ratio: 0.0,
+        target_ratio: 0.0,
         context_window_tokens: 3_000,
         reserve_tokens: 500,
         head_messages: 2,

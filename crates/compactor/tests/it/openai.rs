@@ -19,6 +19,8 @@ fn retry(timeout_ms: u64) -> RetryPolicy {
 /// A session with enough history for exactly one Level-0 node per compaction call.
 fn setup(server: &MockServer, timeout_ms: u64, failures_before_raw_archive: u32) -> Fixture {
     let config = CompactorConfig {
+        trigger_ratio: 0.0,
+        target_ratio: 0.0,
         head_messages: 0,
         tail_turns: 1,
         leaf_min_tokens: 100,

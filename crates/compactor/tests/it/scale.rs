@@ -8,7 +8,13 @@ use strata_store::{NewMessage, Role};
 use super::util::*;
 
 fn config() -> CompactorConfig {
-    CompactorConfig { leaf_min_tokens: 400, leaf_chunk_tokens: 800, ..CompactorConfig::default() }
+    CompactorConfig {
+        trigger_ratio: 0.0,
+        target_ratio: 0.0,
+        leaf_min_tokens: 400,
+        leaf_chunk_tokens: 800,
+        ..CompactorConfig::default()
+    }
 }
 
 /// Appends `turns` plain turns in one transaction (a bulk import).

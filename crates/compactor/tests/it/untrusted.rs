@@ -30,6 +30,8 @@ fn only_inside_fences(text: &str, needle: &str) -> bool {
 #[tokio::test]
 async fn a_hostile_tool_result_stays_quoted_data_after_compaction() {
     let fx = fixture(CompactorConfig {
+        trigger_ratio: 0.0,
+        target_ratio: 0.0,
         head_messages: 1,
         leaf_min_tokens: 200,
         leaf_chunk_tokens: 400,

@@ -335,6 +335,21 @@ pub struct HistoryAnswer {
     pub timeline: Vec<TimelineEntry>,
     /// Older roots left out to keep the answer short.
     pub omitted_roots: usize,
+    /// Per session with messages no summary covers yet, its newest ones: what happened
+    /// recently in other threads, before any summary of it exists.
+    pub recent: Vec<RecentMessages>,
+}
+
+/// The newest not-yet-summarized messages of one session.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RecentMessages {
+    /// Session key.
+    pub session: String,
+    /// How many messages of it no summary covers.
+    pub uncompacted_messages: u64,
+    /// The newest of them (at most `history_recent_messages`), oldest first, cut at
+    /// `excerpt_chars`.
+    pub messages: Vec<MessageExcerpt>,
 }
 
 /// `view_chat_history_summary`: the persona's consolidated timeline across its sessions.
@@ -363,5 +378,17 @@ pub fn history(store: &Store, persona: &str, config: &RecallConfig) -> Result<Hi
             body: (i >= with_body).then_some(node.body),
         })
         .collect();
-    Ok(HistoryAnswer { sessions, timeline, omitted_roots })
+    let mut recent = Vec::new();
+    if config.history_recent_messages > 0 {
+        for session in sessions.iter().filter(|s| s.uncompacted_messages > 0) {
+            let messages = store.recent_uncovered(session.id, config.history_recent_messages)?;
+            recent.push(RecentMessages {
+                session: session.key.clone(),
+                uncompacted_messages: session.uncompacted_messages,
+                messages: messages.iter().map(|m| MessageExcerpt::new(m, config.excerpt_chars)).collect(),
+            });
+        }
+        recent.sort_by_key(|r| std::cmp::Reverse(r.messages.last().map(|m| m.timestamp)));
+    }
+    Ok(HistoryAnswer { sessions, timeline, omitted_roots, recent })
 }

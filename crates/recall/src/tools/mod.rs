@@ -18,8 +18,8 @@ use crate::error::{Error, Result};
 use crate::fence;
 
 pub use self::browse::{
-    ChildView, ExpandAnswer, HistoryAnswer, MessageExcerpt, NodeView, TimelineEntry, ViewAnswer, expand,
-    history, view,
+    ChildView, ExpandAnswer, HistoryAnswer, MessageExcerpt, NodeView, RecentMessages, TimelineEntry,
+    ViewAnswer, expand, history, view,
 };
 pub use self::memory::{ListAnswer, SaveAnswer, list, live_memories, purge_expired, save};
 pub use self::search::{Coverage, Hit, HitRef, SearchAnswer, excerpt, excerpt_around, grep, search};
@@ -243,8 +243,8 @@ const TOOLS: [ToolSpec; 7] = [
     ToolSpec {
         name: "view_chat_history_summary",
         description: "The consolidated timeline of this persona's conversations across all of its chats: each \
-                      chat's summaries in time order. Call it when the user refers to other chats or to \
-                      events you cannot find in this conversation.",
+                      chat's summaries in time order, then each chat's newest messages not yet summarized. Call \
+                      it when the user refers to other chats or to events you cannot find in this conversation.",
         schema: || schemars::schema_for!(HistoryArgs),
     },
     ToolSpec {
