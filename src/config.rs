@@ -50,6 +50,9 @@ pub struct SummarizerConfig {
     pub model: String,
     /// The environment variable holding the API key.
     pub api_key_env: String,
+    /// Run compaction in a background task (`Engine`): `prepare_context` never waits for a
+    /// summarizer. The CLI compacts inline whatever this says.
+    pub background: bool,
 }
 
 impl Default for SummarizerConfig {
@@ -59,6 +62,7 @@ impl Default for SummarizerConfig {
             base_url: "https://api.openai.com/v1".into(),
             model: "gpt-4o-mini".into(),
             api_key_env: "STRATA_API_KEY".into(),
+            background: false,
         }
     }
 }

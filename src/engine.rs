@@ -1,7 +1,8 @@
 //! The `Engine`: one database, one compactor, the recall tools, wired together.
 
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use chrono::Utc;
@@ -11,6 +12,7 @@ use strata_compactor::{
 };
 use strata_recall::{EmbedWorker, Embedder, EmbedderState, ToolContext};
 use strata_store::{MessageId, NewMessage, Session, SessionId, Store};
+use tokio::task::JoinHandle;
 use tracing::Instrument;
 
 use crate::config::{Config, SummarizerKind};
@@ -38,13 +40,16 @@ struct Inner {
     /// Started at most once; a lock-free cell, so `append` never waits on a caller blocked in
     /// `wait_embedded`.
     worker: OnceLock<EmbedWorker>,
+    /// Compactions running in the background (`[summarizer] background`), one per session.
+    background: Mutex<HashMap<SessionId, JoinHandle<Result<Outcome>>>>,
 }
 
 /// The context to send to the model, and what compaction did to get there.
 #[derive(Clone, Debug)]
 pub struct PreparedContext {
-    /// What the compaction cycle did before assembling.
-    pub outcome: Outcome,
+    /// What the compaction cycle did before assembling; `None` when compaction runs in the
+    /// background (`[summarizer] background`) and the context was assembled from what exists.
+    pub outcome: Option<Outcome>,
     /// The messages (OpenAI format) with their token accounting.
     pub context: AssembledContext,
 }
@@ -91,6 +96,7 @@ impl Engine {
                 compactor,
                 embedder: OnceLock::new(),
                 worker: OnceLock::new(),
+                background: Mutex::new(HashMap::new()),
             }),
         })
     }
@@ -203,17 +209,29 @@ impl EngineSession {
 
     /// Runs the compaction cycle (bounded by `max_rounds`) and assembles the context to send.
     /// The summarizer is awaited with no database connection held.
+    ///
+    /// With `[summarizer] background = true` it never waits for a summarizer: it starts a
+    /// compaction of this session in a background task (unless one is running) and assembles
+    /// from what exists now; when the uncompacted part would overflow the window meanwhile, the
+    /// oldest turns go out as one elision note naming them (nothing is lost: they are stored
+    /// and `view_message` reads them).
     pub async fn prepare_context(&self) -> Result<PreparedContext> {
         let span = tracing::info_span!("prepare_context", session = %self.session.key, persona = %self.session.persona);
         async {
             let compactor = &self.engine.inner.compactor;
-            let outcome = compactor.compact(self.session.id).await?;
-            // The compactor logs each compaction's accounting (its `compact` span); the totals
-            // per summarizer (tokens in and out, compression) are derived from the nodes by
-            // `strata stats`.
-            if matches!(outcome, Outcome::Compacted { .. }) {
-                self.engine.notify_worker();
-            }
+            let outcome = if self.engine.inner.config.summarizer.background {
+                self.compact_in_background();
+                None
+            } else {
+                let outcome = compactor.compact(self.session.id).await?;
+                // The compactor logs each compaction's accounting (its `compact` span); the
+                // totals per summarizer (tokens in and out, compression) are derived from the
+                // nodes by `strata stats`.
+                if matches!(outcome, Outcome::Compacted { .. }) {
+                    self.engine.notify_worker();
+                }
+                Some(outcome)
+            };
             let context = compactor.assemble(self.session.id, Utc::now()).await?;
             tracing::debug!(
                 tokens = context.tokens.total,
@@ -224,6 +242,42 @@ impl EngineSession {
         }
         .instrument(span)
         .await
+    }
+
+    /// Starts a compaction of this session on the tokio runtime, unless one is running.
+    fn compact_in_background(&self) {
+        let mut running =
+            self.engine.inner.background.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if running.get(&self.session.id).is_some_and(|task| !task.is_finished()) {
+            return;
+        }
+        let engine = self.engine.clone();
+        let session = self.session.id;
+        let task = tokio::spawn(
+            async move {
+                let outcome = engine.inner.compactor.compact(session).await.map_err(Error::from);
+                if matches!(outcome, Ok(Outcome::Compacted { .. })) {
+                    engine.notify_worker();
+                }
+                outcome
+            }
+            .instrument(tracing::info_span!("background_compaction", %session)),
+        );
+        running.insert(session, task);
+    }
+
+    /// Waits for this session's background compaction, if one was started and not yet
+    /// awaited, and returns what it did.
+    pub async fn finish_compaction(&self) -> Option<Result<Outcome>> {
+        let task = {
+            let mut running =
+                self.engine.inner.background.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            running.remove(&self.session.id)
+        }?;
+        Some(match task.await {
+            Ok(outcome) => outcome,
+            Err(join) => Err(Error::Background(join)),
+        })
     }
 
     /// Runs one tool call for this session's persona. Always answers JSON: a result, or an

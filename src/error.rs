@@ -31,4 +31,7 @@ pub enum Error {
     /// The configuration is not valid.
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// A background compaction task panicked or was cancelled.
+    #[error("the background compaction stopped")]
+    Background(#[source] tokio::task::JoinError),
 }

@@ -2,6 +2,7 @@
 
 mod util;
 
+mod background;
 mod cli_chat;
 mod cli_compact;
 mod cli_demo;

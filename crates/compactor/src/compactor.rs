@@ -556,11 +556,9 @@ impl Compactor {
     /// The context to send for a session at time `now` (which decides which user preferences
     /// have expired): head, scaffold, acknowledgement, buffer and tail, inside the budget.
     pub async fn assemble(&self, session: SessionId, now: DateTime<Utc>) -> Result<AssembledContext> {
-        // Assembly reads the outline, the messages and the forest separately: holding the
-        // session's compaction lock keeps a compaction of this process from landing in between
-        // (which could show the same messages both verbatim and inside a new node).
-        let lock = self.session_lock(session);
-        let _guard = lock.lock().await;
+        // No compaction lock: the snapshot is one read transaction, so a compaction (of this
+        // process or another) lands wholly before or after it, and assembly never waits for a
+        // summarizer that a running compaction is waiting on.
         let config = self.inner.config.clone();
         let counter = self.inner.counter.clone();
         self.blocking(move |store| {
