@@ -1,4 +1,4 @@
--- Schema 4: appends and imports that can be retried.
+-- Schema 4: appends, imports and summarizer calls that can be retried.
 --
 -- A bot that retries an append after a timeout, or a user who re-runs an import whose
 -- confirmation was lost, must not store a message twice.
@@ -21,3 +21,8 @@ CREATE TABLE ingests (
     created_at REAL NOT NULL,
     UNIQUE (session_id, digest)
 );
+
+-- Consecutive failed summarizer calls per session. Kept in the file rather than in a process,
+-- so `strata compact` run again and again against a dead server reaches the raw-archive
+-- fallback, as a long-running bot does.
+ALTER TABLE sessions ADD COLUMN summarizer_failures INTEGER NOT NULL DEFAULT 0;

@@ -230,8 +230,20 @@ impl Compactor {
         *self.inner.failures.lock().unwrap_or_else(PoisonError::into_inner).get(&session).unwrap_or(&0)
     }
 
-    fn set_failures(&self, session: SessionId, count: u32) {
-        self.inner.failures.lock().unwrap_or_else(PoisonError::into_inner).insert(session, count);
+    /// Records the count in memory and in the database, so another process (the next
+    /// `strata compact`) continues from it. Failing to record it only costs the fallback's
+    /// timing, so a store error is logged, not returned.
+    async fn set_failures(&self, session: SessionId, count: u32) {
+        let previous =
+            self.inner.failures.lock().unwrap_or_else(PoisonError::into_inner).insert(session, count);
+        if previous == Some(count) {
+            return;
+        }
+        if let Err(error) =
+            self.blocking(move |store| Ok(store.set_summarizer_failures(session, count)?)).await
+        {
+            tracing::warn!(%session, error = %chain(&error), "cannot record the summarizer failures");
+        }
     }
 
     /// Consecutive failed summarizer calls for a session (0 once a call succeeds).
@@ -262,7 +274,7 @@ impl Compactor {
             }
             match result {
                 Ok((summary, tokens)) => {
-                    self.set_failures(session, 0);
+                    self.set_failures(session, 0).await;
                     return Step::Written {
                         summary,
                         tokens,
@@ -271,7 +283,7 @@ impl Compactor {
                 }
                 Err(error) => {
                     let consecutive = self.failures(session).saturating_add(1);
-                    self.set_failures(session, consecutive);
+                    self.set_failures(session, consecutive).await;
                     tracing::warn!(%session, consecutive, error = %chain(&error), "summarizer failed");
                     if consecutive < config.failures_before_raw_archive {
                         return Step::Failed { error, consecutive };
@@ -360,7 +372,13 @@ impl Compactor {
         let _guard = lock.lock().await;
         let config = self.inner.config.clone();
         let k = config.context_consolidation_k as usize;
-        let persona = self.blocking(move |store| Ok(store.session_by_id(session)?.persona)).await?;
+        let (persona, failures) = self
+            .blocking(move |store| {
+                Ok((store.session_by_id(session)?.persona, store.summarizer_failures(session)?))
+            })
+            .await?;
+        // Failures recorded by an earlier process count toward the raw-archive fallback.
+        self.inner.failures.lock().unwrap_or_else(PoisonError::into_inner).insert(session, failures);
         // The first plan's reads also give the size before: the session is read once.
         let first = self.planning(session).await?;
         let tokens_before =

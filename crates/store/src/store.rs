@@ -8,7 +8,7 @@ use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, Transaction, TransactionBehavior};
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior};
 use serde::Serialize;
 
 use crate::check::{self, Report};
@@ -180,6 +180,28 @@ impl Store {
     /// is refused with [`Error::PersonaMismatch`].
     pub fn session(&self, key: &str, persona: &str) -> Result<Session> {
         self.write(|tx| sessions::get_or_create(tx, key, persona, Utc::now()))
+    }
+
+    /// Consecutive failed summarizer calls recorded for a session.
+    pub fn summarizer_failures(&self, session: SessionId) -> Result<u32> {
+        self.read(|conn| {
+            let failures: Option<i64> = conn
+                .prepare_cached("SELECT summarizer_failures FROM sessions WHERE id = ?1")?
+                .query_row([session], |row| row.get(0))
+                .optional()?;
+            failures
+                .map(|n| n.clamp(0, i64::from(u32::MAX)) as u32)
+                .ok_or_else(|| Error::NotFound(format!("session {session}")))
+        })
+    }
+
+    /// Records the consecutive failed summarizer calls of a session (0 after a success).
+    pub fn set_summarizer_failures(&self, session: SessionId, failures: u32) -> Result<()> {
+        self.write(|tx| {
+            tx.prepare_cached("UPDATE sessions SET summarizer_failures = ?2 WHERE id = ?1")?
+                .execute(rusqlite::params![session, failures])?;
+            Ok(())
+        })
     }
 
     /// The session with this key, if it exists.

@@ -181,3 +181,57 @@ impl Respond for FlakyRef {
         self.0.respond(request)
     }
 }
+
+/// `strata compact` against a dead server, run again and again (a new process each time),
+/// reaches the raw-archive fallback: the failure count lives in the database.
+#[tokio::test]
+async fn failures_count_across_processes_toward_the_raw_archive() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/chat/completions"))
+        .respond_with(ResponseTemplate::new(503))
+        .mount(&server)
+        .await;
+    let retry = RetryPolicy { max_attempts: 1, initial_backoff_ms: 1, max_backoff_ms: 1, timeout_ms: 2_000 };
+    let config = CompactorConfig {
+        trigger_ratio: 0.0,
+        target_ratio: 0.0,
+        head_messages: 0,
+        tail_turns: 1,
+        leaf_min_tokens: 100,
+        leaf_min_turns: 1,
+        leaf_chunk_tokens: 400,
+        max_rounds: 1,
+        failures_before_raw_archive: 3,
+        retry: retry.clone(),
+        ..CompactorConfig::default()
+    };
+    let open = |store: strata_store::Store| {
+        let summarizer = OpenAiSummarizer::new(OpenAiConfig {
+            base_url: server.uri(),
+            model: MODEL.into(),
+            api_key: None,
+            retry: retry.clone(),
+        })
+        .unwrap();
+        strata_compactor::Compactor::new(store, config.clone(), Arc::new(summarizer)).unwrap()
+    };
+    let fx = fixture_with(config.clone(), Arc::new(strata_compactor::ExtractiveSummarizer::default()));
+    let mut minute = 0;
+    for i in 0..4 {
+        minute =
+            fx.push_turn(&Turn::plain(format!("Request {i}: {}", words(i, 120)), words(i + 50, 120)), minute);
+    }
+    for attempt in 1..=2 {
+        // A new compactor, as a new `strata compact` process would build.
+        let outcome = open(fx.store.clone()).compact(fx.session).await.unwrap();
+        assert!(
+            matches!(outcome, strata_compactor::Outcome::SummarizerDown { consecutive_failures, .. } if consecutive_failures == attempt),
+            "attempt {attempt}: {outcome:?}"
+        );
+        assert!(fx.store.nodes(fx.session).unwrap().is_empty());
+    }
+    let third = open(fx.store.clone()).compact(fx.session).await.unwrap();
+    assert!(matches!(third, strata_compactor::Outcome::Compacted { raw_archived: 1, .. }), "{third:?}");
+    assert_eq!(fx.store.nodes(fx.session).unwrap()[0].summarizer, RAW_ARCHIVE);
+}
