@@ -68,6 +68,13 @@ pub struct CompactorConfig {
     /// A turn starting more than this many seconds after the previous message is a bootstrap
     /// turn (default 1,800: 30 minutes).
     pub idle_gap_secs: u64,
+    /// The latest request of a bootstrap turn; empty for the default, the user's template of
+    /// DESIGN.md §3 ([`crate::BOOTSTRAP_TEMPLATE`]). Placeholders: `{active_role}`,
+    /// `{preferences}`, `{memories}`, `{time}`, `{request}` (required).
+    pub bootstrap_template: String,
+    /// The latest request of a regular turn; empty for the default
+    /// ([`crate::REGULAR_TEMPLATE`]). Same placeholders; `{memories}` is always empty here.
+    pub regular_template: String,
     /// Tokens of long-term memories (`progress`, `memo`; newest first) shown on bootstrap turns
     /// after the preferences; the rest are named as available through `memory_list`. 0 shows
     /// none (default 600).
@@ -111,6 +118,8 @@ impl Default for CompactorConfig {
             oversized_message_tokens: 2_000,
             idle_gap_secs: 30 * 60,
             injected_memory_tokens: 600,
+            bootstrap_template: String::new(),
+            regular_template: String::new(),
             failures_before_raw_archive: 3,
             retry: RetryPolicy::default(),
             preferences_max_age: None,
@@ -200,6 +209,13 @@ impl CompactorConfig {
         }
         if !(0.0..=self.trigger_ratio).contains(&self.target_ratio) {
             return Err(invalid("target_ratio", "must be between 0 and trigger_ratio"));
+        }
+        for (field, template) in
+            [("bootstrap_template", &self.bootstrap_template), ("regular_template", &self.regular_template)]
+        {
+            if !template.is_empty() && !template.contains("{request}") {
+                return Err(invalid(field, "must contain {request}, or the request would not be sent"));
+            }
         }
         if self.tail_turns == 0 {
             return Err(invalid("tail_turns", "at least the newest turn must be protected"));

@@ -53,7 +53,10 @@ mod summarizer;
 mod tokens;
 mod tree;
 
-pub use crate::assemble::{AssembledContext, ContextEntry, Injection, Part, TokenAccounting};
+pub use crate::assemble::{
+    AssembledContext, BOOTSTRAP_TEMPLATE, ContextEntry, Injection, PLACEHOLDERS, Part, REGULAR_TEMPLATE,
+    TokenAccounting,
+};
 pub use crate::compactor::{Compactor, Outcome};
 pub use crate::config::{CompactorConfig, RetryPolicy};
 pub use crate::error::{Error, Result, SummarizeError};

@@ -131,3 +131,55 @@ async fn bootstrap_turns_carry_saved_memories_newest_first_within_their_budget()
     let regular = fx.compactor.assemble(fx.session, t0() + Duration::minutes(2)).await.unwrap();
     assert_eq!(latest_request(&regular), "And next?");
 }
+
+#[tokio::test]
+async fn templates_can_be_replaced_and_values_are_never_expanded() {
+    let config = CompactorConfig {
+        bootstrap_template: "<sync role={active_role} at {time}>\n{preferences}{memories}Q: {request}".into(),
+        regular_template: "{preferences}Q: {request} {unknown}".into(),
+        ..CompactorConfig::default()
+    };
+    let fx = fixture(config);
+    fx.store
+        .put_memory(
+            Writer::User,
+            "coder",
+            &MemoryWrite {
+                category: Category::UserPreferences,
+                key: "style",
+                title: "Style",
+                content: "Say {request} literally.",
+            },
+        )
+        .unwrap();
+    fx.push(NewMessage::text(Role::User, "Hello."), 0);
+    let first = fx.compactor.assemble(fx.session, t0()).await.unwrap();
+    assert_eq!(
+        latest_request(&first),
+        "<sync role=coder at 2026-03-01 09:00 UTC>\n[User Preferences]\n- Style: Say {request} literally.\n\nQ: Hello."
+    );
+    fx.push(NewMessage::text(Role::Assistant, "Hi."), 1);
+    fx.push(NewMessage::text(Role::User, "Next."), 2);
+    let regular = fx.compactor.assemble(fx.session, t0() + Duration::minutes(2)).await.unwrap();
+    assert_eq!(
+        latest_request(&regular),
+        "[User Preferences]\n- Style: Say {request} literally.\n\nQ: Next. {unknown}",
+        "unknown braces stay literal"
+    );
+
+    // A template that would drop the request is refused when the compactor is built.
+    let broken = CompactorConfig { regular_template: "{preferences}".into(), ..CompactorConfig::default() };
+    let error = broken.validate().unwrap_err();
+    assert!(error.to_string().contains("regular_template"), "{error}");
+}
+
+#[test]
+fn the_default_templates_are_the_users_byte_for_byte() {
+    assert_eq!(
+        strata_compactor::BOOTSTRAP_TEMPLATE
+            .replace("{active_role}", "coder")
+            .replace("{preferences}{memories}", ""),
+        format!("{GUIDELINES}[Current Request]\n{{request}}")
+    );
+    assert_eq!(strata_compactor::REGULAR_TEMPLATE, "{preferences}[Current Request]\n{request}");
+}
