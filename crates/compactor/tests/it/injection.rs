@@ -24,18 +24,7 @@ fn latest_request(context: &strata_compactor::AssembledContext) -> String {
 #[tokio::test]
 async fn bootstrap_regular_and_idle_turns() {
     let fx = fixture(CompactorConfig { head_messages: 1, ..CompactorConfig::default() });
-    fx.store
-        .put_memory(
-            Writer::User,
-            "coder",
-            &MemoryWrite {
-                category: Category::UserPreferences,
-                key: "tone",
-                title: "Tone",
-                content: "Terse answers,\nno emoji.",
-            },
-        )
-        .unwrap();
+    fx.prefer("tone", "Tone", "Terse answers,\nno emoji.");
     let preferences = "[User Preferences]\n- Tone: Terse answers, no emoji.\n\n";
     // The clock is injected: every time below is t0 plus minutes, nothing sleeps.
     fx.push(NewMessage::text(Role::System, "You are a careful coding agent."), 0);
@@ -140,18 +129,7 @@ async fn templates_can_be_replaced_and_values_are_never_expanded() {
         ..CompactorConfig::default()
     };
     let fx = fixture(config);
-    fx.store
-        .put_memory(
-            Writer::User,
-            "coder",
-            &MemoryWrite {
-                category: Category::UserPreferences,
-                key: "style",
-                title: "Style",
-                content: "Say {request} literally.",
-            },
-        )
-        .unwrap();
+    fx.prefer("style", "Style", "Say {request} literally.");
     fx.push(NewMessage::text(Role::User, "Hello."), 0);
     let first = fx.compactor.assemble(fx.session, t0()).await.unwrap();
     assert_eq!(

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use serde_json::json;
 use strata_compactor::{Compactor, CompactorConfig, ExtractiveSummarizer, Outcome, Summarizer};
-use strata_store::{NewMessage, Role, SessionId, Store};
+use strata_store::{Category, MemoryWrite, NewMessage, Role, SessionId, Store, Writer};
 
 pub struct Fixture {
     // Kept alive for the store's file.
@@ -141,6 +141,12 @@ impl Fixture {
                 return outcome;
             }
         }
+    }
+
+    /// Stores a user preference of the fixture's persona, as the user would.
+    pub fn prefer(&self, key: &str, title: &str, content: &str) {
+        let write = MemoryWrite { category: Category::UserPreferences, key, title, content };
+        self.store.put_memory(Writer::User, "coder", &write).unwrap();
     }
 
     /// Nodes per level.
