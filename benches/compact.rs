@@ -157,6 +157,7 @@ fn bench(c: &mut Criterion) {
             .collect(),
         source_tokens: chunk.iter().map(|m| m.token_count).sum(),
         target_tokens: 400,
+        retry: None,
     };
     let extractive = ExtractiveSummarizer::new(counter.clone());
     group

@@ -46,6 +46,9 @@ pub enum ChatError {
     /// The model's endpoint failed or sent something that is not a chat completion.
     #[error("the model did not answer")]
     Llm(#[from] LlmError),
+    /// The model answered with neither text nor a tool call. The empty reply is not stored.
+    #[error("the model sent an empty reply")]
+    EmptyReply,
     /// The model kept calling tools past the limit. The calls of its last reply were answered
     /// with an error instead of being run, so the stored conversation stays well formed.
     #[error("the model was still calling tools after {limit} rounds")]
@@ -141,6 +144,9 @@ impl ChatLoop {
                 let reply = self.client.complete(context.messages(), &self.tools).await?;
                 let calls = reply.calls();
                 let text = reply.content.clone().unwrap_or_default();
+                if calls.is_empty() && text.trim().is_empty() {
+                    return Err(ChatError::EmptyReply);
+                }
                 session.append(reply)?;
                 if calls.is_empty() {
                     let context_tokens = context.context.tokens.total;

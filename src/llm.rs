@@ -66,6 +66,7 @@ pub struct ChatClient {
     model: String,
     api_key: Option<String>,
     max_tokens: u32,
+    text_tool_calls: bool,
 }
 
 /// Most tokens a reply may have unless set with [`ChatClient::with_max_tokens`]: some servers
@@ -82,7 +83,16 @@ impl ChatClient {
             model: model.to_owned(),
             api_key,
             max_tokens: DEFAULT_MAX_TOKENS,
+            text_tool_calls: true,
         }
+    }
+
+    /// Whether a reply whose whole content is a tool call written as JSON text (what
+    /// llama.cpp-based servers return when their chat format does not parse calls) is taken as
+    /// that call. On by default; only calls of offered tools are recognised.
+    pub fn with_text_tool_calls(mut self, recognise: bool) -> ChatClient {
+        self.text_tool_calls = recognise;
+        self
     }
 
     /// The same client with another cap on the tokens of a reply.
@@ -121,13 +131,117 @@ impl ChatClient {
             .pointer("/choices/0/message")
             .cloned()
             .ok_or_else(|| malformed("no choices[0].message".into()))?;
-        serde_json::from_value(message).map_err(|e| malformed(e.to_string()))
+        let mut reply: ChatMessage = serde_json::from_value(message).map_err(|e| malformed(e.to_string()))?;
+        if self.text_tool_calls && reply.tool_calls.is_none() {
+            let offered: Vec<&str> = tools
+                .iter()
+                .filter_map(|tool| tool.pointer("/function/name").and_then(Value::as_str))
+                .collect();
+            if let Some(calls) = reply.content.as_deref().and_then(|text| text_tool_calls(text, &offered)) {
+                tracing::debug!(calls = calls.len(), "tool calls written as text recognised");
+                reply.tool_calls = Some(Value::Array(calls));
+                reply.content = Some(String::new());
+            }
+        }
+        Ok(reply)
     }
+}
+
+/// The tool calls of a reply whose whole content is one or more calls written as JSON text, in
+/// the OpenAI `tool_calls` format; `None` when the content is anything else (prose, JSON that is
+/// not a call, a call of a tool not offered). The shapes seen from local servers:
+/// `{"name": ..., "arguments": {...}}` (bare, in a ```json fence, or between Qwen's
+/// `<tool_call>` tags, one block per call), `"parameters"` for `"arguments"`, and a list of
+/// such objects.
+pub(crate) fn text_tool_calls(content: &str, offered: &[&str]) -> Option<Vec<Value>> {
+    let mut text = content.trim();
+    if let Some(inner) = text.strip_prefix("```") {
+        let inner = inner.strip_prefix("json").unwrap_or(inner);
+        text = inner.strip_suffix("```")?.trim();
+    }
+    let mut objects = Vec::new();
+    if text.starts_with("<tool_call>") {
+        for block in text.split("<tool_call>").map(str::trim).filter(|block| !block.is_empty()) {
+            let block = block.strip_suffix("</tool_call>").unwrap_or(block).trim();
+            objects.push(serde_json::from_str::<Value>(block).ok()?);
+        }
+    } else if text.starts_with('{') || text.starts_with('[') {
+        match serde_json::from_str::<Value>(text).ok()? {
+            Value::Array(items) => objects.extend(items),
+            object => objects.push(object),
+        }
+    } else {
+        return None;
+    }
+    let calls = objects
+        .iter()
+        .enumerate()
+        .map(|(index, object)| {
+            let name = object.get("name")?.as_str()?;
+            if !offered.contains(&name) {
+                return None;
+            }
+            let arguments = match object.get("arguments").or_else(|| object.get("parameters")) {
+                Some(Value::String(text)) => text.clone(),
+                Some(arguments @ Value::Object(_)) => arguments.to_string(),
+                None => "{}".to_owned(),
+                Some(_) => return None,
+            };
+            Some(json!({"id": format!("call_text_{index}"), "type": "function",
+                        "function": {"name": name, "arguments": arguments}}))
+        })
+        .collect::<Option<Vec<Value>>>()?;
+    (!calls.is_empty()).then_some(calls)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::error_message;
+    use serde_json::json;
+
+    use super::{error_message, text_tool_calls};
+
+    #[test]
+    fn calls_written_as_text_are_recognised_in_the_shapes_local_servers_write() {
+        let offered = ["memory_grep", "memory_search"];
+        let call = |name: &str, arguments: &str| json!({"id": "call_text_0", "type": "function", "function": {"name": name, "arguments": arguments}});
+        let bare = r#"{"name": "memory_grep", "arguments": {"query": "gateway"}}"#;
+        assert_eq!(
+            text_tool_calls(bare, &offered),
+            Some(vec![call("memory_grep", r#"{"query":"gateway"}"#)])
+        );
+        let tagged =
+            "<tool_call>\n{\"name\": \"memory_grep\", \"arguments\": {\"query\": \"limit\"}}\n</tool_call>";
+        assert_eq!(
+            text_tool_calls(tagged, &offered),
+            Some(vec![call("memory_grep", r#"{"query":"limit"}"#)])
+        );
+        let fenced = "```json\n{\"name\": \"memory_search\", \"parameters\": {\"query\": \"cache\"}}\n```";
+        assert_eq!(
+            text_tool_calls(fenced, &offered),
+            Some(vec![call("memory_search", r#"{"query":"cache"}"#)])
+        );
+        let two =
+            r#"[{"name": "memory_grep", "arguments": "{\"query\": \"a\"}"}, {"name": "memory_search"}]"#;
+        let calls = text_tool_calls(two, &offered).unwrap();
+        assert_eq!(calls.len(), 2);
+        assert_eq!(calls[1]["id"], "call_text_1");
+        assert_eq!(calls[1]["function"]["arguments"], "{}");
+    }
+
+    #[test]
+    fn prose_json_answers_and_unknown_tools_stay_text() {
+        let offered = ["memory_grep"];
+        for content in [
+            "The limit is 100 requests per second.",
+            r#"Call {"name": "memory_grep", "arguments": {}} next."#,
+            r#"{"name": "Maya", "role": "owner"}"#,
+            r#"{"name": "drop_tables", "arguments": {}}"#,
+            "<tools></tools>",
+            r#"{"name": "memory_grep", "arguments": 7}"#,
+        ] {
+            assert_eq!(text_tool_calls(content, &offered), None, "{content}");
+        }
+    }
 
     #[test]
     fn error_bodies_become_one_line_naming_the_problem() {

@@ -95,7 +95,7 @@ fn unknown_sessions_and_bad_flags_fail_cleanly() {
 }
 
 #[test]
-fn the_openai_summarizer_reports_a_server_that_is_down() {
+fn compact_exits_non_zero_with_one_line_when_the_summarizer_is_down() {
     let strata = ingested(200);
     // Nothing listens on port 9 of the loopback: every attempt fails fast with a refused connection.
     let config = strata.file(
@@ -115,8 +115,11 @@ fn the_openai_summarizer_reports_a_server_that_is_down() {
             "http://127.0.0.1:9/v1",
             "--once",
         ])
-        .success();
-    assert!(out.contains("summarizer down (1 consecutive failures)"), "{out}");
+        .failure();
+    assert!(
+        out.starts_with("error: compaction stopped before writing a node: the summarizer is down (1 consecutive failures): request to the summarizer failed"),
+        "{out}"
+    );
     assert_eq!(strata.run(&["stats", "--json"]).json()["compacted_messages"], 0);
 }
 

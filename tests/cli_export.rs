@@ -15,6 +15,8 @@ fn compacted(strata: &Strata) -> usize {
     config.compactor.leaf_min_tokens = 2_000;
     config.compactor.leaf_chunk_tokens = 2_000;
     config.compactor.context_consolidation_k = 2;
+    // The tool definitions take their share of the 8k window too.
+    config.compactor.scaffold_body_tokens = 2_000;
     let engine = Engine::open(strata.db(), config).unwrap();
     let session = engine.session("week", "coder").unwrap();
     let mut messages =

@@ -36,6 +36,10 @@ pub struct ChatArgs {
     /// Most tokens of one reply (sent as `max_tokens`; some servers default to unlimited).
     #[arg(long, default_value_t = strata::llm::DEFAULT_MAX_TOKENS)]
     max_tokens: u32,
+    /// Print a reply whose whole content is a tool call written as JSON text instead of running
+    /// the call (by default such calls are recognised: llama.cpp-based servers write them so).
+    #[arg(long)]
+    no_text_tool_calls: bool,
     /// Do not embed new messages in the background (semantic search then finds them only
     /// after `strata embed`).
     #[arg(long)]
@@ -81,7 +85,8 @@ pub fn run(cli: &Cli, args: &ChatArgs, out: &mut impl Write) -> anyhow::Result<(
     let (engine, session) =
         open_session(cli, config, &args.session, args.persona.as_deref(), !args.no_embed)?;
     let client = ChatClient::new(&args.base_url, &args.model, api_key(), Duration::from_secs(args.timeout))
-        .with_max_tokens(args.max_tokens);
+        .with_max_tokens(args.max_tokens)
+        .with_text_tool_calls(!args.no_text_tool_calls);
     let chat = ChatLoop::new(&engine, client).max_tool_rounds(args.max_tool_rounds);
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
 

@@ -118,7 +118,13 @@ pub fn compact(
     let rounds = if args.once { compactor.config().max_rounds } else { BULK_ROUNDS };
     let (mut created, mut archived, mut tokens_before, mut tokens_after) = (0u32, 0u32, None, None);
     let last = loop {
-        let outcome = runtime.block_on(compactor.compact_rounds(session.id, rounds))?;
+        let outcome = match runtime.block_on(compactor.compact_rounds(session.id, rounds)) {
+            Ok(outcome) => outcome,
+            Err(error) => {
+                progress.finish_and_clear();
+                return Err(anyhow::Error::new(error).context(stopped_after(created)));
+            }
+        };
         if let Outcome::Compacted {
             nodes_created,
             raw_archived,
@@ -142,6 +148,13 @@ pub fn compact(
         break outcome;
     };
     progress.finish_and_clear();
+    let down = match &last {
+        Outcome::SummarizerDown { consecutive_failures, error, .. } => Some(format!(
+            "{}: the summarizer is down ({consecutive_failures} consecutive failures): {error}",
+            stopped_after(created)
+        )),
+        _ => None,
+    };
     let after = store.stats()?;
     if json {
         print_json(
@@ -156,6 +169,12 @@ pub fn compact(
                 "nodes_per_level": after.nodes_per_level,
             }),
         )?;
+    }
+    if let Some(down) = down {
+        // The exit status and one line say it; no "nothing to compact" before it.
+        anyhow::bail!(down);
+    }
+    if json {
         return Ok(());
     }
     match (&last, tokens_before, tokens_after) {
@@ -185,6 +204,14 @@ pub fn compact(
         writeln!(out, "nodes per level (whole database): {}", levels.join(", "))?;
     }
     Ok(())
+}
+
+/// The start of the line a failed compaction ends with.
+fn stopped_after(created: u32) -> String {
+    match created {
+        0 => "compaction stopped before writing a node".to_owned(),
+        n => format!("compaction stopped after writing {n} nodes"),
+    }
 }
 
 fn describe(outcome: &Outcome) -> String {

@@ -165,6 +165,7 @@ fn planted(
                 limit: Some(10),
                 start_time: None,
                 end_time: None,
+                include_in_context: None,
             };
             let answer = strata_recall::search(&store, &Scope::persona("eval"), recall, &embedder, &args)?;
             let wanted = ids[fact.index].0;
@@ -267,14 +268,20 @@ fn retrieval(
                 limit: Some(10),
                 start_time: None,
                 end_time: None,
+                include_in_context: None,
             };
             let answer = strata_recall::search(&store, &Scope::persona(&q.persona), variant, &state, &args)?;
             Ok(positions(answer.results))
         })?);
     }
     runs.push(run_each("memory_grep", &questions, |q| {
-        let args =
-            MemoryGrepArgs { query: q.question.clone(), limit: Some(10), start_time: None, end_time: None };
+        let args = MemoryGrepArgs {
+            query: q.question.clone(),
+            limit: Some(10),
+            start_time: None,
+            end_time: None,
+            include_in_context: None,
+        };
         Ok(match strata_recall::grep(&store, &Scope::persona(&q.persona), recall, &args) {
             Ok(answer) => positions(answer.results),
             // A question with nothing searchable (only punctuation) finds nothing.

@@ -244,6 +244,13 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                         summarizer.tokens_in as f64 / summarizer.tokens_out.max(1) as f64
                     )?;
                 }
+                for rejected in &stats.rejections {
+                    writeln!(
+                        out,
+                        "rejected {:<18} {} summaries: {}",
+                        rejected.summarizer, rejected.count, rejected.reason
+                    )?;
+                }
                 writeln!(out, "file size           {} bytes", stats.file_bytes)?;
             }
         }

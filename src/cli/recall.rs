@@ -134,6 +134,7 @@ pub fn grep(
         query: command.query.clone(),
         start_time: command.start.clone(),
         end_time: command.end.clone(),
+        include_in_context: None,
         limit: command.filters.limit,
     };
     let answer = strata_recall::grep(store, &scope, config, &args)?;
@@ -155,6 +156,7 @@ pub fn search(
         limit: command.filters.limit,
         start_time: command.start.clone(),
         end_time: command.end.clone(),
+        include_in_context: None,
     };
     let answer = strata_recall::search(store, &scope, config, &embedder, &args)?;
     if json { print_json(out, &answer) } else { print_hits(out, &answer) }

@@ -75,7 +75,10 @@ pub struct TokenAccounting {
     pub reply_priming: u32,
     /// Everything: what the request costs.
     pub total: u32,
-    /// `context_window_tokens - reserve_tokens`; `total` never exceeds it.
+    /// Tool definitions and the template text around them, sent with every request; not part
+    /// of `total`, already taken off `budget`.
+    pub tools: u32,
+    /// `context_window_tokens - reserve_tokens - tools`; `total` never exceeds it.
     pub budget: u32,
 }
 
@@ -612,8 +615,12 @@ pub(crate) fn assemble(
     flush(&mut gap, &mut slots);
     slots.extend(tail);
 
-    let mut tokens =
-        TokenAccounting { reply_priming: TOKENS_PER_REPLY, budget, ..TokenAccounting::default() };
+    let mut tokens = TokenAccounting {
+        reply_priming: TOKENS_PER_REPLY,
+        tools: config.request_overhead_tokens,
+        budget,
+        ..TokenAccounting::default()
+    };
     for slot in &slots {
         let field = match slot.entry.part {
             Part::Head => &mut tokens.head,

@@ -13,7 +13,9 @@ use crate::config::CompactorConfig;
 use crate::error::{Error, Result, SummarizeError};
 use crate::extractive::{ExtractiveSummarizer, RAW_ARCHIVE};
 use crate::plan::{Chunk, Plan};
-use crate::summarizer::{SourceItem, SourceKind, Summarizer, Summary, SummaryRequest, check};
+use crate::summarizer::{
+    RetryNote, SourceItem, SourceKind, Summarizer, Summary, SummaryRequest, check, retry_note,
+};
 use crate::tokens::TokenCounter;
 
 /// How one [`Compactor::compact`] call ended.
@@ -251,40 +253,66 @@ impl Compactor {
         self.failures(session)
     }
 
-    /// Asks the summarizer for one summary, checks it, and falls back to a raw archive after
+    /// Asks the summarizer for one summary and passes it through the quality gate; a rejected
+    /// summary is counted (per reason, in the database) and asked for again up to
+    /// `summary_retries` times with a note of what was wrong. Falls back to a raw archive after
     /// `failures_before_raw_archive` consecutive failures. `archiving` is set once that
     /// happens, so the rest of the call does not wait on a summarizer known to be down.
     async fn summarize(&self, session: SessionId, request: &SummaryRequest, archiving: &mut bool) -> Step {
         let config = &self.inner.config;
+        let summarizer = &self.inner.summarizer;
+        let gate = config.gate(summarizer.paraphrases());
         if !*archiving {
             let span = tracing::info_span!(
                 "summarize",
                 %session,
-                summarizer = self.inner.summarizer.name(),
+                summarizer = summarizer.name(),
                 kind = ?request.kind,
                 level = request.level,
                 tokens_in = request.source_tokens,
             );
-            let result =
-                self.inner.summarizer.summarize(request).instrument(span.clone()).await.and_then(|summary| {
-                    check(summary, request.source_tokens, config.summary_max_tokens, &self.inner.counter)
-                });
+            let mut request = std::borrow::Cow::Borrowed(request);
+            let mut rejections = 0u32;
+            let result = loop {
+                let result = summarizer
+                    .summarize(&request)
+                    .instrument(span.clone())
+                    .await
+                    .and_then(|summary| check(summary, &request, &gate, &self.inner.counter));
+                let Err(error) = &result else { break result };
+                let Some(reason) = error.reject_reason() else { break result };
+                span.in_scope(
+                    || tracing::info!(reason = reason.as_str(), error = %chain(error), "summary rejected"),
+                );
+                let name = summarizer.name().to_owned();
+                let counted =
+                    self.blocking(move |store| Ok(store.count_rejection(&name, reason.as_str())?)).await;
+                if let Err(count_error) = counted {
+                    tracing::warn!(error = %chain(&count_error), "could not count a rejected summary");
+                }
+                rejections += 1;
+                // An unreadable reply was retried inside the summarizer already; a gate
+                // rejection is asked for again here, with what was wrong.
+                let gate_rejection = matches!(error, SummarizeError::Rejected { .. });
+                let note = retry_note(error).filter(|_| gate_rejection);
+                let Some(note) = note.filter(|_| rejections <= config.summary_retries) else {
+                    break result;
+                };
+                request.to_mut().retry = Some(RetryNote { rejections, note });
+            };
             if let Ok((_, tokens_out)) = &result {
-                span.in_scope(|| tracing::debug!(tokens_out, "summary accepted"));
+                span.in_scope(|| tracing::debug!(tokens_out, rejections, "summary accepted"));
             }
             match result {
                 Ok((summary, tokens)) => {
                     self.set_failures(session, 0).await;
-                    return Step::Written {
-                        summary,
-                        tokens,
-                        summarizer: self.inner.summarizer.name().to_owned(),
-                    };
+                    return Step::Written { summary, tokens, summarizer: summarizer.name().to_owned() };
                 }
                 Err(error) => {
                     let consecutive = self.failures(session).saturating_add(1);
                     self.set_failures(session, consecutive).await;
-                    tracing::warn!(%session, consecutive, error = %chain(&error), "summarizer failed");
+                    // The caller gets the failure as `Outcome::SummarizerDown` and reports it.
+                    tracing::info!(%session, consecutive, error = %chain(&error), "summarizer failed");
                     if consecutive < config.failures_before_raw_archive {
                         return Step::Failed { error, consecutive };
                     }
@@ -293,7 +321,7 @@ impl Compactor {
             }
         }
         let digest = self.inner.archiver.raw_archive(request);
-        match check(digest, request.source_tokens, config.summary_max_tokens, &self.inner.counter) {
+        match check(digest, request, &config.gate(false), &self.inner.counter) {
             Ok((summary, tokens)) => Step::Written { summary, tokens, summarizer: RAW_ARCHIVE.to_owned() },
             Err(error) => Step::Failed { error, consecutive: self.failures(session) },
         }
@@ -314,8 +342,15 @@ impl Compactor {
             persona: persona.to_owned(),
             items,
             source_tokens,
-            // Asking for at most half the sources leaves room under the "shorter" rule.
-            target_tokens: self.inner.config.summary_target_tokens.min(source_tokens / 2).max(16),
+            // At most the gate's share of the sources: a summarizer that hits its target passes
+            // the compression rule.
+            target_tokens: self
+                .inner
+                .config
+                .summary_target_tokens
+                .min((f64::from(source_tokens) * self.inner.config.summary_max_share) as u32)
+                .max(16),
+            retry: None,
         }
     }
 

@@ -60,6 +60,18 @@ pub struct CompactorConfig {
     pub summary_target_tokens: u32,
     /// A summary larger than this is rejected as oversized (default 1,200).
     pub summary_max_tokens: u32,
+    /// A summary may hold at most this share of its sources' tokens, for Level-0 nodes and
+    /// merges alike (default 0.5); a larger one is rejected as not compressed.
+    pub summary_max_share: f64,
+    /// Words per run compared by the near-copy check (default 8).
+    pub near_copy_ngram: u32,
+    /// A summary from a summarizer that paraphrases (an LLM) is rejected as a near-copy when more
+    /// than this share of its `near_copy_ngram`-word runs occur word for word in its sources
+    /// (default 0.6).
+    pub near_copy_max_share: f64,
+    /// After a rejected summary, the same sources are asked for again this many times in the
+    /// same compaction, each time with a note of what was wrong (default 1).
+    pub summary_retries: u32,
     /// Tokens the scaffold may spend on the bodies of the newest roots (default 3,000).
     pub scaffold_body_tokens: u32,
     /// A message outside head and tail larger than this is sent as a stub naming its id and
@@ -84,6 +96,12 @@ pub struct CompactorConfig {
     pub failures_before_raw_archive: u32,
     /// How the OpenAI-compatible client retries.
     pub retry: RetryPolicy,
+    /// Tokens every request spends besides its messages: the tool definitions offered with it
+    /// and the template text around them ([`TokenCounter::tools`]). Subtracted from the budget
+    /// before assembly. Not read from the `[compactor]` table: the engine counts the tools it
+    /// offers.
+    #[serde(skip)]
+    pub request_overhead_tokens: u32,
     /// User preferences older than this (since their last write) are expired and not injected.
     /// Not read from the `[compactor]` table: it is derived from `[recall.memory_ttls]`, so the
     /// tools and the injection always agree on what has expired.
@@ -114,6 +132,10 @@ impl Default for CompactorConfig {
             max_rounds: 16,
             summary_target_tokens: 400,
             summary_max_tokens: 1_200,
+            summary_max_share: 0.5,
+            near_copy_ngram: 8,
+            near_copy_max_share: 0.6,
+            summary_retries: 1,
             scaffold_body_tokens: 3_000,
             oversized_message_tokens: 2_000,
             idle_gap_secs: 30 * 60,
@@ -122,6 +144,7 @@ impl Default for CompactorConfig {
             regular_template: String::new(),
             failures_before_raw_archive: 3,
             retry: RetryPolicy::default(),
+            request_overhead_tokens: 0,
             preferences_max_age: None,
             memories_max_age: [None, None],
         }
@@ -162,9 +185,23 @@ fn invalid(field: &'static str, reason: impl Into<String>) -> Error {
 }
 
 impl CompactorConfig {
-    /// The token budget of an assembled context: `context_window_tokens - reserve_tokens`.
+    /// The token budget of an assembled context: `context_window_tokens - reserve_tokens -
+    /// request_overhead_tokens`.
     pub fn budget(&self) -> u32 {
-        self.context_window_tokens.saturating_sub(self.reserve_tokens)
+        self.context_window_tokens
+            .saturating_sub(self.reserve_tokens)
+            .saturating_sub(self.request_overhead_tokens)
+    }
+
+    /// The quality gate's rules; `paraphrases` is the summarizer's
+    /// [`crate::Summarizer::paraphrases`].
+    pub(crate) fn gate(&self, paraphrases: bool) -> crate::summarizer::Gate {
+        crate::summarizer::Gate {
+            max_tokens: self.summary_max_tokens,
+            max_share: self.summary_max_share,
+            ngram: self.near_copy_ngram as usize,
+            near_copy_max_share: paraphrases.then_some(self.near_copy_max_share),
+        }
     }
 
     /// The tokenizer for the configured model (or the explicit encoding).
@@ -201,7 +238,10 @@ impl CompactorConfig {
         if self.budget() < 512 {
             return Err(invalid(
                 "context_window_tokens",
-                "context_window_tokens - reserve_tokens must leave at least 512 tokens",
+                format!(
+                    "context_window_tokens - reserve_tokens - {} tokens of tool definitions must leave at least 512 tokens",
+                    self.request_overhead_tokens
+                ),
             ));
         }
         if !(0.0..=1.0).contains(&self.trigger_ratio) {
@@ -238,8 +278,24 @@ impl CompactorConfig {
         if self.summary_max_tokens < self.summary_target_tokens {
             return Err(invalid("summary_max_tokens", "must not be smaller than summary_target_tokens"));
         }
+        if !(self.summary_max_share > 0.0 && self.summary_max_share < 1.0) {
+            return Err(invalid("summary_max_share", "must be above 0 and below 1"));
+        }
+        if self.near_copy_ngram < 3 {
+            return Err(invalid("near_copy_ngram", "must be at least 3 words"));
+        }
+        if !(self.near_copy_max_share > 0.0 && self.near_copy_max_share <= 1.0) {
+            return Err(invalid("near_copy_max_share", "must be above 0 and at most 1"));
+        }
         if self.scaffold_body_tokens >= self.budget() / 2 {
-            return Err(invalid("scaffold_body_tokens", "must be less than half of the context budget"));
+            return Err(invalid(
+                "scaffold_body_tokens",
+                format!(
+                    "must be less than half of the context budget ({} tokens once {} tokens of tool definitions are taken off)",
+                    self.budget(),
+                    self.request_overhead_tokens
+                ),
+            ));
         }
         if self.oversized_message_tokens < 64 {
             return Err(invalid("oversized_message_tokens", "must be at least 64 tokens"));
@@ -289,7 +345,10 @@ mod tests {
     #[test]
     fn broken_rules_name_the_field() {
         type Breaks = fn(&mut CompactorConfig);
-        let cases: [(Breaks, &str); 6] = [
+        let cases: [(Breaks, &str); 9] = [
+            (|c| c.summary_max_share = 1.0, "summary_max_share"),
+            (|c| c.near_copy_ngram = 2, "near_copy_ngram"),
+            (|c| c.near_copy_max_share = f64::NAN, "near_copy_max_share"),
             (|c| c.reserve_tokens = c.context_window_tokens, "reserve_tokens"),
             (|c| c.context_consolidation_k = 1, "context_consolidation_k"),
             (|c| c.tail_turns = 0, "tail_turns"),

@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use strata_store::SessionId;
 
+use crate::summarizer::RejectReason;
+
 /// A specialized `Result` for compactor operations.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -66,9 +68,15 @@ pub enum SummarizeError {
     /// The reply could not be understood as a summary.
     #[error("the summarizer's reply is not a valid summary: {0}")]
     Malformed(String),
-    /// The reply parsed, but breaks a rule (empty, oversized, not shorter than its sources).
-    #[error("summary rejected: {0}")]
-    Rejected(String),
+    /// The reply parsed, but the quality gate refused it (empty, oversized, not compressed
+    /// enough, a near-copy of its sources).
+    #[error("summary rejected ({}): {detail}", reason.as_str())]
+    Rejected {
+        /// Which rule it broke.
+        reason: RejectReason,
+        /// The figures, for the log.
+        detail: String,
+    },
 }
 
 impl SummarizeError {
@@ -78,7 +86,17 @@ impl SummarizeError {
         match self {
             SummarizeError::Transport(_) | SummarizeError::Timeout(_) | SummarizeError::Malformed(_) => true,
             SummarizeError::Status { status, .. } => *status == 408 || *status == 429 || *status >= 500,
-            SummarizeError::Rejected(_) => false,
+            SummarizeError::Rejected { .. } => false,
+        }
+    }
+
+    /// The reason a gate rejection or an unreadable reply is counted under; `None` for
+    /// failures to reach the summarizer.
+    pub fn reject_reason(&self) -> Option<RejectReason> {
+        match self {
+            SummarizeError::Rejected { reason, .. } => Some(*reason),
+            SummarizeError::Malformed(_) => Some(RejectReason::Malformed),
+            _ => None,
         }
     }
 }

@@ -520,6 +520,10 @@ impl Summarizer for ExtractiveSummarizer {
     ) -> BoxFuture<'a, Result<Summary, SummarizeError>> {
         Box::pin(async move { Ok(self.summarize_sync(request)) })
     }
+
+    fn paraphrases(&self) -> bool {
+        false
+    }
 }
 
 /// Where a unit goes in the body.
@@ -1688,6 +1692,7 @@ mod tests {
             items,
             source_tokens: 4_000,
             target_tokens: target,
+            retry: None,
         }
     }
 

@@ -62,6 +62,8 @@ pub use crate::config::{CompactorConfig, RetryPolicy};
 pub use crate::error::{Error, Result, SummarizeError};
 pub use crate::extractive::{EXTRACTIVE, ExtractiveSummarizer, RAW_ARCHIVE};
 pub use crate::openai::{OpenAiConfig, OpenAiSummarizer};
-pub use crate::summarizer::{BoxFuture, SourceItem, SourceKind, Summarizer, Summary, SummaryRequest};
+pub use crate::summarizer::{
+    BoxFuture, RejectReason, RetryNote, SourceItem, SourceKind, Summarizer, Summary, SummaryRequest,
+};
 pub use crate::tokens::{Encoding, TOKENS_PER_MESSAGE, TOKENS_PER_NAME, TOKENS_PER_REPLY, TokenCounter};
 pub use crate::tree::render_tree;

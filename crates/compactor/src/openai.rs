@@ -107,8 +107,44 @@ fn render_sources(request: &SummaryRequest) -> String {
     text
 }
 
+/// Temperature added per rejected summary or unreadable reply of the same sources: a retry at
+/// temperature 0 would resend the identical request and get the identical reply.
+const TEMPERATURE_STEP: f64 = 0.2;
+
+/// `text` with raw control characters inside JSON strings escaped. llama.cpp's JSON grammar lets
+/// a sampled string hold literal newlines, which strict JSON (and serde_json) refuses.
+fn escape_raw_controls(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let (mut out, mut in_string, mut escaped) = (String::with_capacity(text.len()), false, false);
+    for c in text.chars() {
+        match c {
+            _ if escaped => {
+                escaped = false;
+                out.push(c);
+            }
+            '\\' if in_string => {
+                escaped = true;
+                out.push(c);
+            }
+            '"' => {
+                in_string = !in_string;
+                out.push(c);
+            }
+            '\n' if in_string => out.push_str("\\n"),
+            '\r' if in_string => out.push_str("\\r"),
+            '\t' if in_string => out.push_str("\\t"),
+            c if in_string && c.is_control() => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// Parses a `{headline, body}` object out of a model's text: bare, in a ``` fence, or
-/// surrounded by prose.
+/// surrounded by prose. Raw line breaks inside its strings are accepted; an object cut off
+/// before its end (a reply stopped at `max_tokens`) is malformed.
 fn parse_summary_json(text: &str) -> Result<Summary, SummarizeError> {
     let start = text.find('{');
     let end = text.rfind('}');
@@ -116,7 +152,7 @@ fn parse_summary_json(text: &str) -> Result<Summary, SummarizeError> {
         (Some(start), Some(end)) if start < end => &text[start..=end],
         _ => return Err(SummarizeError::Malformed("no JSON object in the reply".into())),
     };
-    let value: Value = serde_json::from_str(candidate)
+    let value: Value = serde_json::from_str(&escape_raw_controls(candidate))
         .map_err(|e| SummarizeError::Malformed(format!("invalid JSON in the reply: {e}")))?;
     let field = |name: &str| value.get(name).and_then(Value::as_str).map(str::to_owned);
     match (field("headline"), field("body")) {
@@ -129,12 +165,22 @@ fn parse_summary_json(text: &str) -> Result<Summary, SummarizeError> {
 }
 
 /// The summary in a chat-completions response: the `save_summary` call's arguments, or JSON
-/// in the content when the model answered in prose.
-fn extract(response: &Value) -> Result<Summary, SummarizeError> {
+/// in the content when the model answered in prose. `max_tokens` is what the request allowed.
+fn extract(response: &Value, max_tokens: Option<u64>) -> Result<Summary, SummarizeError> {
     let message = &response["choices"][0]["message"];
     if message.is_null() {
         return Err(SummarizeError::Malformed("the response has no choices[0].message".into()));
     }
+    // llama.cpp marks a call cut off at max_tokens `tool_calls` all the same: the usage tells.
+    let finish = response["choices"][0]["finish_reason"].as_str().unwrap_or_default();
+    let used = response.pointer("/usage/completion_tokens").and_then(Value::as_u64);
+    let cut_off = finish == "length" || (used.is_some() && used == max_tokens);
+    let cut = |error: SummarizeError| match error {
+        SummarizeError::Malformed(reason) if cut_off => {
+            SummarizeError::Malformed(format!("cut off at max_tokens: {reason}"))
+        }
+        other => other,
+    };
     if let Some(calls) = message["tool_calls"].as_array()
         && let Some(call) = calls.iter().find(|c| c["function"]["name"] == "save_summary").or(calls.first())
     {
@@ -144,10 +190,10 @@ fn extract(response: &Value) -> Result<Summary, SummarizeError> {
             Value::String(s) => s.clone(),
             other => other.to_string(),
         };
-        return parse_summary_json(&text);
+        return parse_summary_json(&text).map_err(cut);
     }
     match message["content"].as_str() {
-        Some(content) if !content.trim().is_empty() => parse_summary_json(content),
+        Some(content) if !content.trim().is_empty() => parse_summary_json(content).map_err(cut),
         _ => Err(SummarizeError::Malformed("the reply holds neither a tool call nor content".into())),
     }
 }
@@ -193,19 +239,32 @@ impl OpenAiSummarizer {
         format!("{}/chat/completions", self.config.base_url.trim_end_matches('/'))
     }
 
-    fn body(&self, request: &SummaryRequest, plain: bool) -> Value {
+    /// The request body. `malformed` is the reason the previous attempt's reply could not be
+    /// read, if it could not: the retry says so and samples a little hotter.
+    fn body(&self, request: &SummaryRequest, plain: bool, malformed: Option<&SummarizeError>) -> Value {
         let mut system = SYSTEM_PROMPT.to_owned();
         if plain {
             system.push(' ');
             system.push_str(JSON_INSTRUCTION);
         }
+        let mut user = render_sources(request);
+        let mut steps = 0;
+        if let Some(retry) = &request.retry {
+            user.push_str(&format!("Note: {}\n", retry.note));
+            steps += retry.rejections;
+        }
+        if let Some(note) = malformed.and_then(crate::summarizer::retry_note) {
+            user.push_str(&format!("Note: {note}\n"));
+            steps += 1;
+        }
+        let temperature = (f64::from(steps) * TEMPERATURE_STEP).min(1.0);
         let mut body = json!({
             "model": self.config.model,
-            "temperature": 0,
+            "temperature": temperature,
             "max_tokens": request.target_tokens.saturating_mul(2).max(256),
             "messages": [
                 {"role": "system", "content": system},
-                {"role": "user", "content": render_sources(request)},
+                {"role": "user", "content": user},
             ],
         });
         if !plain {
@@ -215,10 +274,16 @@ impl OpenAiSummarizer {
         body
     }
 
-    /// One HTTP attempt.
-    async fn attempt(&self, request: &SummaryRequest) -> Result<Summary, Attempt> {
+    /// One HTTP attempt; `malformed` is why the previous attempt's reply was unreadable.
+    async fn attempt(
+        &self,
+        request: &SummaryRequest,
+        malformed: Option<&SummarizeError>,
+    ) -> Result<Summary, Attempt> {
         let plain = self.plain_json.load(Ordering::Relaxed);
-        let mut http = self.client.post(self.url()).json(&self.body(request, plain));
+        let body = self.body(request, plain, malformed);
+        let max_tokens = body["max_tokens"].as_u64();
+        let mut http = self.client.post(self.url()).json(&body);
         if let Some(key) = &self.config.api_key {
             http = http.bearer_auth(key);
         }
@@ -257,7 +322,7 @@ impl OpenAiSummarizer {
             error: SummarizeError::Malformed(format!("the response is not JSON: {e}")),
             retry_after: None,
         })?;
-        extract(&value).map_err(|error| Attempt { error, retry_after: None })
+        extract(&value, max_tokens).map_err(|error| Attempt { error, retry_after: None })
     }
 
     /// Backoff before retry number `retry` (1-based): exponential, with full jitter in its
@@ -275,8 +340,9 @@ impl OpenAiSummarizer {
         let mut attempt = 1;
         // A switch to JSON mode gets one extra attempt: it is a change of protocol, not a retry.
         let mut extra = 1;
+        let mut malformed: Option<SummarizeError> = None;
         loop {
-            let failed = match self.attempt(request).await {
+            let failed = match self.attempt(request, malformed.as_ref()).await {
                 Ok(summary) => return Ok(summary),
                 Err(failed) => failed,
             };
@@ -294,6 +360,9 @@ impl OpenAiSummarizer {
             tracing::debug!(attempt, ?wait, error = %failed.error, "retrying the summarizer");
             tokio::time::sleep(wait).await;
             attempt += 1;
+            if let SummarizeError::Malformed(_) = failed.error {
+                malformed = Some(failed.error);
+            }
         }
     }
 }
@@ -325,6 +394,29 @@ mod tests {
             Err(SummarizeError::Malformed(_))
         ));
         assert!(matches!(parse_summary_json("{\"headline\": 1}"), Err(SummarizeError::Malformed(_))));
+    }
+
+    #[test]
+    fn raw_line_breaks_inside_strings_are_accepted() {
+        let raw = "{ \"headline\": \"Moved\tthe DB.\", \"body\": \"- one\n- two\\n- three\" }";
+        let summary = parse_summary_json(raw).unwrap();
+        assert_eq!(summary.body, "- one\n- two\n- three");
+        assert_eq!(summary.headline, "Moved\tthe DB.");
+        // Outside strings, line breaks are ordinary white space and stay as they are.
+        assert_eq!(escape_raw_controls("{\n\"a\": \"b\"\n}"), "{\n\"a\": \"b\"\n}");
+    }
+
+    #[test]
+    fn a_call_cut_off_at_max_tokens_is_malformed_even_if_marked_tool_calls() {
+        let response = json!({"choices": [{"finish_reason": "tool_calls", "message": {"role": "assistant",
+            "tool_calls": [{"function": {"name": "save_summary", "arguments": "{\"headline\": \"A\", \"body\": \"Tomas owns"}}]}}],
+            "usage": {"completion_tokens": 600}});
+        match extract(&response, Some(600)) {
+            Err(SummarizeError::Malformed(reason)) => {
+                assert!(reason.starts_with("cut off at max_tokens"), "{reason}")
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -57,6 +57,19 @@ pub struct SummaryRequest {
     pub source_tokens: u32,
     /// Tokens the summary should stay under (headline and body together).
     pub target_tokens: u32,
+    /// Set when an earlier summary of these sources was rejected: what was wrong with it, for
+    /// the model to do better, and how many times it was rejected (a summarizer that samples
+    /// raises its temperature by a small step per rejection, so a retry is a new request).
+    pub retry: Option<RetryNote>,
+}
+
+/// Why the previous summary of the same sources was rejected.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RetryNote {
+    /// Rejections so far (1 on the first retry).
+    pub rejections: u32,
+    /// What was wrong, in one short sentence addressed to the model.
+    pub note: String,
 }
 
 /// A summary as a summarizer returns it.
@@ -77,6 +90,13 @@ pub trait Summarizer: Send + Sync + fmt::Debug {
     /// Summarizes the sources of `request`.
     fn summarize<'a>(&'a self, request: &'a SummaryRequest)
     -> BoxFuture<'a, Result<Summary, SummarizeError>>;
+
+    /// True when the summarizer writes its own sentences (an LLM), so that a summary made
+    /// mostly of copied source text is a failure the near-copy check rejects. An extractive
+    /// summarizer copies by design and answers false.
+    fn paraphrases(&self) -> bool {
+        true
+    }
 }
 
 /// The one-line form of a headline: whitespace collapsed, at most `max_chars` characters.
@@ -98,34 +118,148 @@ pub(crate) fn truncate_chars(text: &str, max_chars: usize) -> String {
 /// Headlines longer than this many characters are cut: they are listed for every root.
 pub(crate) const HEADLINE_MAX_CHARS: usize = 240;
 
+/// Why the quality gate refused a summary; counted per reason in the database (`strata stats`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum RejectReason {
+    /// The headline or the body is empty.
+    Empty,
+    /// Over `summary_max_tokens`.
+    Oversized,
+    /// Over `summary_max_share` of its sources' tokens.
+    NotCompressed,
+    /// Mostly long runs of words copied from the sources (`near_copy_max_share`).
+    NearCopy,
+    /// The reply could not be read as a summary (invalid or cut-off JSON, no call, no fields).
+    Malformed,
+}
+
+impl RejectReason {
+    /// The name stored in the database and shown by `strata stats`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RejectReason::Empty => "empty",
+            RejectReason::Oversized => "oversized",
+            RejectReason::NotCompressed => "not_compressed",
+            RejectReason::NearCopy => "near_copy",
+            RejectReason::Malformed => "malformed",
+        }
+    }
+}
+
+/// The rules of the quality gate, from [`crate::CompactorConfig`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Gate {
+    /// `summary_max_tokens`.
+    pub max_tokens: u32,
+    /// `summary_max_share`.
+    pub max_share: f64,
+    /// `near_copy_ngram`: words per copied run.
+    pub ngram: usize,
+    /// `near_copy_max_share`; `None` for a summarizer that copies by design.
+    pub near_copy_max_share: Option<f64>,
+}
+
+/// Lower-cased words (letters and digits) of `text`.
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
+}
+
+/// The share of the summary's runs of `n` consecutive words that occur word for word in the
+/// sources: 1.0 for a pasted transcript, near 0 for a paraphrase. A summary shorter than one
+/// run has none and shares nothing.
+pub(crate) fn copied_share(summary: &str, sources: &[SourceItem], n: usize) -> f64 {
+    let summary = words(summary);
+    if n == 0 || summary.len() < n {
+        return 0.0;
+    }
+    let mut runs = std::collections::HashSet::new();
+    for item in sources {
+        let source = words(&item.text);
+        for run in source.windows(n) {
+            runs.insert(run.join(" "));
+        }
+    }
+    let total = summary.len() - n + 1;
+    let copied = summary.windows(n).filter(|run| runs.contains(&run.join(" "))).count();
+    copied as f64 / total as f64
+}
+
 /// Checks a summary before it is stored and returns it cleaned up with its token count. Empty
-/// parts, an oversized summary, and one not shorter than its sources are refused.
+/// parts, an oversized summary, one over the allowed share of its sources' tokens and, for a
+/// summarizer that paraphrases, one mostly copied from its sources are refused.
 pub(crate) fn check(
     summary: Summary,
-    source_tokens: u32,
-    max_tokens: u32,
+    request: &SummaryRequest,
+    gate: &Gate,
     counter: &TokenCounter,
 ) -> Result<(Summary, u32), SummarizeError> {
+    let rejected = |reason, detail: String| Err(SummarizeError::Rejected { reason, detail });
     let headline = one_line(&summary.headline, HEADLINE_MAX_CHARS);
     let body = summary.body.trim().to_owned();
     if headline.is_empty() {
-        return Err(SummarizeError::Rejected("the headline is empty".into()));
+        return rejected(RejectReason::Empty, "the headline is empty".into());
     }
     if body.is_empty() {
-        return Err(SummarizeError::Rejected("the body is empty".into()));
+        return rejected(RejectReason::Empty, "the body is empty".into());
     }
     let tokens = counter.text(&headline) + counter.text(&body);
-    if tokens > max_tokens {
-        return Err(SummarizeError::Rejected(format!(
-            "{tokens} tokens is over the limit of {max_tokens} (summary_max_tokens)"
-        )));
+    let source_tokens = request.source_tokens;
+    if tokens > gate.max_tokens {
+        let limit = gate.max_tokens;
+        return rejected(
+            RejectReason::Oversized,
+            format!("{tokens} tokens is over the limit of {limit} (summary_max_tokens)"),
+        );
     }
-    if tokens >= source_tokens {
-        return Err(SummarizeError::Rejected(format!(
-            "{tokens} tokens is not shorter than its {source_tokens} source tokens"
-        )));
+    let allowed = (f64::from(source_tokens) * gate.max_share).floor();
+    if f64::from(tokens) > allowed || tokens >= source_tokens {
+        return rejected(
+            RejectReason::NotCompressed,
+            format!(
+                "{tokens} tokens is over {:.0}% of its {source_tokens} source tokens (summary_max_share)",
+                gate.max_share * 100.0
+            ),
+        );
+    }
+    if let Some(max) = gate.near_copy_max_share {
+        let share = copied_share(&format!("{headline}\n{body}"), &request.items, gate.ngram);
+        if share > max {
+            return rejected(
+                RejectReason::NearCopy,
+                format!(
+                    "{:.0}% of its {}-word runs are copied from the sources (near_copy_max_share {:.0}%)",
+                    share * 100.0,
+                    gate.ngram,
+                    max * 100.0
+                ),
+            );
+        }
     }
     Ok((Summary { headline, body }, tokens))
+}
+
+/// The note a retry sends after `error`: what was wrong, addressed to the model.
+pub(crate) fn retry_note(error: &SummarizeError) -> Option<String> {
+    let note = match error {
+        SummarizeError::Rejected { reason: RejectReason::Empty, .. } => {
+            "Your previous summary had an empty headline or body; fill both."
+        }
+        SummarizeError::Rejected {
+            reason: RejectReason::Oversized | RejectReason::NotCompressed, ..
+        } => {
+            "Your previous summary was too long; keep only the facts that matter and stay well under the token limit."
+        }
+        SummarizeError::Rejected { reason: RejectReason::NearCopy, .. } => {
+            "Your previous summary copied the messages nearly word for word; restate the facts briefly in your own words."
+        }
+        SummarizeError::Malformed(_) => {
+            "Your previous reply was not a complete, valid JSON summary (cut off or with raw line breaks in a string); keep it short and escape line breaks as \\n."
+        }
+        _ => return None,
+    };
+    Some(note.to_owned())
 }
 
 #[cfg(test)]
@@ -133,18 +267,102 @@ mod tests {
     use super::*;
     use crate::tokens::Encoding;
 
+    fn request(source: &str, source_tokens: u32) -> SummaryRequest {
+        SummaryRequest {
+            kind: SourceKind::Messages,
+            level: 0,
+            persona: "p".into(),
+            items: vec![SourceItem {
+                reference: "message 1".into(),
+                role: "user".into(),
+                name: None,
+                tool: None,
+                time: DateTime::UNIX_EPOCH,
+                text: source.into(),
+            }],
+            source_tokens,
+            target_tokens: 100,
+            retry: None,
+        }
+    }
+
+    fn gate(max_tokens: u32, near_copy: Option<f64>) -> Gate {
+        Gate { max_tokens, max_share: 0.5, ngram: 8, near_copy_max_share: near_copy }
+    }
+
+    fn reason(result: Result<(Summary, u32), SummarizeError>) -> RejectReason {
+        match result {
+            Err(SummarizeError::Rejected { reason, .. }) => reason,
+            other => panic!("expected a rejection, got {other:?}"),
+        }
+    }
+
     #[test]
-    fn empty_oversized_and_longer_summaries_are_rejected() {
+    fn empty_oversized_and_uncompressed_summaries_are_rejected() {
         let counter = TokenCounter::new(Encoding::Cl100kBase);
         let summary = |h: &str, b: &str| Summary { headline: h.into(), body: b.into() };
-        assert!(check(summary(" \n", "body"), 100, 100, &counter).is_err());
-        assert!(check(summary("head", "  "), 100, 100, &counter).is_err());
+        let sources = request("anything", 100);
+        let check = |s, r: &SummaryRequest, g| check(s, r, &g, &counter);
+        assert_eq!(reason(check(summary(" \n", "body"), &sources, gate(100, None))), RejectReason::Empty);
+        assert_eq!(reason(check(summary("head", "  "), &sources, gate(100, None))), RejectReason::Empty);
         let long = "word ".repeat(50);
-        assert!(check(summary("head", &long), 1000, 20, &counter).is_err(), "oversized");
-        assert!(check(summary("head", &long), 30, 1000, &counter).is_err(), "not shorter");
-        let (ok, tokens) = check(summary("  Two\n lines ", " body "), 100, 100, &counter).unwrap();
+        assert_eq!(reason(check(summary("head", &long), &sources, gate(20, None))), RejectReason::Oversized);
+        // 51 tokens of 100 sources is over the default share of 0.5: the merge that kept 302 of
+        // 378 tokens on the real server would be refused.
+        assert_eq!(
+            reason(check(summary("head", &long), &sources, gate(1000, None))),
+            RejectReason::NotCompressed
+        );
+        let (ok, tokens) = check(summary("  Two\n lines ", " body "), &sources, gate(100, None)).unwrap();
         assert_eq!(ok.headline, "Two lines");
         assert_eq!(ok.body, "body");
         assert_eq!(tokens, counter.text("Two lines") + counter.text("body"));
+    }
+
+    #[test]
+    fn a_near_copy_is_rejected_for_a_paraphrasing_summarizer_only() {
+        let counter = TokenCounter::new(Encoding::Cl100kBase);
+        let transcript = "Finance says billing can be down at most 15 minutes, and never during the first three \
+             business days of a month because that is when invoices are generated. We are going with managed \
+             Postgres 16 with one replica, about 1,900 dollars a month. Tomas moves invoice-worker and \
+             payments-api to the CNAME this week. The cutover is Tuesday March 10 with Thursday March 12 as the fallback.";
+        let sources = request(&transcript.repeat(2), 400);
+        let copied = Summary {
+            headline: "Compact Summary of Chat Turns".into(),
+            body: "Facts: Finance says billing can be down at most 15 minutes, and never during the first three \
+                   business days of a month because that is when invoices are generated."
+                .into(),
+        };
+        let share = copied_share(&copied.body, &sources.items, 8);
+        assert!(share > 0.9, "{share}");
+        assert_eq!(
+            reason(check(copied.clone(), &sources, &gate(1000, Some(0.6)), &counter)),
+            RejectReason::NearCopy
+        );
+        // The extractive summarizer copies by design: no near-copy rule for it.
+        assert!(check(copied, &sources, &gate(1000, None), &counter).is_ok());
+        let paraphrase = Summary {
+            headline: "Billing moves to managed Postgres 16 on March 10.".into(),
+            body: "- Downtime cap 15 min, not in a month's first 3 business days.\n- Managed PG 16, $1,900/month.\n\
+                   - Tomas: CNAME for invoice-worker and payments-api this week.\n- Fallback date March 12."
+                .into(),
+        };
+        assert!(copied_share(&paraphrase.body, &sources.items, 8) < 0.2);
+        assert!(check(paraphrase, &sources, &gate(1000, Some(0.6)), &counter).is_ok());
+    }
+
+    #[test]
+    fn every_rejection_has_a_retry_note_and_transport_failures_none() {
+        for reason in [
+            RejectReason::Empty,
+            RejectReason::Oversized,
+            RejectReason::NotCompressed,
+            RejectReason::NearCopy,
+        ] {
+            let error = SummarizeError::Rejected { reason, detail: String::new() };
+            assert!(retry_note(&error).is_some(), "{reason:?}");
+        }
+        assert!(retry_note(&SummarizeError::Malformed("x".into())).is_some());
+        assert!(retry_note(&SummarizeError::Timeout(std::time::Duration::from_secs(1))).is_none());
     }
 }

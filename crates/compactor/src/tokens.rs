@@ -81,6 +81,13 @@ impl std::fmt::Debug for TokenCounter {
     }
 }
 
+/// The text a chat template puts around tool definitions: Qwen2.5's, as llama.cpp renders it
+/// into the system message.
+const TOOLS_PREAMBLE: &str = "\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n\
+    You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n</tools>\n\n\
+    For each function call, return a json object with function name and arguments within <tool_call></tool_call> \
+    XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call>";
+
 impl TokenCounter {
     /// A counter for an encoding.
     pub fn new(encoding: Encoding) -> TokenCounter {
@@ -123,6 +130,18 @@ impl TokenCounter {
             tokens += TOKENS_PER_NAME + self.text(name);
         }
         tokens
+    }
+
+    /// Tokens the tool definitions of a request cost: each definition as the JSON sent, plus
+    /// the instructions a server's chat template wraps around them (measured on llama.cpp's
+    /// Qwen2.5 template, the largest seen; OpenAI's own rendering is smaller). Nothing for no
+    /// tools.
+    pub fn tools(&self, tools: &[serde_json::Value]) -> u32 {
+        if tools.is_empty() {
+            return 0;
+        }
+        let definitions: u32 = tools.iter().map(|tool| self.text(&tool.to_string()) + 1).sum();
+        self.text(TOOLS_PREAMBLE) + definitions
     }
 
     /// Fills in the token count of a message about to be stored.

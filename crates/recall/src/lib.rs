@@ -54,8 +54,8 @@ pub use crate::pipeline::{
 pub use crate::time::{Bound, TimeRange, parse_bound, parse_range};
 pub use crate::tools::{
     ChildView, Coverage, EmbedderState, ExpandAnswer, ExpandSummaryArgs, HistoryAnswer, HistoryArgs, Hit,
-    HitRef, ListAnswer, MemoryGrepArgs, MemoryListArgs, MemorySearchArgs, MessageExcerpt, NodeView,
+    HitRef, InContext, ListAnswer, MemoryGrepArgs, MemoryListArgs, MemorySearchArgs, MessageExcerpt, NodeView,
     RecentMessages, SaveAnswer, SaveMemoryArgs, Scope, SearchAnswer, TimelineEntry, ToolContext, ViewAnswer,
-    ViewMessageArgs, call_tool, error_json, excerpt, excerpt_around, expand, grep, history, list,
-    live_memories, purge_expired, save, search, tool_names, tool_specs, view,
+    ViewMessageArgs, call_tool, error_json, excerpt, excerpt_around, excerpt_on_fragment, expand, grep, grep_outside,
+    history, list, live_memories, purge_expired, save, search, search_outside, tool_names, tool_specs, view,
 };

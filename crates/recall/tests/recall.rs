@@ -8,6 +8,7 @@ mod recall {
     mod fusion;
     mod grep;
     mod history;
+    mod in_context;
     mod isolation;
     mod memory;
     mod pipeline;

@@ -60,7 +60,7 @@ pub use crate::migrate::SCHEMA_VERSION;
 pub use crate::recall::{SessionOverview, VectorCounts};
 pub use crate::search::{HitKind, STOPWORDS, SearchFilter, TextHit, TextQuery};
 pub use crate::sessions::validate_persona;
-pub use crate::store::{Imported, IncomingMessage, Stats, Store, SummarizerStats};
+pub use crate::store::{Imported, IncomingMessage, RejectionCount, Stats, Store, SummarizerStats};
 pub use crate::types::{
     Category, Level, Memory, MemoryId, Message, MessageId, NewMessage, NewSummary, NodeId, Role, Session,
     SessionId, SummaryNode, Writer, from_unix, to_unix,

@@ -69,6 +69,19 @@ pub struct Stats {
     pub file_bytes: u64,
     /// What each summarizer has written: the compaction accounting.
     pub summarizers: Vec<SummarizerStats>,
+    /// Summaries the quality gate refused, per summarizer and reason.
+    pub rejections: Vec<RejectionCount>,
+}
+
+/// How many summaries of one summarizer the quality gate refused for one reason.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct RejectionCount {
+    /// Model id or `extractive`.
+    pub summarizer: String,
+    /// `empty`, `oversized`, `not_compressed`, `near_copy` or `malformed`.
+    pub reason: String,
+    /// Refusals so far.
+    pub count: u64,
 }
 
 /// The work of one summarizer, derived from the nodes it wrote.
@@ -531,7 +544,34 @@ impl Store {
                 embedding_backlog: crate::recall::backlog_count(conn, None, None)?,
                 file_bytes: std::fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0),
                 summarizers,
+                rejections: rejections(conn)?,
             })
         })
     }
+
+    /// Counts one summary of `summarizer` refused by the quality gate for `reason`.
+    pub fn count_rejection(&self, summarizer: &str, reason: &str) -> Result<()> {
+        self.write(|tx| {
+            tx.prepare_cached(
+                "INSERT INTO summary_rejections (summarizer, reason, count, last_at) VALUES (?1, ?2, 1, ?3)
+                 ON CONFLICT (summarizer, reason) DO UPDATE SET count = count + 1, last_at = excluded.last_at",
+            )?
+            .execute(rusqlite::params![summarizer, reason, crate::types::to_unix(Utc::now())])?;
+            Ok(())
+        })
+    }
+}
+
+fn rejections(conn: &Connection) -> Result<Vec<RejectionCount>> {
+    let mut statement = conn.prepare_cached(
+        "SELECT summarizer, reason, count FROM summary_rejections ORDER BY summarizer, count DESC, reason",
+    )?;
+    let rows = statement.query_map([], |row| {
+        Ok(RejectionCount {
+            summarizer: row.get(0)?,
+            reason: row.get(1)?,
+            count: row.get::<_, i64>(2)? as u64,
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
 }

@@ -269,10 +269,17 @@ async fn a_summary_longer_than_its_sources_is_rejected() {
         Outcome::SummarizerDown { error, .. } => assert!(error.contains("rejected"), "{error}"),
         other => panic!("{other:?}"),
     }
-    assert_eq!(
-        server.received_requests().await.unwrap().len(),
-        1,
-        "a rejected summary is not retried at once"
-    );
+    // Retried once (summary_retries), as a different request: a note of what was wrong and a
+    // temperature step, since the same request at temperature 0 gets the same reply.
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(requests.len(), 2, "a rejected summary is asked for again once");
+    let (first, retry) = (body(&requests[0]), body(&requests[1]));
+    assert_eq!(first["temperature"], 0.0);
+    assert_eq!(retry["temperature"], 0.2);
+    let note = retry["messages"][1]["content"].as_str().unwrap();
+    assert!(note.ends_with("Note: Your previous summary was too long; keep only the facts that matter and stay well under the token limit.\n"), "{note}");
     assert!(fx.store.nodes(fx.session).unwrap().is_empty());
+    let rejections = fx.store.stats().unwrap().rejections;
+    assert_eq!(rejections.len(), 1);
+    assert_eq!((rejections[0].reason.as_str(), rejections[0].count), ("oversized", 2));
 }

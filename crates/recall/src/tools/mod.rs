@@ -22,7 +22,10 @@ pub use self::browse::{
     ViewAnswer, expand, history, view,
 };
 pub use self::memory::{ListAnswer, SaveAnswer, list, live_memories, purge_expired, save};
-pub use self::search::{Coverage, Hit, HitRef, SearchAnswer, excerpt, excerpt_around, grep, search};
+pub use self::search::{
+    Coverage, Hit, HitRef, InContext, SearchAnswer, excerpt, excerpt_around, excerpt_on_fragment, grep,
+    grep_outside, search, search_outside,
+};
 
 /// The semantic side of recall: a loaded model, or why there is none.
 #[derive(Clone, Debug)]
@@ -130,6 +133,9 @@ pub struct MemoryGrepArgs {
     pub end_time: Option<String>,
     /// Most results: 1 to 50, default 10.
     pub limit: Option<u32>,
+    /// Also return messages of this conversation that are still in your context verbatim
+    /// (left out by default; the answer counts them in left_out_in_context).
+    pub include_in_context: Option<bool>,
 }
 
 /// Arguments of `memory_search`.
@@ -144,6 +150,9 @@ pub struct MemorySearchArgs {
     pub start_time: Option<String>,
     /// Only items before this time (exclusive); a date alone means the end of that day.
     pub end_time: Option<String>,
+    /// Also return messages of this conversation that are still in your context verbatim
+    /// (left out by default; the answer counts them in left_out_in_context).
+    pub include_in_context: Option<bool>,
 }
 
 /// Arguments of `view_message`.
@@ -322,8 +331,14 @@ fn dispatch(ctx: &ToolContext, name: &str, args: &Value) -> Result<Value> {
     let store = &ctx.store;
     let config = &ctx.config;
     match name {
-        "memory_grep" => answer(grep(store, &scope, config, &parse_args(args)?)?),
-        "memory_search" => answer(search(store, &scope, config, &ctx.embedder, &parse_args(args)?)?),
+        "memory_grep" => {
+            let in_context = InContext::of_session(store, ctx.session.id)?;
+            answer(grep_outside(store, &scope, config, &parse_args(args)?, &in_context)?)
+        }
+        "memory_search" => {
+            let in_context = InContext::of_session(store, ctx.session.id)?;
+            answer(search_outside(store, &scope, config, &ctx.embedder, &parse_args(args)?, &in_context)?)
+        }
         "view_message" => {
             let args: ViewMessageArgs = parse_args(args)?;
             answer(view(store, &scope.persona, config, &args)?)

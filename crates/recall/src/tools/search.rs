@@ -106,6 +106,33 @@ pub struct SearchAnswer {
     /// or vectors of another model): what was searched by keywords only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub semantic_coverage: Option<Coverage>,
+    /// Matching messages left out because the caller's context already holds them verbatim
+    /// (the current conversation's unsummarized messages, the request just asked included);
+    /// `include_in_context: true` returns them too.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub left_out_in_context: usize,
+}
+
+fn is_zero(count: &usize) -> bool {
+    *count == 0
+}
+
+/// Message ids a tool call leaves out of its results: the ones the calling context already
+/// holds verbatim. Empty when the call asked for them (`include_in_context`) or has no session.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct InContext(pub std::collections::HashSet<i64>);
+
+impl InContext {
+    /// The messages of `session` no summary covers: the head, buffer and tail the compactor
+    /// assembles verbatim, the latest request included.
+    pub fn of_session(store: &Store, session: strata_store::SessionId) -> Result<InContext> {
+        let outline = store.live_outline(session, 0)?;
+        Ok(InContext(outline.into_iter().filter(|m| m.summary_id.is_none()).map(|m| m.id.0).collect()))
+    }
+
+    fn holds(&self, kind: HitKind, id: i64) -> bool {
+        kind == HitKind::Message && self.0.contains(&id)
+    }
 }
 
 fn cut_query(query: &str) -> Result<String> {
@@ -180,22 +207,133 @@ pub fn grep(
     config: &RecallConfig,
     args: &MemoryGrepArgs,
 ) -> Result<SearchAnswer> {
+    grep_outside(store, scope, config, args, &InContext::default())
+}
+
+/// [`grep`] leaving out the messages `in_context` names, unless the call asks for them.
+pub fn grep_outside(
+    store: &Store,
+    scope: &Scope,
+    config: &RecallConfig,
+    args: &MemoryGrepArgs,
+    in_context: &InContext,
+) -> Result<SearchAnswer> {
+    let empty = InContext::default();
+    let in_context = if args.include_in_context == Some(true) { &empty } else { in_context };
     let query = TextQuery::parse(&cut_query(&args.query)?).map_err(|e| match e {
         strata_store::Error::Invalid { reason, .. } => Error::invalid("query", reason),
         other => Error::Store(other),
     })?;
     let range = parse_range(args.start_time.as_deref(), args.end_time.as_deref())?;
     let limit = config.limit(args.limit)?;
-    let mut hits = keyword_hits(store, scope, config, &query, range, limit)?;
+    // Ask for enough that the messages left out cannot crowd out the rest.
+    let mut hits = keyword_hits(store, scope, config, &query, range, limit + in_context.0.len())?;
+    let found = hits.len();
+    hits.retain(|hit| !in_context.holds(hit.kind, hit.id));
+    let left_out_in_context = found - hits.len();
     hits.truncate(limit);
-    let results: Vec<Hit> = hits.into_iter().map(Hit::from_text_hit).collect();
+    let mut results: Vec<Hit> = hits.into_iter().map(Hit::from_text_hit).collect();
+    whole_word_excerpts(store, &scope.persona, &mut results, query.terms(), config.excerpt_chars)?;
     Ok(SearchAnswer {
         query: query.terms().to_vec(),
         count: results.len(),
         results,
         order: "best keyword match first (bm25), then newest",
         semantic_coverage: None,
+        left_out_in_context,
     })
+}
+
+/// Gives each grep result an excerpt of its whole text centred on the first match of a
+/// fragment, the word holding it shown whole (`«limiter.rs»` for the fragment `limite`).
+fn whole_word_excerpts(
+    store: &Store,
+    persona: &str,
+    results: &mut [Hit],
+    fragments: &[String],
+    max: usize,
+) -> Result<()> {
+    let fragments: Vec<String> = fragments.iter().map(|f| f.trim_matches('*').to_lowercase()).collect();
+    for kind in [HitKind::Message, HitKind::Summary, HitKind::Memory] {
+        let ids: Vec<i64> = results.iter().filter(|hit| hit.kind == kind).map(|hit| hit.id).collect();
+        let texts: HashMap<i64, String> =
+            store.hits_by_ids(persona, kind, &ids)?.into_iter().map(|hit| (hit.id, hit.snippet)).collect();
+        for hit in results.iter_mut().filter(|hit| hit.kind == kind) {
+            if let Some(text) = texts.get(&hit.id) {
+                hit.snippet = excerpt_on_fragment(text, &fragments, max);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A window of at most `max` characters of `text` centred on the first case-insensitive
+/// occurrence of any of `fragments` (a substring, as `memory_grep` matches), every word in it
+/// that holds a fragment marked whole `«…»`, cut at word boundaries. The start of the text when
+/// none occurs.
+pub fn excerpt_on_fragment(text: &str, fragments: &[String], max: usize) -> String {
+    let lower = text.to_lowercase();
+    let haystack = if lower.len() == text.len() { lower.as_str() } else { text };
+    let fragments: Vec<&str> = fragments.iter().map(String::as_str).filter(|f| !f.is_empty()).collect();
+    let first =
+        fragments.iter().filter_map(|fragment| haystack.find(fragment).map(|at| (at, fragment.len()))).min();
+    let Some((at, len)) = first else { return excerpt(text, max) };
+    let (word_start, word_end) = whole_word(text, at, at + len, max);
+    let (start, end) = window_bounds(text, word_start, word_end, max);
+    // Every word in the window holding a fragment, left to right.
+    let mut marks = Vec::new();
+    let mut from = start;
+    while from < end {
+        let next = fragments
+            .iter()
+            .filter_map(|fragment| haystack[from..end].find(fragment).map(|n| (from + n, fragment.len())))
+            .min();
+        let Some((at, len)) = next else { break };
+        // Widened within the window only: the work stays linear in the window.
+        let window = &text[start..end];
+        let (word_start, word_end) = whole_word(window, at - start, at - start + len, max);
+        let (word_start, word_end) = (start + word_start, start + word_end);
+        match marks.last_mut() {
+            // Adjacent matches (a run of one character) are one mark.
+            Some((_, last_end)) if *last_end == word_start => *last_end = word_end,
+            _ => marks.push((word_start, word_end)),
+        }
+        from = word_end.max(at + len);
+    }
+    let mut shown = String::with_capacity(end - start + 16);
+    if start > 0 {
+        shown.push('…');
+    }
+    let mut at = start;
+    for (word_start, word_end) in marks {
+        shown.push_str(&text[at..word_start]);
+        shown.push('«');
+        shown.push_str(&text[word_start..word_end]);
+        shown.push('»');
+        at = word_end;
+    }
+    shown.push_str(text[at..end].trim_end());
+    if end < text.len() {
+        shown.push('…');
+    }
+    shown
+}
+
+/// A word character for excerpts: a match is widened to the run of these around it, so a path
+/// or a snake_case name shows whole.
+fn in_word(c: char) -> bool {
+    c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '/')
+}
+
+/// The word holding the match `text[at..end]`: widened over word characters, trailing `.`, `-`
+/// and `/` left out; the match alone when that word is longer than half the window (a run of
+/// one character, a blob).
+fn whole_word(text: &str, at: usize, end: usize, max: usize) -> (usize, usize) {
+    let start =
+        text[..at].char_indices().rev().take_while(|(_, c)| in_word(*c)).last().map_or(at, |(i, _)| i);
+    let word_end = text[end..].find(|c: char| !in_word(c)).map_or(text.len(), |n| end + n);
+    let word_end = start + text[start..word_end].trim_end_matches(['.', '-', '/']).len().max(end - start);
+    if text[start..word_end].chars().count() > max / 2 { (at, end) } else { (start, word_end) }
 }
 
 /// The words of a question that can select keyword candidates: runs of letters and digits,
@@ -355,6 +493,20 @@ pub fn search(
     embedder: &EmbedderState,
     args: &MemorySearchArgs,
 ) -> Result<SearchAnswer> {
+    search_outside(store, scope, config, embedder, args, &InContext::default())
+}
+
+/// [`search`] leaving out the messages `in_context` names, unless the call asks for them.
+pub fn search_outside(
+    store: &Store,
+    scope: &Scope,
+    config: &RecallConfig,
+    embedder: &EmbedderState,
+    args: &MemorySearchArgs,
+    in_context: &InContext,
+) -> Result<SearchAnswer> {
+    let empty = InContext::default();
+    let in_context = if args.include_in_context == Some(true) { &empty } else { in_context };
     let text = cut_query(&args.query)?;
     let range = parse_range(args.start_time.as_deref(), args.end_time.as_deref())?;
     let limit = config.limit(args.limit)?;
@@ -434,6 +586,9 @@ pub fn search(
             .then(b.similarity.unwrap_or(-1.0).total_cmp(&a.similarity.unwrap_or(-1.0)))
             .then(b.timestamp.cmp(&a.timestamp))
     });
+    let found = results.len();
+    results.retain(|hit| !in_context.holds(hit.kind, hit.id));
+    let left_out_in_context = found - results.len();
     let results = one_hit_per_source(store, results, &texts, limit)?;
     Ok(SearchAnswer {
         query: vec![text],
@@ -441,6 +596,7 @@ pub fn search(
         results,
         order: "fused relevance first (weighted sum of semantic and keyword scores, each scaled to 0..1)",
         semantic_coverage: coverage(store, scope, model)?,
+        left_out_in_context,
     })
 }
 
@@ -528,8 +684,28 @@ pub fn excerpt_around(text: &str, words: &[String], max: usize) -> String {
         .min();
     let Some(at) = found else { return excerpt(text, max) };
     let word_end = text[at..].find(|c: char| !c.is_alphanumeric()).map_or(text.len(), |n| at + n);
+    window_around(text, at, word_end, max)
+}
+
+/// At most about `max` characters of `text` with the word `text[at..word_end]` marked `«…»` in
+/// the middle, cut at white space, `…` where text is left out.
+fn window_around(text: &str, at: usize, word_end: usize, max: usize) -> String {
+    let (start, end) = window_bounds(text, at, word_end, max);
+    format!(
+        "{}{}«{}»{}{}",
+        if start > 0 { "…" } else { "" },
+        &text[start..at],
+        &text[at..word_end],
+        text[word_end..end].trim_end(),
+        if end < text.len() { "…" } else { "" },
+    )
+}
+
+/// The byte range of at most about `max` characters of `text` centred on `text[at..word_end]`,
+/// starting and ending at white space where there is any in reach.
+fn window_bounds(text: &str, at: usize, word_end: usize, max: usize) -> (usize, usize) {
     // Centre the window on the word: half the budget before it, at a word boundary.
-    let before = max.saturating_sub(word_end - at) / 2;
+    let before = max.saturating_sub(text[at..word_end].chars().count()) / 2;
     let mut start = at;
     for (count, (index, _)) in text[..at].char_indices().rev().enumerate() {
         if count >= before {
@@ -551,14 +727,7 @@ pub fn excerpt_around(text: &str, words: &[String], max: usize) -> String {
     if end < text.len() {
         end = text[word_end..end].rfind(char::is_whitespace).map_or(end, |n| word_end + n);
     }
-    format!(
-        "{}{}«{}»{}{}",
-        if start > 0 { "…" } else { "" },
-        &text[start..at],
-        &text[at..word_end],
-        text[word_end..end].trim_end(),
-        if end < text.len() { "…" } else { "" },
-    )
+    (start, end)
 }
 
 #[cfg(test)]
@@ -609,6 +778,28 @@ mod tests {
         assert_eq!(excerpt_around("templates only", &words(&["late"]), 100), "templates only");
         // Case-insensitive; the original case is shown.
         assert!(excerpt_around("Deploy FAILED at noon", &words(&["failed"]), 100).contains("«FAILED»"));
+    }
+
+    #[test]
+    fn grep_excerpts_show_the_whole_word_holding_the_fragment_centred() {
+        let text = format!(
+            "{} the rate limit lives in services/gateway/src/limiter.rs since March. {}",
+            "padding ".repeat(40),
+            "more ".repeat(40)
+        );
+        let shown = excerpt_on_fragment(&text, &words(&["limite"]), 80);
+        assert!(shown.contains("«services/gateway/src/limiter.rs»"), "{shown}");
+        let (before, after) = shown.split_once('«').unwrap();
+        let after = after.split_once('»').unwrap().1;
+        assert!(before.chars().count().abs_diff(after.chars().count()) <= 12, "centred: {shown}");
+        assert!(!shown.contains(" paddin…") && !shown.contains("mor…"), "whole words at the ends: {shown}");
+        // The sentence's full stop is not part of the word; case does not matter.
+        assert!(excerpt_on_fragment("Deploy FAILED.", &words(&["fail"]), 100).contains("«FAILED»."));
+        assert_eq!(excerpt_on_fragment("no match here", &words(&["zzz"]), 100), "no match here");
+        assert_eq!(
+            excerpt_on_fragment("a merge conflict, merged", &words(&["merge", "conflict"]), 100),
+            "a «merge» «conflict», «merged»"
+        );
     }
 
     #[test]

@@ -103,7 +103,8 @@ fn without_the_model_search_says_why_and_everything_else_works() {
     let broken_error = Embedder::load(&broken).unwrap_err();
 
     for failure in [missing, broken_error] {
-        let ctx = ToolContext::new(store.clone(), session.clone(), Err(failure), RecallConfig::default());
+        let ctx =
+            ToolContext::new(store.clone(), caller(store, &session), Err(failure), RecallConfig::default());
         let error = err(&ctx, "memory_search", json!({"query": "the rebase blew up"}));
         assert_eq!(error["kind"], "semantic_search_unavailable");
         assert!(error["message"].as_str().unwrap().starts_with("semantic search unavailable: "), "{error}");

@@ -63,12 +63,20 @@ pub fn embed_all(store: &Store) {
     assert_eq!(store.embedding_backlog_count(None, None).unwrap(), 0);
 }
 
+/// A context for tool calls made from another, empty conversation of `session`'s persona: the
+/// tools then search `session` whole (a call from `session` itself leaves out what its own
+/// context already holds; `in_context.rs` tests that).
 pub fn ctx(store: &Store, session: &Session) -> ToolContext {
-    ToolContext::new(store.clone(), session.clone(), embedder(), RecallConfig::default())
+    ctx_with(store, session, RecallConfig::default())
 }
 
 pub fn ctx_with(store: &Store, session: &Session, config: RecallConfig) -> ToolContext {
-    ToolContext::new(store.clone(), session.clone(), embedder(), config)
+    ToolContext::new(store.clone(), caller(store, session), embedder(), config)
+}
+
+/// An empty session of `session`'s persona to call tools from.
+pub fn caller(store: &Store, session: &Session) -> Session {
+    store.session(&format!("{}-caller", session.key), &session.persona).unwrap()
 }
 
 /// Calls a tool and asserts the answer is not an error.
