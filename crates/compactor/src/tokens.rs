@@ -88,6 +88,38 @@ const TOOLS_PREAMBLE: &str = "\n\n# Tools\n\nYou may call one or more functions 
     For each function call, return a json object with function name and arguments within <tool_call></tool_call> \
     XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call>";
 
+/// `value` as JSON with a space after every `,` and `:`: how chat templates (Jinja's `tojson`,
+/// Python's `json.dumps`) write tool definitions into the prompt, which costs more tokens than
+/// serde_json's compact form.
+fn spaced_json(value: &serde_json::Value) -> String {
+    struct Spaced;
+    impl serde_json::ser::Formatter for Spaced {
+        fn begin_array_value<W: ?Sized + std::io::Write>(
+            &mut self,
+            writer: &mut W,
+            first: bool,
+        ) -> std::io::Result<()> {
+            if first { Ok(()) } else { writer.write_all(b", ") }
+        }
+        fn begin_object_key<W: ?Sized + std::io::Write>(
+            &mut self,
+            writer: &mut W,
+            first: bool,
+        ) -> std::io::Result<()> {
+            if first { Ok(()) } else { writer.write_all(b", ") }
+        }
+        fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, writer: &mut W) -> std::io::Result<()> {
+            writer.write_all(b": ")
+        }
+    }
+    let mut out = Vec::new();
+    let mut serializer = serde_json::Serializer::with_formatter(&mut out, Spaced);
+    match serde::Serialize::serialize(value, &mut serializer) {
+        Ok(()) => String::from_utf8(out).unwrap_or_default(),
+        Err(_) => value.to_string(),
+    }
+}
+
 impl TokenCounter {
     /// A counter for an encoding.
     pub fn new(encoding: Encoding) -> TokenCounter {
@@ -140,7 +172,7 @@ impl TokenCounter {
         if tools.is_empty() {
             return 0;
         }
-        let definitions: u32 = tools.iter().map(|tool| self.text(&tool.to_string()) + 1).sum();
+        let definitions: u32 = tools.iter().map(|tool| self.text(&spaced_json(tool)) + 1).sum();
         self.text(TOOLS_PREAMBLE) + definitions
     }
 
