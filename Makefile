@@ -32,7 +32,7 @@ eval: embed-assets
 # `strata chat` turn in which the model calls memory_grep. `scripts/llm-rig.sh stop` stops it.
 test-llm: embed-assets
 	STRATA_LLM_URL=$$(./scripts/llm-rig.sh start) \
-	  nice $(CARGO) test -p strata --features llm-rig --test llm_rig -- --nocapture
+	  nice $(CARGO) test -p strata --features llm-rig --test llm_rig -- --nocapture --test-threads 1
 
 lint:
 	$(CARGO) fmt --all --check

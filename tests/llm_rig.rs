@@ -79,60 +79,19 @@ fn rig_config(strata: &Strata) -> std::path::PathBuf {
 }
 
 #[test]
-fn a_local_server_summarizes_and_chats_with_tool_calls() {
+fn a_chat_turn_in_a_session_with_tool_calls_runs_memory_grep_and_answers_from_it() {
     let strata = Strata::new();
     let config_path = rig_config(&strata);
+    let config_arg = config_path.to_str().unwrap();
     let config = Config::load(Some(&config_path), std::iter::empty()).unwrap();
     let engine = Engine::open(strata.db(), config).unwrap();
 
-    // 1. A compaction with the OpenAI-compatible summarizer, from the command line.
-    let meeting = engine.session("migration", "team").unwrap();
-    for (role, name, text) in CHAT {
-        let mut message =
-            if *role == "user" { ChatMessage::user(*text) } else { ChatMessage::assistant(*text) };
-        message.name = Some((*name).to_owned());
-        meeting.append(message).unwrap();
-    }
-    let started = Instant::now();
-    let config_arg = config_path.to_str().unwrap();
-    let compacted =
-        strata.run(&["compact", "--session", "migration", "--config", config_arg, "--once", "--json"]).json();
-    let compact_secs = started.elapsed().as_secs_f64();
-    assert!(compacted["nodes_created"].as_u64().unwrap() >= 1, "{compacted}");
-    assert_eq!(compacted["raw_archived"], 0, "a real summary, not a fallback digest: {compacted}");
-    let tree = strata.run(&["tree", "--session", "migration", "--json"]).json();
-    let nodes = tree["nodes"].as_array().unwrap();
-    for node in nodes {
-        assert_eq!(node["summarizer"], MODEL, "{node}");
-        // The gate held: at most half the tokens of the sources.
-        let (tokens, sources) =
-            (node["token_count"].as_u64().unwrap(), node["source_token_count"].as_u64().unwrap());
-        assert!(tokens * 2 <= sources, "{tokens} of {sources} tokens: {node}");
-    }
-    let stats = strata.run(&["stats", "--json"]).json();
-    println!("compaction: {compact_secs:.1} s, {} nodes; rejections: {}", nodes.len(), stats["rejections"]);
-    for node in nodes {
-        println!(
-            "stored summary (node {}, {} of {} tokens):\nheadline: {}\nbody:\n{}",
-            node["id"],
-            node["token_count"],
-            node["source_token_count"],
-            node["headline"],
-            node["body"].as_str().unwrap()
-        );
-    }
-
-    // 2. A chat turn: the session already holds a tool call (sent back with content "", which
+    // A chat turn: the session already holds a tool call (sent back with content "", which
     //    this server requires), and the answer needs a fact only memory_grep can find.
     let old = engine.session("last-week", "team").unwrap();
     old.append(ChatMessage::user("Where did we leave the gateway?")).unwrap();
     old.append(ChatMessage::assistant(PLANTED)).unwrap();
     let today = engine.session("today", "team").unwrap();
-    today
-        .append(ChatMessage::system(
-            "You are the team's assistant. Use the memory tools to look up facts you do not have.",
-        ))
-        .unwrap();
     today.append(ChatMessage::user("Did we write anything down about the billing cutover?")).unwrap();
     let call = json!([{"id": "call_0", "type": "function", "function": {"name": "memory_grep", "arguments": "{\"query\": \"cutover\"}"}}]);
     today
@@ -189,4 +148,49 @@ fn a_local_server_summarizes_and_chats_with_tool_calls() {
     assert!(grep["result"].to_string().contains("250"), "{grep:#}");
     let answer = turn["text"].as_str().unwrap();
     assert!(answer.contains("250"), "the answer uses what memory_grep found: {answer}");
+}
+
+#[test]
+fn a_compaction_with_the_openai_summarizer_stores_only_summaries_that_pass_the_gate() {
+    let strata = Strata::new();
+    let config_path = rig_config(&strata);
+    let config_arg = config_path.to_str().unwrap();
+    let config = Config::load(Some(&config_path), std::iter::empty()).unwrap();
+    let engine = Engine::open(strata.db(), config).unwrap();
+
+    // A compaction with the OpenAI-compatible summarizer, from the command line.
+    let meeting = engine.session("migration", "team").unwrap();
+    for (role, name, text) in CHAT {
+        let mut message =
+            if *role == "user" { ChatMessage::user(*text) } else { ChatMessage::assistant(*text) };
+        message.name = Some((*name).to_owned());
+        meeting.append(message).unwrap();
+    }
+    let started = Instant::now();
+    let compacted =
+        strata.run(&["compact", "--session", "migration", "--config", config_arg, "--once", "--json"]).json();
+    let compact_secs = started.elapsed().as_secs_f64();
+    assert!(compacted["nodes_created"].as_u64().unwrap() >= 1, "{compacted}");
+    assert_eq!(compacted["raw_archived"], 0, "a real summary, not a fallback digest: {compacted}");
+    let tree = strata.run(&["tree", "--session", "migration", "--json"]).json();
+    let nodes = tree["nodes"].as_array().unwrap();
+    for node in nodes {
+        assert_eq!(node["summarizer"], MODEL, "{node}");
+        // The gate held: at most half the tokens of the sources.
+        let (tokens, sources) =
+            (node["token_count"].as_u64().unwrap(), node["source_token_count"].as_u64().unwrap());
+        assert!(tokens * 2 <= sources, "{tokens} of {sources} tokens: {node}");
+    }
+    let stats = strata.run(&["stats", "--json"]).json();
+    println!("compaction: {compact_secs:.1} s, {} nodes; rejections: {}", nodes.len(), stats["rejections"]);
+    for node in nodes {
+        println!(
+            "stored summary (node {}, {} of {} tokens):\nheadline: {}\nbody:\n{}",
+            node["id"],
+            node["token_count"],
+            node["source_token_count"],
+            node["headline"],
+            node["body"].as_str().unwrap()
+        );
+    }
 }

@@ -88,8 +88,10 @@ fn render_sources(request: &SummaryRequest) -> String {
         SourceKind::Summaries => "the following summaries of consecutive parts of a chat into one",
     };
     let mut text = format!(
-        "Summarize {what} (persona {}). Stay under {} tokens.\n\n",
-        request.persona, request.target_tokens
+        "Summarize {what} (persona {}). Stay under {} tokens (about {} words).\n\n",
+        request.persona,
+        request.target_tokens,
+        request.target_tokens * 3 / 4
     );
     for item in &request.items {
         let tool = item.tool.as_deref().map(|t| format!(" [{t}]")).unwrap_or_default();

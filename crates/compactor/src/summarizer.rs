@@ -242,24 +242,28 @@ pub(crate) fn check(
 
 /// The note a retry sends after `error`: what was wrong, addressed to the model.
 pub(crate) fn retry_note(error: &SummarizeError) -> Option<String> {
-    let note = match error {
+    let advice = match error {
         SummarizeError::Rejected { reason: RejectReason::Empty, .. } => {
-            "Your previous summary had an empty headline or body; fill both."
+            "fill both the headline and the body."
         }
         SummarizeError::Rejected {
             reason: RejectReason::Oversized | RejectReason::NotCompressed, ..
-        } => {
-            "Your previous summary was too long; keep only the facts that matter and stay well under the token limit."
-        }
+        } => "keep only the facts that matter, as short notes, well under the word limit.",
         SummarizeError::Rejected { reason: RejectReason::NearCopy, .. } => {
-            "Your previous summary copied the messages nearly word for word; restate the facts briefly in your own words."
+            "do not copy sentences; restate the facts briefly in your own words, as short notes."
         }
         SummarizeError::Malformed(_) => {
-            "Your previous reply was not a complete, valid JSON summary (cut off or with raw line breaks in a string); keep it short and escape line breaks as \\n."
+            return Some(
+                "Your previous reply was not a complete, valid JSON summary (cut off or with raw line breaks in a \
+                 string); keep it short and escape line breaks as \\n."
+                    .to_owned(),
+            );
         }
         _ => return None,
     };
-    Some(note.to_owned())
+    let SummarizeError::Rejected { detail, .. } = error else { return None };
+    // The figures tell a model how far off it was: "312 tokens is over 50% of its 378 ...".
+    Some(format!("Your previous summary was rejected: {detail}. This time {advice}"))
 }
 
 #[cfg(test)]

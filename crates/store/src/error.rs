@@ -130,7 +130,16 @@ impl From<rusqlite::Error> for Error {
         match err.sqlite_error_code() {
             Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => Error::Busy(err),
             Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => Error::Corrupt(err),
+            // FTS5 reports a damaged index or config page as a plain SQL error.
+            _ if is_fts5_damage(&err) => Error::Corrupt(err),
             _ => Error::Sqlite(err),
         }
     }
+}
+
+/// True for FTS5's words for a damaged table ("invalid fts5 file format", "fts5: corrupt ...").
+fn is_fts5_damage(err: &rusqlite::Error) -> bool {
+    let message = err.to_string().to_ascii_lowercase();
+    message.contains("fts5")
+        && (message.contains("invalid") || message.contains("corrupt") || message.contains("malformed"))
 }

@@ -277,7 +277,8 @@ async fn a_summary_longer_than_its_sources_is_rejected() {
     assert_eq!(first["temperature"], 0.0);
     assert_eq!(retry["temperature"], 0.2);
     let note = retry["messages"][1]["content"].as_str().unwrap();
-    assert!(note.ends_with("Note: Your previous summary was too long; keep only the facts that matter and stay well under the token limit.\n"), "{note}");
+    assert!(note.contains("Note: Your previous summary was rejected: "), "{note}");
+    assert!(note.ends_with("(summary_max_tokens). This time keep only the facts that matter, as short notes, well under the word limit.\n"), "{note}");
     assert!(fx.store.nodes(fx.session).unwrap().is_empty());
     let rejections = fx.store.stats().unwrap().rejections;
     assert_eq!(rejections.len(), 1);
