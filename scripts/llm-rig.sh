@@ -182,8 +182,16 @@ start() {
 }
 
 stop() {
+    local pid
     if running; then
-        kill "$(cat "$RIG/server.pid")"
+        pid="$(cat "$RIG/server.pid")"
+        kill "$pid"
+        # uvicorn waits for the request in flight, which may run for minutes: give it 10 s.
+        for _ in $(seq 1 50); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.2
+        done
+        kill -9 "$pid" 2>/dev/null || true
         log "server stopped"
     fi
     rm -f "$RIG/server.pid"
