@@ -143,6 +143,8 @@ async fn without_text_call_recognition_the_call_is_printed_as_the_answer() {
 fn summarizing(strata: &Strata, server: &MockServer) -> (Compactor, SessionId) {
     let retry = RetryPolicy { max_attempts: 3, initial_backoff_ms: 1, max_backoff_ms: 5, timeout_ms: 10_000 };
     let config = CompactorConfig {
+        trigger_ratio: 0.0,
+        target_ratio: 0.0,
         head_messages: 0,
         tail_turns: 1,
         leaf_min_tokens: 50,

@@ -68,7 +68,7 @@ fn rig_config(strata: &Strata) -> std::path::PathBuf {
     strata.file(
         "rig.toml",
         &format!(
-            "[compactor]\nmodel = \"{MODEL}\"\ncontext_window_tokens = 4096\nreserve_tokens = 640\nhead_messages = 1\n\
+            "[compactor]\nmodel = \"{MODEL}\"\ncontext_window_tokens = 4096\nreserve_tokens = 640\ntrigger_ratio = 0.0\ntarget_ratio = 0.0\nhead_messages = 1\n\
              tail_turns = 1\ntail_tokens = 1000\nleaf_min_tokens = 50\nleaf_min_turns = 2\nleaf_chunk_tokens = 2000\n\
              scaffold_body_tokens = 400\nsummary_target_tokens = 200\nsummary_retries = 1\nmax_rounds = 1\n\
              [compactor.retry]\nmax_attempts = 1\ntimeout_ms = 900000\n\
