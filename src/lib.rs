@@ -31,7 +31,10 @@
 //! let _request = json!({"model": "gpt-4o-mini", "messages": prepared.messages(), "tools": engine.tool_specs()});
 //!
 //! // When the model calls a tool, run it for this session's persona and append the answer.
+//! // What the context already holds verbatim is left out and counted, unless the call asks.
 //! let answer = session.call_tool("memory_grep", json!({"query": "staging port"})).await;
+//! assert_eq!(answer["left_out_in_context"], 2);
+//! let answer = session.call_tool("memory_grep", json!({"query": "staging port", "include_in_context": true})).await;
 //! assert!(answer["count"].as_u64().unwrap() >= 1);
 //! session.append(ChatMessage::tool("call_1", "memory_grep", answer.to_string()))?;
 //! # Ok(()) }

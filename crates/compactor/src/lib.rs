@@ -19,7 +19,14 @@
 //! # async fn main() -> Result<(), strata_compactor::Error> {
 //! let dir = tempfile::tempdir().unwrap();
 //! let store = Store::open(dir.path().join("strata.db"))?;
-//! let config = CompactorConfig { leaf_min_tokens: 200, leaf_chunk_tokens: 200, ..CompactorConfig::default() };
+//! // Fold as soon as the middle holds 200 tokens, whatever the window (the default waits for 75% of it).
+//! let config = CompactorConfig {
+//!     trigger_ratio: 0.0,
+//!     target_ratio: 0.0,
+//!     leaf_min_tokens: 200,
+//!     leaf_chunk_tokens: 200,
+//!     ..CompactorConfig::default()
+//! };
 //! let compactor = Compactor::new(store.clone(), config, Arc::new(ExtractiveSummarizer::default()))?;
 //! let session = store.session("chat-1", "default")?;
 //! for turn in 0..20 {

@@ -23,7 +23,10 @@
 //! // Keyword search needs no model; semantic search reports why it is unavailable.
 //! let no_model = strata_recall::Embedder::load(dir.path().join("no-assets-here"));
 //! let ctx = ToolContext::new(store, session, no_model, RecallConfig::default());
+//! // The calling session's own messages are in its context already: left out and counted.
 //! let found = call_tool(&ctx, "memory_grep", &json!({"query": "staging port"}));
+//! assert_eq!((found["count"].as_u64(), found["left_out_in_context"].as_u64()), (Some(0), Some(1)));
+//! let found = call_tool(&ctx, "memory_grep", &json!({"query": "staging port", "include_in_context": true}));
 //! assert_eq!(found["count"], 1);
 //! // Recalled text is fenced as data; the match is marked with « ».
 //! assert!(found["results"][0]["snippet"].as_str().unwrap().contains("«staging"));
