@@ -52,7 +52,8 @@ pub struct RecallConfig {
     /// Default 50.
     pub search_candidates: usize,
     /// Chunks the 1-bit first pass of a vector search keeps for exact re-scoring; 0 scans the
-    /// float vectors exactly. Default 0.
+    /// float vectors exactly (sqlite-vec). Default 400: at 100,000 vectors the 1-bit pass and
+    /// re-scoring take a few milliseconds against about 90 for the exact scan.
     pub quantized_candidates: usize,
     /// Messages shown before and after the one `view_message` opens. Default 3.
     pub view_neighbours: usize,
@@ -101,7 +102,7 @@ impl Default for RecallConfig {
             keyword_weight: 0.7,
             min_similarity: 0.0,
             search_candidates: 50,
-            quantized_candidates: 0,
+            quantized_candidates: 400,
             view_neighbours: 3,
             view_page_chars: 8_000,
             expand_page_size: 20,

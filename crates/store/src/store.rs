@@ -483,7 +483,22 @@ impl Store {
         k: usize,
         scan: Scan,
     ) -> Result<Vec<(i64, f64)>> {
-        self.read(|conn| vectors::nearest(conn, model, kind, persona, query, k, scan))
+        self.nearest_within(model, kind, &SearchFilter::persona(persona), query, k, scan)
+    }
+
+    /// [`Store::nearest`] within the filter's persona, session and time range (its kinds and
+    /// limit are not used). A small window is searched within (its rows only), so rows outside
+    /// it never crowd it out; a large one is filtered after a wider search.
+    pub fn nearest_within(
+        &self,
+        model: &str,
+        kind: HitKind,
+        filter: &SearchFilter,
+        query: &[f32],
+        k: usize,
+        scan: Scan,
+    ) -> Result<Vec<(i64, f64)>> {
+        self.read(|conn| vectors::nearest(conn, model, kind, filter, query, k, scan))
     }
 
     /// How many rows of `kind` hold each word (counted up to `cap`), and about how many rows

@@ -751,3 +751,120 @@ proptest::proptest! {
         });
     }
 }
+
+/// Deterministic pseudo-random unit vectors (xorshift), so no two rows tie.
+fn scattered(seed: u64, dims: usize) -> Vec<f32> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut v: Vec<f32> = (0..dims)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % 2001) as f32 / 1000.0 - 1.0
+        })
+        .collect();
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    v.iter_mut().for_each(|x| *x /= norm);
+    v
+}
+
+/// The 1-bit scan reads sqlite-vec's storage itself: with every chunk re-scored it must give
+/// exactly what sqlite-vec's exact search gives, across several vec0 chunks (1,024 vectors
+/// each), with another persona's vectors and deleted vectors in the same tables.
+#[test]
+fn quantized_scan_agrees_with_sqlite_vec() {
+    let (_dir, store) = temp_store();
+    // 96 dimensions: 12 bytes of bits, one 64-bit word and a remainder.
+    const WIDE: usize = 96;
+    let space = EmbeddingSpace { model: MODEL.into(), dimensions: WIDE };
+    store.use_embedding_space(&space).unwrap();
+    for (key, persona, n) in [("a1", "alice", 1_000), ("b", "bob", 500), ("a2", "alice", 1_500)] {
+        session_with(&store, key, persona, n);
+    }
+    for (i, key) in ["one", "two", "three"].into_iter().enumerate() {
+        remember(&store, Writer::Agent, "alice", Category::Memo, key, &format!("note {i}")).unwrap();
+    }
+    let backlog = store.embedding_backlog(10_000).unwrap();
+    assert_eq!(backlog.len(), 3_003);
+    let items: Vec<_> =
+        backlog.iter().map(|item| (item.clone(), vec![scattered(item.id as u64, WIDE)])).collect();
+    assert_eq!(store.put_embeddings(MODEL, &items).unwrap(), 3_003);
+    assert!(store.delete_memory(Writer::Agent, "alice", Category::Memo, "two").unwrap());
+
+    let every_chunk = Scan::Quantized { candidates: 100_000 };
+    for seed in [7_u64, 8, 9] {
+        let query = scattered(1_000_000 + seed, WIDE);
+        let exact = store.nearest(MODEL, HitKind::Message, "alice", &query, 20, Scan::Exact).unwrap();
+        let quantized = store.nearest(MODEL, HitKind::Message, "alice", &query, 20, every_chunk).unwrap();
+        assert_eq!(exact.len(), 20);
+        assert_eq!(
+            exact.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
+            quantized.iter().map(|(id, _)| *id).collect::<Vec<_>>()
+        );
+        for ((_, a), (_, b)) in exact.iter().zip(&quantized) {
+            assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+        }
+        let memories = store.nearest(MODEL, HitKind::Memory, "alice", &query, 10, every_chunk).unwrap();
+        let exact_memories = store.nearest(MODEL, HitKind::Memory, "alice", &query, 10, Scan::Exact).unwrap();
+        assert_eq!(memories.len(), 2, "the deleted memory's vector is skipped: {memories:?}");
+        assert_eq!(
+            memories.iter().map(|m| m.0).collect::<Vec<_>>(),
+            exact_memories.iter().map(|m| m.0).collect::<Vec<_>>()
+        );
+    }
+    // A few hundred candidates find the nearest rows of 2,500 (the query is one of them).
+    let target =
+        backlog.iter().find(|item| item.persona == "alice" && item.kind == HitKind::Message).unwrap();
+    let query = scattered(target.id as u64, WIDE);
+    let found = store
+        .nearest(MODEL, HitKind::Message, "alice", &query, 5, Scan::Quantized { candidates: 200 })
+        .unwrap();
+    assert_eq!(found[0].0, target.id);
+    assert!(found[0].1.abs() < 1e-5);
+}
+
+/// A session or time window is searched among its own rows: nearer rows outside it do not
+/// crowd it out, whatever the scan.
+#[test]
+fn a_sparse_window_is_searched_within() {
+    let (_dir, store) = temp_store();
+    let space = EmbeddingSpace { model: MODEL.into(), dimensions: 32 };
+    store.use_embedding_space(&space).unwrap();
+    session_with(&store, "big", "alice", 3_000);
+    let small = session_with(&store, "small", "alice", 2);
+    let backlog = store.embedding_backlog(10_000).unwrap();
+    let items: Vec<_> =
+        backlog.iter().map(|item| (item.clone(), vec![scattered(item.id as u64, 32)])).collect();
+    store.put_embeddings(MODEL, &items).unwrap();
+    let small_ids: Vec<i64> = store.all_messages(small.id).unwrap().iter().map(|m| m.id.0).collect();
+    // A query right on a row of the big session: every nearest row is outside the window.
+    let query = scattered(backlog[10].id as u64, 32);
+    let window = SearchFilter { session: Some(small.id), ..SearchFilter::persona("alice") };
+    for scan in [Scan::Exact, Scan::Quantized { candidates: 50 }] {
+        let near = store.nearest_within(MODEL, HitKind::Message, &window, &query, 10, scan).unwrap();
+        let mut ids: Vec<i64> = near.iter().map(|(id, _)| *id).collect();
+        ids.sort();
+        assert_eq!(ids, small_ids, "{scan:?}");
+        assert!(store.nearest_within(MODEL, HitKind::Memory, &window, &query, 10, scan).unwrap().is_empty());
+    }
+    // Time windows: one after every message holds nothing; one around every message finds the
+    // nearest row of all.
+    let late = SearchFilter {
+        start: Some(chrono::Utc::now() + chrono::Duration::days(1)),
+        ..SearchFilter::persona("alice")
+    };
+    assert!(
+        store
+            .nearest_within(MODEL, HitKind::Message, &late, &query, 10, Scan::Quantized { candidates: 50 })
+            .unwrap()
+            .is_empty()
+    );
+    let all = SearchFilter {
+        end: Some(chrono::Utc::now() + chrono::Duration::days(1)),
+        ..SearchFilter::persona("alice")
+    };
+    let near = store
+        .nearest_within(MODEL, HitKind::Message, &all, &query, 10, Scan::Quantized { candidates: 50 })
+        .unwrap();
+    assert_eq!(near[0].0, backlog[10].id, "{near:?}");
+}

@@ -360,8 +360,8 @@ pub fn excerpt(text: &str, max: usize) -> String {
     }
 }
 
-/// The semantic candidates: nearest vectors of each kind within the persona, filtered by the
-/// scope's session, the time range and memory expiry, nearest first.
+/// The semantic candidates: nearest vectors of each kind within the persona, the scope's
+/// session and the time range, expired memories left out, nearest first.
 fn semantic_hits(
     store: &Store,
     scope: &Scope,
@@ -372,23 +372,19 @@ fn semantic_hits(
     wanted: usize,
 ) -> Result<Vec<(TextHit, f64)>> {
     let now = Utc::now();
-    // vec0 filters by persona (the partition key) while searching; session and time are
-    // filtered afterwards, so ask for more when they are set.
-    let filtered = scope.session.is_some() || range.0.is_some() || range.1.is_some();
-    let k = if filtered { wanted * 8 } else { wanted };
+    // The store searches within the session and time range itself (a sparse window is
+    // searched among its own rows), so every row it returns is in scope.
+    let filter = search_filter(scope, range, wanted);
     let mut candidates = Vec::new();
     for kind in [HitKind::Message, HitKind::Summary, HitKind::Memory] {
         if kind == HitKind::Memory && scope.session.is_some() {
             continue;
         }
-        let nearest = store.nearest(model, kind, &scope.persona, query, k, config.vector_scan())?;
+        let nearest = store.nearest_within(model, kind, &filter, query, wanted, config.vector_scan())?;
         let distances: HashMap<i64, f64> = nearest.iter().copied().collect();
         let ids: Vec<i64> = nearest.iter().map(|(id, _)| *id).collect();
         for hit in store.hits_by_ids(&scope.persona, kind, &ids)? {
-            let in_session = scope.session.is_none() || hit.session_id == scope.session;
-            let in_range = range.0.is_none_or(|start| hit.timestamp >= start)
-                && range.1.is_none_or(|end| hit.timestamp < end);
-            if in_session && in_range && !expired(config, &hit, now) {
+            if !expired(config, &hit, now) {
                 let distance = distances[&hit.id];
                 candidates.push((hit, distance));
             }
