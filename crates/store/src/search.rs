@@ -189,7 +189,8 @@ pub struct TextHit {
     pub timestamp: DateTime<Utc>,
     /// The matching text with matches between `«` and `»`.
     pub snippet: String,
-    /// FTS5 bm25 rank: lower is better. Zero for hits found by `LIKE` alone.
+    /// How well the hit matches, negated so that lower is better (see [`grep`]); zero for
+    /// hits not found by keywords.
     pub rank: f64,
 }
 
@@ -275,8 +276,8 @@ fn kind_sql(kind: HitKind) -> &'static KindSql {
     }
 }
 
-/// Keyword search, best rank first (ties: newest first), ranked among the newest 4,096 rows
-/// of each kind that match.
+/// Keyword search, best match first (ties: newest first), ranked among the newest 256 rows of
+/// each kind that match (more when the limit is larger); see [`match_score`].
 pub fn grep(conn: &Connection, query: &TextQuery, filter: &SearchFilter) -> Result<Vec<TextHit>> {
     let mut hits = Vec::new();
     for &kind in &filter.kinds {
@@ -302,14 +303,10 @@ fn grep_kind(
     // whether there is a MATCH); every value, the user's text included, is a bound parameter.
     let mut conditions = vec![format!("{} = ?", sql.persona)];
     let mut values: Vec<Value> = vec![Value::Text(filter.persona.clone())];
-    let rank = match query.match_expression() {
-        Some(expression) => {
-            conditions.push(format!("{} MATCH ?", sql.fts));
-            values.push(Value::Text(expression));
-            format!("bm25({})", sql.fts)
-        }
-        None => "0.0".to_owned(),
-    };
+    if let Some(expression) = query.match_expression() {
+        conditions.push(format!("{} MATCH ?", sql.fts));
+        values.push(Value::Text(expression));
+    }
     for pattern in query.like_patterns() {
         let any_column: Vec<String> =
             sql.text_columns.iter().map(|column| format!("{column} LIKE ? ESCAPE '\\'")).collect();
@@ -328,16 +325,14 @@ fn grep_kind(
         conditions.push(format!("{} = ?", sql.session));
         values.push(Value::Integer(session.0));
     }
-    values.push(Value::Integer(GREP_SCAN_ROWS));
-    values.push(Value::Integer(filter.limit.min(1000) as i64));
-    // Ranked within the newest GREP_SCAN_ROWS matching rows, as `rank_words` does: a word in
-    // most of a million rows costs what a rare one does. Columns 11 and 9 of the inner select
-    // are the rank and the time.
+    let limit = filter.limit.min(1000);
+    values.push(Value::Integer(GREP_SCAN_ROWS.max(limit as i64)));
+    // The newest GREP_SCAN_ROWS matching rows, newest first: FTS5 walks its index that way and
+    // stops there, so a word in most of a million rows costs what a rare one does. They are
+    // ranked here, not by FTS5's bm25(), which counts every row holding each phrase (the whole
+    // index for a common word: 100 ms at 1,000,000 messages) before it scores the first one.
     let statement = format!(
-        "SELECT * FROM (
-             SELECT {select}, {rank} AS rank FROM {from} WHERE {conditions}
-             ORDER BY {fts}.rowid DESC LIMIT ?
-         ) ORDER BY 11, 9 DESC LIMIT ?",
+        "SELECT {select}, 0.0 FROM {from} WHERE {conditions} ORDER BY {fts}.rowid DESC LIMIT ?",
         select = sql.select,
         from = sql.from,
         conditions = conditions.join(" AND "),
@@ -345,14 +340,48 @@ fn grep_kind(
     );
     let mut stmt = conn.prepare_cached(&statement)?;
     let rows = stmt.query_map(params_from_iter(values), |row| TextHit::from_row(kind, row, Some(10)))?;
+    let terms: Vec<String> = query.terms().iter().map(|term| term.to_lowercase()).collect();
+    let mut found = Vec::new();
     for hit in rows {
         let mut hit = hit?;
+        hit.rank = -match_score(&hit.snippet, &terms);
+        found.push(hit);
+    }
+    // Best first, then newest (the rows arrive newest first and the sort is stable).
+    found.sort_by(|a, b| a.rank.total_cmp(&b.rank));
+    found.truncate(limit);
+    for mut hit in found {
         // The query selects the whole text; the excerpt is cut here, in time linear in what it
         // scans (FTS5's snippet() is quadratic on long runs of one character).
         hit.snippet = excerpt(&hit.snippet, query.terms(), EXCERPT_CHARS);
         hits.push(hit);
     }
     Ok(())
+}
+
+/// How well a text matches a grep: for each (lowercased) term, its occurrences saturated as
+/// bm25 saturates term frequency (k1 = 1.2) and divided by the text's length relative to a
+/// 100-word message (b = 0.75), summed over the terms. Every term is in every candidate, so
+/// the terms weigh alike. Linear in the text, at most [`EXCERPT_SCAN_BYTES`] of it.
+fn match_score(text: &str, terms: &[String]) -> f64 {
+    const K1: f64 = 1.2;
+    const B: f64 = 0.75;
+    const TYPICAL_WORDS: f64 = 100.0;
+    let mut end = text.len().min(EXCERPT_SCAN_BYTES);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let lower = text[..end].to_lowercase();
+    let words = lower.split_whitespace().count().max(1) as f64;
+    let norm = K1 * (1.0 - B + B * words / TYPICAL_WORDS);
+    terms
+        .iter()
+        .filter(|term| !term.is_empty())
+        .map(|term| {
+            let tf = lower.matches(term.as_str()).count() as f64;
+            tf * (K1 + 1.0) / (tf + norm)
+        })
+        .sum()
 }
 
 /// Characters of text a grep hit shows around its first match.
@@ -462,8 +491,10 @@ fn word_sql(kind: HitKind) -> WordSql {
     }
 }
 
-/// Matching rows `memory_grep` ranks per kind, newest first.
-const GREP_SCAN_ROWS: i64 = 4096;
+/// Matching rows `memory_grep` ranks per kind, newest first. Each costs two primary-key
+/// lookups (persona, time) and a scan of its text; 256 keep grep within a few milliseconds
+/// while a page of results is still the best of a few hundred.
+const GREP_SCAN_ROWS: i64 = 256;
 
 /// Matching rows `memory_search`'s keyword side ranks per kind, newest first; see
 /// [`rank_words`]. Each costs two primary-key lookups (the persona is the session's): at
@@ -608,6 +639,16 @@ mod tests {
         assert!(shown.starts_with('…') && shown.ends_with('…') && shown.chars().count() <= 84, "{shown}");
         assert_eq!(excerpt("short text", &terms(&["zzz"]), 80), "short text");
         assert_eq!(excerpt("数据库迁移完成", &terms(&["迁移"]), 80), "数据库«迁移»完成");
+    }
+
+    #[test]
+    fn match_scores_favour_repeats_and_short_texts() {
+        let terms = ["deploy".to_owned()];
+        let once = match_score("we deploy today", &terms);
+        let twice = match_score("Deploy now, deploy often", &terms);
+        let long = match_score(&format!("we deploy {}", "filler ".repeat(300)), &terms);
+        assert!(twice > once && once > long && long > 0.0, "{twice} {once} {long}");
+        assert_eq!(match_score("nothing here", &terms), 0.0);
     }
 
     /// Regression: FTS5's snippet() took minutes on one long run of a single character.

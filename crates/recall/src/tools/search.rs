@@ -200,7 +200,8 @@ fn keyword_hits(
     Ok(hits)
 }
 
-/// `memory_grep`: keyword search within `scope`, best bm25 rank first (ties: newest first).
+/// `memory_grep`: keyword search within `scope`, best match first (ties: newest first) among
+/// the newest matches.
 pub fn grep(
     store: &Store,
     scope: &Scope,
@@ -238,7 +239,7 @@ pub fn grep_outside(
         query: query.terms().to_vec(),
         count: results.len(),
         results,
-        order: "best keyword match first (bm25), then newest",
+        order: "best keyword match first (term frequency) among the newest 256 matches of each kind, then newest",
         semantic_coverage: None,
         left_out_in_context,
     })
