@@ -583,9 +583,7 @@ impl Compactor {
     ) -> Result<Option<(NodeId, SummaryRequest)>> {
         let found = self
             .blocking(move |store| {
-                let Some(node) =
-                    store.nodes(session)?.into_iter().find(|node| node.summarizer == RAW_ARCHIVE)
-                else {
+                let Some(node) = store.first_raw_archive(session)? else {
                     return Ok(None);
                 };
                 let items = if node.level == 0 {

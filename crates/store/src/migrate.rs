@@ -12,6 +12,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../schema/0003_retrieval.sql"),
     include_str!("../../../schema/0004_idempotent.sql"),
     include_str!("../../../schema/0005_summary_rejections.sql"),
+    include_str!("../../../schema/0006_raw_archives.sql"),
 ];
 
 /// The schema version this build creates and understands.

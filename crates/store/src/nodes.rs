@@ -238,6 +238,17 @@ pub fn roots(conn: &Connection, session: SessionId, level: Option<Level>) -> Res
 }
 
 /// Every node of a session, by level then position.
+/// The first `raw-archive` node of a session (by level, then position), through the partial
+/// index that holds only raw archives: nothing is read when there are none.
+pub fn first_raw_archive(conn: &Connection, session: SessionId) -> Result<Option<SummaryNode>> {
+    let sql = format!(
+        "SELECT {} FROM summary_nodes n INDEXED BY summary_nodes_raw_archive
+         WHERE n.session_id = ?1 AND n.summarizer = 'raw-archive' ORDER BY n.level, n.first_seq LIMIT 1",
+        SummaryNode::COLUMNS
+    );
+    Ok(conn.prepare_cached(&sql)?.query_row([session], SummaryNode::from_row).optional()?)
+}
+
 pub fn all(conn: &Connection, session: SessionId) -> Result<Vec<SummaryNode>> {
     let sql = format!(
         "SELECT {} FROM summary_nodes n WHERE n.session_id = ?1 ORDER BY n.level, n.first_seq",

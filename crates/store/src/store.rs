@@ -390,6 +390,11 @@ impl Store {
         self.read(|conn| nodes::all(conn, session))
     }
 
+    /// The first `raw-archive` node of a session, by level then position (an index lookup).
+    pub fn first_raw_archive(&self, session: SessionId) -> Result<Option<SummaryNode>> {
+        self.read(|conn| nodes::first_raw_archive(conn, session))
+    }
+
     /// The children of a node in time order.
     pub fn children(&self, id: NodeId) -> Result<Vec<SummaryNode>> {
         self.read(|conn| nodes::children(conn, id))
