@@ -1,0 +1,533 @@
+//! strata at a year of history: the hot paths at 10,000, 100,000 and 1,000,000 messages, each
+//! beside a baseline measured in the same run (issue 14).
+//!
+//! Fixtures are file-backed WAL databases built once through `Store::append` (fixed seed, fixed
+//! clock) and cached under `target/tmp/scale-fixtures/`, keyed by size and schema version, so a
+//! rerun only measures. Sizes above 100,000 are built only when `STRATA_BENCH_1M=1` is set
+//! (about a minute or two of appends on this machine). The fixture text is a 40-word
+//! vocabulary (every word in about 40% of the messages: the worst case for keyword ranking) and
+//! every message has a synthetic unit vector (the scan costs what it would with real ones).
+//!
+//! ```sh
+//! cargo bench --bench scale -- search       # memory_search at 100k, its parts and baselines
+//! STRATA_BENCH_1M=1 cargo bench --bench scale -- grep
+//! ```
+//!
+//! Criterion reports the mean; the median (p50) is in
+//! `target/criterion/<group>/<bench>/new/estimates.json`. Needs the embedding assets
+//! (`scripts/fetch-embed-assets.sh`) for the search group.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde_json::json;
+use strata::synth::{self, TranscriptSpec};
+use strata_compactor::{
+    BoxFuture, Compactor, CompactorConfig, ExtractiveSummarizer, Outcome, SummarizeError, Summarizer,
+    Summary, SummaryRequest,
+};
+use strata_recall::{Embedder, RecallConfig, ToolContext, call_tool};
+use strata_store::{EmbeddingSpace, HitKind, NewMessage, Role, Scan, SearchFilter, Store};
+
+const MODEL: &str = strata_recall::DEFAULT_MODEL;
+const DIMS: usize = strata_recall::MINILM_L6_V2.dimensions;
+const PER_SESSION: usize = 1_000;
+
+const WORDS: [&str; 40] = [
+    "deploy",
+    "the",
+    "billing",
+    "service",
+    "merge",
+    "conflict",
+    "in",
+    "src/main.rs",
+    "port",
+    "8080",
+    "retry",
+    "timeout",
+    "postgres",
+    "migration",
+    "failed",
+    "fixed",
+    "we",
+    "decided",
+    "to",
+    "use",
+    "cache",
+    "invoice",
+    "customer",
+    "refund",
+    "queue",
+    "worker",
+    "latency",
+    "spike",
+    "after",
+    "release",
+    "rollback",
+    "config",
+    "staging",
+    "production",
+    "test",
+    "flaky",
+    "schema",
+    "index",
+    "query",
+    "slow",
+];
+
+fn sentence(rng: &mut ChaCha8Rng) -> String {
+    let len = rng.random_range(8..40);
+    (0..len).map(|_| WORDS[rng.random_range(0..WORDS.len())]).collect::<Vec<_>>().join(" ")
+}
+
+fn random_unit(rng: &mut ChaCha8Rng) -> Vec<f32> {
+    let mut v: Vec<f32> = (0..DIMS).map(|_| rng.random_range(-1.0f32..1.0)).collect();
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    v.iter_mut().for_each(|x| *x /= norm);
+    v
+}
+
+/// Whether a fixture's messages get vectors.
+#[derive(Clone, Copy, PartialEq)]
+enum Vectors {
+    Yes,
+    No,
+}
+
+/// A cached database of `messages` messages of persona `p` (sessions of 1,000) plus 10,000 of
+/// persona `q`, with a vector each when asked; built on first use.
+fn fixture(messages: usize, vectors: Vectors) -> Store {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("scale-fixtures");
+    std::fs::create_dir_all(&dir).unwrap();
+    let kind = if vectors == Vectors::Yes { "recall" } else { "text" };
+    let path = dir.join(format!("{kind}-{messages}-v{}.db", strata_store::SCHEMA_VERSION));
+    if path.exists() {
+        return Store::open(&path).unwrap();
+    }
+    let building = path.with_extension("building");
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", building.display()));
+    }
+    let started = Instant::now();
+    let store = Store::open(&building).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(42);
+    let start = chrono::DateTime::from_timestamp(1_767_225_600, 0).unwrap();
+    for (persona, sessions) in [("p", messages / PER_SESSION), ("q", 10)] {
+        for s in 0..sessions {
+            let session = store.session(&format!("{persona}-{s}"), persona).unwrap();
+            let batch: Vec<NewMessage> = (0..PER_SESSION)
+                .map(|i| {
+                    let role = if i % 2 == 0 { Role::User } else { Role::Assistant };
+                    let mut m = NewMessage::text(role, sentence(&mut rng));
+                    m.created_at = start + chrono::Duration::seconds((s * PER_SESSION + i) as i64 * 30);
+                    m.token_count = 20;
+                    m
+                })
+                .collect();
+            store.append(session.id, &batch).unwrap();
+        }
+    }
+    if vectors == Vectors::Yes {
+        store.use_embedding_space(&EmbeddingSpace { model: MODEL.into(), dimensions: DIMS }).unwrap();
+        loop {
+            let items = store.embedding_backlog(5_000).unwrap();
+            if items.is_empty() {
+                break;
+            }
+            let pairs: Vec<_> = items.into_iter().map(|item| (item, vec![random_unit(&mut rng)])).collect();
+            store.put_embeddings(MODEL, &pairs).unwrap();
+        }
+    }
+    drop(store);
+    let wal = rusqlite::Connection::open(&building).unwrap();
+    wal.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())).unwrap();
+    drop(wal);
+    std::fs::rename(&building, &path).unwrap();
+    eprintln!("built {} in {:.1} s", path.display(), started.elapsed().as_secs_f64());
+    Store::open(&path).unwrap()
+}
+
+fn search(c: &mut Criterion) {
+    let embedder = Embedder::load_default().expect("run scripts/fetch-embed-assets.sh first");
+    let store = fixture(100_000, Vectors::Yes);
+    let session = store.find_session("p-0").unwrap().unwrap();
+    let ctx = ToolContext::new(store.clone(), session, embedder.clone(), RecallConfig::default());
+    let question = "why did the billing migration fail in staging?";
+    let vector = embedder.embed_query(question).unwrap();
+    let raw = rusqlite::Connection::open(store.path()).unwrap();
+    let words: Vec<String> = ["billing", "migration", "fail", "staging"].map(String::from).to_vec();
+
+    let mut group = c.benchmark_group("search_100k");
+    group.sample_size(20);
+    group.bench_function("baseline_query_embedding", |b| b.iter(|| embedder.embed_query(question).unwrap()));
+    group.bench_function("baseline_sqlite_vec_exact_knn_50", |b| {
+        b.iter(|| store.nearest(MODEL, HitKind::Message, "p", &vector, 50, Scan::Exact).unwrap())
+    });
+    let blob: Vec<u8> = vector.iter().flat_map(|x| x.to_le_bytes()).collect();
+    group.bench_function("baseline_sqlite_vec_bits_knn_400", |b| {
+        let mut stmt = raw
+            .prepare(
+                "SELECT rowid, distance FROM messages_vec
+                 WHERE embedding_bits MATCH vec_quantize_binary(?1) AND k = 400 AND role = 'p'",
+            )
+            .unwrap();
+        b.iter(|| stmt.query_map([&blob], |row| row.get::<_, i64>(0)).unwrap().count())
+    });
+    let rowids: Vec<i64> = {
+        let mut stmt = raw
+            .prepare(
+                "SELECT rowid FROM messages_vec
+                 WHERE embedding_bits MATCH vec_quantize_binary(?1) AND k = 400 AND role = 'p'",
+            )
+            .unwrap();
+        stmt.query_map([&blob], |row| row.get(0)).unwrap().map(Result::unwrap).collect()
+    };
+    group.bench_function("baseline_sqlite_vec_float_lookups_400", |b| {
+        let mut stmt = raw.prepare("SELECT embedding FROM messages_vec WHERE rowid = ?1").unwrap();
+        b.iter(|| {
+            rowids
+                .iter()
+                .map(|id| stmt.query_row([id], |row| row.get::<_, Vec<u8>>(0)).unwrap().len())
+                .sum::<usize>()
+        })
+    });
+    for candidates in [200, 400, 800] {
+        group.bench_function(format!("knn_quantized_50_of_{candidates}"), |b| {
+            b.iter(|| {
+                store
+                    .nearest(MODEL, HitKind::Message, "p", &vector, 50, Scan::Quantized { candidates })
+                    .unwrap()
+            })
+        });
+    }
+    let filter = SearchFilter { limit: 50, ..SearchFilter::persona("p") };
+    group.bench_function("part_rank_words_messages", |b| {
+        b.iter(|| store.rank_words(HitKind::Message, &words, &filter).unwrap())
+    });
+    group.bench_function("memory_search_question", |b| {
+        b.iter(|| call_tool(&ctx, "memory_search", &json!({"query": question, "limit": 10})))
+    });
+    let exact = ToolContext::new(
+        store.clone(),
+        store.find_session("p-0").unwrap().unwrap(),
+        embedder.clone(),
+        RecallConfig { quantized_candidates: 0, ..RecallConfig::default() },
+    );
+    group.bench_function("memory_search_question_exact_scan", |b| {
+        b.iter(|| call_tool(&exact, "memory_search", &json!({"query": question, "limit": 10})))
+    });
+    group.finish();
+}
+
+/// The sizes a group runs at: 10,000 and 100,000 messages, and 1,000,000 with
+/// `STRATA_BENCH_1M=1`.
+fn sizes() -> Vec<usize> {
+    let mut sizes = vec![10_000, 100_000];
+    if std::env::var_os("STRATA_BENCH_1M").is_some() {
+        sizes.push(1_000_000);
+    }
+    sizes
+}
+
+fn grep(c: &mut Criterion) {
+    let embedder = Embedder::load_default().expect("run scripts/fetch-embed-assets.sh first");
+    let mut group = c.benchmark_group("grep");
+    group.sample_size(20);
+    for messages in sizes().into_iter().filter(|&n| n >= 100_000) {
+        let store = fixture(messages, Vectors::No);
+        let session = store.find_session("p-0").unwrap().unwrap();
+        let ctx = ToolContext::new(store.clone(), session, embedder.clone(), RecallConfig::default());
+        let raw = rusqlite::Connection::open(store.path()).unwrap();
+        // Baselines: SQLite alone, no persona filter, excerpt, JSON or fencing. The newest 10
+        // matches of the common word, and its best 10 by bm25 among every match.
+        for (name, sql) in [
+            (
+                "baseline_bare_fts5_newest_10",
+                "SELECT rowid FROM messages_fts WHERE messages_fts MATCH '\"deploy\"' ORDER BY rowid DESC LIMIT 10",
+            ),
+            (
+                "baseline_bare_fts5_bm25_10",
+                "SELECT rowid FROM messages_fts WHERE messages_fts MATCH '\"deploy\"' ORDER BY rank LIMIT 10",
+            ),
+        ] {
+            group.bench_function(format!("{name}/{messages}"), |b| {
+                let mut stmt = raw.prepare(sql).unwrap();
+                b.iter(|| stmt.query_map([], |row| row.get::<_, i64>(0)).unwrap().count())
+            });
+        }
+        for (name, query) in [
+            ("rare_phrase", "\"rollback config\""),
+            ("two_words", "postgres latency"),
+            ("common_word", "deploy"),
+        ] {
+            group.bench_function(format!("memory_grep_{name}/{messages}"), |b| {
+                b.iter(|| call_tool(&ctx, "memory_grep", &json!({"query": query, "limit": 10})))
+            });
+        }
+    }
+    group.finish();
+}
+
+/// The first `n` messages of the demo's generated week (fixed seed and clock, about 540
+/// characters each: requests, tool calls, code listings and logs), with exact token counts.
+fn synth_messages(n: usize) -> Vec<NewMessage> {
+    let spec = TranscriptSpec { min_messages: n, min_chars: 0, ..TranscriptSpec::default() };
+    let counter = CompactorConfig::default().token_counter();
+    let mut messages = synth::generate(&spec).messages;
+    messages.truncate(n);
+    for message in &mut messages {
+        counter.count_new(message);
+    }
+    messages
+}
+
+fn append(c: &mut Criterion) {
+    const BATCH: usize = 1_000;
+    let dir = tempfile::tempdir().unwrap();
+    let messages = synth_messages(BATCH);
+    let mut group = c.benchmark_group("append_1000");
+    group.throughput(Throughput::Elements(BATCH as u64));
+    group.sample_size(10);
+    // Baselines: the same rows with plain rusqlite into a bare table, and into tables with one
+    // full-text index each (the two strata keeps: trigram for grep, words for ranking; and the
+    // trigram index without positions, `detail=none`, which cannot check phrases).
+    for (name, schema, text) in [
+        ("baseline_bare_table", "", "content"),
+        (
+            "baseline_trigram_fts5",
+            "CREATE VIRTUAL TABLE f USING fts5(content, content = 'm', content_rowid = 'id',
+                 tokenize = 'trigram case_sensitive 0 remove_diacritics 1');",
+            "content",
+        ),
+        (
+            "baseline_trigram_fts5_detail_none",
+            "CREATE VIRTUAL TABLE f USING fts5(content, content = 'm', content_rowid = 'id', detail = none,
+                 columnsize = 0, tokenize = 'trigram case_sensitive 0 remove_diacritics 1');",
+            "content",
+        ),
+        (
+            "baseline_word_fts5",
+            "CREATE VIRTUAL TABLE f USING fts5(content, content = '', contentless_delete = 1,
+                 tokenize = 'porter unicode61 remove_diacritics 2');",
+            "role || ': ' || new.content",
+        ),
+    ] {
+        let raw = rusqlite::Connection::open(dir.path().join(format!("{name}.db"))).unwrap();
+        raw.execute_batch(
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;
+             CREATE TABLE m (id INTEGER PRIMARY KEY, session INTEGER, seq INTEGER, role TEXT,
+                             content TEXT, created_at REAL, token_count INTEGER);",
+        )
+        .unwrap();
+        if !schema.is_empty() {
+            raw.execute_batch(schema).unwrap();
+            raw.execute_batch(&format!(
+                "CREATE TRIGGER m_ai AFTER INSERT ON m BEGIN
+                     INSERT INTO f(rowid, content) VALUES (new.id, new.{text}); END;"
+            ))
+            .unwrap();
+        }
+        let mut seq = 0i64;
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let tx = raw.unchecked_transaction().unwrap();
+                {
+                    let mut insert =
+                        tx.prepare_cached("INSERT INTO m VALUES (NULL, 1, ?1, ?2, ?3, ?4, ?5)").unwrap();
+                    for message in &messages {
+                        insert
+                            .execute(rusqlite::params![
+                                seq,
+                                message.role.as_str(),
+                                message.content,
+                                strata_store::to_unix(message.created_at),
+                                message.token_count
+                            ])
+                            .unwrap();
+                        seq += 1;
+                    }
+                }
+                tx.commit().unwrap();
+            })
+        });
+    }
+    // strata, into an empty database and into a copy of the 100,000-message fixture.
+    let empty = Store::open(dir.path().join("strata.db")).unwrap();
+    let copy = dir.path().join("strata-100000.db");
+    let fixture_path = fixture(100_000, Vectors::No).path().to_path_buf();
+    std::fs::copy(&fixture_path, &copy).unwrap();
+    let grown = Store::open(&copy).unwrap();
+    for (size, store) in [(0, &empty), (100_000, &grown)] {
+        let session = store.session("bench", "default").unwrap();
+        group.bench_function(format!("strata_store_append/{size}"), |b| {
+            b.iter_batched(
+                || messages.clone(),
+                |messages| store.append(session.id, &messages).unwrap(),
+                BatchSize::LargeInput,
+            )
+        });
+    }
+    group.finish();
+}
+
+/// A cached database holding one session `s` of `n` messages of the generated week, folded by
+/// the extractive summarizer when `compacted` (so nothing is left to compact).
+fn session_fixture(n: usize, compacted: bool) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("scale-fixtures");
+    std::fs::create_dir_all(&dir).unwrap();
+    let kind = if compacted { "compacted" } else { "session" };
+    let path = dir.join(format!("{kind}-{n}-v{}.db", strata_store::SCHEMA_VERSION));
+    if path.exists() {
+        return path;
+    }
+    let started = Instant::now();
+    let building = path.with_extension("building");
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", building.display()));
+    }
+    let store = Store::open(&building).unwrap();
+    let session = store.session("s", "default").unwrap();
+    for batch in synth_messages(n).chunks(5_000) {
+        store.append(session.id, batch).unwrap();
+    }
+    if compacted {
+        let compactor = extractive_compactor(store.clone(), None);
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(compactor.compact_rounds(session.id, u32::MAX)).unwrap();
+    }
+    drop(store);
+    let wal = rusqlite::Connection::open(&building).unwrap();
+    wal.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())).unwrap();
+    drop(wal);
+    std::fs::rename(&building, &path).unwrap();
+    eprintln!("built {} in {:.1} s", path.display(), started.elapsed().as_secs_f64());
+    path
+}
+
+/// Wraps the extractive summarizer and adds up the time spent inside it.
+#[derive(Debug)]
+struct Timed {
+    inner: ExtractiveSummarizer,
+    nanos: Arc<AtomicU64>,
+}
+
+impl Summarizer for Timed {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn summarize<'a>(
+        &'a self,
+        request: &'a SummaryRequest,
+    ) -> BoxFuture<'a, Result<Summary, SummarizeError>> {
+        Box::pin(async move {
+            let start = Instant::now();
+            let summary = self.inner.summarize_sync(request);
+            self.nanos.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            Ok(summary)
+        })
+    }
+}
+
+/// A compactor with the default configuration and the extractive summarizer, timed when asked.
+fn extractive_compactor(store: Store, nanos: Option<Arc<AtomicU64>>) -> Compactor {
+    let config = CompactorConfig::default();
+    let inner = ExtractiveSummarizer::new(config.token_counter());
+    let summarizer = Timed { inner, nanos: nanos.unwrap_or_default() };
+    Compactor::new(store, config, Arc::new(summarizer)).unwrap()
+}
+
+/// Compaction of a fresh session of 20,000 messages (and 200,000 with `STRATA_BENCH_1M=1`),
+/// every chunk folded (`compact_rounds` until nothing is left), the extractive summarizer's own
+/// share of each run printed beside it (the baseline: what the summarizer alone costs).
+fn compact(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let mut group = c.benchmark_group("compact_new_messages");
+    group.sample_size(10).measurement_time(Duration::from_secs(30));
+    let mut sizes = vec![20_000];
+    if std::env::var_os("STRATA_BENCH_1M").is_some() {
+        sizes.push(200_000);
+    }
+    for n in sizes {
+        let template = session_fixture(n, false);
+        let mut copies = 0u64;
+        let mut summarizer_alone = Vec::new();
+        group.bench_function(format!("extractive/{n}"), |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    copies += 1;
+                    let path = work.path().join(format!("copy-{copies}.db"));
+                    std::fs::copy(&template, &path).unwrap();
+                    let store = Store::open(&path).unwrap();
+                    let session = store.find_session("s").unwrap().unwrap().id;
+                    let nanos = Arc::new(AtomicU64::new(0));
+                    let compactor = extractive_compactor(store, Some(nanos.clone()));
+                    let start = Instant::now();
+                    runtime.block_on(compactor.compact_rounds(session, u32::MAX)).unwrap();
+                    total += start.elapsed();
+                    summarizer_alone.push(Duration::from_nanos(nanos.load(Ordering::Relaxed)));
+                    drop(compactor);
+                    for suffix in ["", "-wal", "-shm"] {
+                        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+                    }
+                }
+                total
+            })
+        });
+        summarizer_alone.sort();
+        if let Some(median) = summarizer_alone.get(summarizer_alone.len() / 2) {
+            eprintln!(
+                "compact {n}: the extractive summarizer alone took {:.2} s of a run (median)",
+                median.as_secs_f64()
+            );
+        }
+    }
+    group.finish();
+}
+
+/// `prepare_context` of a session with nothing to compact (a compaction call that finds
+/// nothing, then the assembly) at 10,000 and 100,000 messages (and 1,000,000 with
+/// `STRATA_BENCH_1M=1`), beside bare SQLite reading the session's newest 50 messages.
+fn prepare_context(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let mut group = c.benchmark_group("prepare_context_nothing_to_compact");
+    group.sample_size(30);
+    for n in sizes() {
+        let path = session_fixture(n, true);
+        let store = Store::open(&path).unwrap();
+        let session = store.find_session("s").unwrap().unwrap().id;
+        let compactor = extractive_compactor(store.clone(), None);
+        let before = store.rows_read();
+        let outcome = runtime.block_on(compactor.compact(session)).unwrap();
+        assert!(!matches!(outcome, Outcome::Compacted { .. }), "{outcome:?}");
+        runtime.block_on(compactor.assemble(session, chrono::Utc::now())).unwrap();
+        eprintln!("prepare_context at {n} messages reads {} rows", store.rows_read() - before);
+        group.bench_function(format!("compact_and_assemble/{n}"), |b| {
+            b.iter(|| {
+                runtime.block_on(async {
+                    compactor.compact(session).await.unwrap();
+                    compactor.assemble(session, chrono::Utc::now()).await.unwrap()
+                })
+            })
+        });
+        let raw = rusqlite::Connection::open(&path).unwrap();
+        group.bench_function(format!("baseline_bare_newest_50/{n}"), |b| {
+            let mut stmt = raw
+                .prepare("SELECT id, content FROM messages WHERE session_id = ?1 ORDER BY seq DESC LIMIT 50")
+                .unwrap();
+            b.iter(|| stmt.query_map([session.0], |row| row.get::<_, i64>(0)).unwrap().count())
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, search, grep, append, compact, prepare_context);
+criterion_main!(benches);
