@@ -9,14 +9,13 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
 use strata::synth::{self, TranscriptSpec};
 use strata_compactor::{
-    BoxFuture, Compactor, CompactorConfig, ExtractiveSummarizer, Outcome, SourceItem, SourceKind,
-    SummarizeError, Summarizer, Summary, SummaryRequest, TokenCounter,
+    Compactor, CompactorConfig, ExtractiveSummarizer, Outcome, SourceItem, SourceKind, SummaryRequest,
+    TimedSummarizer, TokenCounter,
 };
 use strata_store::{NewMessage, NewSummary, SessionId, Store};
 
@@ -41,31 +40,6 @@ fn messages(counter: &TokenCounter) -> Vec<NewMessage> {
         counter.count_new(message);
     }
     messages
-}
-
-/// Wraps a summarizer and adds up the time spent inside it.
-#[derive(Debug)]
-struct Timed {
-    inner: ExtractiveSummarizer,
-    nanos: Arc<AtomicU64>,
-}
-
-impl Summarizer for Timed {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-
-    fn summarize<'a>(
-        &'a self,
-        request: &'a SummaryRequest,
-    ) -> BoxFuture<'a, Result<Summary, SummarizeError>> {
-        Box::pin(async move {
-            let start = Instant::now();
-            let summary = self.inner.summarize_sync(request);
-            self.nanos.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
-            Ok(summary)
-        })
-    }
 }
 
 struct Template {
@@ -113,15 +87,13 @@ fn bench(c: &mut Criterion) {
             for _ in 0..iters {
                 copies += 1;
                 let store = fresh_copy(&template.db, work.path(), copies);
-                let nanos = Arc::new(AtomicU64::new(0));
-                let summarizer =
-                    Timed { inner: ExtractiveSummarizer::new(counter.clone()), nanos: nanos.clone() };
-                let compactor = Compactor::new(store, config(), Arc::new(summarizer)).unwrap();
+                let summarizer = Arc::new(TimedSummarizer::new(ExtractiveSummarizer::new(counter.clone())));
+                let compactor = Compactor::new(store, config(), summarizer.clone()).unwrap();
                 let start = Instant::now();
                 let outcome = runtime.block_on(compactor.compact(template.session)).unwrap();
                 let elapsed = start.elapsed();
                 assert!(matches!(outcome, Outcome::Compacted { nodes_created: 1, .. }), "{outcome:?}");
-                total += elapsed.saturating_sub(Duration::from_nanos(nanos.load(Ordering::Relaxed)));
+                total += elapsed.saturating_sub(summarizer.total());
             }
             total
         })

@@ -19,7 +19,6 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
@@ -27,10 +26,7 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 use strata::synth::{self, TranscriptSpec};
-use strata_compactor::{
-    BoxFuture, Compactor, CompactorConfig, ExtractiveSummarizer, Outcome, SummarizeError, Summarizer,
-    Summary, SummaryRequest,
-};
+use strata_compactor::{Compactor, CompactorConfig, ExtractiveSummarizer, Outcome, TimedSummarizer};
 use strata_recall::{Embedder, RecallConfig, ToolContext, call_tool};
 use strata_store::{EmbeddingSpace, HitKind, NewMessage, Role, Scan, SearchFilter, Store};
 
@@ -397,7 +393,7 @@ fn session_fixture(n: usize, compacted: bool) -> PathBuf {
         store.append(session.id, batch).unwrap();
     }
     if compacted {
-        let compactor = extractive_compactor(store.clone(), None);
+        let (compactor, _) = extractive_compactor(store.clone());
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         runtime.block_on(compactor.compact_rounds(session.id, u32::MAX)).unwrap();
     }
@@ -410,37 +406,11 @@ fn session_fixture(n: usize, compacted: bool) -> PathBuf {
     path
 }
 
-/// Wraps the extractive summarizer and adds up the time spent inside it.
-#[derive(Debug)]
-struct Timed {
-    inner: ExtractiveSummarizer,
-    nanos: Arc<AtomicU64>,
-}
-
-impl Summarizer for Timed {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-
-    fn summarize<'a>(
-        &'a self,
-        request: &'a SummaryRequest,
-    ) -> BoxFuture<'a, Result<Summary, SummarizeError>> {
-        Box::pin(async move {
-            let start = Instant::now();
-            let summary = self.inner.summarize_sync(request);
-            self.nanos.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
-            Ok(summary)
-        })
-    }
-}
-
-/// A compactor with the default configuration and the extractive summarizer, timed when asked.
-fn extractive_compactor(store: Store, nanos: Option<Arc<AtomicU64>>) -> Compactor {
+/// A compactor with the default configuration and the extractive summarizer, timed.
+fn extractive_compactor(store: Store) -> (Compactor, Arc<TimedSummarizer<ExtractiveSummarizer>>) {
     let config = CompactorConfig::default();
-    let inner = ExtractiveSummarizer::new(config.token_counter());
-    let summarizer = Timed { inner, nanos: nanos.unwrap_or_default() };
-    Compactor::new(store, config, Arc::new(summarizer)).unwrap()
+    let summarizer = Arc::new(TimedSummarizer::new(ExtractiveSummarizer::new(config.token_counter())));
+    (Compactor::new(store, config, summarizer.clone()).unwrap(), summarizer)
 }
 
 /// Compaction of a fresh session of 20,000 messages (and 200,000 with `STRATA_BENCH_1M=1`),
@@ -468,12 +438,11 @@ fn compact(c: &mut Criterion) {
                     std::fs::copy(&template, &path).unwrap();
                     let store = Store::open(&path).unwrap();
                     let session = store.find_session("s").unwrap().unwrap().id;
-                    let nanos = Arc::new(AtomicU64::new(0));
-                    let compactor = extractive_compactor(store, Some(nanos.clone()));
+                    let (compactor, summarizer) = extractive_compactor(store);
                     let start = Instant::now();
                     runtime.block_on(compactor.compact_rounds(session, u32::MAX)).unwrap();
                     total += start.elapsed();
-                    summarizer_alone.push(Duration::from_nanos(nanos.load(Ordering::Relaxed)));
+                    summarizer_alone.push(summarizer.total());
                     drop(compactor);
                     for suffix in ["", "-wal", "-shm"] {
                         let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
@@ -504,7 +473,7 @@ fn prepare_context(c: &mut Criterion) {
         let path = session_fixture(n, true);
         let store = Store::open(&path).unwrap();
         let session = store.find_session("s").unwrap().unwrap().id;
-        let compactor = extractive_compactor(store.clone(), None);
+        let (compactor, _) = extractive_compactor(store.clone());
         let before = store.rows_read();
         let outcome = runtime.block_on(compactor.compact(session)).unwrap();
         assert!(!matches!(outcome, Outcome::Compacted { .. }), "{outcome:?}");

@@ -71,6 +71,7 @@ pub use crate::extractive::{EXTRACTIVE, ExtractiveSummarizer, RAW_ARCHIVE};
 pub use crate::openai::{OpenAiConfig, OpenAiSummarizer};
 pub use crate::summarizer::{
     BoxFuture, RejectReason, RetryNote, SourceItem, SourceKind, Summarizer, Summary, SummaryRequest,
+    TimedSummarizer,
 };
 pub use crate::tokens::{Encoding, TOKENS_PER_MESSAGE, TOKENS_PER_NAME, TOKENS_PER_REPLY, TokenCounter};
 pub use crate::tree::render_tree;

@@ -3,6 +3,8 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -96,6 +98,54 @@ pub trait Summarizer: Send + Sync + fmt::Debug {
     /// summarizer copies by design and answers false.
     fn paraphrases(&self) -> bool {
         true
+    }
+}
+
+/// A summarizer that records how long each call of the one it wraps took: the baseline "the
+/// summarizer alone" of the benches and of `strata eval summaries`. Everything else, the name
+/// and [`Summarizer::paraphrases`] included, is the wrapped summarizer's.
+#[derive(Debug)]
+pub struct TimedSummarizer<S> {
+    inner: S,
+    times: Mutex<Vec<(SourceKind, Duration)>>,
+}
+
+impl<S: Summarizer> TimedSummarizer<S> {
+    /// Wraps `inner`.
+    pub fn new(inner: S) -> TimedSummarizer<S> {
+        TimedSummarizer { inner, times: Mutex::new(Vec::new()) }
+    }
+
+    /// Every call so far: what it summarized and how long it took.
+    pub fn times(&self) -> Vec<(SourceKind, Duration)> {
+        self.times.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// The time spent in all calls so far.
+    pub fn total(&self) -> Duration {
+        self.times().iter().map(|(_, took)| *took).sum()
+    }
+}
+
+impl<S: Summarizer> Summarizer for TimedSummarizer<S> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn summarize<'a>(
+        &'a self,
+        request: &'a SummaryRequest,
+    ) -> BoxFuture<'a, Result<Summary, SummarizeError>> {
+        Box::pin(async move {
+            let started = Instant::now();
+            let summary = self.inner.summarize(request).await;
+            self.times.lock().unwrap_or_else(PoisonError::into_inner).push((request.kind, started.elapsed()));
+            summary
+        })
+    }
+
+    fn paraphrases(&self) -> bool {
+        self.inner.paraphrases()
     }
 }
 

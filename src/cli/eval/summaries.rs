@@ -14,16 +14,12 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 use anyhow::Context;
 use indicatif::ProgressBar;
 use serde::Serialize;
-use strata_compactor::{
-    BoxFuture, Compactor, ExtractiveSummarizer, Outcome, SourceKind, SummarizeError, Summarizer, Summary,
-    SummaryRequest, TokenCounter,
-};
+use strata_compactor::{Compactor, ExtractiveSummarizer, Outcome, SourceKind, TimedSummarizer, TokenCounter};
 use strata_store::{IncomingMessage, Message, NodeId, Store, SummaryNode};
 
 use super::{Question, read_questions};
@@ -100,32 +96,6 @@ struct CorpusReport {
     /// Mean summarizer time per Level-0 node and per merge, milliseconds.
     ms_per_level0: f64,
     ms_per_merge: Option<f64>,
-}
-
-/// The extractive summarizer, timed.
-#[derive(Debug)]
-struct Timed {
-    inner: ExtractiveSummarizer,
-    times: Mutex<Vec<(SourceKind, Duration)>>,
-}
-
-impl Summarizer for Timed {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-
-    fn summarize<'a>(
-        &'a self,
-        request: &'a SummaryRequest,
-    ) -> BoxFuture<'a, Result<Summary, SummarizeError>> {
-        Box::pin(async move {
-            let started = Instant::now();
-            let summary = self.inner.summarize_sync(request);
-            let elapsed = started.elapsed();
-            self.times.lock().expect("not poisoned").push((request.kind, elapsed));
-            Ok(summary)
-        })
-    }
 }
 
 pub fn run(
@@ -258,11 +228,12 @@ fn evaluate(
     let dir = tempfile::tempdir().context("cannot create a temporary directory")?;
     let store = Store::open(dir.path().join("eval.db"))?;
     store.append_many(incoming).context("cannot store the transcript")?;
-    let compactor_config = config.compactor();
-    let summarizer = Arc::new(Timed {
-        inner: ExtractiveSummarizer::new(compactor_config.token_counter()),
-        times: Mutex::new(Vec::new()),
-    });
+    // Fidelity is measured on every chunk the floor allows, whatever the window: with the
+    // window-aware trigger most of these short conversations would never be folded at all.
+    let compactor_config =
+        strata_compactor::CompactorConfig { trigger_ratio: 0.0, target_ratio: 0.0, ..config.compactor() };
+    let summarizer =
+        Arc::new(TimedSummarizer::new(ExtractiveSummarizer::new(compactor_config.token_counter())));
     let compactor = Compactor::new(store.clone(), compactor_config, summarizer.clone())?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let mut messages: HashMap<String, Vec<Message>> = HashMap::new();
@@ -311,7 +282,7 @@ fn evaluate(
         *source += u64::from(node.source_token_count);
         *tokens += u64::from(node.token_count);
     }
-    let times = summarizer.times.lock().expect("not poisoned");
+    let times = summarizer.times();
     let mean_ms = |kind: SourceKind| {
         let of_kind: Vec<f64> =
             times.iter().filter(|(k, _)| *k == kind).map(|(_, d)| d.as_secs_f64() * 1000.0).collect();
