@@ -164,6 +164,17 @@ impl Engine {
         }
     }
 
+    /// One bounded compaction of `session`; the embedding worker hears of new nodes. The
+    /// compactor logs each compaction's accounting (its `compact` span); the totals per
+    /// summarizer are derived from the nodes by `strata stats`.
+    async fn compact(&self, session: SessionId) -> Result<Outcome> {
+        let outcome = self.inner.compactor.compact(session).await?;
+        if matches!(outcome, Outcome::Compacted { .. }) {
+            self.notify_worker();
+        }
+        Ok(outcome)
+    }
+
     fn notify_worker(&self) {
         if let Some(worker) = self.inner.worker.get() {
             worker.notify();
@@ -227,14 +238,7 @@ impl EngineSession {
                 self.compact_in_background();
                 None
             } else {
-                let outcome = compactor.compact(self.session.id).await?;
-                // The compactor logs each compaction's accounting (its `compact` span); the
-                // totals per summarizer (tokens in and out, compression) are derived from the
-                // nodes by `strata stats`.
-                if matches!(outcome, Outcome::Compacted { .. }) {
-                    self.engine.notify_worker();
-                }
-                Some(outcome)
+                Some(self.engine.compact(self.session.id).await?)
             };
             let context = compactor.assemble(self.session.id, Utc::now()).await?;
             tracing::debug!(
@@ -258,14 +262,8 @@ impl EngineSession {
         let engine = self.engine.clone();
         let session = self.session.id;
         let task = tokio::spawn(
-            async move {
-                let outcome = engine.inner.compactor.compact(session).await.map_err(Error::from);
-                if matches!(outcome, Ok(Outcome::Compacted { .. })) {
-                    engine.notify_worker();
-                }
-                outcome
-            }
-            .instrument(tracing::info_span!("background_compaction", %session)),
+            async move { engine.compact(session).await }
+                .instrument(tracing::info_span!("background_compaction", %session)),
         );
         running.insert(session, task);
     }

@@ -31,6 +31,8 @@ pub struct Appended {
     pub ids: Vec<MessageId>,
     /// The ids of the messages this call stored (the others were already there).
     pub stored: Vec<MessageId>,
+    /// The seq of the first message stored (the session's next seq when none was).
+    pub first_seq: i64,
 }
 
 /// Appends messages to a session, numbering them after its last one.
@@ -51,7 +53,8 @@ pub fn append(conn: &Connection, session: SessionId, messages: &[NewMessage]) ->
                               created_at, token_count, pinned, external_id)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     )?;
-    let mut appended = Appended { ids: Vec::with_capacity(messages.len()), stored: Vec::new() };
+    let mut appended =
+        Appended { ids: Vec::with_capacity(messages.len()), stored: Vec::new(), first_seq: next_seq };
     let mut newest = f64::MIN;
     let mut seq = next_seq;
     for message in messages {
@@ -95,7 +98,7 @@ pub fn append(conn: &Connection, session: SessionId, messages: &[NewMessage]) ->
 }
 
 /// The seq the session's next message gets.
-pub fn next_seq(conn: &Connection, session: SessionId) -> Result<i64> {
+fn next_seq(conn: &Connection, session: SessionId) -> Result<i64> {
     Ok(conn
         .prepare_cached("SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE session_id = ?1")?
         .query_row([session], |row| row.get(0))?)

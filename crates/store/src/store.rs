@@ -285,9 +285,8 @@ impl Store {
                 let done = ingests::already_stored(tx, session.id, &chain)?;
                 let messages: Vec<NewMessage> =
                     group[done..].iter().map(|item| item.message.clone()).collect();
-                let first_seq = messages::next_seq(tx, session.id)?;
                 let appended = messages::append(tx, session.id, &messages)?;
-                ingests::record(tx, session.id, &chain, first_seq, now)?;
+                ingests::record(tx, session.id, &chain, appended.first_seq, now)?;
                 imported.skipped += done + messages.len() - appended.stored.len();
                 imported.ids.extend(appended.stored);
             }
