@@ -141,6 +141,7 @@ fn bench(c: &mut Criterion) {
         body: "- a body".into(),
         token_count: 6,
         summarizer: "bench".into(),
+        memory_updates: Vec::new(),
     };
     group.bench_function("baseline_store_insert_leaf", |b| {
         b.iter_custom(|iters| {

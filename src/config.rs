@@ -39,7 +39,7 @@ pub enum SummarizerKind {
 }
 
 /// Settings of the summarizer.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SummarizerConfig {
     /// extractive or openai.
@@ -53,6 +53,14 @@ pub struct SummarizerConfig {
     /// Run compaction in a background task (`Engine`): `prepare_context` never waits for a
     /// summarizer. The CLI compacts inline whatever this says.
     pub background: bool,
+    /// Sampling temperature of an LLM summarizer's first attempt (0 to 2); a retry after a
+    /// rejected summary adds a small step.
+    pub temperature: f64,
+    /// `max_tokens` of each summary request; 0 asks for twice the summary's target.
+    pub max_output_tokens: u32,
+    /// The most source tokens one summarizer request holds: a larger turn (a huge tool result)
+    /// is cut into pieces summarized separately and then merged. 0 sends everything at once.
+    pub input_cap_tokens: u32,
 }
 
 impl Default for SummarizerConfig {
@@ -63,6 +71,9 @@ impl Default for SummarizerConfig {
             model: "gpt-4o-mini".into(),
             api_key_env: "STRATA_API_KEY".into(),
             background: false,
+            temperature: 0.0,
+            max_output_tokens: 0,
+            input_cap_tokens: 16_000,
         }
     }
 }
@@ -74,6 +85,18 @@ impl SummarizerConfig {
             .ok()
             .or_else(|| std::env::var("OPENAI_API_KEY").ok())
             .filter(|k| !k.is_empty())
+    }
+
+    /// The settings of the OpenAI-compatible client these settings describe.
+    pub fn openai(&self, retry: &strata_compactor::RetryPolicy) -> strata_compactor::OpenAiConfig {
+        strata_compactor::OpenAiConfig {
+            base_url: self.base_url.clone(),
+            model: self.model.clone(),
+            api_key: self.api_key(),
+            retry: retry.clone(),
+            temperature: self.temperature,
+            max_output_tokens: self.max_output_tokens,
+        }
     }
 }
 
@@ -115,9 +138,33 @@ impl Config {
         compactor
     }
 
+    /// The summarizer these settings choose: the extractive one, or the OpenAI-compatible
+    /// client (with `[summarizer] input_cap_tokens` applied), counting with the compactor's
+    /// token encoding. The one place a summarizer is built from settings.
+    pub fn summarizer(&self) -> Result<std::sync::Arc<dyn strata_compactor::Summarizer>> {
+        use strata_compactor::{CappedSummarizer, ExtractiveSummarizer, OpenAiSummarizer};
+        let counter = self.compactor.token_counter();
+        Ok(match self.summarizer.kind {
+            SummarizerKind::Extractive => std::sync::Arc::new(ExtractiveSummarizer::new(counter)),
+            SummarizerKind::Openai => {
+                let client = OpenAiSummarizer::new(self.summarizer.openai(&self.compactor.retry))?;
+                match self.summarizer.input_cap_tokens {
+                    0 => std::sync::Arc::new(client),
+                    cap => std::sync::Arc::new(CappedSummarizer::new(client, cap, counter)),
+                }
+            }
+        })
+    }
+
     /// Checks the rules between settings.
     pub fn validate(&self) -> Result<()> {
         self.compactor.validate().map_err(|e| Error::Config(e.to_string()))?;
+        let temperature = self.summarizer.temperature;
+        if !(temperature.is_finite() && (0.0..=2.0).contains(&temperature)) {
+            return Err(Error::Config(format!(
+                "summarizer.temperature {temperature} must be between 0 and 2"
+            )));
+        }
         let recall = &self.recall;
         let invalid = |key: &str, rule: &str| Err(Error::Config(format!("recall.{key} {rule}")));
         for (key, value) in

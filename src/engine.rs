@@ -7,15 +7,15 @@ use std::time::Duration;
 
 use chrono::Utc;
 use serde_json::Value;
-use strata_compactor::{
-    AssembledContext, Compactor, ExtractiveSummarizer, OpenAiConfig, OpenAiSummarizer, Outcome, Summarizer,
-};
+use strata_compactor::{AssembledContext, Compactor, Outcome, Resummarized, Summarizer};
 use strata_recall::{EmbedWorker, Embedder, EmbedderState, ToolContext};
-use strata_store::{MessageId, NewMessage, Session, SessionId, Store};
+use strata_store::{
+    Level, Memory, MessageId, NewMessage, QueuedUpdate, Session, SessionId, Store, SummaryNode,
+};
 use tokio::task::JoinHandle;
 use tracing::Instrument;
 
-use crate::config::{Config, SummarizerKind};
+use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::message::ChatMessage;
 
@@ -64,19 +64,7 @@ impl PreparedContext {
 impl Engine {
     /// Opens (or creates) the database at `path` with the summarizer `config` names.
     pub fn open(path: impl AsRef<Path>, config: Config) -> Result<Engine> {
-        let summarizer: Arc<dyn Summarizer> = match config.summarizer.kind {
-            SummarizerKind::Extractive => Arc::new(ExtractiveSummarizer::default()),
-            SummarizerKind::Openai => {
-                let settings = &config.summarizer;
-                let client = OpenAiSummarizer::new(OpenAiConfig {
-                    base_url: settings.base_url.clone(),
-                    model: settings.model.clone(),
-                    api_key: settings.api_key(),
-                    retry: config.compactor.retry.clone(),
-                })?;
-                Arc::new(client)
-            }
-        };
+        let summarizer = config.summarizer()?;
         Engine::with_summarizer(path, config, summarizer)
     }
 
@@ -170,9 +158,73 @@ impl Engine {
     async fn compact(&self, session: SessionId) -> Result<Outcome> {
         let outcome = self.inner.compactor.compact(session).await?;
         if matches!(outcome, Outcome::Compacted { .. }) {
+            self.settle_in_background().await;
             self.notify_worker();
         }
         Ok(outcome)
+    }
+
+    /// Settles the queued facts on the blocking pool. A failure leaves them queued for the
+    /// next compaction and does not fail the turn: the nodes are written.
+    async fn settle_in_background(&self) {
+        let engine = self.clone();
+        match tokio::task::spawn_blocking(move || engine.settle_memory_updates()).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(error)) => tracing::warn!(%error, "memory updates stay queued"),
+            Err(error) => tracing::warn!(%error, "memory updates stay queued"),
+        }
+    }
+
+    /// Settles the facts the summarizers found ([`strata_recall::settle_memory_updates`]):
+    /// `progress` and `memo` facts become the agent's memories, preferences become proposals
+    /// the user accepts ([`Engine::accept_proposal`]). Runs after every compaction that wrote
+    /// nodes; call it yourself after writing nodes another way. Blocking.
+    pub fn settle_memory_updates(&self) -> Result<strata_recall::Settled> {
+        let embedder = self.inner.embedder.get().and_then(|state| state.get().ok().cloned());
+        let settled = strata_recall::settle_memory_updates(
+            &self.inner.store,
+            &self.inner.config.recall,
+            embedder.as_ref(),
+        )?;
+        if settled != strata_recall::Settled::default() {
+            tracing::info!(?settled, "memory updates settled");
+        }
+        Ok(settled)
+    }
+
+    /// The preferences the summaries found that wait for the user's yes or no.
+    pub fn proposals(&self, persona: &str) -> Result<Vec<QueuedUpdate>> {
+        Ok(self.inner.store.preference_proposals(persona)?)
+    }
+
+    /// The user accepts a proposed preference: it becomes a `user_preferences` memory (written
+    /// by the user, so the agent sees it in every regular turn's injection).
+    pub fn accept_proposal(&self, persona: &str, key: &str) -> Result<Memory> {
+        let memory = self.inner.store.accept_proposal(persona, key)?;
+        self.notify_worker();
+        Ok(memory)
+    }
+
+    /// The user rejects a proposed preference; it is deleted.
+    pub fn reject_proposal(&self, persona: &str, key: &str) -> Result<QueuedUpdate> {
+        Ok(self.inner.store.reject_proposal(persona, key)?)
+    }
+
+    /// Replaces the summaries of a session's nodes with this engine's summarizer's, bottom-up
+    /// and resumable ([`Compactor::resummarize`]); then settles the facts the new summaries
+    /// found. `progress` hears each node done.
+    pub async fn resummarize(
+        &self,
+        session: SessionId,
+        level: Option<Level>,
+        progress: impl FnMut(&SummaryNode),
+    ) -> Result<Resummarized> {
+        let done = self.inner.compactor.resummarize(session, level, progress).await?;
+        if done.replaced > 0 {
+            self.settle_in_background().await;
+            self.notify_worker();
+        }
+        Ok(done)
     }
 
     fn notify_worker(&self) {

@@ -53,6 +53,7 @@ fn populated(strata: &Strata) -> Store {
                 body: "- bug: VAT numbers with spaces".into(),
                 token_count: 9,
                 summarizer: "extractive".into(),
+                memory_updates: Vec::new(),
             },
         )
         .unwrap();

@@ -159,6 +159,8 @@ fn summarizing(strata: &Strata, server: &MockServer) -> (Compactor, SessionId) {
         model: "qwen2.5-coder-1.5b".into(),
         api_key: None,
         retry,
+        temperature: 0.0,
+        max_output_tokens: 0,
     })
     .unwrap();
     let store = Store::open(strata.db()).unwrap();

@@ -8,10 +8,7 @@ use chrono::{DateTime, Utc};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 use strata::{Config, SummarizerKind};
-use strata_compactor::{
-    AssembledContext, Compactor, CompactorConfig, ExtractiveSummarizer, OpenAiConfig, OpenAiSummarizer,
-    Outcome, Summarizer,
-};
+use strata_compactor::{AssembledContext, Compactor, CompactorConfig, ExtractiveSummarizer, Outcome};
 use strata_store::{Session, Store};
 
 use crate::cli::output::print_json;
@@ -92,16 +89,17 @@ pub fn compact(
 ) -> anyhow::Result<()> {
     let config = compactor_config(&args.common, settings)?;
     let session = session(&store, &args.common.session)?;
-    let choice = &settings.summarizer;
-    let summarizer: Arc<dyn Summarizer> = match args.summarizer.unwrap_or(choice.kind) {
-        SummarizerKind::Extractive => Arc::new(ExtractiveSummarizer::new(config.token_counter())),
-        SummarizerKind::Openai => Arc::new(OpenAiSummarizer::new(OpenAiConfig {
-            base_url: args.base_url.clone().unwrap_or_else(|| choice.base_url.clone()),
-            model: args.model.clone().unwrap_or_else(|| choice.model.clone()),
-            api_key: choice.api_key(),
-            retry: config.retry.clone(),
-        })?),
-    };
+    let mut chosen = settings.clone();
+    if let Some(kind) = args.summarizer {
+        chosen.summarizer.kind = kind;
+    }
+    if let Some(url) = &args.base_url {
+        chosen.summarizer.base_url = url.clone();
+    }
+    if let Some(model) = &args.model {
+        chosen.summarizer.model = model.clone();
+    }
+    let summarizer = chosen.summarizer()?;
     let compactor = Compactor::new(store.clone(), config, summarizer)?;
     let before = store.stats()?;
     let progress = ProgressBar::new(before.messages - before.compacted_messages).with_style(
@@ -155,12 +153,15 @@ pub fn compact(
         )),
         _ => None,
     };
+    // Facts the summaries found: saved as memories, or proposed as preferences.
+    let settled = strata_recall::settle_memory_updates(&store, &settings.recall, None)?;
     let after = store.stats()?;
     if json {
         print_json(
             out,
             &json!({
                 "session": session.key,
+                "memory_updates": settled,
                 "nodes_created": created,
                 "raw_archived": archived,
                 "tokens_before": tokens_before,
@@ -191,6 +192,13 @@ pub fn compact(
         _ => writeln!(out, "session {}: nothing to compact", session.key)?,
     }
     writeln!(out, "stopped: {}", describe(&last))?;
+    if settled != strata_recall::Settled::default() {
+        writeln!(
+            out,
+            "memories from the summaries: {} saved, {} preferences proposed (strata memory proposals), {} dropped",
+            settled.saved, settled.proposed, settled.dropped
+        )?;
+    }
     let levels: Vec<String> = after
         .nodes_per_level
         .iter()

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use strata_store::{Message, MessageOutline, NewSummary, NodeId, Role, SessionId, Store, SummaryNode};
+use strata_store::{Level, Message, MessageOutline, NewSummary, NodeId, Role, SessionId, Store, SummaryNode};
 use tracing::Instrument;
 
 use crate::assemble::{self, AssembledContext, Snapshot};
@@ -67,6 +67,19 @@ pub enum Outcome {
         /// The last error, with its causes.
         error: String,
     },
+}
+
+/// What [`Compactor::resummarize`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Resummarized {
+    /// Nodes given this summarizer's summary.
+    pub replaced: u32,
+    /// Nodes it wrote already (an earlier run, or the compaction that made them), or that were
+    /// rewritten by another writer meanwhile.
+    pub unchanged: u32,
+    /// Why the run stopped early (the summarizer failed), with its causes; `None` when every
+    /// node was done.
+    pub stopped: Option<String>,
 }
 
 /// Keeps sessions inside the window: compacts them and assembles their context.
@@ -260,53 +273,12 @@ impl Compactor {
     /// happens, so the rest of the call does not wait on a summarizer known to be down.
     async fn summarize(&self, session: SessionId, request: &SummaryRequest, archiving: &mut bool) -> Step {
         let config = &self.inner.config;
-        let summarizer = &self.inner.summarizer;
-        let gate = config.gate(summarizer.paraphrases());
         if !*archiving {
-            let span = tracing::info_span!(
-                "summarize",
-                %session,
-                summarizer = summarizer.name(),
-                kind = ?request.kind,
-                level = request.level,
-                tokens_in = request.source_tokens,
-            );
-            let mut request = std::borrow::Cow::Borrowed(request);
-            let mut rejections = 0u32;
-            let result = loop {
-                let result = summarizer
-                    .summarize(&request)
-                    .instrument(span.clone())
-                    .await
-                    .and_then(|summary| check(summary, &request, &gate, &self.inner.counter));
-                let Err(error) = &result else { break result };
-                let Some(reason) = error.reject_reason() else { break result };
-                span.in_scope(
-                    || tracing::info!(reason = reason.as_str(), error = %chain(error), "summary rejected"),
-                );
-                let name = summarizer.name().to_owned();
-                let counted =
-                    self.blocking(move |store| Ok(store.count_rejection(&name, reason.as_str())?)).await;
-                if let Err(count_error) = counted {
-                    tracing::warn!(error = %chain(&count_error), "could not count a rejected summary");
-                }
-                rejections += 1;
-                // An unreadable reply was retried inside the summarizer already; a gate
-                // rejection is asked for again here, with what was wrong.
-                let gate_rejection = matches!(error, SummarizeError::Rejected { .. });
-                let note = retry_note(error).filter(|_| gate_rejection);
-                let Some(note) = note.filter(|_| rejections <= config.summary_retries) else {
-                    break result;
-                };
-                request.to_mut().retry = Some(RetryNote { rejections, note });
-            };
-            if let Ok((_, tokens_out)) = &result {
-                span.in_scope(|| tracing::debug!(tokens_out, rejections, "summary accepted"));
-            }
-            match result {
+            match self.summarize_gated(session, request).await {
                 Ok((summary, tokens)) => {
                     self.set_failures(session, 0).await;
-                    return Step::Written { summary, tokens, summarizer: summarizer.name().to_owned() };
+                    let summarizer = self.inner.summarizer.name().to_owned();
+                    return Step::Written { summary, tokens, summarizer };
                 }
                 Err(error) => {
                     let consecutive = self.failures(session).saturating_add(1);
@@ -325,6 +297,60 @@ impl Compactor {
             Ok((summary, tokens)) => Step::Written { summary, tokens, summarizer: RAW_ARCHIVE.to_owned() },
             Err(error) => Step::Failed { error, consecutive: self.failures(session) },
         }
+    }
+
+    /// One summary through the quality gate: a rejected summary is counted (per reason, in the
+    /// database) and asked for again up to `summary_retries` times with a note of what was
+    /// wrong. Returns the accepted summary and its tokens.
+    async fn summarize_gated(
+        &self,
+        session: SessionId,
+        request: &SummaryRequest,
+    ) -> Result<(Summary, u32), SummarizeError> {
+        let config = &self.inner.config;
+        let summarizer = &self.inner.summarizer;
+        let gate = config.gate(summarizer.paraphrases());
+        let span = tracing::info_span!(
+            "summarize",
+            %session,
+            summarizer = summarizer.name(),
+            kind = ?request.kind,
+            level = request.level,
+            tokens_in = request.source_tokens,
+        );
+        let mut request = std::borrow::Cow::Borrowed(request);
+        let mut rejections = 0u32;
+        let result = loop {
+            let result = summarizer
+                .summarize(&request)
+                .instrument(span.clone())
+                .await
+                .and_then(|summary| check(summary, &request, &gate, &self.inner.counter));
+            let Err(error) = &result else { break result };
+            let Some(reason) = error.reject_reason() else { break result };
+            span.in_scope(
+                || tracing::info!(reason = reason.as_str(), error = %chain(error), "summary rejected"),
+            );
+            let name = summarizer.name().to_owned();
+            let counted =
+                self.blocking(move |store| Ok(store.count_rejection(&name, reason.as_str())?)).await;
+            if let Err(count_error) = counted {
+                tracing::warn!(error = %chain(&count_error), "could not count a rejected summary");
+            }
+            rejections += 1;
+            // An unreadable reply was retried inside the summarizer already; a gate rejection
+            // is asked for again here, with what was wrong.
+            let gate_rejection = matches!(error, SummarizeError::Rejected { .. });
+            let note = retry_note(error).filter(|_| gate_rejection);
+            let Some(note) = note.filter(|_| rejections <= config.summary_retries) else {
+                break result;
+            };
+            request.to_mut().retry = Some(RetryNote { rejections, note });
+        };
+        if let Ok((_, tokens_out)) = &result {
+            span.in_scope(|| tracing::debug!(tokens_out, rejections, "summary accepted"));
+        }
+        result
     }
 
     fn request(
@@ -503,6 +529,7 @@ impl Compactor {
                 body: summary.body,
                 token_count: tokens,
                 summarizer,
+                memory_updates: summary.memory_updates,
             };
             let result = match target.clone() {
                 Target::Leaf(chunk) => self
@@ -581,27 +608,98 @@ impl Compactor {
         session: SessionId,
         persona: &str,
     ) -> Result<Option<(NodeId, SummaryRequest)>> {
-        let found = self
+        let Some(node) = self.blocking(move |store| Ok(store.first_raw_archive(session)?)).await? else {
+            return Ok(None);
+        };
+        let request = self.node_request(&node, persona).await?;
+        Ok(Some((node.id, request)))
+    }
+
+    /// The request that summarizes a node's sources again: its messages, or its children.
+    async fn node_request(&self, node: &SummaryNode, persona: &str) -> Result<SummaryRequest> {
+        let (id, level) = (node.id, node.level);
+        let (items, tokens) = self
             .blocking(move |store| {
-                let Some(node) = store.first_raw_archive(session)? else {
-                    return Ok(None);
-                };
-                let items = if node.level == 0 {
-                    let messages = store.covered_messages(node.id)?;
+                Ok(if level == 0 {
+                    let messages = store.covered_messages(id)?;
                     let tokens: u64 = messages.iter().map(|m| u64::from(m.token_count)).sum();
                     (messages.iter().map(source_item).collect::<Vec<_>>(), tokens)
                 } else {
-                    let children = store.children(node.id)?;
+                    let children = store.children(id)?;
                     let tokens: u64 = children.iter().map(|c| u64::from(c.token_count)).sum();
                     (children.iter().map(node_item).collect(), tokens)
-                };
-                Ok(Some((node, items)))
+                })
             })
             .await?;
-        Ok(found.map(|(node, (items, tokens))| {
-            let kind = if node.level == 0 { SourceKind::Messages } else { SourceKind::Summaries };
-            (node.id, self.request(persona, kind, node.level, items, tokens))
-        }))
+        let kind = if level == 0 { SourceKind::Messages } else { SourceKind::Summaries };
+        Ok(self.request(persona, kind, level, items, tokens))
+    }
+
+    /// Replaces the summaries of a session's nodes with this compactor's summarizer's, bottom-up
+    /// (every Level-0 node, then the merges above them, so a merge reads its children's new
+    /// text), or of one level only. Nodes this summarizer wrote already are left alone, which
+    /// makes a run that was interrupted resumable: run it again and it goes on where it
+    /// stopped. Each node is replaced by compare-and-swap on the summarizer that wrote it, so a
+    /// compaction racing it loses nothing. Stops at the first summarizer failure (no raw
+    /// archives here: the old summary is better than none); `progress` hears each node done.
+    pub async fn resummarize(
+        &self,
+        session: SessionId,
+        level: Option<Level>,
+        mut progress: impl FnMut(&SummaryNode),
+    ) -> Result<Resummarized> {
+        let lock = self.session_lock(session);
+        let _guard = lock.lock().await;
+        let name = self.inner.summarizer.name().to_owned();
+        let (persona, nodes) = self
+            .blocking(move |store| Ok((store.session_by_id(session)?.persona, store.nodes(session)?)))
+            .await?;
+        let top = nodes.iter().map(|node| node.level).max().unwrap_or(0);
+        let levels = match level {
+            Some(level) => level..=level,
+            None => 0..=top,
+        };
+        let mut done = Resummarized::default();
+        for level in levels {
+            // Read each level when its turn comes: the level below was just rewritten.
+            let nodes = self
+                .blocking(move |store| Ok(store.nodes(session)?))
+                .await?
+                .into_iter()
+                .filter(|node| node.level == level);
+            for node in nodes {
+                if node.summarizer == name {
+                    done.unchanged += 1;
+                    continue;
+                }
+                let request = self.node_request(&node, &persona).await?;
+                let (summary, tokens) = match self.summarize_gated(session, &request).await {
+                    Ok(accepted) => accepted,
+                    Err(error) => {
+                        done.stopped = Some(chain(&error));
+                        return Ok(done);
+                    }
+                };
+                let new = NewSummary {
+                    headline: summary.headline,
+                    body: summary.body,
+                    token_count: tokens,
+                    summarizer: name.clone(),
+                    memory_updates: summary.memory_updates,
+                };
+                let (id, expected) = (node.id, node.summarizer.clone());
+                match self.blocking(move |store| Ok(store.replace_summary(id, &expected, &new)?)).await {
+                    Ok(written) => {
+                        done.replaced += 1;
+                        progress(&written);
+                    }
+                    // Rewritten meanwhile (a raw archive summarized by a compaction): skip it.
+                    Err(Error::Store(strata_store::Error::Invalid { .. })) => done.unchanged += 1,
+                    Err(error) => return Err(error),
+                }
+            }
+        }
+        Ok(done)
     }
 
     /// The context to send for a session at time `now` (which decides which user preferences

@@ -497,7 +497,11 @@ impl ExtractiveSummarizer {
             SourceKind::Messages => Chunk::from_messages(&request.items),
             SourceKind::Summaries => Chunk::from_summaries(&request.items),
         };
-        chunk.summarize(&self.counter, request.target_tokens)
+        let mut summary = chunk.summarize(&self.counter, request.target_tokens);
+        if request.kind == SourceKind::Messages {
+            summary.memory_updates = crate::facts::stated(&request.items);
+        }
+        summary
     }
 
     /// A flagged digest for when the summarizer is down: the same extraction, labelled so a
@@ -1315,7 +1319,7 @@ impl Chunk {
             }
             let tokens = counter.text(&headline) + counter.text(&body);
             if tokens <= target {
-                return Summary { headline, body };
+                return Summary::new(headline, body);
             }
             // Over the target (the estimates were low): drop the last, least valuable picks,
             // as many as the excess needs by estimate, and count again.
@@ -1332,10 +1336,7 @@ impl Chunk {
                     }
                     None => {
                         // Nothing left to drop: the shortest honest summary.
-                        return Summary {
-                            headline: truncate_chars(&headline, 24),
-                            body: "- (see sources)".into(),
-                        };
+                        return Summary::new(truncate_chars(&headline, 24), "- (see sources)");
                     }
                 }
             }

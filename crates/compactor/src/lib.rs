@@ -49,10 +49,12 @@
 #![forbid(unsafe_code)]
 
 mod assemble;
+mod capped;
 mod compactor;
 mod config;
 mod error;
 mod extractive;
+mod facts;
 mod openai;
 mod plan;
 mod scaffold;
@@ -64,14 +66,15 @@ pub use crate::assemble::{
     AssembledContext, BOOTSTRAP_TEMPLATE, ContextEntry, Injection, PLACEHOLDERS, Part, REGULAR_TEMPLATE,
     TokenAccounting,
 };
-pub use crate::compactor::{Compactor, Outcome};
+pub use crate::capped::CappedSummarizer;
+pub use crate::compactor::{Compactor, Outcome, Resummarized};
 pub use crate::config::{CompactorConfig, RetryPolicy};
 pub use crate::error::{Error, Result, SummarizeError};
 pub use crate::extractive::{EXTRACTIVE, ExtractiveSummarizer, RAW_ARCHIVE};
 pub use crate::openai::{OpenAiConfig, OpenAiSummarizer};
 pub use crate::summarizer::{
-    BoxFuture, RejectReason, RetryNote, SourceItem, SourceKind, Summarizer, Summary, SummaryRequest,
-    TimedSummarizer,
+    BoxFuture, MAX_MEMORY_UPDATES, RejectReason, RetryNote, SourceItem, SourceKind, Summarizer, Summary,
+    SummaryRequest, TimedSummarizer,
 };
 pub use crate::tokens::{Encoding, TOKENS_PER_MESSAGE, TOKENS_PER_NAME, TOKENS_PER_REPLY, TokenCounter};
 pub use crate::tree::render_tree;

@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use strata_store::MemoryUpdate;
+
 use crate::error::SummarizeError;
 use crate::tokens::TokenCounter;
 
@@ -81,7 +83,24 @@ pub struct Summary {
     pub headline: String,
     /// The structured body: timeline events, key decisions, pitfalls, files and paths, numbers.
     pub body: String,
+    /// Facts, decisions and task progress worth keeping as long-term memories, and preferences
+    /// the user stated (proposed to the user, never written as preferences). Queued with the
+    /// node and settled by the embedding application through the rules of `save_memory`; at
+    /// most [`MAX_MEMORY_UPDATES`] are kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory_updates: Vec<MemoryUpdate>,
 }
+
+impl Summary {
+    /// A summary with no memory updates.
+    pub fn new(headline: impl Into<String>, body: impl Into<String>) -> Summary {
+        Summary { headline: headline.into(), body: body.into(), memory_updates: Vec::new() }
+    }
+}
+
+/// The most memory updates one summary may carry; the rest are dropped (a summarizer that
+/// finds dozens of "facts" in one chunk is not selecting).
+pub const MAX_MEMORY_UPDATES: usize = 8;
 
 /// Writes summaries. Implementations must be cheap to share (`Arc<dyn Summarizer>`) and must
 /// not touch the database: the compactor calls them with no connection held.
@@ -287,7 +306,13 @@ pub(crate) fn check(
             );
         }
     }
-    Ok((Summary { headline, body }, tokens))
+    let memory_updates = summary
+        .memory_updates
+        .into_iter()
+        .filter(|update| !update.key.trim().is_empty() && !update.content.trim().is_empty())
+        .take(MAX_MEMORY_UPDATES)
+        .collect();
+    Ok((Summary { headline, body, memory_updates }, tokens))
 }
 
 /// The note a retry sends after `error`: what was wrong, addressed to the model.
@@ -354,7 +379,7 @@ mod tests {
     #[test]
     fn empty_oversized_and_uncompressed_summaries_are_rejected() {
         let counter = TokenCounter::new(Encoding::Cl100kBase);
-        let summary = |h: &str, b: &str| Summary { headline: h.into(), body: b.into() };
+        let summary = |h: &str, b: &str| Summary::new(h, b);
         let sources = request("anything", 100);
         let check = |s, r: &SummaryRequest, g| check(s, r, &g, &counter);
         assert_eq!(reason(check(summary(" \n", "body"), &sources, gate(100, None))), RejectReason::Empty);
@@ -381,12 +406,11 @@ mod tests {
              Postgres 16 with one replica, about 1,900 dollars a month. Tomas moves invoice-worker and \
              payments-api to the CNAME this week. The cutover is Tuesday March 10 with Thursday March 12 as the fallback.";
         let sources = request(&transcript.repeat(2), 400);
-        let copied = Summary {
-            headline: "Compact Summary of Chat Turns".into(),
-            body: "Facts: Finance says billing can be down at most 15 minutes, and never during the first three \
-                   business days of a month because that is when invoices are generated."
-                .into(),
-        };
+        let copied = Summary::new(
+            "Compact Summary of Chat Turns",
+            "Facts: Finance says billing can be down at most 15 minutes, and never during the first three \
+             business days of a month because that is when invoices are generated.",
+        );
         let share = copied_share(&copied.body, &sources.items, 8);
         assert!(share > 0.9, "{share}");
         assert_eq!(
@@ -395,12 +419,11 @@ mod tests {
         );
         // The extractive summarizer copies by design: no near-copy rule for it.
         assert!(check(copied, &sources, &gate(1000, None), &counter).is_ok());
-        let paraphrase = Summary {
-            headline: "Billing moves to managed Postgres 16 on March 10.".into(),
-            body: "- Downtime cap 15 min, not in a month's first 3 business days.\n- Managed PG 16, $1,900/month.\n\
-                   - Tomas: CNAME for invoice-worker and payments-api this week.\n- Fallback date March 12."
-                .into(),
-        };
+        let paraphrase = Summary::new(
+            "Billing moves to managed Postgres 16 on March 10.",
+            "- Downtime cap 15 min, not in a month's first 3 business days.\n- Managed PG 16, $1,900/month.\n\
+             - Tomas: CNAME for invoice-worker and payments-api this week.\n- Fallback date March 12.",
+        );
         assert!(copied_share(&paraphrase.body, &sources.items, 8) < 0.2);
         assert!(check(paraphrase, &sources, &gate(1000, Some(0.6)), &counter).is_ok());
     }

@@ -23,6 +23,7 @@
 //!     body: "- decision: port 8080".into(),
 //!     token_count: 9,
 //!     summarizer: "extractive".into(),
+//!     memory_updates: Vec::new(),
 //! };
 //! let node = store.insert_leaf(session.id, 0, 1, &summary)?;
 //! assert_eq!(store.covered_messages(node.id)?.len(), 2);
@@ -39,6 +40,7 @@ mod error;
 pub mod fence;
 mod ingests;
 mod memories;
+mod memory_updates;
 mod messages;
 mod migrate;
 mod nodes;
@@ -62,7 +64,7 @@ pub use crate::search::{HitKind, STOPWORDS, SearchFilter, TextHit, TextQuery};
 pub use crate::sessions::validate_persona;
 pub use crate::store::{Imported, IncomingMessage, RejectionCount, Stats, Store, SummarizerStats};
 pub use crate::types::{
-    Category, Level, Memory, MemoryId, Message, MessageId, NewMessage, NewSummary, NodeId, Role, Session,
-    SessionId, SummaryNode, Writer, from_unix, to_unix,
+    Category, Level, Memory, MemoryId, MemoryUpdate, Message, MessageId, NewMessage, NewSummary, NodeId,
+    QueuedUpdate, Role, Session, SessionId, SummaryNode, UpdateId, Writer, from_unix, to_unix,
 };
 pub use crate::vectors::{BacklogItem, EmbeddingSpace, MAX_CHUNKS, Scan};

@@ -13,6 +13,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../schema/0004_idempotent.sql"),
     include_str!("../../../schema/0005_summary_rejections.sql"),
     include_str!("../../../schema/0006_raw_archives.sql"),
+    include_str!("../../../schema/0007_memory_updates.sql"),
 ];
 
 /// The schema version this build creates and understands.

@@ -5,6 +5,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::db::query_all;
 use crate::error::{Error, Result};
+use crate::memory_updates;
 use crate::types::{Level, NewSummary, NodeId, SessionId, SummaryNode, to_unix};
 
 fn validate(summary: &NewSummary) -> Result<()> {
@@ -158,6 +159,7 @@ pub fn replace_summary(
     id: NodeId,
     expected_summarizer: &str,
     summary: &NewSummary,
+    now: DateTime<Utc>,
 ) -> Result<SummaryNode> {
     validate(summary)?;
     let changed = conn
@@ -180,6 +182,7 @@ pub fn replace_summary(
             format!("node {id} was written by {:?}, not {expected_summarizer:?}", node.summarizer),
         ));
     }
+    memory_updates::queue(conn, id, &summary.memory_updates, now)?;
     by_id(conn, id)
 }
 
@@ -213,7 +216,9 @@ fn insert(conn: &Connection, row: &Row, summary: &NewSummary, now: DateTime<Utc>
         summary.summarizer,
         to_unix(now),
     ])?;
-    Ok(NodeId(conn.last_insert_rowid()))
+    let id = NodeId(conn.last_insert_rowid());
+    memory_updates::queue(conn, id, &summary.memory_updates, now)?;
+    Ok(id)
 }
 
 /// One node by id.

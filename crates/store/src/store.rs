@@ -15,10 +15,11 @@ use crate::check::{self, Report};
 use crate::db::{self, Pool};
 use crate::error::{Error, Result};
 use crate::memories::{self, MemoryWrite};
+use crate::memory_updates;
 use crate::search::{self, HitKind, SearchFilter, TextHit, TextQuery};
 use crate::types::{
-    Category, Level, Memory, Message, MessageId, NewMessage, NewSummary, NodeId, Session, SessionId,
-    SummaryNode, Writer,
+    Category, Level, Memory, Message, MessageId, NewMessage, NewSummary, NodeId, QueuedUpdate, Session,
+    SessionId, SummaryNode, UpdateId, Writer,
 };
 use crate::vectors::{self, BacklogItem, EmbeddingSpace, Scan};
 use crate::{ingests, messages, migrate, nodes, sessions};
@@ -359,7 +360,7 @@ impl Store {
         expected_summarizer: &str,
         summary: &NewSummary,
     ) -> Result<SummaryNode> {
-        self.write(|tx| nodes::replace_summary(tx, id, expected_summarizer, summary))
+        self.write(|tx| nodes::replace_summary(tx, id, expected_summarizer, summary, Utc::now()))
     }
 
     /// One node by id.
@@ -443,6 +444,41 @@ impl Store {
     /// Deletes the memories of `category` not written since `cutoff`; returns how many.
     pub fn purge_memories(&self, category: Category, cutoff: DateTime<Utc>) -> Result<usize> {
         self.write(|tx| memories::purge_older_than(tx, category, cutoff))
+    }
+
+    // Facts on their way to memory (schema 7).
+
+    /// Up to `limit` facts found by summarizers and not yet settled, oldest first.
+    pub fn pending_memory_updates(&self, limit: usize) -> Result<Vec<QueuedUpdate>> {
+        self.read(|conn| memory_updates::pending(conn, limit))
+    }
+
+    /// Removes a fact from the queue once it is applied (or refused by the memory rules).
+    /// Settling twice is harmless.
+    pub fn settle_memory_update(&self, id: UpdateId) -> Result<()> {
+        self.write(|tx| memory_updates::settle(tx, id))
+    }
+
+    /// Turns a queued preference into the persona's open proposal for `key` (replacing an older
+    /// one), with the checked key, title and content.
+    pub fn propose_preference(&self, id: UpdateId, key: &str, title: &str, content: &str) -> Result<()> {
+        self.write(|tx| memory_updates::propose(tx, id, key, title, content))
+    }
+
+    /// A persona's open preference proposals, oldest first.
+    pub fn preference_proposals(&self, persona: &str) -> Result<Vec<QueuedUpdate>> {
+        self.read(|conn| memory_updates::proposals(conn, persona))
+    }
+
+    /// The user accepts a proposal: in one transaction it becomes their `user_preferences`
+    /// memory and leaves the queue. [`Error::NotFound`] if there is no such proposal.
+    pub fn accept_proposal(&self, persona: &str, key: &str) -> Result<Memory> {
+        self.write(|tx| memory_updates::accept(tx, persona, key, Utc::now()))
+    }
+
+    /// The user rejects a proposal; returns it. [`Error::NotFound`] if there is none.
+    pub fn reject_proposal(&self, persona: &str, key: &str) -> Result<QueuedUpdate> {
+        self.write(|tx| memory_updates::reject(tx, persona, key))
     }
 
     // Search.

@@ -51,6 +51,10 @@ id_type!(
     /// The id of an agent memory.
     MemoryId
 );
+id_type!(
+    /// The id of a queued memory update or preference proposal (`memory_updates`).
+    UpdateId
+);
 
 /// The level of a summary node: 0 covers messages, L+1 covers level-L nodes.
 pub type Level = u32;
@@ -257,6 +261,68 @@ pub struct NewSummary {
     pub token_count: u32,
     /// Model id, `extractive` or `raw-archive`.
     pub summarizer: String,
+    /// Facts the summarizer found worth keeping: queued in the transaction that writes the node
+    /// (see [`crate::Store::pending_memory_updates`]).
+    pub memory_updates: Vec<MemoryUpdate>,
+}
+
+/// A fact worth keeping, as a summarizer found it: a memory to upsert as the agent, or (for
+/// `user_preferences`) a preference to propose to the user. Nothing is checked here; whoever
+/// settles the queue applies the rules of `save_memory`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryUpdate {
+    /// `progress` or `memo`; `user_preferences` for a preference the user stated.
+    pub category: Category,
+    /// A short snake_case key.
+    pub key: String,
+    /// Human-readable label.
+    pub title: String,
+    /// The fact itself.
+    pub content: String,
+}
+
+/// A row of the `memory_updates` queue: a fact waiting to be settled, or a proposed preference
+/// waiting for the user.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct QueuedUpdate {
+    /// Database id.
+    pub id: UpdateId,
+    /// The persona it belongs to.
+    pub persona: String,
+    /// The node whose summary found it; `None` once that node is gone.
+    pub node_id: Option<NodeId>,
+    /// The fact.
+    #[serde(flatten)]
+    pub update: MemoryUpdate,
+    /// True for a proposal waiting for the user, false for a fact not yet settled.
+    pub proposed: bool,
+    /// When the summarizer found it.
+    pub created_at: DateTime<Utc>,
+}
+
+impl QueuedUpdate {
+    pub(crate) const COLUMNS: &'static str =
+        "id, role, node_id, category, key, title, content, state, created_at";
+
+    pub(crate) fn from_row(row: &Row<'_>) -> rusqlite::Result<QueuedUpdate> {
+        let category: String = row.get(3)?;
+        let state: String = row.get(7)?;
+        Ok(QueuedUpdate {
+            id: row.get(0)?,
+            persona: row.get(1)?,
+            node_id: row.get(2)?,
+            update: MemoryUpdate {
+                category: category.parse().map_err(|e: Error| {
+                    rusqlite::Error::FromSqlConversionFailure(3, rusqlite::types::Type::Text, Box::new(e))
+                })?,
+                key: row.get(4)?,
+                title: row.get(5)?,
+                content: row.get(6)?,
+            },
+            proposed: state == "proposed",
+            created_at: from_unix(row.get(8)?),
+        })
+    }
 }
 
 /// A node of the summary forest.

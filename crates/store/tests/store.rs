@@ -21,6 +21,7 @@ fn summary(headline: &str) -> NewSummary {
         body: format!("- {headline}"),
         token_count: 10,
         summarizer: "extractive".to_owned(),
+        memory_updates: Vec::new(),
     }
 }
 

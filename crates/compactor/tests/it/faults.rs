@@ -116,6 +116,8 @@ async fn five_hundred_turns_against_a_flaky_summarizer() {
         model: MODEL.into(),
         api_key: None,
         retry,
+        temperature: 0.0,
+        max_output_tokens: 0,
     })
     .unwrap();
     let fx = fixture_with(config.clone(), Arc::new(summarizer));
@@ -212,6 +214,8 @@ async fn failures_count_across_processes_toward_the_raw_archive() {
             model: MODEL.into(),
             api_key: None,
             retry: retry.clone(),
+            temperature: 0.0,
+            max_output_tokens: 0,
         })
         .unwrap();
         strata_compactor::Compactor::new(store, config.clone(), Arc::new(summarizer)).unwrap()

@@ -36,6 +36,8 @@ fn setup(server: &MockServer, timeout_ms: u64, failures_before_raw_archive: u32)
         model: MODEL.into(),
         api_key: Some("sk-test".into()),
         retry: config.retry.clone(),
+        temperature: 0.0,
+        max_output_tokens: 0,
     })
     .unwrap();
     let fx = fixture_with(config, Arc::new(summarizer));

@@ -2,7 +2,10 @@
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use strata_store::{Category, MAX_CONTENT_CHARS, Memory, MemoryWrite, Store, Writer, normalize_key};
+use strata_store::{
+    Category, MAX_CONTENT_CHARS, MAX_KEY_CHARS, Memory, MemoryWrite, QueuedUpdate, Store, Writer,
+    normalize_key,
+};
 
 use super::{MemoryListArgs, SaveMemoryArgs};
 use crate::config::RecallConfig;
@@ -208,6 +211,114 @@ pub fn save(
         key_normalized_from: (args.key != key).then(|| args.key.clone()),
         memory,
     })
+}
+
+/// What [`settle_memory_updates`] did with the facts summarizers found.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Settled {
+    /// Saved (created or updated) as the agent's `progress` or `memo` memories.
+    pub saved: usize,
+    /// Preferences proposed to the user (`strata memory proposals`).
+    pub proposed: usize,
+    /// Refused by the memory rules (too long, no key, a twin of a user preference, nothing
+    /// new); logged with the reason.
+    pub dropped: usize,
+}
+
+/// Facts read from the queue per transaction.
+const SETTLE_BATCH: usize = 64;
+
+/// Settles the facts summarizers queued with their nodes (schema 7), oldest first, every
+/// persona: a `progress` or `memo` fact is saved as the agent through the checks of
+/// [`save`] (size, key spelling; a near-duplicate key updates the memory it is close to
+/// instead of forking a twin), and a preference becomes a proposal the user accepts or
+/// rejects: the agent never writes `user_preferences`. A fact the rules refuse is dropped.
+/// Database errors stop the run; what is settled stays settled, the rest waits for the
+/// next run (saving a fact twice writes the same memory twice).
+pub fn settle_memory_updates(
+    store: &Store,
+    config: &RecallConfig,
+    embedder: Option<&Embedder>,
+) -> Result<Settled> {
+    let mut settled = Settled::default();
+    loop {
+        let batch = store.pending_memory_updates(SETTLE_BATCH)?;
+        if batch.is_empty() {
+            return Ok(settled);
+        }
+        for queued in &batch {
+            let applied = match settle_one(store, config, embedder, queued) {
+                Ok(applied) => applied,
+                Err(Error::Store(error)) if !matches!(error, strata_store::Error::Invalid { .. }) => {
+                    return Err(Error::Store(error));
+                }
+                Err(refused) => {
+                    tracing::info!(key = %queued.update.key, reason = %refused, "memory update dropped");
+                    settled.dropped += 1;
+                    store.settle_memory_update(queued.id)?;
+                    continue;
+                }
+            };
+            match applied {
+                Applied::Proposed => settled.proposed += 1,
+                Applied::Saved => {
+                    settled.saved += 1;
+                    store.settle_memory_update(queued.id)?;
+                }
+            }
+        }
+    }
+}
+
+/// What became of one fact the rules accepted.
+enum Applied {
+    Saved,
+    Proposed,
+}
+
+/// Applies one fact; an error is a refusal (or a database error, which the caller tells apart).
+fn settle_one(
+    store: &Store,
+    config: &RecallConfig,
+    embedder: Option<&Embedder>,
+    queued: &QueuedUpdate,
+) -> Result<Applied> {
+    let update = &queued.update;
+    let title: String = update.title.trim().chars().take(200).collect();
+    if update.category == Category::UserPreferences {
+        let key = normalize_key(&update.key)
+            .filter(|key| key.chars().count() <= MAX_KEY_CHARS)
+            .ok_or_else(|| Error::invalid("key", format!("{:?} is not a usable key", update.key)))?;
+        let chars = update.content.chars().count();
+        if chars > MAX_CONTENT_CHARS || update.content.trim().is_empty() {
+            return Err(Error::invalid("content", format!("{chars} characters")));
+        }
+        let current = store.memory(&queued.persona, Category::UserPreferences, &key)?;
+        if current.is_some_and(|memory| memory.content.trim() == update.content.trim()) {
+            return Err(Error::invalid("content", "the user's preference says this already"));
+        }
+        store.propose_preference(queued.id, &key, title.trim(), update.content.trim())?;
+        return Ok(Applied::Proposed);
+    }
+    let mut args = SaveMemoryArgs {
+        category: update.category.as_str().to_owned(),
+        key: update.key.clone(),
+        title,
+        content: update.content.clone(),
+        allow_new_key: None,
+    };
+    match save(store, &queued.persona, config, embedder, &args) {
+        Ok(_) => Ok(Applied::Saved),
+        Err(Error::NearDuplicateKey { existing_key, existing_category, .. })
+            if existing_category != Category::UserPreferences =>
+        {
+            // The fact is news about a memory the persona has: update that one.
+            args.category = existing_category.as_str().to_owned();
+            args.key = existing_key;
+            save(store, &queued.persona, config, embedder, &args).map(|_| Applied::Saved)
+        }
+        Err(error) => Err(error),
+    }
 }
 
 #[cfg(test)]

@@ -21,7 +21,9 @@ pub use self::browse::{
     ChildView, ExpandAnswer, HistoryAnswer, MessageExcerpt, NodeView, RecentMessages, TimelineEntry,
     ViewAnswer, expand, history, view,
 };
-pub use self::memory::{ListAnswer, SaveAnswer, list, live_memories, purge_expired, save};
+pub use self::memory::{
+    ListAnswer, SaveAnswer, Settled, list, live_memories, purge_expired, save, settle_memory_updates,
+};
 pub use self::search::{
     Coverage, Hit, HitRef, InContext, SearchAnswer, excerpt, excerpt_around, excerpt_on_fragment, grep,
     grep_outside, search, search_outside,

@@ -37,6 +37,7 @@ fn planted_needles_are_found_with_their_fields() {
                 body: "- decision: quasar-ledger".into(),
                 token_count: 10,
                 summarizer: "extractive".into(),
+                memory_updates: Vec::new(),
             },
         )
         .unwrap();

@@ -41,6 +41,7 @@ fn messages_still_in_the_callers_context_are_left_out_and_counted() {
                 body: "- gateway config in services/gateway/config.toml".into(),
                 token_count: 12,
                 summarizer: "extractive".into(),
+                memory_updates: Vec::new(),
             },
         )
         .unwrap();

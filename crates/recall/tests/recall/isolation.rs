@@ -38,6 +38,7 @@ fn populate(store: &Store, persona: &str, secret: &str) -> Owned {
             body: format!("- shared: staging cluster deploy\n- {secret}"),
             token_count: 10,
             summarizer: "extractive".into(),
+            memory_updates: Vec::new(),
         };
         let a = store.insert_leaf(session.id, 0, 1, &summary("Deployed billing to staging.")).unwrap();
         let b = store.insert_leaf(session.id, 2, 3, &summary("Booked a table.")).unwrap();

@@ -72,6 +72,7 @@ fn worker_embeds_new_rows_in_the_background() {
                 body: "b".into(),
                 token_count: 1,
                 summarizer: "extractive".into(),
+                memory_updates: Vec::new(),
             },
         )
         .unwrap();

@@ -135,6 +135,7 @@ fn a_message_and_its_summary_are_one_hit() {
                 body: "The user redid the branch by hand after a merge conflict mess; booked a table.".into(),
                 token_count: 20,
                 summarizer: "extractive".into(),
+                memory_updates: Vec::new(),
             },
         )
         .unwrap();

@@ -1,0 +1,108 @@
+//! The `memory_updates` queue (schema 7): facts a summarizer found, waiting to be settled into
+//! `agent_memories`, and proposed preferences waiting for the user.
+
+use chrono::{DateTime, Utc};
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::db::query_all;
+use crate::error::{Error, Result};
+use crate::memories::{self, MemoryWrite};
+use crate::types::{Category, Memory, MemoryUpdate, NodeId, QueuedUpdate, UpdateId, Writer, to_unix};
+
+/// Queues the facts found by the summary of `node`, for the persona of its session. Call in
+/// the transaction that writes the node.
+pub fn queue(conn: &Connection, node: NodeId, updates: &[MemoryUpdate], now: DateTime<Utc>) -> Result<()> {
+    if updates.is_empty() {
+        return Ok(());
+    }
+    let mut insert = conn.prepare_cached(
+        "INSERT INTO memory_updates(role, node_id, category, key, title, content, created_at)
+         SELECT s.role, n.id, ?2, ?3, ?4, ?5, ?6
+         FROM summary_nodes n JOIN sessions s ON s.id = n.session_id WHERE n.id = ?1",
+    )?;
+    for update in updates {
+        insert.execute(params![
+            node,
+            update.category.as_str(),
+            update.key,
+            update.title,
+            update.content,
+            to_unix(now)
+        ])?;
+    }
+    Ok(())
+}
+
+/// The oldest facts not yet settled, of every persona.
+pub fn pending(conn: &Connection, limit: usize) -> Result<Vec<QueuedUpdate>> {
+    let sql = format!(
+        "SELECT {} FROM memory_updates INDEXED BY memory_updates_pending
+         WHERE state = 'pending' ORDER BY id LIMIT ?1",
+        QueuedUpdate::COLUMNS
+    );
+    query_all(conn, &sql, [limit as i64], QueuedUpdate::from_row)
+}
+
+/// Removes a settled (applied or dropped) fact from the queue.
+pub fn settle(conn: &Connection, id: UpdateId) -> Result<()> {
+    conn.prepare_cached("DELETE FROM memory_updates WHERE id = ?1 AND state = 'pending'")?.execute([id])?;
+    Ok(())
+}
+
+/// Turns a pending fact into the persona's open proposal for its key, replacing an older
+/// proposal of the same key. `key`, `title` and `content` are the checked forms.
+pub fn propose(conn: &Connection, id: UpdateId, key: &str, title: &str, content: &str) -> Result<()> {
+    conn.prepare_cached(
+        "DELETE FROM memory_updates WHERE state = 'proposed' AND key = ?2
+             AND role = (SELECT role FROM memory_updates WHERE id = ?1)",
+    )?
+    .execute(params![id, key])?;
+    conn.prepare_cached(
+        "UPDATE memory_updates SET state = 'proposed', key = ?2, title = ?3, content = ?4
+         WHERE id = ?1 AND state = 'pending'",
+    )?
+    .execute(params![id, key, title, content])?;
+    Ok(())
+}
+
+/// The open proposals of a persona, oldest first.
+pub fn proposals(conn: &Connection, persona: &str) -> Result<Vec<QueuedUpdate>> {
+    let sql = format!(
+        "SELECT {} FROM memory_updates WHERE state = 'proposed' AND role = ?1 ORDER BY id",
+        QueuedUpdate::COLUMNS
+    );
+    query_all(conn, &sql, [persona], QueuedUpdate::from_row)
+}
+
+fn proposal(conn: &Connection, persona: &str, key: &str) -> Result<QueuedUpdate> {
+    let sql = format!(
+        "SELECT {} FROM memory_updates WHERE state = 'proposed' AND role = ?1 AND key = ?2",
+        QueuedUpdate::COLUMNS
+    );
+    conn.prepare_cached(&sql)?
+        .query_row(params![persona, key], QueuedUpdate::from_row)
+        .optional()?
+        .ok_or_else(|| Error::NotFound(format!("proposed preference {key:?} of persona {persona:?}")))
+}
+
+/// The user accepts a proposal: it becomes their `user_preferences` memory, and the proposal
+/// is gone. Both in the caller's transaction.
+pub fn accept(conn: &Connection, persona: &str, key: &str, now: DateTime<Utc>) -> Result<Memory> {
+    let found = proposal(conn, persona, key)?;
+    let write = MemoryWrite {
+        category: Category::UserPreferences,
+        key: &found.update.key,
+        title: &found.update.title,
+        content: &found.update.content,
+    };
+    let (memory, _) = memories::upsert(conn, Writer::User, persona, &write, now)?;
+    conn.prepare_cached("DELETE FROM memory_updates WHERE id = ?1")?.execute([found.id])?;
+    Ok(memory)
+}
+
+/// The user rejects a proposal; it is deleted.
+pub fn reject(conn: &Connection, persona: &str, key: &str) -> Result<QueuedUpdate> {
+    let found = proposal(conn, persona, key)?;
+    conn.prepare_cached("DELETE FROM memory_updates WHERE id = ?1")?.execute([found.id])?;
+    Ok(found)
+}
