@@ -13,4 +13,5 @@ mod cli_recall;
 mod cli_store;
 mod crash;
 mod llm_recorded;
+mod memory_life;
 mod reliability;

@@ -32,6 +32,16 @@ pub struct CompactorArgs {
 pub struct CompactArgs {
     #[command(flatten)]
     common: CompactorArgs,
+    #[command(flatten)]
+    summarizer: SummarizerArgs,
+    /// Stop after one bounded call (max_rounds summaries) instead of compacting until done.
+    #[arg(long)]
+    once: bool,
+}
+
+/// The summarizer flags of `compact` and `resummarize`.
+#[derive(Debug, clap::Args)]
+pub struct SummarizerArgs {
     /// Who writes the summaries (default: `[summarizer] kind` of the configuration).
     #[arg(long, value_enum)]
     summarizer: Option<SummarizerKind>,
@@ -43,9 +53,36 @@ pub struct CompactArgs {
     /// API key comes from the variable the configuration names, else OPENAI_API_KEY.
     #[arg(long)]
     model: Option<String>,
-    /// Stop after one bounded call (max_rounds summaries) instead of compacting until done.
+}
+
+impl SummarizerArgs {
+    /// `config` with these flags applied.
+    fn apply(&self, config: &Config) -> Config {
+        let mut chosen = config.clone();
+        if let Some(kind) = self.summarizer {
+            chosen.summarizer.kind = kind;
+        }
+        if let Some(url) = &self.base_url {
+            chosen.summarizer.base_url = url.clone();
+        }
+        if let Some(model) = &self.model {
+            chosen.summarizer.model = model.clone();
+        }
+        chosen
+    }
+}
+
+/// Options of `strata resummarize`.
+#[derive(Debug, clap::Args)]
+pub struct ResummarizeArgs {
+    /// Only this session (default: every session).
     #[arg(long)]
-    once: bool,
+    session: Option<String>,
+    /// Only nodes of this level (default: every level, bottom-up).
+    #[arg(long)]
+    level: Option<u32>,
+    #[command(flatten)]
+    summarizer: SummarizerArgs,
 }
 
 /// Options of `strata context`.
@@ -89,17 +126,7 @@ pub fn compact(
 ) -> anyhow::Result<()> {
     let config = compactor_config(&args.common, settings)?;
     let session = session(&store, &args.common.session)?;
-    let mut chosen = settings.clone();
-    if let Some(kind) = args.summarizer {
-        chosen.summarizer.kind = kind;
-    }
-    if let Some(url) = &args.base_url {
-        chosen.summarizer.base_url = url.clone();
-    }
-    if let Some(model) = &args.model {
-        chosen.summarizer.model = model.clone();
-    }
-    let summarizer = chosen.summarizer()?;
+    let summarizer = args.summarizer.apply(settings).summarizer()?;
     let compactor = Compactor::new(store.clone(), config, summarizer)?;
     let before = store.stats()?;
     let progress = ProgressBar::new(before.messages - before.compacted_messages).with_style(
@@ -212,6 +239,67 @@ pub fn compact(
         writeln!(out, "nodes per level (whole database): {}", levels.join(", "))?;
     }
     Ok(())
+}
+
+/// `strata resummarize`: every node (of a session, of a level) not written by the chosen
+/// summarizer gets its summary, bottom-up; an interrupted run continues where it stopped.
+pub fn resummarize(
+    db: &std::path::Path,
+    args: &ResummarizeArgs,
+    settings: &Config,
+    json: bool,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    let engine = strata::Engine::open(db, args.summarizer.apply(settings))?;
+    let sessions = match &args.session {
+        Some(key) => vec![session(engine.store(), key)?],
+        None => engine.store().sessions(None)?,
+    };
+    let progress = ProgressBar::new_spinner().with_style(
+        ProgressStyle::with_template("{spinner} re-summarizing: {pos} nodes ({per_sec}) {msg}")
+            .expect("static template"),
+    );
+    let runtime = runtime()?;
+    let mut reports = Vec::new();
+    for session in &sessions {
+        progress.set_message(session.key.clone());
+        let done = runtime.block_on(engine.resummarize(session.id, args.level, |_| progress.inc(1)))?;
+        let stopped = done.stopped.clone();
+        reports.push((session.key.clone(), done));
+        if let Some(error) = stopped {
+            progress.finish_and_clear();
+            if json {
+                print_json(out, &reports_json(&reports))?;
+            }
+            anyhow::bail!(
+                "re-summarizing stopped in session {} after {} nodes: the summarizer failed: {error} \
+                 (run again to continue)",
+                session.key,
+                reports.iter().map(|(_, done)| done.replaced).sum::<u32>()
+            );
+        }
+    }
+    progress.finish_and_clear();
+    if json {
+        return print_json(out, &reports_json(&reports));
+    }
+    for (key, done) in &reports {
+        writeln!(
+            out,
+            "session {key}: {} nodes re-summarized by {}, {} unchanged",
+            done.replaced,
+            engine.compactor().summarizer_name(),
+            done.unchanged
+        )?;
+    }
+    if reports.is_empty() {
+        writeln!(out, "no sessions")?;
+    }
+    Ok(())
+}
+
+fn reports_json(reports: &[(String, strata_compactor::Resummarized)]) -> serde_json::Value {
+    json!(reports.iter().map(|(key, done)| json!({"session": key, "result": done})).collect::<Vec<_>>())
 }
 
 /// The start of the line a failed compaction ends with.

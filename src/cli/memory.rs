@@ -43,6 +43,23 @@ pub enum MemoryCommand {
     },
     /// Delete expired memories (per-category time-to-live: `recall.memory_ttls` in the config).
     Purge,
+    /// List the preferences the summaries found in the chat, waiting for your yes or no.
+    Proposals {
+        #[arg(long, default_value = "default")]
+        persona: String,
+    },
+    /// Accept a proposed preference: it becomes your user_preferences memory.
+    Accept {
+        key: String,
+        #[arg(long, default_value = "default")]
+        persona: String,
+    },
+    /// Reject a proposed preference: it is deleted.
+    Reject {
+        key: String,
+        #[arg(long, default_value = "default")]
+        persona: String,
+    },
     /// Delete a memory.
     Delete {
         category: Category,
@@ -122,6 +139,47 @@ pub fn run(
             writeln!(out, "deleted {category} {key}")?;
         }
         MemoryCommand::Purge => crate::cli::recall::purge(store, recall, json, out)?,
+        MemoryCommand::Proposals { persona } => {
+            let proposals = store.preference_proposals(persona)?;
+            if json {
+                print_json(out, &proposals)?;
+            } else if proposals.is_empty() {
+                writeln!(out, "no proposed preferences for persona {persona}")?;
+            } else {
+                for proposal in &proposals {
+                    let update = &proposal.update;
+                    writeln!(
+                        out,
+                        "{} — {} (found {}{})\n  {}",
+                        update.key,
+                        update.title,
+                        proposal.created_at.to_rfc3339_opts(SecondsFormat::Secs, true),
+                        proposal.node_id.map(|node| format!(" in node {node}")).unwrap_or_default(),
+                        update.content.replace('\n', "\n  ")
+                    )?;
+                }
+                writeln!(
+                    out,
+                    "accept with `strata memory accept KEY`, reject with `strata memory reject KEY`"
+                )?;
+            }
+        }
+        MemoryCommand::Accept { key, persona } => {
+            let memory = store.accept_proposal(persona, &key_of(key)?)?;
+            if json {
+                print_json(out, &memory)?;
+            } else {
+                writeln!(out, "accepted: user_preferences {} for persona {}", memory.key, memory.persona)?;
+            }
+        }
+        MemoryCommand::Reject { key, persona } => {
+            let proposal = store.reject_proposal(persona, &key_of(key)?)?;
+            if json {
+                print_json(out, &proposal)?;
+            } else {
+                writeln!(out, "rejected: {}", proposal.update.key)?;
+            }
+        }
     }
     Ok(())
 }

@@ -101,6 +101,9 @@ enum Command {
     Memory(memory::MemoryCommand),
     /// Fold old turns of a session into summary nodes until its context fits.
     Compact(compact::CompactArgs),
+    /// Replace node summaries with another summarizer's (after switching to an LLM, say):
+    /// bottom-up, resumable, never losing a node; facts the new summaries find become memories.
+    Resummarize(compact::ResummarizeArgs),
     /// Print exactly what would be sent to the model for a session, with token counts per part.
     Context(compact::ContextArgs),
     /// Draw a session's summary forest as an indented tree.
@@ -280,6 +283,10 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             compact::context(open_existing(&cli)?, args, &config(&cli)?, cli.json, &mut out)?
         }
         Command::Tree(args) => compact::tree(open_existing(&cli)?, args, cli.json, &mut out)?,
+        Command::Resummarize(args) => {
+            open_checked(&cli)?;
+            compact::resummarize(&cli.db, args, &config(&cli)?, cli.json, &mut out)?
+        }
     }
     out.flush()?;
     Ok(())

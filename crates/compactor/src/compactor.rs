@@ -220,6 +220,11 @@ impl Compactor {
         &self.inner.counter
     }
 
+    /// The name of the summarizer this compactor writes with (stored on every node it writes).
+    pub fn summarizer_name(&self) -> &str {
+        self.inner.summarizer.name()
+    }
+
     /// The store.
     pub fn store(&self) -> &Store {
         &self.inner.store

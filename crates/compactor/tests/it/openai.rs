@@ -286,3 +286,86 @@ async fn a_summary_longer_than_its_sources_is_rejected() {
     assert_eq!(rejections.len(), 1);
     assert_eq!((rejections[0].reason.as_str(), rejections[0].count), ("oversized", 2));
 }
+
+/// `[summarizer] input_cap_tokens`: a turn far over the cap (a 120,000-character tool result)
+/// reaches the model in pieces under the cap, whose summaries are then merged into one.
+#[tokio::test]
+async fn an_oversized_request_is_summarized_in_capped_pieces_then_merged() {
+    use strata_compactor::{
+        CappedSummarizer, Encoding, SourceItem, SourceKind, Summarizer, SummaryRequest, TokenCounter,
+    };
+
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/chat/completions"))
+        .respond_with(tool_reply("Part of a long log.", "- rows checked"))
+        .mount(&server)
+        .await;
+    let client = OpenAiSummarizer::new(OpenAiConfig {
+        base_url: server.uri(),
+        model: MODEL.into(),
+        api_key: None,
+        retry: retry(10_000),
+        temperature: 0.0,
+        max_output_tokens: 0,
+    })
+    .unwrap();
+    let counter = TokenCounter::new(Encoding::Cl100kBase);
+    let capped = CappedSummarizer::new(client, 4_000, counter.clone());
+    let log: String = (0..8_000).map(|i| format!("row {i:04} checked ok; ")).collect();
+    let time = chrono::Utc::now();
+    let item = |reference: &str, role: &str, text: String| SourceItem {
+        reference: reference.into(),
+        role: role.into(),
+        name: None,
+        tool: None,
+        time,
+        text,
+    };
+    let items = vec![
+        item("message 1 (seq 0)", "user", "Check the log please.".into()),
+        item("message 2 (seq 1)", "tool", log.clone()),
+    ];
+    let source_tokens = items.iter().map(|i| counter.text(&i.text)).sum();
+    assert!(source_tokens > 20_000, "{source_tokens}");
+    let request = SummaryRequest {
+        kind: SourceKind::Messages,
+        level: 0,
+        persona: "p".into(),
+        items,
+        source_tokens,
+        target_tokens: 400,
+        retry: None,
+    };
+    let summary = capped.summarize(&request).await.unwrap();
+    assert_eq!(summary.headline, "Part of a long log.");
+
+    let requests = server.received_requests().await.unwrap();
+    let user_text = |r: &Request| -> String {
+        let body: Value = serde_json::from_slice(&r.body).unwrap();
+        body["messages"][1]["content"].as_str().unwrap().to_owned()
+    };
+    let pieces: Vec<String> =
+        requests.iter().map(user_text).filter(|t| t.contains("chat messages")).collect();
+    let merges: Vec<String> = requests.iter().map(user_text).filter(|t| t.contains("summaries")).collect();
+    assert!(pieces.len() >= 5, "{} pieces", pieces.len());
+    assert_eq!(merges.len(), 1, "one merge of the pieces");
+    for piece in &pieces {
+        // The cap counts the sources; the request adds its instructions and headings.
+        assert!(counter.text(piece) <= 4_000 + 200, "{} tokens", counter.text(piece));
+    }
+    assert!(pieces.iter().any(|p| p.contains("message 2 (seq 1), part 2 of")), "parts are named");
+    // Every row of the log reached the model exactly once.
+    let sent: usize = pieces.iter().map(|p| p.matches("checked ok;").count()).sum();
+    assert_eq!(sent, 8_000);
+    // A request under the cap goes through untouched.
+    let small = SummaryRequest { items: request.items[..1].to_vec(), source_tokens: 6, ..request.clone() };
+    server.reset().await;
+    Mock::given(method("POST"))
+        .and(path("/chat/completions"))
+        .respond_with(tool_reply("Asked for a check.", "- check"))
+        .mount(&server)
+        .await;
+    capped.summarize(&small).await.unwrap();
+    assert_eq!(server.received_requests().await.unwrap().len(), 1);
+}

@@ -1,0 +1,335 @@
+//! The memory life cycle through `Engine`, against a scripted OpenAI-compatible summarizer: a
+//! fact said in chat becomes a memory the next session sees; a stated preference waits for the
+//! user; a chat well inside a big window is left alone; a huge tool result is read page by page.
+
+use serde_json::{Value, json};
+use strata::{ChatMessage, Config, Engine, SummarizerKind};
+use strata_compactor::Outcome;
+use strata_store::Category;
+use wiremock::matchers::{body_string_contains, method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::util::Strata;
+
+const PERSONA: &str = "assistant";
+
+/// A `save_summary` call as a server returns it.
+fn summary_reply(arguments: &Value) -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_json(json!({"choices": [{"index": 0, "finish_reason": "tool_calls",
+        "message": {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function",
+        "function": {"name": "save_summary", "arguments": arguments.to_string()}}]}}]}))
+}
+
+/// A summarizer that finds, in a chunk that mentions port 5433, the fact and the preference the
+/// user stated there, and nothing in any other.
+async fn scripted_summarizer() -> MockServer {
+    let server = MockServer::start().await;
+    let with_facts = json!({
+        "headline": "Staging moved to a new database port; answers in British English.",
+        "body": "Decisions:\n- staging database on port 5433",
+        "memory_updates": [
+            {"category": "memo", "key": "staging_db_port", "title": "Staging database port",
+             "content": "The staging database listens on port 5433 since March."},
+            {"category": "user_preferences", "key": "british_english", "title": "British English",
+             "content": "Answer in British English."},
+            // The agent may not write preferences, and a refused fact costs nothing else.
+            {"category": "memo", "key": "too_long", "title": "x", "content": "y".repeat(600)}
+        ]
+    });
+    Mock::given(method("POST"))
+        .and(path("/chat/completions"))
+        .and(body_string_contains("5433"))
+        .respond_with(summary_reply(&with_facts))
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    let plain = json!({"headline": "Small talk about the week.", "body": "Timeline:\n- chatted"});
+    Mock::given(method("POST"))
+        .and(path("/chat/completions"))
+        .respond_with(summary_reply(&plain))
+        .with_priority(2)
+        .mount(&server)
+        .await;
+    server
+}
+
+fn config(server: &MockServer) -> Config {
+    let mut config = Config::default();
+    config.summarizer.kind = SummarizerKind::Openai;
+    config.summarizer.base_url = server.uri();
+    // Fold as soon as there is a little to fold: this test is about what folding keeps.
+    config.compactor.trigger_ratio = 0.0;
+    config.compactor.target_ratio = 0.0;
+    config.compactor.leaf_min_tokens = 100;
+    config.compactor.leaf_chunk_tokens = 400;
+    config.compactor.tail_turns = 1;
+    config.compactor.tail_tokens = 200;
+    config
+}
+
+/// The text of the latest user message of a context: where the injection goes.
+fn latest_request(messages: &[Value]) -> String {
+    messages
+        .iter()
+        .rev()
+        .find(|message| message["role"] == "user")
+        .and_then(|message| message["content"].as_str())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fact_said_in_turn_three_is_remembered_and_a_preference_waits_for_the_user() {
+    let server = scripted_summarizer().await;
+    let strata = Strata::new();
+    let engine = Engine::open(strata.db(), config(&server)).unwrap();
+    let monday = engine.session("monday", PERSONA).unwrap();
+    let chat = [
+        ("Good morning! What is on the list today?", "The release notes and the staging move."),
+        ("Let us start with the release notes for v2.3.", "Drafted: fixes, new export command, docs."),
+        (
+            "Staging's database moved: it listens on port 5433 now. From now on, answer in British English.",
+            "Noted, the staging database is on 5433.",
+        ),
+        ("Anything else on the release?", "Only the changelog wording, which I have tidied."),
+        ("Thanks, that is all for today.", "Have a good evening."),
+    ];
+    for (asked, answered) in chat {
+        monday.append(ChatMessage::user(asked)).unwrap();
+        monday.append(ChatMessage::assistant(answered)).unwrap();
+    }
+    monday.append(ChatMessage::user("One more: when is the release?")).unwrap();
+    let prepared = monday.prepare_context().await.unwrap();
+    assert!(matches!(prepared.outcome, Some(Outcome::Compacted { .. })), "{:?}", prepared.outcome);
+
+    // The fact is the agent's memory; the preference is only proposed.
+    let store = engine.store();
+    let memo = store.memory(PERSONA, Category::Memo, "staging_db_port").unwrap().expect("consolidated");
+    assert!(memo.content.contains("5433"));
+    assert!(store.memory(PERSONA, Category::Memo, "too_long").unwrap().is_none(), "over 500 characters");
+    assert!(store.memory(PERSONA, Category::UserPreferences, "british_english").unwrap().is_none());
+    let proposals = engine.proposals(PERSONA).unwrap();
+    assert_eq!(proposals.len(), 1);
+    assert_eq!(proposals[0].update.key, "british_english");
+    assert!(engine.proposals("someone-else").unwrap().is_empty(), "personas are isolated");
+
+    // A later session of the persona starts with the memory in view, and without the
+    // preference nobody accepted.
+    let tuesday = engine.session("tuesday", PERSONA).unwrap();
+    tuesday.append(ChatMessage::user("Which port does staging use again?")).unwrap();
+    let request = latest_request(tuesday.prepare_context().await.unwrap().messages());
+    assert!(request.contains("[Long-term Memories]"), "{request}");
+    assert!(request.contains("port 5433"), "{request}");
+    assert!(!request.contains("British English"), "a proposal is not a preference: {request}");
+    let listed = tuesday.call_tool("memory_list", json!({"category": "memo"})).await;
+    assert_eq!(listed["memories"][0]["key"], "staging_db_port", "{listed}");
+
+    // Once the user accepts it, every turn carries it.
+    let accepted = engine.accept_proposal(PERSONA, "british_english").unwrap();
+    assert_eq!(accepted.category, Category::UserPreferences);
+    assert!(engine.proposals(PERSONA).unwrap().is_empty());
+    tuesday.append(ChatMessage::assistant("Staging uses port 5433.")).unwrap();
+    tuesday.append(ChatMessage::user("Thanks. And the release date?")).unwrap();
+    let request = latest_request(tuesday.prepare_context().await.unwrap().messages());
+    assert!(request.contains("Answer in British English."), "{request}");
+    // The agent still cannot write a preference itself.
+    let refused = tuesday
+        .call_tool(
+            "save_memory",
+            json!({"category": "user_preferences", "key": "tone", "title": "t", "content": "casual"}),
+        )
+        .await;
+    assert!(refused.get("error").is_some(), "{refused}");
+    // Rejecting what is not proposed is one clear error.
+    let missing = engine.reject_proposal(PERSONA, "british_english").unwrap_err();
+    assert!(missing.to_string().contains("british_english"), "{missing}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_offline_summarizer_keeps_what_it_was_told_to_remember() {
+    let strata = Strata::new();
+    let mut config = Config::default();
+    config.compactor.trigger_ratio = 0.0;
+    config.compactor.target_ratio = 0.0;
+    config.compactor.leaf_min_tokens = 100;
+    config.compactor.leaf_chunk_tokens = 400;
+    config.compactor.tail_turns = 1;
+    config.compactor.tail_tokens = 200;
+    let engine = Engine::open(strata.db(), config).unwrap();
+    let session = engine.session("notes", PERSONA).unwrap();
+    // The head (the first two messages) is never folded; the facts come after it.
+    session.append(ChatMessage::user("Hello there.")).unwrap();
+    session.append(ChatMessage::assistant("Hello! How can I help?")).unwrap();
+    session
+        .append(ChatMessage::user("Please remember that the office wifi password rotates every Monday."))
+        .unwrap();
+    session.append(ChatMessage::assistant("I will keep that in mind.")).unwrap();
+    session.append(ChatMessage::user("I prefer answers without emoji.")).unwrap();
+    session.append(ChatMessage::assistant("Understood.")).unwrap();
+    for turn in 0..6 {
+        session.append(ChatMessage::user(format!("Turn {turn}: how is the garden project going?"))).unwrap();
+        session
+            .append(ChatMessage::assistant(format!("Turn {turn}: the tomatoes are growing well.")))
+            .unwrap();
+    }
+    session.append(ChatMessage::user("What did I ask you to remember?")).unwrap();
+    let prepared = session.prepare_context().await.unwrap();
+    assert!(matches!(prepared.outcome, Some(Outcome::Compacted { .. })), "{:?}", prepared.outcome);
+    let memos = engine.store().memories(PERSONA, Some(Category::Memo)).unwrap();
+    assert_eq!(memos.len(), 1, "{memos:?}");
+    assert!(memos[0].content.contains("rotates every Monday"), "{memos:?}");
+    let proposals = engine.proposals(PERSONA).unwrap();
+    assert_eq!(proposals.len(), 1, "{proposals:?}");
+    assert!(proposals[0].update.content.contains("without emoji"));
+    // Garden small talk is no fact.
+    assert_eq!(engine.store().memories(PERSONA, None).unwrap().len(), 1);
+
+    // The user's side, from the command line.
+    let listed = strata.run(&["memory", "proposals", "--persona", PERSONA]).success();
+    assert!(listed.contains("answers_without_emoji") && listed.contains("strata memory accept"), "{listed}");
+    let accepted = strata.run(&["memory", "accept", "answers_without_emoji", "--persona", PERSONA]).success();
+    assert!(accepted.contains("accepted: user_preferences answers_without_emoji"), "{accepted}");
+    let preference =
+        engine.store().memory(PERSONA, Category::UserPreferences, "answers_without_emoji").unwrap();
+    assert!(preference.is_some_and(|memory| memory.content.contains("without emoji")));
+    let none = strata.run(&["memory", "reject", "answers_without_emoji", "--persona", PERSONA]).failure();
+    assert!(none.contains("answers_without_emoji"), "{none}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_39k_token_chat_in_a_200k_window_is_not_compacted() {
+    let strata = Strata::new();
+    let mut config = Config::default();
+    config.compactor.context_window_tokens = 200_000;
+    let engine = Engine::open(strata.db(), config).unwrap();
+    let session = engine.session("long", PERSONA).unwrap();
+    let mut turn = 0;
+    while engine.compactor().context_size(session.id()).await.unwrap() < 39_000 {
+        session
+            .append(ChatMessage::user(format!("Step {turn}: {}", "what about the parser? ".repeat(40))))
+            .unwrap();
+        session
+            .append(ChatMessage::assistant(format!("Step {turn}: {}", "the parser is fine. ".repeat(40))))
+            .unwrap();
+        turn += 1;
+    }
+    let prepared = session.prepare_context().await.unwrap();
+    assert!(matches!(prepared.outcome, Some(Outcome::BelowThreshold { .. })), "{:?}", prepared.outcome);
+    assert!(engine.store().nodes(session.id()).unwrap().is_empty());
+    assert!(prepared.context.tokens.total >= 39_000, "everything is sent verbatim");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_250k_character_tool_result_is_paged_to_its_end_through_the_engine() {
+    let strata = Strata::new();
+    let engine = Engine::open(strata.db(), Config::default()).unwrap();
+    let session = engine.session("tools", PERSONA).unwrap();
+    let text: String = (0..25_000).map(|i| format!("row {i:05} ok\n")).collect();
+    assert!(text.len() > 250_000);
+    let id = session.append(ChatMessage::tool("call_1", "read_log", text.clone())).unwrap();
+    let (mut read, mut offset) = (String::new(), 0u64);
+    for _page in 0..100 {
+        let answer = session.call_tool("view_message", json!({"message_id": id.0, "offset": offset})).await;
+        let content = answer["message"]["content"].as_str().unwrap_or_else(|| panic!("{answer}"));
+        // A page is fenced as data: the text sits between the fence's first and last lines.
+        let start = content.find('\n').map_or(0, |i| i + 1);
+        let end = content.rfind('\n').unwrap_or(content.len()).max(start);
+        read.push_str(&content[start..end]);
+        match answer["message"]["next_offset"].as_u64() {
+            Some(next) => offset = next,
+            None => break,
+        }
+    }
+    assert_eq!(read, text, "the pages, joined, are the message");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resummarize_replaces_bottom_up_and_resumes_after_a_failure() {
+    let strata = Strata::new();
+    let mut extractive = Config::default();
+    extractive.compactor.trigger_ratio = 0.0;
+    extractive.compactor.target_ratio = 0.0;
+    extractive.compactor.leaf_min_tokens = 100;
+    extractive.compactor.leaf_chunk_tokens = 300;
+    extractive.compactor.context_consolidation_k = 2;
+    extractive.compactor.max_rounds = 100;
+    let engine = Engine::open(strata.db(), extractive.clone()).unwrap();
+    let session = engine.session("history", PERSONA).unwrap();
+    for turn in 0..40 {
+        session
+            .append(ChatMessage::user(format!(
+                "Turn {turn}: shall we move service {turn} to the new cluster?"
+            )))
+            .unwrap();
+        session
+            .append(ChatMessage::assistant(format!(
+                "Turn {turn}: yes, service {turn} moved; latency is fine."
+            )))
+            .unwrap();
+    }
+    session.prepare_context().await.unwrap();
+    let before = engine.store().nodes(session.id()).unwrap();
+    assert!(before.iter().any(|node| node.level > 0), "merges exist: {}", before.len());
+    assert!(before.iter().all(|node| node.summarizer == "extractive"));
+    drop(engine);
+
+    // The LLM answers three requests, then fails.
+    let server = MockServer::start().await;
+    let reply = json!({"headline": "Services moved to the new cluster.", "body": "- moved; latency fine"});
+    Mock::given(method("POST"))
+        .and(path("/chat/completions"))
+        .respond_with(summary_reply(&reply))
+        .up_to_n_times(3)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/chat/completions"))
+        .respond_with(ResponseTemplate::new(500).set_body_string("model crashed"))
+        .with_priority(2)
+        .mount(&server)
+        .await;
+    let mut llm = extractive.clone();
+    llm.summarizer.kind = SummarizerKind::Openai;
+    llm.summarizer.base_url = server.uri();
+    llm.compactor.retry.max_attempts = 1;
+    let engine = Engine::open(strata.db(), llm).unwrap();
+    let mut order = Vec::new();
+    let first = engine.resummarize(session.id(), None, |node| order.push(node.level)).await.unwrap();
+    assert_eq!(first.replaced, 3);
+    assert!(first.stopped.as_deref().is_some_and(|why| why.contains("500")), "{first:?}");
+    assert!(order.iter().all(|&level| level == 0), "Level 0 first: {order:?}");
+    let after_failure = engine.store().nodes(session.id()).unwrap();
+    assert_eq!(after_failure.len(), before.len(), "no node lost or added");
+    assert_eq!(after_failure.iter().filter(|node| node.summarizer == "gpt-4o-mini").count(), 3);
+
+    // Run again (from the command line) with a healthy server: it goes on where it stopped.
+    server.reset().await;
+    // A merge must not copy its children (the gate's near-copy rule): it says it in other words.
+    let merged = json!({"headline": "The cluster migration, service by service.", "body": "- all moved"});
+    Mock::given(method("POST"))
+        .and(path("/chat/completions"))
+        .and(body_string_contains("summaries of consecutive parts"))
+        .respond_with(summary_reply(&merged))
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/chat/completions"))
+        .respond_with(summary_reply(&reply))
+        .with_priority(2)
+        .mount(&server)
+        .await;
+    let out = strata
+        .run(&["resummarize", "--session", "history", "--summarizer", "openai", "--base-url", &server.uri()])
+        .success();
+    let expected = format!("{} nodes re-summarized by gpt-4o-mini, 3 unchanged", before.len() - 3);
+    assert!(out.contains(&expected), "{out}");
+    let nodes = engine.store().nodes(session.id()).unwrap();
+    assert!(nodes.iter().all(|node| node.summarizer == "gpt-4o-mini" && node.headline.contains("cluster")));
+    assert!(
+        nodes.iter().filter(|node| node.level > 0).all(|node| node.headline.contains("service by service"))
+    );
+    let again = engine.resummarize(session.id(), None, |_| {}).await.unwrap();
+    assert_eq!((again.replaced, again.unchanged as usize), (0, before.len()), "nothing left to do");
+}
