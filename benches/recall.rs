@@ -103,6 +103,7 @@ fn build(store: &Store) {
             store.append(session.id, &messages).unwrap();
         }
     }
+    store.index_messages(usize::MAX >> 1).unwrap();
     store
         .use_embedding_space(&strata_store::EmbeddingSpace { model: MODEL.into(), dimensions: DIMS })
         .unwrap();

@@ -13,6 +13,9 @@ use strata_store::{IncomingMessage, NewMessage, Role, Store};
 
 use crate::cli::output::print_json;
 
+/// Messages indexed for search per transaction after an import.
+const INDEX_BATCH: usize = 5_000;
+
 /// Files with more lines than this get a progress bar.
 const PROGRESS_THRESHOLD: usize = 2_000;
 
@@ -182,6 +185,19 @@ pub fn run(store: &Store, args: &IngestArgs, json: bool, out: &mut impl Write) -
         parse_file(&args.file, &args.session, &args.persona, args.allow_unknown_keys, &counter, &progress)?;
     progress.set_message("writing");
     let imported = store.append_many(&incoming).context("nothing was ingested")?;
+    // Index for search now, with the bar, rather than in the first search after the import.
+    progress.set_message("indexing");
+    progress.set_position(0);
+    progress.set_length(store.unindexed_messages()?);
+    loop {
+        let indexed = store
+            .index_messages(INDEX_BATCH)
+            .context("the messages are stored; indexing them for search failed (the next search retries)")?;
+        progress.inc(indexed as u64);
+        if indexed < INDEX_BATCH {
+            break;
+        }
+    }
     progress.finish_and_clear();
     let ids = &imported.ids;
 

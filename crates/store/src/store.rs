@@ -16,6 +16,7 @@ use crate::db::{self, Pool};
 use crate::error::{Error, Result};
 use crate::memories::{self, MemoryWrite};
 use crate::memory_updates;
+use crate::message_index;
 use crate::search::{self, HitKind, SearchFilter, TextHit, TextQuery};
 use crate::types::{
     Category, Level, Memory, Message, MessageId, NewMessage, NewSummary, NodeId, QueuedUpdate, Session,
@@ -23,6 +24,13 @@ use crate::types::{
 };
 use crate::vectors::{self, BacklogItem, EmbeddingSpace, Scan};
 use crate::{ingests, messages, migrate, nodes, sessions};
+
+/// Messages indexed per transaction when a search catches the indexes up.
+const INDEX_BATCH: usize = 2_000;
+
+/// Appends of at most this many messages are indexed for search in their own transaction
+/// (when nothing older waits); larger ones are indexed later, in batches.
+const SYNC_INDEX_MAX: usize = 16;
 
 /// A message to append to a session named by key, as read from a transcript.
 #[derive(Clone, Debug, PartialEq)]
@@ -240,7 +248,14 @@ impl Store {
     pub fn append(&self, session: SessionId, messages: &[NewMessage]) -> Result<Vec<MessageId>> {
         self.write(|tx| {
             sessions::by_id(tx, session)?;
-            Ok(messages::append(tx, session, messages)?.ids)
+            // A bot's message or two is indexed at once, so its searches never wait to write;
+            // a bulk append leaves indexing to the next search (or its caller), in batches.
+            let index_now = messages.len() <= SYNC_INDEX_MAX && message_index::caught_up(tx)?;
+            let ids = messages::append(tx, session, messages)?.ids;
+            if index_now {
+                message_index::index(tx, ids.len())?;
+            }
+            Ok(ids)
         })
     }
 
@@ -483,8 +498,30 @@ impl Store {
 
     // Search.
 
+    /// Messages appended but not yet in the search indexes (schema 8): appends write only the
+    /// row; every search indexes what is waiting before it reads.
+    pub fn unindexed_messages(&self) -> Result<u64> {
+        self.read(message_index::unindexed)
+    }
+
+    /// Indexes up to `limit` of the messages waiting for the search indexes, in one
+    /// transaction; returns how many. Bulk writers call it in a loop with a progress bar.
+    pub fn index_messages(&self, limit: usize) -> Result<usize> {
+        self.write(|tx| message_index::index(tx, limit.max(1)))
+    }
+
+    /// Brings the message search indexes up to date before a search reads them, so a search
+    /// never misses a message; nothing to do (one cheap read) in the common case.
+    fn searchable(&self) -> Result<()> {
+        if self.unindexed_messages()? > 0 {
+            while self.index_messages(INDEX_BATCH)? == INDEX_BATCH {}
+        }
+        Ok(())
+    }
+
     /// Keyword search within one persona (see [`TextQuery`] for the query language).
     pub fn grep(&self, query: &TextQuery, filter: &SearchFilter) -> Result<Vec<TextHit>> {
+        self.searchable()?;
         self.read(|conn| search::grep(conn, query, filter))
     }
 
@@ -544,6 +581,7 @@ impl Store {
     /// How many rows of `kind` hold each word (counted up to `cap`), and about how many rows
     /// there are: the statistics to weigh a bm25 score against the query's best possible one.
     pub fn word_frequencies(&self, kind: HitKind, words: &[String], cap: usize) -> Result<(u64, Vec<u64>)> {
+        self.searchable()?;
         self.read(|conn| search::word_frequencies(conn, kind, words, cap))
     }
 
@@ -556,6 +594,7 @@ impl Store {
         words: &[String],
         filter: &SearchFilter,
     ) -> Result<Vec<(i64, f64)>> {
+        self.searchable()?;
         self.read(|conn| search::rank_words(conn, kind, words, filter))
     }
 

@@ -869,3 +869,33 @@ fn a_sparse_window_is_searched_within() {
         .unwrap();
     assert_eq!(near[0].0, backlog[10].id, "{near:?}");
 }
+
+/// Schema 8: a bulk append leaves search indexing for later, a bot-sized append indexes at
+/// once, and no search ever misses a message; doctor checks whole tables and writes nothing.
+#[test]
+fn bulk_appends_are_indexed_before_any_search_reads() {
+    let (_dir, store) = temp_store();
+    let small = session_with(&store, "small", "p", 2);
+    assert_eq!(store.unindexed_messages().unwrap(), 0, "a bot's message is indexed with its append");
+    session_with(&store, "bulk", "p", 100);
+    assert_eq!(store.unindexed_messages().unwrap(), 100, "a bulk append defers indexing");
+    assert!(store.doctor(false).unwrap().healthy());
+    assert_eq!(store.unindexed_messages().unwrap(), 100, "doctor writes nothing");
+    // A small append behind a waiting backlog must not skip it: it waits too.
+    store.append(small.id, &[text(Role::User, "message late of small")]).unwrap();
+    assert_eq!(store.unindexed_messages().unwrap(), 101);
+    let hits = store.grep(&TextQuery::parse("message 99 of bulk").unwrap(), &SearchFilter::persona("p")).unwrap();
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert_eq!(store.unindexed_messages().unwrap(), 0);
+    let late = store.grep(&TextQuery::parse("late").unwrap(), &SearchFilter::persona("p")).unwrap();
+    assert_eq!(late.len(), 1);
+    // The word ranking catches the indexes up by itself too.
+    session_with(&store, "other", "p", 50);
+    assert_eq!(store.unindexed_messages().unwrap(), 50);
+    let ranked = store
+        .rank_words(strata_store::HitKind::Message, &["other".into()], &SearchFilter::persona("p"))
+        .unwrap();
+    assert!(!ranked.is_empty());
+    assert!(ranked.iter().all(|(id, _)| *id > 103), "only the new session's rows (ids after the first 103)");
+    assert_eq!(store.unindexed_messages().unwrap(), 0);
+}
