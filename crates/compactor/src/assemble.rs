@@ -325,12 +325,19 @@ struct Slot {
 
 impl Slot {
     fn message(message: &Message, content: &str, part: Part, abridged: bool, counter: &TokenCounter) -> Slot {
-        let tokens = counter.message(
-            content,
-            message.tool_calls.as_ref(),
-            message.tool_call_id.as_deref(),
-            message.name.as_deref(),
-        );
+        // A message sent as stored costs what was counted when it was stored (with the same
+        // rule, `TokenCounter::count_new`): tokenizing the whole buffer again on every call was
+        // most of the time `prepare_context` took. Only a stub is counted here.
+        let tokens = if content == message.content {
+            message.token_count
+        } else {
+            counter.message(
+                content,
+                message.tool_calls.as_ref(),
+                message.tool_call_id.as_deref(),
+                message.name.as_deref(),
+            )
+        };
         Slot {
             value: wire(message, content),
             entry: ContextEntry {

@@ -884,7 +884,8 @@ fn bulk_appends_are_indexed_before_any_search_reads() {
     // A small append behind a waiting backlog must not skip it: it waits too.
     store.append(small.id, &[text(Role::User, "message late of small")]).unwrap();
     assert_eq!(store.unindexed_messages().unwrap(), 101);
-    let hits = store.grep(&TextQuery::parse("message 99 of bulk").unwrap(), &SearchFilter::persona("p")).unwrap();
+    let hits =
+        store.grep(&TextQuery::parse("message 99 of bulk").unwrap(), &SearchFilter::persona("p")).unwrap();
     assert_eq!(hits.len(), 1, "{hits:?}");
     assert_eq!(store.unindexed_messages().unwrap(), 0);
     let late = store.grep(&TextQuery::parse("late").unwrap(), &SearchFilter::persona("p")).unwrap();
