@@ -1,5 +1,9 @@
 //! Exact token counting with tiktoken, chosen by model name.
 
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex, PoisonError};
+
 use serde::{Deserialize, Serialize};
 use tiktoken_rs::CoreBPE;
 
@@ -68,11 +72,42 @@ impl std::str::FromStr for Encoding {
     }
 }
 
-/// Counts tokens exactly as the model's tokenizer would. Cheap to clone.
+/// Counts tokens exactly as the model's tokenizer would. Cheap to clone; clones share what
+/// they remember.
 #[derive(Clone)]
 pub struct TokenCounter {
     encoding: Encoding,
     bpe: &'static CoreBPE,
+    memo: Arc<Mutex<Memo>>,
+}
+
+/// Counts of long texts counted before. Assembly counts the same scaffold, summary bodies and
+/// injection on every `prepare_context`, and tokenizing them was three quarters of its time.
+/// A hit compares the whole text, so a count is never another text's.
+#[derive(Default)]
+struct Memo {
+    counts: HashMap<u64, Vec<(Box<str>, u32)>>,
+    bytes: usize,
+}
+
+/// Shorter texts are tokenized every time: hashing and locking would cost about as much.
+const MEMO_MIN_BYTES: usize = 512;
+/// The memo is emptied when the texts it holds pass this size.
+const MEMO_MAX_BYTES: usize = 16 << 20;
+
+impl Memo {
+    fn get(&self, hash: u64, text: &str) -> Option<u32> {
+        self.counts.get(&hash)?.iter().find(|(known, _)| &**known == text).map(|(_, count)| *count)
+    }
+
+    fn put(&mut self, hash: u64, text: &str, count: u32) {
+        if self.bytes + text.len() > MEMO_MAX_BYTES {
+            self.counts.clear();
+            self.bytes = 0;
+        }
+        self.bytes += text.len();
+        self.counts.entry(hash).or_default().push((text.into(), count));
+    }
 }
 
 impl std::fmt::Debug for TokenCounter {
@@ -123,7 +158,7 @@ fn spaced_json(value: &serde_json::Value) -> String {
 impl TokenCounter {
     /// A counter for an encoding.
     pub fn new(encoding: Encoding) -> TokenCounter {
-        TokenCounter { encoding, bpe: encoding.bpe() }
+        TokenCounter { encoding, bpe: encoding.bpe(), memo: Arc::default() }
     }
 
     /// A counter for the encoding a model name implies.
@@ -139,7 +174,23 @@ impl TokenCounter {
     /// Tokens of plain text. Special-token strings such as `<|endoftext|>` count as ordinary
     /// text, as they do when a provider receives them inside a message.
     pub fn text(&self, text: &str) -> u32 {
-        self.bpe.encode_ordinary(text).len() as u32
+        if text.len() < MEMO_MIN_BYTES {
+            return self.bpe.encode_ordinary(text).len() as u32;
+        }
+        let hash = {
+            let mut hasher = std::hash::DefaultHasher::new();
+            text.hash(&mut hasher);
+            hasher.finish()
+        };
+        let memo = || self.memo.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(count) = memo().get(hash, text) {
+            return count;
+        }
+        // Tokenize with the lock released: another thread may count the same text meanwhile,
+        // which costs time, never correctness.
+        let count = self.bpe.encode_ordinary(text).len() as u32;
+        memo().put(hash, text, count);
+        count
     }
 
     /// Tokens of one chat message: its text, its tool calls (as the JSON sent), the id of the
@@ -190,6 +241,25 @@ impl TokenCounter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn remembered_counts_are_exact_for_every_text() {
+        let counter = TokenCounter::new(Encoding::Cl100kBase);
+        let a = "hello world ".repeat(100);
+        let b = "x".repeat(a.len()); // the same length, other tokens
+        let fresh = |text: &str| counter.bpe.encode_ordinary(text).len() as u32;
+        for _ in 0..2 {
+            assert_eq!(counter.text(&a), fresh(&a));
+            assert_eq!(counter.text(&b), fresh(&b));
+        }
+        assert_ne!(counter.text(&a), counter.text(&b));
+        // Clones share the memo; a full memo starts over and still counts right.
+        let clone = counter.clone();
+        assert_eq!(clone.text(&a), fresh(&a));
+        let big = "y ".repeat(MEMO_MAX_BYTES / 2 + 1);
+        assert_eq!(clone.text(&big), fresh(&big));
+        assert_eq!(counter.text(&a), fresh(&a));
+    }
 
     #[test]
     fn model_names_pick_the_encoding() {
