@@ -53,17 +53,23 @@ async fn scripted_summarizer() -> MockServer {
     server
 }
 
-fn config(server: &MockServer) -> Config {
+/// Folds as soon as there is a little to fold, whatever the window: these tests are about
+/// what folding keeps, not when it starts.
+fn folding() -> Config {
     let mut config = Config::default();
-    config.summarizer.kind = SummarizerKind::Openai;
-    config.summarizer.base_url = server.uri();
-    // Fold as soon as there is a little to fold: this test is about what folding keeps.
     config.compactor.trigger_ratio = 0.0;
     config.compactor.target_ratio = 0.0;
     config.compactor.leaf_min_tokens = 100;
     config.compactor.leaf_chunk_tokens = 400;
     config.compactor.tail_turns = 1;
     config.compactor.tail_tokens = 200;
+    config
+}
+
+fn config(server: &MockServer) -> Config {
+    let mut config = folding();
+    config.summarizer.kind = SummarizerKind::Openai;
+    config.summarizer.base_url = server.uri();
     config
 }
 
@@ -148,14 +154,7 @@ async fn a_fact_said_in_turn_three_is_remembered_and_a_preference_waits_for_the_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_offline_summarizer_keeps_what_it_was_told_to_remember() {
     let strata = Strata::new();
-    let mut config = Config::default();
-    config.compactor.trigger_ratio = 0.0;
-    config.compactor.target_ratio = 0.0;
-    config.compactor.leaf_min_tokens = 100;
-    config.compactor.leaf_chunk_tokens = 400;
-    config.compactor.tail_turns = 1;
-    config.compactor.tail_tokens = 200;
-    let engine = Engine::open(strata.db(), config).unwrap();
+    let engine = Engine::open(strata.db(), folding()).unwrap();
     let session = engine.session("notes", PERSONA).unwrap();
     // The head (the first two messages) is never folded; the facts come after it.
     session.append(ChatMessage::user("Hello there.")).unwrap();
@@ -246,10 +245,7 @@ async fn a_250k_character_tool_result_is_paged_to_its_end_through_the_engine() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resummarize_replaces_bottom_up_and_resumes_after_a_failure() {
     let strata = Strata::new();
-    let mut extractive = Config::default();
-    extractive.compactor.trigger_ratio = 0.0;
-    extractive.compactor.target_ratio = 0.0;
-    extractive.compactor.leaf_min_tokens = 100;
+    let mut extractive = folding();
     extractive.compactor.leaf_chunk_tokens = 300;
     extractive.compactor.context_consolidation_k = 2;
     extractive.compactor.max_rounds = 100;
