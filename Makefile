@@ -2,6 +2,8 @@
 # Both do all their own set-up on a fresh machine.
 
 CARGO ?= cargo
+# The test runner `make test` installs when it is missing (pinned; `cargo install --locked`).
+NEXTEST_VERSION ?= 0.9.143
 
 .PHONY: demo test test-llm lint bench eval embed-assets
 
@@ -15,10 +17,16 @@ demo: embed-assets
 	rm -f target/demo.db target/demo.db-wal target/demo.db-shm
 	./target/release/strata --db target/demo.db demo
 
-# Every test: unit, integration, end-to-end and doctests.
+# Every test: unit, integration, end-to-end and doctests. cargo-nextest is installed when it is
+# missing; where it cannot be (no network to crates.io), `cargo test` runs the same tests.
 test: embed-assets
-	$(CARGO) nextest run --workspace --no-fail-fast
-	$(CARGO) test --workspace --doc
+	@if $(CARGO) nextest --version >/dev/null 2>&1 \
+	    || $(CARGO) install --locked cargo-nextest --version $(NEXTEST_VERSION); then \
+	  $(CARGO) nextest run --workspace --no-fail-fast && $(CARGO) test --workspace --doc; \
+	else \
+	  echo "cargo-nextest is unavailable: running cargo test" >&2; \
+	  $(CARGO) test --workspace --no-fail-fast; \
+	fi
 
 # Retrieval quality on the shared dev set (../shared/eval) and planted facts; see benches/README.md.
 eval: embed-assets
@@ -34,9 +42,11 @@ test-llm: embed-assets
 	STRATA_LLM_URL=$$(./scripts/llm-rig.sh start) \
 	  nice $(CARGO) test -p strata --features llm-rig --test llm_rig -- --nocapture --test-threads 1
 
+# The checks .ci/run makes besides the tests.
 lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	RUSTDOCFLAGS=-Dwarnings $(CARGO) doc --no-deps --workspace
 
 bench:
 	$(CARGO) bench --workspace

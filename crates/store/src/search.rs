@@ -189,8 +189,8 @@ pub struct TextHit {
     pub timestamp: DateTime<Utc>,
     /// The matching text with matches between `«` and `»`.
     pub snippet: String,
-    /// How well the hit matches, negated so that lower is better (see [`grep`]); zero for
-    /// hits not found by keywords.
+    /// How well the hit matches, negated so that lower is better (see
+    /// [`Store::grep`](crate::Store::grep)); zero for hits not found by keywords.
     pub rank: f64,
 }
 
