@@ -3,6 +3,7 @@
 mod util;
 
 mod background;
+mod cli_args;
 mod cli_chat;
 mod cli_compact;
 mod cli_demo;

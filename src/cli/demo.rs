@@ -22,8 +22,9 @@ pub struct DemoArgs {
     #[arg(long, default_value_t = 42)]
     seed: u64,
     /// Generate at least this many messages (about 200 tokens each: the default makes a
-    /// conversation of about 2,000 messages and 320,000 tokens).
-    #[arg(long, default_value_t = 1_600)]
+    /// conversation of about 2,000 messages and 320,000 tokens). Fewer than 260 would not hold
+    /// every fact the demo plants and recalls.
+    #[arg(long, default_value_t = 1_600, value_parser = crate::cli::message_count(260, 100_000))]
     messages: usize,
 }
 
@@ -227,13 +228,15 @@ pub fn run(
          (the model sees every recalled text fenced and labelled as retrieved data).",
     )?;
     let find = |kind: &str| {
-        transcript.facts.iter().find(|fact| fact.kind == kind).expect("the generator plants every kind")
+        transcript.facts.iter().find(|fact| fact.kind == kind).with_context(|| {
+            format!("the conversation of {} messages is too short to hold the {kind} fact", args.messages)
+        })
     };
-    let bug = find("bug");
+    let bug = find("bug")?;
     // Said in other words than the question that brings it back: no word in common.
-    let paraphrase = find("secret");
-    let decision = find("decision");
-    let fix = find("fix");
+    let paraphrase = find("secret")?;
+    let decision = find("decision")?;
+    let fix = find("fix")?;
     for fact in [bug, paraphrase, decision, fix] {
         writeln!(
             out,
@@ -320,7 +323,7 @@ pub fn run(
         db.display(),
         fix.grep,
         db.display(),
-        find("number").paraphrase
+        find("number")?.paraphrase
     )?;
     Ok(())
 }

@@ -46,7 +46,7 @@ pub enum EvalCommand {
 #[derive(Debug, clap::Args)]
 pub struct PlantedArgs {
     /// Messages per generated conversation.
-    #[arg(long, default_value_t = 1_500)]
+    #[arg(long, default_value_t = 1_500, value_parser = crate::cli::message_count(1, 100_000))]
     messages: usize,
 }
 

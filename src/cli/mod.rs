@@ -57,7 +57,7 @@ enum Command {
         #[arg(long, default_value_t = 42)]
         seed: u64,
         /// At least this many messages (about 160 tokens each).
-        #[arg(long, default_value_t = 1_600)]
+        #[arg(long, default_value_t = 1_600, value_parser = message_count(0, 1_000_000))]
         messages: usize,
         /// The file to write (standard output when absent).
         #[arg(long)]
@@ -133,6 +133,12 @@ enum SynthKind {
     PairProgramming,
     /// Weeks of a four-person team's group chat.
     TeamChat,
+}
+
+/// A number of messages to generate between `min` and `max`: a generator asked for 10^19
+/// messages would never end.
+fn message_count(min: u64, max: u64) -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::new().range(min..=max)
 }
 
 /// Opens the database named on the command line for a command that only reads: a missing

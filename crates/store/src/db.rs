@@ -18,13 +18,17 @@ const FLAGS: OpenFlags = OpenFlags::SQLITE_OPEN_READ_WRITE
     .union(OpenFlags::SQLITE_OPEN_URI)
     .union(OpenFlags::SQLITE_OPEN_NO_MUTEX);
 
+/// The longest busy timeout: SQLite takes it as a C `int` of milliseconds (about 24.8 days).
+/// Longer ones are this, as is "wait forever" in practice.
+const MAX_BUSY_TIMEOUT: Duration = Duration::from_millis(i32::MAX as u64);
+
 /// The per-connection settings every strata connection gets.
 ///
 /// The file is read through a memory map (up to 1 GiB of it): searches scan megabytes of index
 /// and vector pages per call, which SQLite otherwise copies through its page cache (2 MB per
 /// connection by default, so a 5 MB scan re-reads every page from the OS each time).
 pub(crate) fn init_connection(conn: &Connection, busy_timeout: Duration) -> rusqlite::Result<()> {
-    conn.busy_timeout(busy_timeout)?;
+    conn.busy_timeout(busy_timeout.min(MAX_BUSY_TIMEOUT))?;
     conn.execute_batch(
         "PRAGMA foreign_keys = ON;
          PRAGMA synchronous = NORMAL;",
@@ -80,7 +84,7 @@ pub(crate) fn pool(path: &Path, busy_timeout: Duration) -> Result<Pool> {
     Ok(r2d2::Pool::builder()
         .max_size(16)
         .min_idle(Some(0))
-        .connection_timeout(busy_timeout.max(Duration::from_secs(1)))
+        .connection_timeout(busy_timeout.clamp(Duration::from_secs(1), MAX_BUSY_TIMEOUT))
         .build(manager)?)
 }
 

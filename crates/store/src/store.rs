@@ -127,7 +127,8 @@ impl Store {
         Store::open_with_timeout(path, db::DEFAULT_BUSY_TIMEOUT)
     }
 
-    /// Like [`Store::open`], with the time a writer waits for the lock before [`Error::Busy`].
+    /// Like [`Store::open`], with the time a writer waits for the lock before [`Error::Busy`]
+    /// (at most about 24.8 days, the longest SQLite takes).
     pub fn open_with_timeout(path: impl AsRef<Path>, busy_timeout: Duration) -> Result<Store> {
         let path = path.as_ref().to_path_buf();
         // The first connection is opened by hand so that its errors keep their detail; the pool
