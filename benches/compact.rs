@@ -12,12 +12,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
-use strata::synth::{self, TranscriptSpec};
 use strata_compactor::{
     Compactor, CompactorConfig, ExtractiveSummarizer, Outcome, SourceItem, SourceKind, SummaryRequest,
     TimedSummarizer, TokenCounter,
 };
 use strata_store::{NewMessage, NewSummary, SessionId, Store};
+use strata_synth::{self as synth, TranscriptSpec};
 
 fn config() -> CompactorConfig {
     CompactorConfig {

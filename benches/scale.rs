@@ -25,10 +25,10 @@ use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_mai
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
-use strata::synth::{self, TranscriptSpec};
 use strata_compactor::{Compactor, CompactorConfig, ExtractiveSummarizer, Outcome, TimedSummarizer};
 use strata_recall::{Embedder, RecallConfig, ToolContext, call_tool};
 use strata_store::{EmbeddingSpace, HitKind, NewMessage, Role, Scan, SearchFilter, Store};
+use strata_synth::{self as synth, TranscriptSpec};
 
 const MODEL: &str = strata_recall::DEFAULT_MODEL;
 const DIMS: usize = strata_recall::MINILM_L6_V2.dimensions;

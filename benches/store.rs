@@ -4,8 +4,8 @@
 //! triggers or FTS) in the same run, so the report is a ratio that survives a noisy machine.
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
-use strata::synth::{self, TranscriptSpec};
 use strata_store::{NewMessage, Store};
+use strata_synth::{self as synth, TranscriptSpec};
 
 const BATCH: usize = 1_000;
 

@@ -46,11 +46,10 @@ pub mod chat;
 pub mod config;
 mod engine;
 mod error;
-pub mod export;
 pub mod llm;
+#[cfg(feature = "mcp")]
 pub mod mcp;
 mod message;
-pub mod synth;
 
 pub use crate::config::{Config, SummarizerConfig, SummarizerKind};
 pub use crate::engine::{Engine, EngineSession, PreparedContext};

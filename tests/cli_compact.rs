@@ -1,6 +1,6 @@
 //! `strata compact`, `strata context` and `strata tree` end to end, on a generated transcript.
 
-use strata::synth::{self, TranscriptSpec};
+use strata_synth::{self as synth, TranscriptSpec};
 
 use crate::util::Strata;
 

@@ -1,8 +1,8 @@
 //! `strata export` and `strata config`.
 
-use strata::synth::{TranscriptSpec, generate};
 use strata::{Config, Engine};
 use strata_store::{Category, MemoryWrite, Writer};
+use strata_synth::{TranscriptSpec, generate};
 
 use crate::util::Strata;
 

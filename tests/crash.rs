@@ -2,8 +2,8 @@
 
 use std::process::Stdio;
 
-use strata::synth::{TranscriptSpec, generate};
 use strata_store::{Role, Store};
+use strata_synth::{TranscriptSpec, generate};
 
 use crate::util::{Strata, assert_consistent, kill_when};
 

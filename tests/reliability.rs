@@ -9,8 +9,8 @@ use std::time::Instant;
 
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use strata::synth::{TranscriptSpec, generate};
 use strata_store::Store;
+use strata_synth::{TranscriptSpec, generate};
 
 use crate::util::{Strata, assert_consistent, kill_when};
 

@@ -43,7 +43,7 @@ pub struct CompactArgs {
 #[derive(Debug, clap::Args)]
 pub struct SummarizerArgs {
     /// Who writes the summaries (default: `[summarizer] kind` of the configuration).
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = summarizer_kind())]
     summarizer: Option<SummarizerKind>,
     /// Base URL of the OpenAI-compatible API, with --summarizer openai (default: the
     /// configuration's).
@@ -83,6 +83,13 @@ pub struct ResummarizeArgs {
     level: Option<u32>,
     #[command(flatten)]
     summarizer: SummarizerArgs,
+}
+
+/// Parses `--summarizer`, offering the kinds in `--help`.
+fn summarizer_kind() -> impl clap::builder::TypedValueParser<Value = SummarizerKind> {
+    use clap::builder::TypedValueParser;
+    let names = SummarizerKind::ALL.map(SummarizerKind::as_str);
+    clap::builder::PossibleValuesParser::new(names).try_map(|name| name.parse::<SummarizerKind>())
 }
 
 /// Options of `strata context`.

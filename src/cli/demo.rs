@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
-use strata::synth::{self, TranscriptSpec};
 use strata::{Config, Engine, EngineSession};
 use strata_compactor::Outcome;
 use strata_store::{Category, MemoryWrite, Writer};
+use strata_synth::{self as synth, TranscriptSpec};
 
 const SESSION: &str = "demo-week";
 const PERSONA: &str = "coder";

@@ -130,7 +130,7 @@ fn planted(
     json: bool,
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
-    use strata::synth;
+    use strata_synth as synth;
     let week = synth::generate(&synth::TranscriptSpec {
         min_messages: args.messages,
         min_chars: 0,

@@ -5,7 +5,9 @@ mod compact;
 mod demo;
 mod doctor;
 mod eval;
+mod export;
 mod ingest;
+#[cfg(feature = "mcp")]
 mod mcp;
 mod memory;
 mod output;
@@ -120,6 +122,7 @@ enum Command {
     /// message, compacts, and runs the model's tool calls.
     Chat(chat::ChatArgs),
     /// Serve one session's recall tools to an MCP client over stdin/stdout.
+    #[cfg(feature = "mcp")]
     Mcp(mcp::McpArgs),
     /// Measure strata on annotated conversations (a fresh temporary database; --db is unused).
     #[command(subcommand)]
@@ -171,6 +174,7 @@ fn config(cli: &Cli) -> anyhow::Result<strata::Config> {
 
 /// Runs one command.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
+    #[cfg(feature = "mcp")]
     if let Command::Mcp(args) = &cli.command {
         // Standard output carries the protocol, written from tokio's threads: it must not be
         // locked by this thread.
@@ -182,13 +186,13 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Config => write!(out, "{}", config(&cli)?.to_toml())?,
         Command::Synth { kind, seed, messages, out: file } => {
             let transcript = match kind {
-                SynthKind::PairProgramming => strata::synth::generate(&strata::synth::TranscriptSpec {
+                SynthKind::PairProgramming => strata_synth::generate(&strata_synth::TranscriptSpec {
                     seed: *seed,
                     min_messages: *messages,
-                    min_chars: messages * strata::synth::CHARS_PER_MESSAGE,
+                    min_chars: messages * strata_synth::CHARS_PER_MESSAGE,
                     ..Default::default()
                 }),
-                SynthKind::TeamChat => strata::synth::generate_team_chat(&strata::synth::TeamChatSpec {
+                SynthKind::TeamChat => strata_synth::generate_team_chat(&strata_synth::TeamChatSpec {
                     seed: *seed,
                     messages: *messages,
                     ..Default::default()
@@ -201,7 +205,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             }
         }
         Command::Export { persona, out: dir } => {
-            let report = strata::export::export_persona(&open_existing(&cli)?, persona, dir)?;
+            let report = export::export_persona(&open_existing(&cli)?, persona, dir)?;
             if cli.json {
                 print_json(&mut out, &report)?;
             } else {
@@ -278,6 +282,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Embed(args) => recall::embed(&open(&cli)?, &config(&cli)?.recall, args, cli.json, &mut out)?,
         Command::Chat(args) => chat::run(&cli, args, &mut out)?,
         Command::Eval(command) => eval::run(&config(&cli)?, command, cli.json, &mut out)?,
+        #[cfg(feature = "mcp")]
         Command::Mcp(_) => {} // served above, before standard output was locked
         Command::Memory(command) => {
             memory::run(&open(&cli)?, &config(&cli)?.recall, command, cli.json, &mut out)?

@@ -138,7 +138,7 @@ pub fn run(
     reports.push(evaluate(config, "dev conversations", &incoming, &probes)?);
 
     // Generated conversations: the planted facts' key words are the answers.
-    use strata::synth;
+    use strata_synth as synth;
     let team =
         synth::generate_team_chat(&synth::TeamChatSpec { messages: args.messages, ..Default::default() });
     let week = synth::generate(&synth::TranscriptSpec {

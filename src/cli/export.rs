@@ -1,5 +1,5 @@
-//! Markdown exports for people and for grep: `MEMORY.md`, `HISTORY.md`, and an index with one
-//! file per root of the summary forest.
+//! `strata export`: Markdown for people and for grep, `MEMORY.md`, `HISTORY.md`, and an index
+//! with one file per root of the summary forest.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use strata_store::{Category, Session, Store, SummaryNode};
 
-use crate::error::{Error, Result};
+use anyhow::{Context, Result};
 
 /// What an export wrote.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -33,7 +33,7 @@ fn one_line(text: &str) -> String {
 
 fn write(dir: &Path, name: &str, contents: &str, report: &mut ExportReport) -> Result<()> {
     let path = dir.join(name);
-    std::fs::write(&path, contents).map_err(|source| Error::Io { path: path.clone(), source })?;
+    std::fs::write(&path, contents).with_context(|| format!("cannot access {}", path.display()))?;
     report.files.push(path);
     Ok(())
 }
@@ -41,8 +41,7 @@ fn write(dir: &Path, name: &str, contents: &str, report: &mut ExportReport) -> R
 /// Writes the exports of one persona into `dir` (created if missing).
 pub fn export_persona(store: &Store, persona: &str, dir: &Path) -> Result<ExportReport> {
     strata_store::validate_persona(persona)?;
-    std::fs::create_dir_all(dir.join("nodes"))
-        .map_err(|source| Error::Io { path: dir.to_path_buf(), source })?;
+    std::fs::create_dir_all(dir.join("nodes")).with_context(|| format!("cannot access {}", dir.display()))?;
     let mut report = ExportReport::default();
 
     let mut memory_md = format!("# Memory of persona `{persona}`\n");

@@ -7,6 +7,20 @@
 //!
 //! A few [`PlantedFact`]s are placed early in the conversation, where compaction will fold them
 //! away; the demo then shows that the recall tools still find them.
+//!
+//! This crate is not published and not part of strata's API: the `strata` binary (`strata
+//! demo`, `strata synth`, `strata eval`), the benches and the tests use it.
+//!
+//! ```
+//! let transcript = strata_synth::generate(&strata_synth::TranscriptSpec {
+//!     min_messages: 100,
+//!     min_chars: 0,
+//!     ..Default::default()
+//! });
+//! assert!(transcript.messages.len() >= 100);
+//! ```
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use rand::{RngExt, SeedableRng};
