@@ -1,14 +1,13 @@
 //! `strata compact`, `strata context` and `strata tree`: the compactor from the command line.
 
 use std::io::Write;
-use std::sync::Arc;
 
 use anyhow::Context;
 use chrono::{DateTime, Utc};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 use strata::{Config, SummarizerKind};
-use strata_compactor::{AssembledContext, Compactor, CompactorConfig, ExtractiveSummarizer, Outcome};
+use strata_compactor::{AssembledContext, Assembler, Compaction, Compactor, CompactorConfig, Outcome};
 use strata_store::{Session, Store};
 
 use crate::cli::output::print_json;
@@ -145,40 +144,27 @@ pub fn compact(
     );
     let runtime = runtime()?;
     // `--once` is one bounded call (as before a model call); otherwise each call plans once and
-    // folds up to BULK_ROUNDS chunks, so a year of history is read a few dozen times, not
-    // thousands.
-    let rounds = if args.once { compactor.config().max_rounds } else { BULK_ROUNDS };
-    let (mut created, mut archived, mut tokens_before, mut tokens_after) = (0u32, 0u32, None, None);
-    let last = loop {
-        let outcome = match runtime.block_on(compactor.compact_rounds(session.id, rounds)) {
-            Ok(outcome) => outcome,
-            Err(error) => {
-                progress.finish_and_clear();
-                return Err(anyhow::Error::new(error).context(stopped_after(created)));
-            }
-        };
-        if let Outcome::Compacted {
-            nodes_created,
-            raw_archived,
-            messages_folded,
-            tokens_before: b,
-            tokens_after: a,
-            pending,
-            ..
-        } = &outcome
-        {
-            created += nodes_created;
-            archived += raw_archived;
-            tokens_before.get_or_insert(*b);
-            tokens_after = Some(*a);
-            progress.inc(*messages_folded);
-            progress.set_message(format!("{created} nodes, context {a} tokens"));
-            if *pending && !args.once {
-                continue;
-            }
+    // folds up to BULK_ROUNDS chunks, until nothing is pending.
+    let (rounds, calls) =
+        if args.once { (compactor.config().max_rounds, 1) } else { (BULK_ROUNDS, u32::MAX) };
+    let mut created = 0;
+    let done = runtime.block_on(compactor.compact_until_done(session.id, rounds, calls, |done| {
+        progress.set_position(done.messages_folded);
+        if let Some(tokens) = done.tokens_after {
+            progress.set_message(format!("{} nodes, context {tokens} tokens", done.nodes_created));
         }
-        break outcome;
+        created = done.nodes_created;
+    }));
+    let done = match done {
+        Ok(done) => done,
+        Err(error) => {
+            progress.finish_and_clear();
+            return Err(anyhow::Error::new(error).context(stopped_after(created)));
+        }
     };
+    let Compaction {
+        nodes_created: created, raw_archived: archived, tokens_before, tokens_after, last, ..
+    } = done;
     progress.finish_and_clear();
     let down = match &last {
         Outcome::SummarizerDown { consecutive_failures, error, .. } => Some(format!(
@@ -350,9 +336,7 @@ pub fn context(
             .with_timezone(&Utc),
         None => Utc::now(),
     };
-    // Assembly only reads: the summarizer is never called, so any will do.
-    let compactor = Compactor::new(store, config, Arc::new(ExtractiveSummarizer::default()))?;
-    let context = compactor.assemble_blocking(session.id, now)?;
+    let context = Assembler::new(store, config)?.assemble_blocking(session.id, now)?;
     if json {
         return print_json(out, &context);
     }

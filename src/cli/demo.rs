@@ -118,20 +118,15 @@ pub fn run(
     let spinner = ProgressBar::new_spinner()
         .with_style(ProgressStyle::with_template("  {spinner} compacting: {msg}").expect("static template"));
     spinner.enable_steady_tick(Duration::from_millis(120));
-    let (mut calls, mut folded, mut nodes) = (0, 0u64, 0u64);
-    loop {
-        calls += 1;
-        let outcome = runtime.block_on(engine.compactor().compact_rounds(session.id(), 256))?;
-        if let Outcome::Compacted { messages_folded, nodes_created, .. } = &outcome {
-            folded += messages_folded;
-            nodes += u64::from(*nodes_created);
-            spinner.set_message(format!("{folded} messages folded into {nodes} nodes"));
-        }
-        match outcome {
-            Outcome::Compacted { pending: true, .. } if calls < 1_000 => continue,
-            Outcome::Compacted { .. } | Outcome::BelowThreshold { .. } | Outcome::NoCandidate => break,
-            other => bail!("compaction stopped: {other:?}"),
-        }
+    let done = runtime.block_on(engine.compactor().compact_until_done(session.id(), 256, 1_000, |done| {
+        spinner.set_message(format!(
+            "{} messages folded into {} nodes",
+            done.messages_folded, done.nodes_created
+        ));
+    }))?;
+    match done.last {
+        Outcome::Compacted { .. } | Outcome::BelowThreshold { .. } | Outcome::NoCandidate => {}
+        other => bail!("compaction stopped: {other:?}"),
     }
     spinner.finish_and_clear();
     let stats = engine.store().stats()?;

@@ -363,6 +363,37 @@ fn total(slots: &[Slot]) -> u32 {
     slots.iter().map(|slot| slot.entry.tokens).sum::<u32>() + TOKENS_PER_REPLY
 }
 
+/// Assembles the context of a session, what is sent to the model. It needs no summarizer: a
+/// command that only shows the context (`strata context`) builds only this, and every
+/// [`Compactor`](crate::Compactor) holds one.
+#[derive(Clone, Debug)]
+pub struct Assembler {
+    store: Store,
+    config: CompactorConfig,
+    counter: TokenCounter,
+}
+
+impl Assembler {
+    /// An assembler over `store` with `config`'s budget and token encoding.
+    pub fn new(store: Store, config: CompactorConfig) -> Result<Assembler> {
+        config.validate()?;
+        let counter = config.token_counter();
+        Ok(Assembler { store, config, counter })
+    }
+
+    /// The context to send for a session at time `now` (which decides which user preferences
+    /// have expired): head, scaffold, acknowledgement, buffer and tail, inside the budget.
+    /// Blocking: async callers go through [`Compactor::assemble`](crate::Compactor::assemble).
+    ///
+    /// It takes no compaction lock: the snapshot is one read transaction, so a compaction (of
+    /// this process or another) lands wholly before or after it, and assembly never waits for
+    /// a summarizer that a running compaction is waiting on.
+    pub fn assemble_blocking(&self, session: SessionId, now: DateTime<Utc>) -> Result<AssembledContext> {
+        let snapshot = Snapshot::read(&self.store, session, &self.config, now)?;
+        assemble(session, &snapshot, &self.config, &self.counter)
+    }
+}
+
 /// Everything assembly reads, fetched in one go.
 pub(crate) struct Snapshot {
     pub persona: String,

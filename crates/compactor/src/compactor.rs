@@ -8,7 +8,7 @@ use serde::Serialize;
 use strata_store::{Level, Message, MessageOutline, NewSummary, NodeId, Role, SessionId, Store, SummaryNode};
 use tracing::Instrument;
 
-use crate::assemble::{self, AssembledContext, Snapshot};
+use crate::assemble::{self, AssembledContext, Assembler};
 use crate::config::CompactorConfig;
 use crate::error::{Error, Result, SummarizeError};
 use crate::extractive::{ExtractiveSummarizer, RAW_ARCHIVE};
@@ -94,6 +94,7 @@ pub struct Compactor {
 #[derive(Debug)]
 struct Inner {
     store: Store,
+    assembler: Assembler,
     config: CompactorConfig,
     counter: TokenCounter,
     summarizer: Arc<dyn Summarizer>,
@@ -199,6 +200,7 @@ impl Compactor {
         let counter = config.token_counter();
         Ok(Compactor {
             inner: Arc::new(Inner {
+                assembler: Assembler::new(store.clone(), config.clone())?,
                 store,
                 archiver: ExtractiveSummarizer::new(counter.clone()),
                 counter,
@@ -709,23 +711,20 @@ impl Compactor {
 
     /// The context to send for a session at time `now` (which decides which user preferences
     /// have expired): head, scaffold, acknowledgement, buffer and tail, inside the budget.
+    /// See [`Assembler::assemble_blocking`]: no compaction lock is taken.
     pub async fn assemble(&self, session: SessionId, now: DateTime<Utc>) -> Result<AssembledContext> {
-        // No compaction lock: the snapshot is one read transaction, so a compaction (of this
-        // process or another) lands wholly before or after it, and assembly never waits for a
-        // summarizer that a running compaction is waiting on.
-        let config = self.inner.config.clone();
-        let counter = self.inner.counter.clone();
-        self.blocking(move |store| {
-            let snapshot = Snapshot::read(store, session, &config, now)?;
-            assemble::assemble(session, &snapshot, &config, &counter)
-        })
-        .await
+        let assembler = self.inner.assembler.clone();
+        self.blocking(move |_| assembler.assemble_blocking(session, now)).await
     }
 
-    /// [`Compactor::assemble`] for callers without an async runtime (the CLI, tests).
+    /// [`Compactor::assemble`] for callers without an async runtime (tests).
     pub fn assemble_blocking(&self, session: SessionId, now: DateTime<Utc>) -> Result<AssembledContext> {
-        let snapshot = Snapshot::read(&self.inner.store, session, &self.inner.config, now)?;
-        assemble::assemble(session, &snapshot, &self.inner.config, &self.inner.counter)
+        self.inner.assembler.assemble_blocking(session, now)
+    }
+
+    /// The assembler, which the compactor's own [`Compactor::assemble`] uses.
+    pub fn assembler(&self) -> &Assembler {
+        &self.inner.assembler
     }
 }
 

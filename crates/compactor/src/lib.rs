@@ -49,6 +49,7 @@
 #![forbid(unsafe_code)]
 
 mod assemble;
+mod bulk;
 mod capped;
 mod compactor;
 mod config;
@@ -63,9 +64,10 @@ mod tokens;
 mod tree;
 
 pub use crate::assemble::{
-    AssembledContext, BOOTSTRAP_TEMPLATE, ContextEntry, Injection, PLACEHOLDERS, Part, REGULAR_TEMPLATE,
-    TokenAccounting,
+    AssembledContext, Assembler, BOOTSTRAP_TEMPLATE, ContextEntry, Injection, PLACEHOLDERS, Part,
+    REGULAR_TEMPLATE, TokenAccounting,
 };
+pub use crate::bulk::Compaction;
 pub use crate::capped::CappedSummarizer;
 pub use crate::compactor::{Compactor, Outcome, Resummarized};
 pub use crate::config::{CompactorConfig, RetryPolicy};
