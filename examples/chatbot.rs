@@ -39,10 +39,10 @@ fn causes(error: &dyn std::error::Error) -> String {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let base_url = env("STRATA_BASE_URL", "https://api.openai.com/v1");
     let model = env("STRATA_CHAT_MODEL", "gpt-4o-mini");
-    let api_key = std::env::var("STRATA_API_KEY").or_else(|_| std::env::var("OPENAI_API_KEY")).ok();
 
     // One SQLite file holds every message, summary and memory. Thresholds are in Config.
     let mut config = Config::default();
+    let api_key = config.summarizer.api_key(); // STRATA_API_KEY, else OPENAI_API_KEY
     config.compactor.model = model.clone(); // the tokenizer strata counts the context with
     let engine = Engine::open(env("STRATA_DB", "chatbot.db"), config)?;
 

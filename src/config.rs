@@ -103,12 +103,10 @@ impl Default for SummarizerConfig {
 }
 
 impl SummarizerConfig {
-    /// The API key from the configured variable, else `OPENAI_API_KEY`.
+    /// The API key from the configured variable, else `OPENAI_API_KEY`
+    /// ([`strata_compactor::api_key`]); the summarizer and `strata chat` both use it.
     pub fn api_key(&self) -> Option<String> {
-        std::env::var(&self.api_key_env)
-            .ok()
-            .or_else(|| std::env::var("OPENAI_API_KEY").ok())
-            .filter(|k| !k.is_empty())
+        strata_compactor::api_key(&self.api_key_env)
     }
 
     /// The settings of the OpenAI-compatible client these settings describe.

@@ -1,70 +1,22 @@
-//! A minimal OpenAI-compatible chat-completions client for the chat loop: messages and tool
+//! The chat loop's side of an OpenAI-compatible chat-completions endpoint: messages and tool
 //! specs in, one assistant message out. Works with OpenAI, Ollama, llama.cpp server and vLLM.
+//! The HTTP (timeouts, retries with backoff, `Retry-After`, the API key) is
+//! [`strata_compactor::ChatEndpoint`], the client the summarizer uses too.
 
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use strata_compactor::{ChatEndpoint, RetryPolicy};
 
 use crate::message::ChatMessage;
 
-/// Why a chat completion failed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum LlmError {
-    /// The request did not complete (connection refused, timeout, ...).
-    #[error("request to {url} failed")]
-    Http {
-        /// The endpoint.
-        url: String,
-        /// What reqwest said.
-        #[source]
-        source: reqwest::Error,
-    },
-    /// The server answered with an error status.
-    #[error("{url} answered {status}: {body}")]
-    Status {
-        /// The endpoint.
-        url: String,
-        /// The HTTP status.
-        status: u16,
-        /// The server's own message (`error.message` of the OpenAI error shape) on one line, or
-        /// the start of the body when it has none.
-        body: String,
-    },
-    /// The answer was not a chat completion.
-    #[error("{url} sent a malformed completion: {reason}")]
-    Malformed {
-        /// The endpoint.
-        url: String,
-        /// What was wrong.
-        reason: String,
-    },
-}
+pub use strata_compactor::LlmError;
 
-/// What an error response says, on one line: the `error.message` of OpenAI's error shape (which
-/// llama.cpp, vLLM and Ollama answer with too), else the body; white space folded, at most 300
-/// characters.
-fn error_message(body: &str) -> String {
-    let message = serde_json::from_str::<Value>(body)
-        .ok()
-        .and_then(|value| value.pointer("/error/message").and_then(Value::as_str).map(str::to_owned))
-        .filter(|message| !message.trim().is_empty())
-        .unwrap_or_else(|| body.to_owned());
-    let folded: String = message.split_whitespace().collect::<Vec<_>>().join(" ");
-    let mut shown: String = folded.chars().take(300).collect();
-    if shown.len() < folded.len() {
-        shown.push('…');
-    }
-    if shown.is_empty() { "(empty body)".to_owned() } else { shown }
-}
-
-/// An OpenAI-compatible chat-completions endpoint.
+/// An OpenAI-compatible chat-completions endpoint and the model to ask.
 #[derive(Clone, Debug)]
 pub struct ChatClient {
-    http: reqwest::Client,
-    url: String,
+    endpoint: ChatEndpoint,
     model: String,
-    api_key: Option<String>,
     max_tokens: u32,
     text_tool_calls: bool,
 }
@@ -74,14 +26,36 @@ pub struct ChatClient {
 pub const DEFAULT_MAX_TOKENS: u32 = 1024;
 
 impl ChatClient {
-    /// A client for `base_url` (e.g. `https://api.openai.com/v1` or `http://localhost:11434/v1`).
+    /// A client for `base_url` (e.g. `https://api.openai.com/v1` or `http://localhost:11434/v1`)
+    /// that waits at most `timeout` for one attempt and otherwise retries as
+    /// [`RetryPolicy::default`] says.
+    ///
+    /// # Panics
+    ///
+    /// If the TLS backend cannot be initialized (as `reqwest::Client::new` does).
     pub fn new(base_url: &str, model: &str, api_key: Option<String>, timeout: Duration) -> ChatClient {
-        let http = reqwest::Client::builder().timeout(timeout).build().unwrap_or_default();
+        let retry = RetryPolicy {
+            timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+            ..RetryPolicy::default()
+        };
+        ChatClient::with_retry(base_url, model, api_key, retry)
+    }
+
+    /// A client for `base_url` with its own timeouts and retries (`[compactor.retry]`, say).
+    ///
+    /// # Panics
+    ///
+    /// If the TLS backend cannot be initialized (as `reqwest::Client::new` does).
+    pub fn with_retry(
+        base_url: &str,
+        model: &str,
+        api_key: Option<String>,
+        retry: RetryPolicy,
+    ) -> ChatClient {
+        let endpoint = ChatEndpoint::new(base_url, api_key, retry).expect("the TLS backend initializes");
         ChatClient {
-            http,
-            url: format!("{}/chat/completions", base_url.trim_end_matches('/')),
+            endpoint,
             model: model.to_owned(),
-            api_key,
             max_tokens: DEFAULT_MAX_TOKENS,
             text_tool_calls: true,
         }
@@ -110,23 +84,8 @@ impl ChatClient {
             // text.
             body["tool_choice"] = Value::from("auto");
         }
-        let mut request = self.http.post(&self.url).json(&body);
-        if let Some(key) = &self.api_key {
-            request = request.bearer_auth(key);
-        }
-        let http_error = |source| LlmError::Http { url: self.url.clone(), source };
-        let response = request.send().await.map_err(http_error)?;
-        let status = response.status();
-        let text = response.text().await.map_err(http_error)?;
-        if !status.is_success() {
-            return Err(LlmError::Status {
-                url: self.url.clone(),
-                status: status.as_u16(),
-                body: error_message(&text),
-            });
-        }
-        let malformed = |reason: String| LlmError::Malformed { url: self.url.clone(), reason };
-        let completion: Value = serde_json::from_str(&text).map_err(|e| malformed(e.to_string()))?;
+        let completion = self.endpoint.complete(&body).await?;
+        let malformed = |reason: String| LlmError::Malformed { url: self.endpoint.url().to_owned(), reason };
         let message = completion
             .pointer("/choices/0/message")
             .cloned()
@@ -198,7 +157,7 @@ pub(crate) fn text_tool_calls(content: &str, offered: &[&str]) -> Option<Vec<Val
 mod tests {
     use serde_json::json;
 
-    use super::{error_message, text_tool_calls};
+    use super::text_tool_calls;
 
     #[test]
     fn calls_written_as_text_are_recognised_in_the_shapes_local_servers_write() {
@@ -241,15 +200,5 @@ mod tests {
         ] {
             assert_eq!(text_tool_calls(content, &offered), None, "{content}");
         }
-    }
-
-    #[test]
-    fn error_bodies_become_one_line_naming_the_problem() {
-        let openai = r#"{"error": {"message": "Invalid value for 'content':\n expected a string", "type": "invalid_request_error"}}"#;
-        assert_eq!(error_message(openai), "Invalid value for 'content': expected a string");
-        assert_eq!(error_message("upstream\nconnect error"), "upstream connect error");
-        assert_eq!(error_message(r#"{"error": {"message": ""}}"#), r#"{"error": {"message": ""}}"#);
-        assert_eq!(error_message(""), "(empty body)");
-        assert!(error_message(&"x".repeat(1000)).chars().count() <= 301);
     }
 }

@@ -320,11 +320,41 @@ async fn strata_chat_reports_a_failing_model_and_goes_on() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(stderr.contains("the model did not answer") && stderr.contains("model crashed"), "{stderr}");
     assert!(stderr.contains("1 of 1 turns failed"), "{stderr}");
-    // The question is stored; the blank line is skipped and nothing after /exit is read.
+    // The question is stored; the blank line is skipped and nothing after /exit is read. The
+    // one turn's request was retried as the summarizer's are (a 500 is transient).
     assert_eq!(stored(&strata, "s").len(), 1);
-    assert_eq!(server.received_requests().await.unwrap().len(), 1);
+    let attempts = strata_compactor::RetryPolicy::default().max_attempts as usize;
+    assert_eq!(server.received_requests().await.unwrap().len(), attempts);
 }
 
 fn messages_of(request: &Request, role: &str) -> Vec<Value> {
     messages(request).into_iter().filter(|m| m["role"] == role).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn strata_chat_sends_the_key_of_the_configured_variable() {
+    let strata = Strata::new();
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(wiremock::matchers::header("authorization", "Bearer sk-from-my-variable"))
+        .respond_with(completion(json!({"role": "assistant", "content": "Hello."})))
+        .mount(&server)
+        .await;
+    let mut child = strata
+        .command()
+        .args(["chat", "--base-url", &format!("{}/v1", server.uri()), "--session", "s", "--no-embed"])
+        .env("STRATA_SUMMARIZER_API_KEY_ENV", "MY_MODEL_KEY")
+        .env("MY_MODEL_KEY", "sk-from-my-variable")
+        .env("STRATA_API_KEY", "sk-not-this-one")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"hello\n").unwrap();
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // Without the configured key the server answers 404 (no mock matches) and the turn fails.
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "Hello.");
 }

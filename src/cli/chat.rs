@@ -1,13 +1,13 @@
 //! `strata chat`: talk to a model through strata, one line per turn, watching its tool calls.
 
 use std::io::{BufRead, IsTerminal, Write};
-use std::time::Duration;
 
 use anyhow::{Context, bail};
 use serde_json::Value;
 use strata::chat::{ChatError, ChatLoop, DEFAULT_MAX_TOOL_ROUNDS, ToolCall};
 use strata::llm::ChatClient;
 use strata::{Engine, EngineSession};
+use strata_compactor::RetryPolicy;
 
 use crate::cli::Cli;
 
@@ -15,7 +15,8 @@ use crate::cli::Cli;
 #[derive(Debug, clap::Args)]
 pub struct ChatArgs {
     /// Base URL of the OpenAI-compatible API (OpenAI, Ollama's http://localhost:11434/v1,
-    /// llama.cpp server, vLLM). The API key, if any, comes from STRATA_API_KEY or OPENAI_API_KEY.
+    /// llama.cpp server, vLLM). The API key, if any, comes from the variable `[summarizer]
+    /// api_key_env` names (STRATA_API_KEY by default), else OPENAI_API_KEY.
     #[arg(long, env = "STRATA_BASE_URL", default_value = "https://api.openai.com/v1")]
     base_url: String,
     /// The chat model; also picks the tokenizer strata counts the context with.
@@ -44,13 +45,6 @@ pub struct ChatArgs {
     /// after `strata embed`).
     #[arg(long)]
     no_embed: bool,
-}
-
-/// The API key from the environment; an empty variable counts as unset.
-fn api_key() -> Option<String> {
-    ["STRATA_API_KEY", "OPENAI_API_KEY"]
-        .iter()
-        .find_map(|name| std::env::var(name).ok().filter(|key| !key.is_empty()))
 }
 
 /// Opens the engine and the session a long-running command (chat, mcp) works on.
@@ -83,8 +77,12 @@ pub fn run(cli: &Cli, args: &ChatArgs, out: &mut impl Write) -> anyhow::Result<(
     let mut config = super::config(cli)?;
     config.compactor.model = args.model.clone();
     let (engine, session) =
-        open_session(cli, config, &args.session, args.persona.as_deref(), !args.no_embed)?;
-    let client = ChatClient::new(&args.base_url, &args.model, api_key(), Duration::from_secs(args.timeout))
+        open_session(cli, config.clone(), &args.session, args.persona.as_deref(), !args.no_embed)?;
+    // The configuration's key variable (`[summarizer] api_key_env`) and retries, with --timeout.
+    let api_key = config.summarizer.api_key();
+    let retry =
+        RetryPolicy { timeout_ms: args.timeout.saturating_mul(1_000), ..config.compactor.retry.clone() };
+    let client = ChatClient::with_retry(&args.base_url, &args.model, api_key, retry)
         .with_max_tokens(args.max_tokens)
         .with_text_tool_calls(!args.no_text_tool_calls);
     let chat = ChatLoop::new(&engine, client).max_tool_rounds(args.max_tool_rounds);

@@ -53,6 +53,7 @@ mod bulk;
 mod capped;
 mod compactor;
 mod config;
+mod endpoint;
 mod error;
 mod extractive;
 mod facts;
@@ -71,7 +72,8 @@ pub use crate::bulk::Compaction;
 pub use crate::capped::CappedSummarizer;
 pub use crate::compactor::{Compactor, Outcome, Resummarized};
 pub use crate::config::{CompactorConfig, RetryPolicy};
-pub use crate::error::{Error, Result, SummarizeError};
+pub use crate::endpoint::{ChatEndpoint, api_key};
+pub use crate::error::{Error, LlmError, Result, SummarizeError};
 pub use crate::extractive::{EXTRACTIVE, ExtractiveSummarizer, RAW_ARCHIVE};
 pub use crate::openai::{OpenAiConfig, OpenAiSummarizer};
 pub use crate::summarizer::{

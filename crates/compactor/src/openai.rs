@@ -14,7 +14,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::config::RetryPolicy;
-use crate::error::SummarizeError;
+use crate::endpoint::ChatEndpoint;
+use crate::error::{LlmError, SummarizeError};
 use strata_store::{Category, MemoryUpdate};
 
 use crate::summarizer::{BoxFuture, MAX_MEMORY_UPDATES, SourceKind, Summarizer, Summary, SummaryRequest};
@@ -45,9 +46,7 @@ impl OpenAiConfig {
         model: impl Into<String>,
         retry: RetryPolicy,
     ) -> OpenAiConfig {
-        let api_key = ["STRATA_API_KEY", "OPENAI_API_KEY"]
-            .iter()
-            .find_map(|name| std::env::var(name).ok().filter(|key| !key.trim().is_empty()));
+        let api_key = crate::endpoint::api_key("STRATA_API_KEY");
         OpenAiConfig {
             base_url: base_url.into(),
             model: model.into(),
@@ -63,7 +62,7 @@ impl OpenAiConfig {
 #[derive(Debug)]
 pub struct OpenAiSummarizer {
     config: OpenAiConfig,
-    client: reqwest::Client,
+    endpoint: ChatEndpoint,
     /// Set once the server refused forced tool choice; later requests go straight to JSON mode.
     plain_json: AtomicBool,
 }
@@ -266,19 +265,6 @@ fn rejects_tool_choice(status: u16, body: &str) -> bool {
         && (body.contains("tool_choice") || body.contains("tool") || body.contains("function"))
 }
 
-/// `Retry-After` as seconds or an HTTP date.
-fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?.trim();
-    if let Ok(seconds) = value.parse::<f64>() {
-        // A server may send anything here; `try_from` refuses what no Duration can hold (the
-        // caller caps the wait at `max_backoff_ms` anyway).
-        return Duration::try_from_secs_f64(seconds).ok();
-    }
-    let date = chrono::DateTime::parse_from_rfc2822(value).ok()?;
-    let wait = date.with_timezone(&chrono::Utc) - chrono::Utc::now();
-    Some(wait.to_std().unwrap_or(Duration::ZERO))
-}
-
 /// One failed attempt and how long the server asked us to wait.
 struct Attempt {
     error: SummarizeError,
@@ -288,16 +274,8 @@ struct Attempt {
 impl OpenAiSummarizer {
     /// A client for `config`. Fails only if the TLS backend cannot be set up.
     pub fn new(config: OpenAiConfig) -> Result<OpenAiSummarizer, SummarizeError> {
-        let client = reqwest::Client::builder()
-            .timeout(config.retry.timeout())
-            .connect_timeout(config.retry.timeout().min(Duration::from_secs(10)))
-            .build()
-            .map_err(SummarizeError::Transport)?;
-        Ok(OpenAiSummarizer { config, client, plain_json: AtomicBool::new(false) })
-    }
-
-    fn url(&self) -> String {
-        format!("{}/chat/completions", self.config.base_url.trim_end_matches('/'))
+        let endpoint = ChatEndpoint::new(&config.base_url, config.api_key.clone(), config.retry.clone())?;
+        Ok(OpenAiSummarizer { config, endpoint, plain_json: AtomicBool::new(false) })
     }
 
     /// The request body. `malformed` is the reason the previous attempt's reply could not be
@@ -355,56 +333,18 @@ impl OpenAiSummarizer {
         let plain = self.plain_json.load(Ordering::Relaxed);
         let body = self.body(request, plain, malformed);
         let max_tokens = body["max_tokens"].as_u64();
-        let mut http = self.client.post(self.url()).json(&body);
-        if let Some(key) = &self.config.api_key {
-            http = http.bearer_auth(key);
-        }
-        let timeout = self.config.retry.timeout();
-        let transport = |e: reqwest::Error| Attempt {
-            error: if e.is_timeout() {
-                SummarizeError::Timeout(timeout)
-            } else {
-                SummarizeError::Transport(e)
-            },
-            retry_after: None,
-        };
-        let response = http.send().await.map_err(transport)?;
-        let status = response.status().as_u16();
-        let wait = retry_after(response.headers());
-        let text = response.text().await.map_err(transport)?;
-        if !(200..300).contains(&status) {
-            if !plain && rejects_tool_choice(status, &text) {
-                tracing::info!(status, "server rejects forced tool choice; asking for JSON content instead");
+        let value = self.endpoint.attempt(&body).await.map_err(|failed| {
+            let refused = matches!(&failed.error, LlmError::Status { status, body, .. }
+                if !plain && rejects_tool_choice(*status, body));
+            if refused {
+                tracing::info!("server rejects forced tool choice; asking for JSON content instead");
                 self.plain_json.store(true, Ordering::Relaxed);
                 // Not the server's fault: retry at once in JSON mode.
-                return Err(Attempt {
-                    error: SummarizeError::Status {
-                        status,
-                        body: crate::summarizer::truncate_chars(&text, 300),
-                    },
-                    retry_after: Some(Duration::ZERO),
-                });
+                return Attempt { error: failed.error.into(), retry_after: Some(Duration::ZERO) };
             }
-            return Err(Attempt {
-                error: SummarizeError::Status { status, body: crate::summarizer::truncate_chars(&text, 300) },
-                retry_after: wait,
-            });
-        }
-        let value: Value = serde_json::from_str(&text).map_err(|e| Attempt {
-            error: SummarizeError::Malformed(format!("the response is not JSON: {e}")),
-            retry_after: None,
+            Attempt { error: failed.error.into(), retry_after: failed.retry_after }
         })?;
         extract(&value, max_tokens).map_err(|error| Attempt { error, retry_after: None })
-    }
-
-    /// Backoff before retry number `retry` (1-based): exponential, with full jitter in its
-    /// upper half so a fleet of clients does not retry in lockstep.
-    fn backoff(&self, retry: u32) -> Duration {
-        let policy = &self.config.retry;
-        let exp = policy.initial_backoff_ms.saturating_mul(1u64 << (retry - 1).min(20));
-        let capped = exp.min(policy.max_backoff_ms);
-        let jittered = if capped > 1 { rand::random_range(capped / 2..=capped) } else { capped };
-        Duration::from_millis(jittered)
     }
 
     async fn run(&self, request: &SummaryRequest) -> Result<Summary, SummarizeError> {
@@ -427,8 +367,7 @@ impl OpenAiSummarizer {
             if !failed.error.is_transient() || attempt >= policy.max_attempts {
                 return Err(failed.error);
             }
-            let max = Duration::from_millis(policy.max_backoff_ms);
-            let wait = failed.retry_after.map_or_else(|| self.backoff(attempt), |server| server.min(max));
+            let wait = self.endpoint.wait(attempt, failed.retry_after);
             tracing::debug!(attempt, ?wait, error = %failed.error, "retrying the summarizer");
             tokio::time::sleep(wait).await;
             attempt += 1;
@@ -512,16 +451,5 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-    }
-
-    #[test]
-    fn retry_after_reads_seconds_and_dates() {
-        let mut headers = reqwest::header::HeaderMap::new();
-        headers.insert(reqwest::header::RETRY_AFTER, "2".parse().unwrap());
-        assert_eq!(retry_after(&headers), Some(Duration::from_secs(2)));
-        headers.insert(reqwest::header::RETRY_AFTER, "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap());
-        assert_eq!(retry_after(&headers), Some(Duration::ZERO), "a date in the past means now");
-        headers.insert(reqwest::header::RETRY_AFTER, "soon".parse().unwrap());
-        assert_eq!(retry_after(&headers), None);
     }
 }
