@@ -121,10 +121,16 @@ fn chain(err: &dyn std::error::Error) -> String {
     text
 }
 
+/// True when another writer got there first (the store's atomic refusals): the call plans
+/// again. Anything else (busy, corrupt, a full disk) is an error, never a refusal.
 fn is_refusal(err: &Error) -> bool {
     matches!(
         err,
-        Error::Store(strata_store::Error::AlreadyCovered { .. } | strata_store::Error::AlreadyMerged { .. })
+        Error::Store(
+            strata_store::Error::AlreadyCovered { .. }
+                | strata_store::Error::AlreadyMerged { .. }
+                | strata_store::Error::AlreadyReplaced { .. }
+        )
     )
 }
 
@@ -578,7 +584,7 @@ impl Compactor {
                     }
                 }
                 // Another compactor got there first: plan again from what is stored now.
-                Err(err) if is_refusal(&err) || matches!(target, Target::Replace(_)) => {
+                Err(err) if is_refusal(&err) => {
                     known = None;
                     tracing::info!(%session, error = %chain(&err), "write refused, re-planning");
                     refusals += 1;
@@ -701,7 +707,7 @@ impl Compactor {
                         progress(&written);
                     }
                     // Rewritten meanwhile (a raw archive summarized by a compaction): skip it.
-                    Err(Error::Store(strata_store::Error::Invalid { .. })) => done.unchanged += 1,
+                    Err(Error::Store(strata_store::Error::AlreadyReplaced { .. })) => done.unchanged += 1,
                     Err(error) => return Err(error),
                 }
             }

@@ -84,6 +84,15 @@ pub enum Error {
         /// Its parent.
         parent: NodeId,
     },
+    /// A node's summary was to be replaced, but another writer replaced it first (its
+    /// summarizer is no longer the expected one).
+    #[error("summary node {node} was already rewritten by {summarizer:?}")]
+    AlreadyReplaced {
+        /// The node.
+        node: NodeId,
+        /// Who wrote its summary now.
+        summarizer: String,
+    },
     /// The agent tried to change a category only the user may write.
     #[error("user_preferences are read-only to the agent; only the user can change them")]
     ProtectedCategory,

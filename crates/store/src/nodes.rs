@@ -177,10 +177,7 @@ pub fn replace_summary(
         ])?;
     if changed == 0 {
         let node = by_id(conn, id)?;
-        return Err(Error::invalid(
-            "summarizer",
-            format!("node {id} was written by {:?}, not {expected_summarizer:?}", node.summarizer),
-        ));
+        return Err(Error::AlreadyReplaced { node: id, summarizer: node.summarizer });
     }
     memory_updates::queue(conn, id, &summary.memory_updates, now)?;
     by_id(conn, id)

@@ -86,6 +86,25 @@ fn leaf_covers_atomically_and_refuses_overlap() {
 }
 
 #[test]
+fn a_summary_replaced_by_another_writer_is_a_typed_refusal() {
+    let (_dir, store) = temp_store();
+    let session = session_with(&store, "s", "p", 4);
+    let node = store
+        .insert_leaf(session.id, 0, 3, &NewSummary { summarizer: "raw-archive".into(), ..summary("digest") })
+        .unwrap();
+    let better = NewSummary { summarizer: "gpt-4o-mini".into(), ..summary("real") };
+    store.replace_summary(node.id, "raw-archive", &better).unwrap();
+    // The second writer expected the digest: refused without a change, and typed, so the
+    // compactor can tell it from a busy or damaged database.
+    let err = store.replace_summary(node.id, "raw-archive", &summary("late")).unwrap_err();
+    assert!(
+        matches!(&err, Error::AlreadyReplaced { node: id, summarizer } if *id == node.id && summarizer == "gpt-4o-mini"),
+        "{err}"
+    );
+    assert_eq!(store.node(node.id).unwrap().headline, "real");
+}
+
+#[test]
 fn two_threads_racing_for_the_same_messages_one_wins() {
     for _ in 0..5 {
         let (_dir, store) = temp_store();
