@@ -24,17 +24,6 @@ fn env(name: &str, default: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| default.to_owned())
 }
 
-/// "the model did not answer: request to ... failed: connection refused".
-fn causes(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text = format!("{text}: {cause}");
-        source = cause.source();
-    }
-    text
-}
-
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let base_url = env("STRATA_BASE_URL", "https://api.openai.com/v1");
@@ -74,7 +63,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 println!("{}", turn.text);
             }
             // Whatever was stored before the failure stays stored; the next line goes on.
-            Err(error) => eprintln!("error: {}", causes(&error)),
+            Err(error) => eprintln!("error: {}", strata::store::error_chain(&error)),
         }
     }
     Ok(())

@@ -34,10 +34,7 @@ fn one_line(err: &anyhow::Error) -> String {
     err.chain()
         .map(|cause| {
             let text = cause.to_string().split_whitespace().collect::<Vec<_>>().join(" ");
-            match text.char_indices().nth(MAX_CAUSE_CHARS) {
-                Some((cut, _)) => format!("{}…", &text[..cut]),
-                None => text,
-            }
+            strata_recall::excerpt(&text, MAX_CAUSE_CHARS)
         })
         .collect::<Vec<_>>()
         .join(": ")

@@ -5,7 +5,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use strata_store::{Level, Message, MessageOutline, NewSummary, NodeId, Role, SessionId, Store, SummaryNode};
+use strata_store::{
+    Level, Message, MessageOutline, NewSummary, NodeId, Role, SessionId, Store, SummaryNode, error_chain,
+};
 use tracing::Instrument;
 
 use crate::assemble::{self, AssembledContext, Assembler};
@@ -107,18 +109,6 @@ struct Inner {
 enum Step {
     Written { summary: Summary, tokens: u32, summarizer: String },
     Failed { error: SummarizeError, consecutive: u32 },
-}
-
-/// Writes `err` and its causes on one line.
-fn chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// True when another writer got there first (the store's atomic refusals): the call plans
@@ -270,7 +260,7 @@ impl Compactor {
         if let Err(error) =
             self.blocking(move |store| Ok(store.set_summarizer_failures(session, count)?)).await
         {
-            tracing::warn!(%session, error = %chain(&error), "cannot record the summarizer failures");
+            tracing::warn!(%session, error = %error_chain(&error), "cannot record the summarizer failures");
         }
     }
 
@@ -297,7 +287,7 @@ impl Compactor {
                     let consecutive = self.failures(session).saturating_add(1);
                     self.set_failures(session, consecutive).await;
                     // The caller gets the failure as `Outcome::SummarizerDown` and reports it.
-                    tracing::info!(%session, consecutive, error = %chain(&error), "summarizer failed");
+                    tracing::info!(%session, consecutive, error = %error_chain(&error), "summarizer failed");
                     if consecutive < config.failures_before_raw_archive {
                         return Step::Failed { error, consecutive };
                     }
@@ -342,13 +332,13 @@ impl Compactor {
             let Err(error) = &result else { break result };
             let Some(reason) = error.reject_reason() else { break result };
             span.in_scope(
-                || tracing::info!(reason = reason.as_str(), error = %chain(error), "summary rejected"),
+                || tracing::info!(reason = reason.as_str(), error = %error_chain(error), "summary rejected"),
             );
             let name = summarizer.name().to_owned();
             let counted =
                 self.blocking(move |store| Ok(store.count_rejection(&name, reason.as_str())?)).await;
             if let Err(count_error) = counted {
-                tracing::warn!(error = %chain(&count_error), "could not count a rejected summary");
+                tracing::warn!(error = %error_chain(&count_error), "could not count a rejected summary");
             }
             rejections += 1;
             // An unreadable reply was retried inside the summarizer already; a gate rejection
@@ -529,7 +519,7 @@ impl Compactor {
                     stop = Some(Outcome::SummarizerDown {
                         nodes_created: created,
                         consecutive_failures: consecutive,
-                        error: chain(&error),
+                        error: error_chain(&error),
                     });
                     pending = false;
                     break;
@@ -586,10 +576,10 @@ impl Compactor {
                 // Another compactor got there first: plan again from what is stored now.
                 Err(err) if is_refusal(&err) => {
                     known = None;
-                    tracing::info!(%session, error = %chain(&err), "write refused, re-planning");
+                    tracing::info!(%session, error = %error_chain(&err), "write refused, re-planning");
                     refusals += 1;
                     if refusals >= 2 {
-                        stop = Some(Outcome::NoProgress { reason: chain(&err) });
+                        stop = Some(Outcome::NoProgress { reason: error_chain(&err) });
                         pending = false;
                         break;
                     }
@@ -689,7 +679,7 @@ impl Compactor {
                 let (summary, tokens) = match self.summarize_gated(session, &request).await {
                     Ok(accepted) => accepted,
                     Err(error) => {
-                        done.stopped = Some(chain(&error));
+                        done.stopped = Some(error_chain(&error));
                         return Ok(done);
                     }
                 };

@@ -122,18 +122,8 @@ impl Error {
         }
     }
 
-    /// The message with its causes, `: `-separated (like anyhow's `{:#}`).
+    /// The message with its causes, `: `-separated ([`strata_store::error_chain`]).
     pub fn chain_message(&self) -> String {
-        let mut message = self.to_string();
-        let mut source = std::error::Error::source(self);
-        while let Some(cause) = source {
-            let text = cause.to_string();
-            if !message.contains(&text) {
-                message.push_str(": ");
-                message.push_str(&text);
-            }
-            source = cause.source();
-        }
-        message
+        strata_store::error_chain(self)
     }
 }

@@ -133,6 +133,23 @@ impl Error {
     }
 }
 
+/// An error and its causes on one line, `: `-separated (like anyhow's `{:#}`); a cause whose
+/// words the line holds already (a transparent wrapper's) is not repeated. The one way strata's
+/// libraries write an error chain, into logs, outcomes and tool answers.
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut line = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !line.contains(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+        source = cause.source();
+    }
+    line
+}
+
 impl From<rusqlite::Error> for Error {
     fn from(err: rusqlite::Error) -> Error {
         use rusqlite::ErrorCode;
@@ -151,4 +168,29 @@ fn is_fts5_damage(err: &rusqlite::Error) -> bool {
     let message = err.to_string().to_ascii_lowercase();
     message.contains("fts5")
         && (message.contains("invalid") || message.contains("corrupt") || message.contains("malformed"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("cannot save")]
+    struct Save(#[source] std::io::Error);
+
+    /// A wrapper that says what its source says.
+    #[derive(Debug, thiserror::Error)]
+    #[error("{0}")]
+    struct Echo(#[source] std::io::Error);
+
+    #[test]
+    fn an_error_chain_is_one_line_without_repeats() {
+        let full = || std::io::Error::other("disk full");
+        assert_eq!(error_chain(&Save(full())), "cannot save: disk full");
+        assert_eq!(error_chain(&Echo(full())), "disk full");
+        assert_eq!(
+            error_chain(&Error::invalid("limit", "must be at least 1")),
+            "invalid limit: must be at least 1"
+        );
+    }
 }
