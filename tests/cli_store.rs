@@ -1,5 +1,7 @@
 //! The foundation commands: init, ingest, stats, view, memory.
 
+use strata_store::Store;
+
 use crate::util::Strata;
 
 fn line(role: &str, content: &str, minute: u32) -> String {
@@ -302,4 +304,40 @@ fn doctor_backup_and_a_damaged_file() {
     assert_eq!(std::fs::read(&db).unwrap(), bytes, "nothing was written to the damaged file");
     let doctor = strata.run(&["doctor"]).failure();
     assert!(doctor.contains("not healthy") || doctor.contains("corrupt"), "{doctor}");
+}
+
+#[test]
+fn a_database_keeps_the_token_encoding_it_was_first_counted_with() {
+    let strata = Strata::new();
+    let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/sample.jsonl");
+    strata.run(&["ingest", sample, "--session", "s"]).success();
+    let store = Store::open(strata.db()).unwrap();
+    assert_eq!(store.token_encoding().unwrap().as_deref(), Some("o200k_base"), "gpt-4o-mini's");
+    let messages = store.stats().unwrap().messages;
+
+    // Another model's encoding is refused before anything is written, by every command that
+    // counts: an import, a compaction, an assembly.
+    let error = strata.run(&["ingest", sample, "--session", "t", "--model", "gpt-4"]).failure();
+    assert!(error.contains("o200k_base") && error.contains("cl100k_base"), "{error}");
+    assert_eq!(store.stats().unwrap().messages, messages);
+    for args in [["compact", "--session", "s"], ["context", "--session", "s"]] {
+        let run = strata.command().args(args).env("STRATA_COMPACTOR_MODEL", "gpt-4").output().unwrap();
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert!(!run.status.success() && stderr.contains("[compactor] encoding"), "{args:?}: {stderr}");
+    }
+    // Naming the database's encoding lets another model use it.
+    let run = strata
+        .command()
+        .args(["context", "--session", "s"])
+        .env("STRATA_COMPACTOR_MODEL", "gpt-4")
+        .env("STRATA_COMPACTOR_ENCODING", "o200k_base")
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    // A fresh database records what `strata init` is configured with.
+    let other = Strata::new();
+    let out = other.command().arg("init").env("STRATA_COMPACTOR_MODEL", "gpt-4").output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("cl100k_base"));
+    let store = Store::open(other.db()).unwrap();
+    assert_eq!(store.token_encoding().unwrap().as_deref(), Some("cl100k_base"));
 }

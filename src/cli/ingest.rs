@@ -36,9 +36,11 @@ pub struct IngestArgs {
     /// an error, since a misspelled "sesion" would file messages into another session.
     #[arg(long)]
     allow_unknown_keys: bool,
-    /// Model whose tokenizer counts the messages.
-    #[arg(long, env = "STRATA_MODEL", default_value = "gpt-4o-mini")]
-    model: String,
+    /// Model whose tokenizer counts the messages (default: the configuration's `[compactor]
+    /// model` or `encoding`, which the rest of strata counts with). A database keeps the
+    /// encoding it was first counted with; another is refused.
+    #[arg(long, env = "STRATA_MODEL")]
+    model: Option<String>,
 }
 
 /// The keys a line may have.
@@ -172,9 +174,19 @@ pub fn parse_file(
     Ok(incoming)
 }
 
-pub fn run(store: &Store, args: &IngestArgs, json: bool, out: &mut impl Write) -> anyhow::Result<()> {
+pub fn run(
+    store: &Store,
+    config: &strata::Config,
+    args: &IngestArgs,
+    json: bool,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
     strata_store::validate_persona(&args.persona)?;
-    let counter = TokenCounter::for_model(&args.model);
+    let counter = match &args.model {
+        Some(model) => TokenCounter::for_model(model),
+        None => config.compactor.token_counter(),
+    };
+    counter.claim(store)?;
     let progress = ProgressBar::new(0).with_style(
         ProgressStyle::with_template("{msg:>10} [{bar:40}] {pos}/{len} lines ({per_sec}, {eta})")
             .expect("static template")

@@ -222,14 +222,18 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Init => {
             let store = open(&cli)?;
+            // The encoding every count in this database is made with, from now on.
+            let counter = config(&cli)?.compactor.token_counter();
+            counter.claim(&store)?;
             writeln!(
                 out,
-                "initialized {} (schema version {})",
+                "initialized {} (schema version {}, tokens counted with {})",
                 store.path().display(),
-                strata_store::SCHEMA_VERSION
+                strata_store::SCHEMA_VERSION,
+                counter.encoding().as_str()
             )?;
         }
-        Command::Ingest(args) => ingest::run(&open_checked(&cli)?, args, cli.json, &mut out)?,
+        Command::Ingest(args) => ingest::run(&open_checked(&cli)?, &config(&cli)?, args, cli.json, &mut out)?,
         Command::Doctor { full } => doctor::doctor(&open_existing(&cli)?, *full, cli.json, &mut out)?,
         Command::Backup { dest } => doctor::backup(&open_existing(&cli)?, dest, cli.json, &mut out)?,
         Command::Stats => {

@@ -374,10 +374,12 @@ pub struct Assembler {
 }
 
 impl Assembler {
-    /// An assembler over `store` with `config`'s budget and token encoding.
+    /// An assembler over `store` with `config`'s budget and token encoding (refused when the
+    /// database counts with another, [`crate::Error::EncodingMismatch`]).
     pub fn new(store: Store, config: CompactorConfig) -> Result<Assembler> {
         config.validate()?;
         let counter = config.token_counter();
+        counter.check(&store)?;
         Ok(Assembler { store, config, counter })
     }
 

@@ -190,10 +190,14 @@ fn merge_candidate(roots: &[SummaryNode], k: usize) -> Option<Vec<SummaryNode>> 
 }
 
 impl Compactor {
-    /// A compactor over `store`. The configuration is validated here, once.
+    /// A compactor over `store`. The configuration is validated here, once, and its token
+    /// encoding recorded as the database's, or refused when the database counts with another
+    /// ([`Error::EncodingMismatch`]).
     pub fn new(store: Store, config: CompactorConfig, summarizer: Arc<dyn Summarizer>) -> Result<Compactor> {
         config.validate()?;
         let counter = config.token_counter();
+        // Compaction writes counts: the database's encoding is recorded if it has none.
+        counter.claim(&store)?;
         Ok(Compactor {
             inner: Arc::new(Inner {
                 assembler: Assembler::new(store.clone(), config.clone())?,

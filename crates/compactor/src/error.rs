@@ -41,6 +41,19 @@ pub enum Error {
         /// `context_window_tokens - reserve_tokens`.
         budget: u32,
     },
+    /// The database's token counts were made with another encoding than the one configured:
+    /// mixing them would make every budget wrong.
+    #[error(
+        "the database counts tokens with {database}, the configuration with {}; set [compactor] \
+         encoding = \"{database}\" (or STRATA_COMPACTOR_ENCODING) to use it with another model",
+        configured.as_str()
+    )]
+    EncodingMismatch {
+        /// The encoding recorded in the database.
+        database: String,
+        /// The encoding the configuration implies.
+        configured: crate::tokens::Encoding,
+    },
     /// A blocking store task panicked or was cancelled.
     #[error("a store task did not finish")]
     Join(#[source] tokio::task::JoinError),

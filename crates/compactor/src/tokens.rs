@@ -110,6 +110,31 @@ impl Memo {
     }
 }
 
+impl TokenCounter {
+    /// Makes this counter's encoding the database's when it has none yet (the first command
+    /// that counts records it), and refuses a database whose counts were made with another.
+    pub fn claim(&self, store: &strata_store::Store) -> crate::Result<()> {
+        let recorded = store.claim_token_encoding(self.encoding.as_str())?;
+        self.agree(recorded)
+    }
+
+    /// Like [`TokenCounter::claim`], without writing: for commands that only read. A database
+    /// with no recorded encoding passes.
+    pub fn check(&self, store: &strata_store::Store) -> crate::Result<()> {
+        match store.token_encoding()? {
+            Some(recorded) => self.agree(recorded),
+            None => Ok(()),
+        }
+    }
+
+    fn agree(&self, recorded: String) -> crate::Result<()> {
+        if recorded == self.encoding.as_str() {
+            return Ok(());
+        }
+        Err(crate::Error::EncodingMismatch { database: recorded, configured: self.encoding })
+    }
+}
+
 impl std::fmt::Debug for TokenCounter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TokenCounter").field("encoding", &self.encoding).finish()

@@ -531,6 +531,29 @@ impl Store {
         self.embedding_backlog_filtered(None, None, limit)
     }
 
+    /// The token encoding the stored counts were made with (its name, such as `o200k_base`);
+    /// `None` until a command that counts tokens recorded one.
+    pub fn token_encoding(&self) -> Result<Option<String>> {
+        self.read(|conn| {
+            Ok(conn
+                .prepare_cached("SELECT encoding FROM token_encoding WHERE id = 1")?
+                .query_row([], |row| row.get(0))
+                .optional()?)
+        })
+    }
+
+    /// Records `encoding` as the database's unless one is recorded already; returns the
+    /// database's (the first writer's) in the same transaction.
+    pub fn claim_token_encoding(&self, encoding: &str) -> Result<String> {
+        self.write(|tx| {
+            tx.prepare_cached("INSERT OR IGNORE INTO token_encoding (id, encoding) VALUES (1, ?1)")?
+                .execute([encoding])?;
+            Ok(tx
+                .prepare_cached("SELECT encoding FROM token_encoding WHERE id = 1")?
+                .query_row([], |row| row.get(0))?)
+        })
+    }
+
     /// The model the stored vectors belong to; `None` before anything was embedded.
     pub fn embedding_space(&self) -> Result<Option<EmbeddingSpace>> {
         self.read(vectors::space)
