@@ -34,7 +34,6 @@
 #![deny(missing_docs)]
 
 mod check;
-mod compaction;
 mod db;
 mod error;
 pub mod fence;
@@ -45,7 +44,8 @@ mod message_index;
 mod messages;
 mod migrate;
 mod nodes;
-mod recall;
+mod outline;
+mod overview;
 mod search;
 mod sessions;
 mod store;
@@ -54,13 +54,13 @@ mod vec;
 mod vectors;
 
 pub use crate::check::{Check, Report};
-pub use crate::compaction::{ConsistentReader, MessageOutline};
+pub use crate::outline::{ConsistentReader, MessageOutline};
 pub use crate::db::DEFAULT_BUSY_TIMEOUT;
 pub use crate::error::{Error, Result, error_chain};
 pub use crate::ingests::line_digest;
 pub use crate::memories::{MAX_CONTENT_CHARS, MAX_KEY_CHARS, MemoryWrite, normalize_key};
 pub use crate::migrate::SCHEMA_VERSION;
-pub use crate::recall::{SessionOverview, VectorCounts};
+pub use crate::overview::{SessionOverview, VectorCounts};
 pub use crate::search::{HitKind, STOPWORDS, SearchFilter, TextHit, TextQuery};
 pub use crate::sessions::validate_persona;
 pub use crate::store::{Imported, IncomingMessage, RejectionCount, Stats, Store, SummarizerStats};

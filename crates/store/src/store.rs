@@ -331,7 +331,7 @@ impl Store {
 
     /// The messages of a session whose seq lies in `seqs`.
     pub fn messages(&self, session: SessionId, seqs: RangeInclusive<i64>) -> Result<Vec<Message>> {
-        crate::compaction::count(&self.rows_read, self.read(|conn| messages::range(conn, session, seqs)))
+        crate::outline::count(&self.rows_read, self.read(|conn| messages::range(conn, session, seqs)))
     }
 
     /// Every message of a session, in order.
@@ -398,7 +398,7 @@ impl Store {
 
     /// The roots of a session's forest in time order, optionally of one level only.
     pub fn roots(&self, session: SessionId, level: Option<Level>) -> Result<Vec<SummaryNode>> {
-        crate::compaction::count(&self.rows_read, self.read(|conn| nodes::roots(conn, session, level)))
+        crate::outline::count(&self.rows_read, self.read(|conn| nodes::roots(conn, session, level)))
     }
 
     /// Every node of a session, by level then position.
@@ -659,7 +659,7 @@ impl Store {
                 message_tokens: count("SELECT COALESCE(SUM(token_count), 0) FROM messages")?,
                 nodes_per_level,
                 memories: count("SELECT count(*) FROM agent_memories")?,
-                embedding_backlog: crate::recall::backlog_count(conn, None, None)?,
+                embedding_backlog: crate::overview::backlog_count(conn, None, None)?,
                 file_bytes: std::fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0),
                 summarizers,
                 rejections: rejections(conn)?,

@@ -1,4 +1,5 @@
-//! Store queries added for the compactor (kept apart so work on it does not collide with recall).
+//! Outlines and the live part of a session: message outlines (no text), the uncovered
+//! messages a context is built from, one-snapshot reads, and the count of rows they return.
 //!
 //! The compactor plans over a light outline of a session (no message text), then reads only the
 //! messages it needs: the chunk it summarizes, or the head and the uncovered ones it sends.

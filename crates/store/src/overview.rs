@@ -1,5 +1,5 @@
-//! Store queries added for the recall tools (kept apart so work on it does not collide with the
-//! compactor): hydrating vector hits, per-session overviews, a filtered embedding backlog.
+//! Overviews and lookups for the recall tools: hits by id, per-session overviews, the embedding
+//! backlog filtered by persona or session, and vector counts.
 //!
 //! Every function that returns rows a tool shows takes the persona and filters by it in SQL.
 
