@@ -68,6 +68,7 @@ fn boundary_values_of_every_argument_end_in_success_or_one_clean_error() {
     add(&["expand", "1", "--offset", "N"]);
     add(&["grep", "tabs", "--limit", "N"]);
     add(&["compact", "--session", "s", "--window", "N"]);
+    add(&["resummarize", "--session", "s", "--level", "N"]);
     add(&["context", "--session", "s", "--window", "N"]);
     add(&["eval", "planted", "--messages", "N"]);
     add(&["eval", "retrieval", "--questions", "N", "--data", "/nonexistent"]);
@@ -84,6 +85,8 @@ fn boundary_values_of_every_argument_end_in_success_or_one_clean_error() {
     }
     for key in ["", "___", "\u{7}", "ключ"] {
         cases.push(["memory", "set", "memo", key, "x"].map(str::to_owned).to_vec());
+        cases.push(["memory", "accept", key].map(str::to_owned).to_vec());
+        cases.push(["memory", "reject", key].map(str::to_owned).to_vec());
     }
 
     for case in &cases {
