@@ -313,7 +313,8 @@ fn describe(outcome: &Outcome) -> String {
             )
         }
         Outcome::NoCandidate => "no candidate (what remains is protected, pinned or too small)".into(),
-        Outcome::NoProgress { reason } => format!("no progress: {reason}"),
+        Outcome::NoProgress { refused: Some(refusal) } => format!("no progress: {refusal}"),
+        Outcome::NoProgress { refused: None } => "no progress: no round made progress".into(),
         Outcome::SummarizerDown { consecutive_failures, error, .. } => {
             format!("summarizer down ({consecutive_failures} consecutive failures): {error}")
         }

@@ -54,10 +54,11 @@ pub enum Outcome {
     /// The middle is large enough but nothing in it can be summarized (pinned turns, or runs
     /// too small to shrink).
     NoCandidate,
-    /// Writes were refused repeatedly (another compactor raced for the same messages).
+    /// No round wrote anything: writes were refused twice in a row (another compactor raced
+    /// for the same messages), or nothing tried could be written.
     NoProgress {
-        /// What was refused.
-        reason: String,
+        /// The last refusal; `None` when no write was refused.
+        refused: Option<Refusal>,
     },
     /// The summarizer failed and fewer than `failures_before_raw_archive` consecutive failures
     /// have happened: nothing more was written this time.
@@ -111,17 +112,68 @@ enum Step {
     Failed { error: SummarizeError, consecutive: u32 },
 }
 
-/// True when another writer got there first (the store's atomic refusals): the call plans
-/// again. Anything else (busy, corrupt, a full disk) is an error, never a refusal.
-fn is_refusal(err: &Error) -> bool {
-    matches!(
-        err,
-        Error::Store(
-            strata_store::Error::AlreadyCovered { .. }
-                | strata_store::Error::AlreadyMerged { .. }
-                | strata_store::Error::AlreadyReplaced { .. }
-        )
-    )
+/// A write the store refused because another writer got there first (its atomic refusals);
+/// the compaction plans again from what is stored now.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "refusal", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Refusal {
+    /// A message of the chunk was covered by another Level-0 node.
+    AlreadyCovered {
+        /// The first covered seq found.
+        seq: i64,
+        /// The node that covers it.
+        node: NodeId,
+    },
+    /// A root to merge had a parent already.
+    AlreadyMerged {
+        /// The root.
+        node: NodeId,
+        /// Its parent.
+        parent: NodeId,
+    },
+    /// A raw archive was given a summary by another writer.
+    AlreadyReplaced {
+        /// The node.
+        node: NodeId,
+        /// Who wrote its summary.
+        summarizer: String,
+    },
+}
+
+impl Refusal {
+    /// The refusal `err` is, if it is one. Anything else (busy, corrupt, a full disk) is an
+    /// error, never a refusal.
+    fn of(err: &Error) -> Option<Refusal> {
+        match err {
+            Error::Store(strata_store::Error::AlreadyCovered { seq, node, .. }) => {
+                Some(Refusal::AlreadyCovered { seq: *seq, node: *node })
+            }
+            Error::Store(strata_store::Error::AlreadyMerged { node, parent }) => {
+                Some(Refusal::AlreadyMerged { node: *node, parent: *parent })
+            }
+            Error::Store(strata_store::Error::AlreadyReplaced { node, summarizer }) => {
+                Some(Refusal::AlreadyReplaced { node: *node, summarizer: summarizer.clone() })
+            }
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::AlreadyCovered { seq, node } => {
+                write!(f, "message seq {seq} is already covered by node {node}")
+            }
+            Refusal::AlreadyMerged { node, parent } => {
+                write!(f, "node {node} was already merged into node {parent}")
+            }
+            Refusal::AlreadyReplaced { node, summarizer } => {
+                write!(f, "node {node} was already rewritten by {summarizer:?}")
+            }
+        }
+    }
 }
 
 /// A message as a summarizer sees it: its text, and its tool calls as `name(key=value, ...)`.
@@ -578,21 +630,21 @@ impl Compactor {
                     }
                 }
                 // Another compactor got there first: plan again from what is stored now.
-                Err(err) if is_refusal(&err) => {
+                Err(err) => {
+                    let Some(refusal) = Refusal::of(&err) else { return Err(err) };
                     known = None;
-                    tracing::info!(%session, error = %error_chain(&err), "write refused, re-planning");
+                    tracing::info!(%session, %refusal, "write refused, re-planning");
                     refusals += 1;
                     if refusals >= 2 {
-                        stop = Some(Outcome::NoProgress { reason: error_chain(&err) });
+                        stop = Some(Outcome::NoProgress { refused: Some(refusal) });
                         pending = false;
                         break;
                     }
                 }
-                Err(err) => return Err(err),
             }
         }
         if created == 0 && resummarized == 0 {
-            return Ok(stop.unwrap_or(Outcome::NoProgress { reason: "no round made progress".into() }));
+            return Ok(stop.unwrap_or(Outcome::NoProgress { refused: None }));
         }
         if let Some(Outcome::SummarizerDown { .. }) = stop {
             return Ok(stop.expect("matched above"));
@@ -741,4 +793,23 @@ struct Planning {
     outline: Vec<MessageOutline>,
     roots: Vec<SummaryNode>,
     plan: Plan,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_stores_three_refusals_are_refusals() {
+        let merged = Error::Store(strata_store::Error::AlreadyMerged { node: NodeId(3), parent: NodeId(9) });
+        let refusal = Refusal::of(&merged).unwrap();
+        assert_eq!(refusal, Refusal::AlreadyMerged { node: NodeId(3), parent: NodeId(9) });
+        assert_eq!(refusal.to_string(), "node 3 was already merged into node 9");
+        let outcome = serde_json::to_value(Outcome::NoProgress { refused: Some(refusal) }).unwrap();
+        assert_eq!(outcome["refused"]["refusal"], "already_merged");
+        // Anything else a write can fail with stops the compaction as an error.
+        let missing = Error::Store(strata_store::Error::NotFound("summary node 3".into()));
+        assert_eq!(Refusal::of(&missing), None);
+        assert_eq!(Refusal::of(&Error::Config { field: "k", reason: "x".into() }), None);
+    }
 }

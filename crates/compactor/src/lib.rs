@@ -70,7 +70,7 @@ pub use crate::assemble::{
 };
 pub use crate::bulk::Compaction;
 pub use crate::capped::CappedSummarizer;
-pub use crate::compactor::{Compactor, Outcome, Resummarized};
+pub use crate::compactor::{Compactor, Outcome, Refusal, Resummarized};
 pub use crate::config::{CompactorConfig, RetryPolicy};
 pub use crate::endpoint::{ChatEndpoint, api_key};
 pub use crate::error::{Error, LlmError, Result, SummarizeError};

@@ -54,12 +54,12 @@ mod vec;
 mod vectors;
 
 pub use crate::check::{Check, Report};
-pub use crate::outline::{ConsistentReader, MessageOutline};
 pub use crate::db::DEFAULT_BUSY_TIMEOUT;
 pub use crate::error::{Error, Result, error_chain};
 pub use crate::ingests::line_digest;
 pub use crate::memories::{MAX_CONTENT_CHARS, MAX_KEY_CHARS, MemoryWrite, normalize_key};
 pub use crate::migrate::SCHEMA_VERSION;
+pub use crate::outline::{ConsistentReader, MessageOutline};
 pub use crate::overview::{SessionOverview, VectorCounts};
 pub use crate::search::{HitKind, STOPWORDS, SearchFilter, TextHit, TextQuery};
 pub use crate::sessions::validate_persona;
