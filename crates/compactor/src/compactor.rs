@@ -808,7 +808,7 @@ mod tests {
         let outcome = serde_json::to_value(Outcome::NoProgress { refused: Some(refusal) }).unwrap();
         assert_eq!(outcome["refused"]["refusal"], "already_merged");
         // Anything else a write can fail with stops the compaction as an error.
-        let missing = Error::Store(strata_store::Error::NotFound("summary node 3".into()));
+        let missing = Error::Store(strata_store::Error::NotFound(strata_store::Missing::Node(NodeId(3))));
         assert_eq!(Refusal::of(&missing), None);
         assert_eq!(Refusal::of(&Error::Config { field: "k", reason: "x".into() }), None);
     }

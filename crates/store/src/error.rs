@@ -1,6 +1,6 @@
 use std::path::PathBuf;
 
-use crate::types::{NodeId, SessionId};
+use crate::types::{MessageId, NodeId, SessionId};
 
 /// A specialized `Result` for store operations.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -53,9 +53,10 @@ pub enum Error {
         /// The newest version this build can migrate to.
         supported: i64,
     },
-    /// A row named by the caller does not exist (or belongs to another persona).
+    /// A row named by the caller does not exist (or belongs to another persona: the answer is
+    /// the same word for word).
     #[error("{0} not found")]
-    NotFound(String),
+    NotFound(Missing),
     /// A session key is already bound to a different persona.
     #[error("session {key:?} belongs to persona {existing:?}, not {requested:?}")]
     PersonaMismatch {
@@ -120,6 +121,38 @@ pub enum Error {
     /// The connection pool could not hand out a connection.
     #[error("could not get a database connection")]
     Pool(#[from] r2d2::Error),
+}
+
+/// What a lookup did not find.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Missing {
+    /// A session by id.
+    Session(SessionId),
+    /// A message by id.
+    Message(MessageId),
+    /// A summary node by id.
+    Node(NodeId),
+    /// A preference proposed for the user's yes or no.
+    Proposal {
+        /// The persona it was proposed for.
+        persona: String,
+        /// Its key.
+        key: String,
+    },
+}
+
+impl std::fmt::Display for Missing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Missing::Session(id) => write!(f, "session {id}"),
+            Missing::Message(id) => write!(f, "message {id}"),
+            Missing::Node(id) => write!(f, "summary node {id}"),
+            Missing::Proposal { persona, key } => {
+                write!(f, "proposed preference {key:?} of persona {persona:?}")
+            }
+        }
+    }
 }
 
 impl Error {

@@ -55,7 +55,7 @@ mod vectors;
 
 pub use crate::check::{Check, Report};
 pub use crate::db::DEFAULT_BUSY_TIMEOUT;
-pub use crate::error::{Error, Result, error_chain};
+pub use crate::error::{Error, Missing, Result, error_chain};
 pub use crate::ingests::line_digest;
 pub use crate::memories::{MAX_CONTENT_CHARS, MAX_KEY_CHARS, MemoryWrite, normalize_key};
 pub use crate::migrate::SCHEMA_VERSION;

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::db::query_all;
-use crate::error::{Error, Result};
+use crate::error::{Error, Missing, Result};
 use crate::memories::{self, MemoryWrite};
 use crate::types::{Category, Memory, MemoryUpdate, NodeId, QueuedUpdate, UpdateId, Writer, to_unix};
 
@@ -82,7 +82,9 @@ fn proposal(conn: &Connection, persona: &str, key: &str) -> Result<QueuedUpdate>
     conn.prepare_cached(&sql)?
         .query_row(params![persona, key], QueuedUpdate::from_row)
         .optional()?
-        .ok_or_else(|| Error::NotFound(format!("proposed preference {key:?} of persona {persona:?}")))
+        .ok_or_else(|| {
+            Error::NotFound(Missing::Proposal { persona: persona.to_owned(), key: key.to_owned() })
+        })
 }
 
 /// The user accepts a proposal: it becomes their `user_preferences` memory, and the proposal

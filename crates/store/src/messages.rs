@@ -5,7 +5,7 @@ use std::ops::RangeInclusive;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::db::query_all;
-use crate::error::{Error, Result};
+use crate::error::{Error, Missing, Result};
 use crate::types::{Message, MessageId, NewMessage, Role, SessionId, to_unix};
 
 fn validate(message: &NewMessage) -> Result<()> {
@@ -134,7 +134,7 @@ pub fn by_id(conn: &Connection, id: MessageId) -> Result<Message> {
     conn.prepare_cached(&sql)?
         .query_row([id], Message::from_row)
         .optional()?
-        .ok_or_else(|| Error::NotFound(format!("message {id}")))
+        .ok_or_else(|| Error::NotFound(Missing::Message(id)))
 }
 
 /// The messages of a session whose seq lies in `seqs`, in order.

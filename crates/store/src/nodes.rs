@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::db::query_all;
-use crate::error::{Error, Result};
+use crate::error::{Error, Missing, Result};
 use crate::memory_updates;
 use crate::types::{Level, NewSummary, NodeId, SessionId, SummaryNode, to_unix};
 
@@ -224,7 +224,7 @@ pub fn by_id(conn: &Connection, id: NodeId) -> Result<SummaryNode> {
     conn.prepare_cached(&sql)?
         .query_row([id], SummaryNode::from_row)
         .optional()?
-        .ok_or_else(|| Error::NotFound(format!("summary node {id}")))
+        .ok_or_else(|| Error::NotFound(Missing::Node(id)))
 }
 
 /// The roots of a session's forest (nodes without a parent), in time order; only those of

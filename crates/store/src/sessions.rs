@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::db::query_all;
-use crate::error::{Error, Result};
+use crate::error::{Error, Missing, Result};
 use crate::types::{Session, SessionId, to_unix};
 
 /// Checks a persona name: short, printable, not empty.
@@ -60,7 +60,7 @@ pub fn by_id(conn: &Connection, id: SessionId) -> Result<Session> {
     conn.prepare_cached(&sql)?
         .query_row([id], Session::from_row)
         .optional()?
-        .ok_or_else(|| Error::NotFound(format!("session {id}")))
+        .ok_or_else(|| Error::NotFound(Missing::Session(id)))
 }
 
 /// All sessions of a persona, oldest first; every persona when `persona` is `None`.

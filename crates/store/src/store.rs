@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::check::{self, Report};
 use crate::db::{self, Pool};
-use crate::error::{Error, Result};
+use crate::error::{Error, Missing, Result};
 use crate::memories::{self, MemoryWrite};
 use crate::memory_updates;
 use crate::message_index;
@@ -214,7 +214,7 @@ impl Store {
                 .optional()?;
             failures
                 .map(|n| n.clamp(0, i64::from(u32::MAX)) as u32)
-                .ok_or_else(|| Error::NotFound(format!("session {session}")))
+                .ok_or_else(|| Error::NotFound(Missing::Session(session)))
         })
     }
 
@@ -323,7 +323,7 @@ impl Store {
             let message = messages::by_id(conn, id)?;
             let session = sessions::by_id(conn, message.session_id)?;
             if session.persona != persona {
-                return Err(Error::NotFound(format!("message {id}")));
+                return Err(Error::NotFound(Missing::Message(id)));
             }
             Ok((message, session))
         })
@@ -390,7 +390,7 @@ impl Store {
             let node = nodes::by_id(conn, id)?;
             let session = sessions::by_id(conn, node.session_id)?;
             if session.persona != persona {
-                return Err(Error::NotFound(format!("summary node {id}")));
+                return Err(Error::NotFound(Missing::Node(id)));
             }
             Ok((node, session))
         })
