@@ -158,14 +158,14 @@ impl ChatLoop {
                         "not run: this turn reached its limit of {} tool rounds; answer with what you have",
                         self.max_tool_rounds
                     );
-                    for (id, name, _) in calls {
+                    for call in calls {
                         let kind = "tool_rounds_exceeded";
-                        let refusal = json!({"error": {"kind": kind, "tool": name, "message": message}});
-                        session.append(ChatMessage::tool(id, name, refusal.to_string()))?;
+                        let refusal = json!({"error": {"kind": kind, "tool": call.name, "message": message}});
+                        session.append(ChatMessage::tool(call.id, call.name, refusal.to_string()))?;
                     }
                     break;
                 }
-                for (id, name, arguments) in calls {
+                for strata_store::ToolCall { id, name, arguments } in calls {
                     let result = session.call_tool(&name, arguments.clone()).await;
                     tracing::debug!(tool = %name, error = is_tool_error(&result), "tool call");
                     session.append(ChatMessage::tool(id.clone(), name.clone(), result.to_string()))?;

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use strata_store::{NewMessage, Role};
+use strata_store::{NewMessage, Role, ToolCall};
 
 /// One chat message: what a bot appends, and what a model returns.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -56,24 +56,10 @@ impl ChatMessage {
         }
     }
 
-    /// The tool calls as (id, function name, parsed arguments); arguments that are not JSON
+    /// The tool calls, parsed once ([`strata_store::ToolCall`]); arguments that are not JSON
     /// come back as a string, for the tool to refuse.
-    pub fn calls(&self) -> Vec<(String, String, Value)> {
-        let Some(Value::Array(calls)) = &self.tool_calls else { return Vec::new() };
-        calls
-            .iter()
-            .map(|call| {
-                let id = call["id"].as_str().unwrap_or_default().to_owned();
-                let name =
-                    call.pointer("/function/name").and_then(Value::as_str).unwrap_or_default().to_owned();
-                let raw = call.pointer("/function/arguments").cloned().unwrap_or(Value::Null);
-                let arguments = match raw {
-                    Value::String(text) => serde_json::from_str(&text).unwrap_or(Value::String(text)),
-                    other => other,
-                };
-                (id, name, arguments)
-            })
-            .collect()
+    pub fn calls(&self) -> Vec<ToolCall> {
+        ToolCall::parse_all(self.tool_calls.as_ref())
     }
 
     pub(crate) fn into_new(self) -> NewMessage {

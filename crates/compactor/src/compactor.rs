@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use strata_store::{
-    Level, Message, MessageOutline, NewSummary, NodeId, Role, SessionId, Store, SummaryNode, error_chain,
+    Level, Message, MessageOutline, NewSummary, NodeId, Role, SessionId, Store, SummaryNode, ToolCall,
+    error_chain,
 };
 use tracing::Instrument;
 
@@ -180,25 +181,24 @@ impl std::fmt::Display for Refusal {
 fn source_item(message: &Message) -> SourceItem {
     let mut text = message.content.clone();
     let mut tools = Vec::new();
-    if let Some(calls) = message.tool_calls.as_ref().and_then(|calls| calls.as_array()) {
-        for call in calls {
-            let name = call["function"]["name"].as_str().unwrap_or("tool");
-            tools.push(name.to_owned());
-            let arguments = call["function"]["arguments"].as_str().unwrap_or_default();
-            let rendered = match serde_json::from_str::<serde_json::Value>(arguments) {
-                Ok(serde_json::Value::Object(map)) => map
-                    .iter()
-                    .map(|(key, value)| match value {
-                        serde_json::Value::String(s) => format!("{key}={s}"),
-                        other => format!("{key}={other}"),
-                    })
-                    .collect::<Vec<_>>()
-                    .join(" "),
-                _ => arguments.to_owned(),
-            };
-            let rendered = crate::summarizer::truncate_chars(&rendered, 300);
-            text.push_str(&format!("\n[calls {name}: {rendered} ]"));
-        }
+    for call in ToolCall::parse_all(message.tool_calls.as_ref()) {
+        let name = if call.name.is_empty() { "tool" } else { call.name.as_str() };
+        tools.push(name.to_owned());
+        let rendered = match &call.arguments {
+            serde_json::Value::Object(map) => map
+                .iter()
+                .map(|(key, value)| match value {
+                    serde_json::Value::String(s) => format!("{key}={s}"),
+                    other => format!("{key}={other}"),
+                })
+                .collect::<Vec<_>>()
+                .join(" "),
+            serde_json::Value::String(text) => text.clone(),
+            serde_json::Value::Null => String::new(),
+            other => other.to_string(),
+        };
+        let rendered = crate::summarizer::truncate_chars(&rendered, 300);
+        text.push_str(&format!("\n[calls {name}: {rendered} ]"));
     }
     let tool = match message.role {
         Role::Tool => message.name.clone(),

@@ -66,6 +66,6 @@ pub use crate::sessions::validate_persona;
 pub use crate::store::{Imported, IncomingMessage, RejectionCount, Stats, Store, SummarizerStats};
 pub use crate::types::{
     Category, Level, Memory, MemoryId, MemoryUpdate, Message, MessageId, NewMessage, NewSummary, NodeId,
-    QueuedUpdate, Role, Session, SessionId, SummaryNode, UpdateId, Writer, from_unix, to_unix,
+    QueuedUpdate, Role, Session, SessionId, SummaryNode, ToolCall, UpdateId, Writer, from_unix, to_unix,
 };
 pub use crate::vectors::{BacklogItem, EmbeddingSpace, MAX_CHUNKS, Scan};

@@ -151,6 +151,40 @@ impl Session {
     }
 }
 
+/// One tool call of an assistant message, read once from the OpenAI `tool_calls` array it is
+/// stored as (`{"id", "type": "function", "function": {"name", "arguments"}}`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolCall {
+    /// The id the model gave the call (empty when it gave none).
+    pub id: String,
+    /// The tool's name (empty when the call names none).
+    pub name: String,
+    /// The arguments: JSON text is parsed; text that is not JSON stays a string (for the tool
+    /// to refuse); missing arguments are `null`.
+    pub arguments: serde_json::Value,
+}
+
+impl ToolCall {
+    /// The calls of a message's `tool_calls`, in order; anything but an array holds none.
+    pub fn parse_all(tool_calls: Option<&serde_json::Value>) -> Vec<ToolCall> {
+        use serde_json::Value;
+        let Some(Value::Array(calls)) = tool_calls else { return Vec::new() };
+        calls
+            .iter()
+            .map(|call| {
+                let text = |pointer: &str| {
+                    call.pointer(pointer).and_then(Value::as_str).unwrap_or_default().to_owned()
+                };
+                let arguments = match call.pointer("/function/arguments").cloned().unwrap_or(Value::Null) {
+                    Value::String(text) => serde_json::from_str(&text).unwrap_or(Value::String(text)),
+                    other => other,
+                };
+                ToolCall { id: text("/id"), name: text("/function/name"), arguments }
+            })
+            .collect()
+    }
+}
+
 /// A message to append. The store assigns its id and seq.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NewMessage {
@@ -475,5 +509,31 @@ impl Memory {
             updated_at: from_unix(row.get(5)?),
             persona: row.get(6)?,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::ToolCall;
+
+    #[test]
+    fn tool_calls_are_read_once_whatever_shape_the_arguments_have() {
+        let calls = json!([
+            {"id": "c1", "type": "function", "function": {"name": "memory_grep", "arguments": "{\"query\": \"port\"}"}},
+            {"id": "c2", "function": {"name": "view_message", "arguments": {"message_id": 7}}},
+            {"function": {"name": "memory_search", "arguments": "not json"}},
+            {"id": "c4"}
+        ]);
+        let parsed = ToolCall::parse_all(Some(&calls));
+        assert_eq!(parsed.len(), 4);
+        assert_eq!((parsed[0].id.as_str(), parsed[0].name.as_str()), ("c1", "memory_grep"));
+        assert_eq!(parsed[0].arguments, json!({"query": "port"}));
+        assert_eq!(parsed[1].arguments, json!({"message_id": 7}));
+        assert_eq!(parsed[2].arguments, json!("not json"));
+        assert_eq!((parsed[3].name.as_str(), &parsed[3].arguments), ("", &serde_json::Value::Null));
+        assert!(ToolCall::parse_all(Some(&json!({"not": "an array"}))).is_empty());
+        assert!(ToolCall::parse_all(None).is_empty());
     }
 }
