@@ -573,20 +573,8 @@ pub(crate) fn assemble(
 
     // Over budget: leave out the oldest buffer turns first (they are stored whole and
     // searchable), keeping turns that hold a pinned message. Then shrink the scaffold.
-    let buffer_turns: Vec<std::ops::Range<usize>> = {
-        let mut turns = Vec::new();
-        let mut start = 0;
-        for (i, (_, message)) in buffer.iter().enumerate() {
-            if i > start && message.role == Role::User {
-                turns.push(start..i);
-                start = i;
-            }
-        }
-        if start < buffer.len() {
-            turns.push(start..buffer.len());
-        }
-        turns
-    };
+    let buffer_turns: Vec<std::ops::Range<usize>> =
+        crate::plan::turns(0..buffer.len(), |i| buffer[i].1.role == Role::User).collect();
     let sum = |slots: &[Slot]| slots.iter().map(|slot| slot.entry.tokens).sum::<u32>();
     let mut elided = vec![false; buffer.len()];
     let layout = |scaffold: &[Slot], elided: &[bool]| -> u32 {

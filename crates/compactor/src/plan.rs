@@ -84,17 +84,12 @@ impl Plan {
                 after_gap: start > 0 && gap_before(outline, start),
             }
         };
-        let mut units = Vec::new();
-        let mut start = head_end;
-        for (index, message) in outline.iter().enumerate().skip(head_end + 1) {
-            if message.role == Role::User || gap_before(outline, index) {
-                units.push(make(start, index));
-                start = index;
-            }
-        }
-        if start < len {
-            units.push(make(start, len));
-        }
+        // Planning also starts a turn after an idle gap: a new conversation may open with the
+        // assistant (a reminder, a scheduled report).
+        let units: Vec<Unit> =
+            turns(head_end..len, |index| outline[index].role == Role::User || gap_before(outline, index))
+                .map(|turn| make(turn.start, turn.end))
+                .collect();
         let (mut tail_units, mut tail_tokens) = (0usize, 0u64);
         for unit in units.iter().rev() {
             if unit.covered {
@@ -199,12 +194,38 @@ fn gap_before(outline: &[MessageOutline], index: usize) -> bool {
     index > 0 && outline[index].seq != outline[index - 1].seq + 1
 }
 
+/// The one rule of turns: `range` cut into turns, each starting at the range's start or at an
+/// index `starts_turn` accepts (a user message; for planning, also the first message after an
+/// idle gap). Empty for an empty range.
+pub(crate) fn turns(
+    range: std::ops::Range<usize>,
+    starts_turn: impl Fn(usize) -> bool,
+) -> impl Iterator<Item = std::ops::Range<usize>> {
+    let mut starts: Vec<usize> = Vec::new();
+    if !range.is_empty() {
+        starts.push(range.start);
+        starts.extend((range.start + 1..range.end).filter(|&index| starts_turn(index)));
+    }
+    let ends: Vec<usize> = starts.iter().skip(1).copied().chain(std::iter::once(range.end)).collect();
+    starts.into_iter().zip(ends).map(|(start, end)| start..end)
+}
+
 #[cfg(test)]
 mod tests {
     use chrono::DateTime;
     use strata_store::{MessageId, NodeId};
 
     use super::*;
+
+    #[test]
+    fn turns_start_at_the_range_start_and_where_told() {
+        let cut = |range: std::ops::Range<usize>, starts: &[usize]| -> Vec<std::ops::Range<usize>> {
+            turns(range, |i| starts.contains(&i)).collect()
+        };
+        assert_eq!(cut(0..5, &[2, 4]), vec![0..2, 2..4, 4..5]);
+        assert_eq!(cut(3..6, &[0, 3, 5]), vec![3..5, 5..6], "the start is a turn start anyway");
+        assert_eq!(cut(2..2, &[2]), Vec::<std::ops::Range<usize>>::new());
+    }
 
     fn outline(roles: &str, tokens: u32) -> Vec<MessageOutline> {
         roles
