@@ -515,7 +515,22 @@ impl Compactor {
         let mut pending = true;
         let mut stop: Option<Outcome> = None;
         let mut known: Option<Planning> = Some(first);
+        let mut batch = LeafBatch::default();
         for _round in 0..max_rounds {
+            // Leaves are written a few at a time, and before a merge could take them.
+            let merge_ready = known.as_ref().is_some_and(|planning| planning.roots.len() + batch.len() >= 2 * k);
+            if batch.len() >= LEAF_BATCH || (merge_ready && !batch.is_empty()) {
+                if let Some(refusal) = self.write_leaves(session, &mut batch, &mut known).await? {
+                    refusals += 1;
+                    if refusals >= 2 {
+                        stop = Some(Outcome::NoProgress { refused: Some(refusal) });
+                        pending = false;
+                        break;
+                    }
+                } else {
+                    refusals = 0;
+                }
+            }
             if known.is_none() {
                 known = Some(self.planning(session).await?);
             }
@@ -590,13 +605,14 @@ impl Compactor {
                 summarizer,
                 memory_updates: summary.memory_updates,
             };
+            if let Target::Leaf(chunk) = &target {
+                let planning = known.as_mut().expect("read at the start of the round");
+                estimate = estimate.saturating_sub(chunk.tokens) + u64::from(tokens);
+                batch.push(chunk, new, planning.plan.covered(chunk), raw);
+                continue;
+            }
             let result = match target.clone() {
-                Target::Leaf(chunk) => self
-                    .blocking(move |store| {
-                        Ok(store.insert_leaf(session, chunk.first_seq, chunk.last_seq, &new)?)
-                    })
-                    .await
-                    .map(Some),
+                Target::Leaf(_) => unreachable!("leaves are batched above"),
                 Target::Merge(ids) => {
                     self.blocking(move |store| Ok(store.merge(&ids, &new)?)).await.map(Some)
                 }
@@ -610,11 +626,6 @@ impl Compactor {
                     refusals = 0;
                     let planning = known.as_mut().expect("read at the start of the round");
                     match (target, node) {
-                        (Target::Leaf(chunk), Some(node)) => {
-                            folded += planning.plan.covered(&chunk);
-                            estimate = estimate.saturating_sub(chunk.tokens) + u64::from(node.token_count);
-                            planning.roots.push(node);
-                        }
                         (Target::Merge(ids), Some(node)) => {
                             planning.roots.retain(|root| !ids.contains(&root.id));
                             planning.roots.push(node);
@@ -643,6 +654,20 @@ impl Compactor {
                 }
             }
         }
+        // What is summarized is written, whatever stopped the loop (a failed summarizer too).
+        if !batch.is_empty()
+            && let Some(refusal) = self.write_leaves(session, &mut batch, &mut known).await?
+            && created == 0
+            && batch.written == 0
+        {
+            stop.get_or_insert(Outcome::NoProgress { refused: Some(refusal) });
+        }
+        created += batch.written;
+        archived += batch.archived_written;
+        folded += batch.folded_written;
+        if let Some(Outcome::SummarizerDown { nodes_created, .. }) = &mut stop {
+            *nodes_created = created;
+        }
         if created == 0 && resummarized == 0 {
             return Ok(stop.unwrap_or(Outcome::NoProgress { refused: None }));
         }
@@ -659,6 +684,36 @@ impl Compactor {
             tokens_after,
             pending,
         })
+    }
+
+    /// Writes the batched Level-0 nodes in one transaction. They join the known roots and the
+    /// batch's written counts; a refusal (another compactor covered some of the messages)
+    /// drops them and the plan, to be read again, and is returned.
+    async fn write_leaves(
+        &self,
+        session: SessionId,
+        batch: &mut LeafBatch,
+        known: &mut Option<Planning>,
+    ) -> Result<Option<Refusal>> {
+        let leaves = std::mem::take(&mut batch.leaves);
+        let (folded, archived) = (std::mem::take(&mut batch.folded), std::mem::take(&mut batch.archived));
+        match self.blocking(move |store| Ok(store.insert_leaves(session, &leaves)?)).await {
+            Ok(nodes) => {
+                batch.written += nodes.len() as u32;
+                batch.folded_written += folded;
+                batch.archived_written += archived;
+                if let Some(planning) = known.as_mut() {
+                    planning.roots.extend(nodes);
+                }
+                Ok(None)
+            }
+            Err(err) => {
+                let Some(refusal) = Refusal::of(&err) else { return Err(err) };
+                tracing::info!(%session, %refusal, "write refused, re-planning");
+                *known = None;
+                Ok(Some(refusal))
+            }
+        }
     }
 
     /// The oldest raw-archive node of a session and the request that would summarize it properly.
@@ -786,6 +841,38 @@ enum Target {
     Leaf(Chunk),
     Merge(Vec<NodeId>),
     Replace(NodeId),
+}
+
+/// Level-0 nodes written per transaction at most. Each transaction flushes the summaries'
+/// full-text indexes to a new segment, which FTS5 then merges: one per node was a quarter of a
+/// bulk compaction's time.
+const LEAF_BATCH: usize = 8;
+
+/// Level-0 summaries not yet written, and what the written ones added up to.
+#[derive(Default)]
+struct LeafBatch {
+    leaves: Vec<(i64, i64, NewSummary)>,
+    folded: u64,
+    archived: u32,
+    written: u32,
+    folded_written: u64,
+    archived_written: u32,
+}
+
+impl LeafBatch {
+    fn push(&mut self, chunk: &Chunk, summary: NewSummary, folded: u64, raw: bool) {
+        self.leaves.push((chunk.first_seq, chunk.last_seq, summary));
+        self.folded += folded;
+        self.archived += u32::from(raw);
+    }
+
+    fn len(&self) -> usize {
+        self.leaves.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.leaves.is_empty()
+    }
 }
 
 /// See [`Compactor::planning`].

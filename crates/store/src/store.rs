@@ -363,6 +363,18 @@ impl Store {
         self.write(|tx| nodes::insert_leaf(tx, session, first_seq, last_seq, summary, Utc::now()))
     }
 
+    /// Inserts several Level-0 nodes of one session in one transaction (a bulk compaction
+    /// writes its leaves in batches): all of them, or none when any is refused.
+    pub fn insert_leaves(&self, session: SessionId, leaves: &[(i64, i64, NewSummary)]) -> Result<Vec<SummaryNode>> {
+        self.write(|tx| {
+            let now = Utc::now();
+            leaves
+                .iter()
+                .map(|(first_seq, last_seq, summary)| nodes::insert_leaf(tx, session, *first_seq, *last_seq, summary, now))
+                .collect()
+        })
+    }
+
     /// Atomically merges adjacent roots of one level into a new node one level up; refused with
     /// [`Error::AlreadyMerged`] if any of them already has a parent.
     pub fn merge(&self, children: &[NodeId], summary: &NewSummary) -> Result<SummaryNode> {
