@@ -137,14 +137,26 @@ impl Config {
         compactor
     }
 
-    /// The summarizer these settings choose: the extractive one, or the OpenAI-compatible
-    /// client (with `[summarizer] input_cap_tokens` applied), counting with the compactor's
-    /// token encoding. The one place a summarizer is built from settings.
+    /// The summarizer these settings choose: the extractive one (with sentence vectors from
+    /// the local embedding model when its files are present), or the OpenAI-compatible client
+    /// (with `[summarizer] input_cap_tokens` applied), counting with the compactor's token
+    /// encoding. The one place a summarizer is built from settings.
     pub fn summarizer(&self) -> Result<std::sync::Arc<dyn strata_compactor::Summarizer>> {
+        self.summarizer_with(crate::SentenceModel::new(self.recall.clone()))
+    }
+
+    /// [`Config::summarizer`], the extractive one selecting with sentence vectors from
+    /// `sentences` (when its model loads).
+    pub(crate) fn summarizer_with(
+        &self,
+        sentences: crate::SentenceModel,
+    ) -> Result<std::sync::Arc<dyn strata_compactor::Summarizer>> {
         use strata_compactor::{CappedSummarizer, ExtractiveSummarizer, OpenAiSummarizer};
         let counter = self.compactor.token_counter();
         Ok(match self.summarizer.kind {
-            SummarizerKind::Extractive => std::sync::Arc::new(ExtractiveSummarizer::new(counter)),
+            SummarizerKind::Extractive => std::sync::Arc::new(
+                ExtractiveSummarizer::new(counter).with_embedder(std::sync::Arc::new(sentences)),
+            ),
             SummarizerKind::Openai => {
                 let client = OpenAiSummarizer::new(self.summarizer.openai(&self.compactor.retry))?;
                 match self.summarizer.input_cap_tokens {

@@ -7,8 +7,10 @@ use std::time::Duration;
 
 use chrono::Utc;
 use serde_json::Value;
-use strata_compactor::{AssembledContext, Compactor, Outcome, Resummarized, Summarizer};
-use strata_recall::{EmbedWorker, Embedder, EmbedderState, ToolContext};
+use strata_compactor::{
+    AssembledContext, Compactor, EmbedError, Outcome, Resummarized, SentenceEmbedder, Summarizer,
+};
+use strata_recall::{EmbedWorker, Embedder, EmbedderState, RecallConfig, ToolContext};
 use strata_store::{
     Level, Memory, MessageId, NewMessage, QueuedUpdate, Session, SessionId, Store, SummaryNode,
 };
@@ -35,8 +37,9 @@ struct Inner {
     config: Config,
     compactor: Compactor,
     /// Loaded on first use: opening an engine stays fast, and a machine without the model
-    /// still gets everything but semantic search.
-    embedder: OnceLock<EmbedderState>,
+    /// still gets everything but semantic search. Shared with the extractive summarizer's
+    /// [`SentenceModel`], so the model is loaded once.
+    embedder: Arc<OnceLock<EmbedderState>>,
     /// Started at most once; a lock-free cell, so `append` never waits on a caller blocked in
     /// `wait_embedded`.
     worker: OnceLock<EmbedWorker>,
@@ -64,8 +67,12 @@ impl PreparedContext {
 impl Engine {
     /// Opens (or creates) the database at `path` with the summarizer `config` names.
     pub fn open(path: impl AsRef<Path>, config: Config) -> Result<Engine> {
-        let summarizer = config.summarizer()?;
-        Engine::with_summarizer(path, config, summarizer)
+        // The extractive summarizer's sentence vectors come from the model the tools use,
+        // loaded once, on the first summary (or never, without its files: lexical selection).
+        let embedder = Arc::new(OnceLock::new());
+        let summarizer =
+            config.summarizer_with(SentenceModel::sharing(embedder.clone(), config.recall.clone()))?;
+        Engine::build(path, config, summarizer, embedder)
     }
 
     /// Opens the database at `path` with a summarizer of the caller's choosing.
@@ -73,6 +80,15 @@ impl Engine {
         path: impl AsRef<Path>,
         config: Config,
         summarizer: Arc<dyn Summarizer>,
+    ) -> Result<Engine> {
+        Engine::build(path, config, summarizer, Arc::new(OnceLock::new()))
+    }
+
+    fn build(
+        path: impl AsRef<Path>,
+        config: Config,
+        summarizer: Arc<dyn Summarizer>,
+        embedder: Arc<OnceLock<EmbedderState>>,
     ) -> Result<Engine> {
         config.validate()?;
         let store = Store::open(path)?;
@@ -86,7 +102,7 @@ impl Engine {
                 store,
                 config,
                 compactor,
-                embedder: OnceLock::new(),
+                embedder,
                 worker: OnceLock::new(),
                 background: Mutex::new(HashMap::new()),
             }),
@@ -231,6 +247,39 @@ impl Engine {
         if let Some(worker) = self.inner.worker.get() {
             worker.notify();
         }
+    }
+}
+
+/// strata-recall's local embedding model as the extractive summarizer's [`SentenceEmbedder`]:
+/// loaded on the first summary (or found unavailable once, without its files, after which the
+/// summarizer selects lexically).
+#[derive(Clone, Debug)]
+pub struct SentenceModel {
+    state: Arc<OnceLock<EmbedderState>>,
+    config: RecallConfig,
+}
+
+impl SentenceModel {
+    /// The model `config` names, loaded on first use.
+    pub fn new(config: RecallConfig) -> SentenceModel {
+        SentenceModel::sharing(Arc::new(OnceLock::new()), config)
+    }
+
+    /// The model held (or to be loaded) in `state`, which an [`Engine`] shares with its tools.
+    fn sharing(state: Arc<OnceLock<EmbedderState>>, config: RecallConfig) -> SentenceModel {
+        SentenceModel { state, config }
+    }
+
+    /// The model, loaded now if it was not, or why it is unavailable.
+    pub fn state(&self) -> &EmbedderState {
+        self.state.get_or_init(|| Embedder::for_config(&self.config).into())
+    }
+}
+
+impl SentenceEmbedder for SentenceModel {
+    fn embed_sentences(&self, texts: &[&str]) -> std::result::Result<Vec<Vec<f32>>, EmbedError> {
+        // Sorted by length in batches of 64: sentences of similar length pad less.
+        Ok(self.state().get()?.embed_sorted(texts, 64)?)
     }
 }
 

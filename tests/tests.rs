@@ -16,3 +16,4 @@ mod crash;
 mod llm_recorded;
 mod memory_life;
 mod reliability;
+mod summaries;

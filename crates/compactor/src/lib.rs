@@ -74,7 +74,7 @@ pub use crate::compactor::{Compactor, Outcome, Refusal, Resummarized};
 pub use crate::config::{CompactorConfig, RetryPolicy};
 pub use crate::endpoint::{ChatEndpoint, api_key};
 pub use crate::error::{Error, LlmError, Result, SummarizeError};
-pub use crate::extractive::{EXTRACTIVE, ExtractiveSummarizer, RAW_ARCHIVE};
+pub use crate::extractive::{EXTRACTIVE, EmbedError, ExtractiveSummarizer, RAW_ARCHIVE, SentenceEmbedder};
 pub use crate::openai::{OpenAiConfig, OpenAiSummarizer};
 pub use crate::summarizer::{
     BoxFuture, MAX_MEMORY_UPDATES, RejectReason, RetryNote, SourceItem, SourceKind, Summarizer, Summary,

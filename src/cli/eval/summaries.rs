@@ -6,6 +6,10 @@
 //! every content word of the answer in its headline or body. Only evidence messages whose own
 //! text holds every such word count (the others could not be retained by any extraction).
 //!
+//! With the embedding model present the summarizer selects with sentence vectors, as the
+//! engine's does; `--lexical` measures the fallback without them. The summarizer's time per node
+//! is reported without the time the model took to embed the sentences, which is reported apart.
+//!
 //! Three corpora: the annotated dev conversations (`questions.jsonl`), a team's group chat
 //! (`strata::synth::generate_team_chat`, a generator the summarizer was not written against)
 //! and the demo's week of pair programming (`strata::synth::generate`); for the generated ones
@@ -14,12 +18,17 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use indicatif::ProgressBar;
 use serde::Serialize;
-use strata_compactor::{Compactor, ExtractiveSummarizer, Outcome, SourceKind, TimedSummarizer, TokenCounter};
+use strata::SentenceModel;
+use strata_compactor::{
+    BoxFuture, Compactor, EmbedError, ExtractiveSummarizer, Outcome, SentenceEmbedder, SourceKind,
+    SummarizeError, Summarizer, Summary, SummaryRequest, TimedSummarizer, TokenCounter,
+};
 use strata_store::{IncomingMessage, Message, NodeId, Store, SummaryNode};
 
 use super::{Question, read_questions};
@@ -34,6 +43,64 @@ pub struct SummariesArgs {
     /// Messages per generated conversation (team chat, pair programming week).
     #[arg(long, default_value_t = 1_500)]
     messages: usize,
+    /// Select without sentence embeddings (the summarizer's fallback when the model is absent).
+    #[arg(long)]
+    lexical: bool,
+}
+
+/// The sentence model, timed: how long the summaries spent waiting for vectors.
+#[derive(Debug)]
+struct TimedEmbedder {
+    model: SentenceModel,
+    spent: Mutex<Duration>,
+}
+
+impl TimedEmbedder {
+    fn spent(&self) -> Duration {
+        *self.spent.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl SentenceEmbedder for TimedEmbedder {
+    fn embed_sentences(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let started = Instant::now();
+        let vectors = self.model.embed_sentences(texts);
+        *self.spent.lock().unwrap_or_else(PoisonError::into_inner) += started.elapsed();
+        vectors
+    }
+}
+
+/// The extractive summarizer with the embedding time of each call noted, in call order (the
+/// evaluation compacts one session at a time, so a call's share is the embedder's time
+/// spent during it).
+#[derive(Debug)]
+struct EmbeddingTimes {
+    summarizer: ExtractiveSummarizer,
+    embedder: Option<Arc<TimedEmbedder>>,
+    calls: Arc<Mutex<Vec<(SourceKind, Duration)>>>,
+}
+
+impl Summarizer for EmbeddingTimes {
+    fn name(&self) -> &str {
+        self.summarizer.name()
+    }
+
+    fn summarize<'a>(
+        &'a self,
+        request: &'a SummaryRequest,
+    ) -> BoxFuture<'a, Result<Summary, SummarizeError>> {
+        Box::pin(async move {
+            let before = self.embedder.as_ref().map_or(Duration::ZERO, |e| e.spent());
+            let summary = self.summarizer.summarize(request).await;
+            let spent = self.embedder.as_ref().map_or(Duration::ZERO, |e| e.spent()) - before;
+            self.calls.lock().unwrap_or_else(PoisonError::into_inner).push((request.kind, spent));
+            summary
+        })
+    }
+
+    fn paraphrases(&self) -> bool {
+        self.summarizer.paraphrases()
+    }
 }
 
 /// Lowercase word tokens (letters, digits, `_`).
@@ -93,9 +160,12 @@ struct CorpusReport {
     compression_level0: f64,
     /// Source tokens / summary tokens over the nodes above Level 0.
     compression_merges: Option<f64>,
-    /// Mean summarizer time per Level-0 node and per merge, milliseconds.
+    /// Mean summarizer time per Level-0 node and per merge, milliseconds, without the time
+    /// spent embedding sentences.
     ms_per_level0: f64,
     ms_per_merge: Option<f64>,
+    /// Mean time spent embedding the sentences of one Level-0 node, milliseconds.
+    embed_ms_per_level0: f64,
 }
 
 pub fn run(
@@ -106,6 +176,21 @@ pub fn run(
 ) -> anyhow::Result<()> {
     let counter = TokenCounter::for_model(&config.compactor.model);
     let mut reports = Vec::new();
+    let model = SentenceModel::new(config.recall.clone());
+    let embedder = if args.lexical {
+        None
+    } else {
+        match model.state().get() {
+            Ok(loaded) => {
+                eprintln!("sentence vectors: {}", loaded.spec().id);
+                Some(Arc::new(TimedEmbedder { model, spent: Mutex::new(Duration::ZERO) }))
+            }
+            Err(error) => {
+                eprintln!("sentence vectors unavailable ({error}): lexical selection");
+                None
+            }
+        }
+    };
 
     // The dev conversations: each persona's sessions, in file order, as one session.
     let transcript = args.data.join("transcripts.jsonl");
@@ -135,7 +220,7 @@ pub fn run(
         })
         .filter(|probe| !probe.answer.is_empty())
         .collect::<Vec<_>>();
-    reports.push(evaluate(config, "dev conversations", &incoming, &probes)?);
+    reports.push(evaluate(config, embedder.as_ref(), "dev conversations", &incoming, &probes)?);
 
     // Generated conversations: the planted facts' key words are the answers.
     use strata_synth as synth;
@@ -171,7 +256,7 @@ pub fn run(
                 evidence: vec![fact.index as i64],
             })
             .collect();
-        reports.push(evaluate(config, name, &incoming, &probes)?);
+        reports.push(evaluate(config, embedder.as_ref(), name, &incoming, &probes)?);
     }
 
     if json {
@@ -185,7 +270,7 @@ pub fn run(
         |value: Option<f64>, suffix: &str| value.map_or("-".to_owned(), |v| format!("{v:.2}{suffix}"));
     writeln!(
         out,
-        "{:<22} {:>6} {:>6} {:>11} {:>16} {:>16} {:>9} {:>9} {:>9} {:>9}",
+        "{:<22} {:>6} {:>6} {:>11} {:>16} {:>16} {:>9} {:>9} {:>9} {:>9} {:>9}",
         "corpus",
         "msgs",
         "answ.",
@@ -195,14 +280,15 @@ pub fn run(
         "L0 ratio",
         "L1+ ratio",
         "ms/L0",
-        "ms/merge"
+        "ms/merge",
+        "embed ms"
     )?;
     for report in &reports {
         let nodes: Vec<String> =
             report.nodes_per_level.iter().map(|(level, count)| format!("L{level}:{count}")).collect();
         writeln!(
             out,
-            "{:<22} {:>6} {:>6} {:>11} {:>16} {:>16} {:>9} {:>9} {:>9.2} {:>9}",
+            "{:<22} {:>6} {:>6} {:>11} {:>16} {:>16} {:>9} {:>9} {:>9.2} {:>9} {:>9.1}",
             report.corpus,
             report.messages,
             report.answerable,
@@ -213,6 +299,7 @@ pub fn run(
             optional(report.compression_merges, "x"),
             report.ms_per_level0,
             optional(report.ms_per_merge, ""),
+            report.embed_ms_per_level0,
         )?;
     }
     Ok(())
@@ -221,6 +308,7 @@ pub fn run(
 /// Stores, compacts and scores one corpus (every persona of it) in a fresh database.
 fn evaluate(
     config: &strata::Config,
+    embedder: Option<&Arc<TimedEmbedder>>,
     corpus: &str,
     incoming: &[IncomingMessage],
     probes: &[Probe],
@@ -232,8 +320,16 @@ fn evaluate(
     // window-aware trigger most of these short conversations would never be folded at all.
     let compactor_config =
         strata_compactor::CompactorConfig { trigger_ratio: 0.0, target_ratio: 0.0, ..config.compactor() };
-    let summarizer =
-        Arc::new(TimedSummarizer::new(ExtractiveSummarizer::new(compactor_config.token_counter())));
+    let mut extractive = ExtractiveSummarizer::new(compactor_config.token_counter());
+    if let Some(embedder) = embedder {
+        extractive = extractive.with_embedder(embedder.clone());
+    }
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let summarizer = Arc::new(TimedSummarizer::new(EmbeddingTimes {
+        summarizer: extractive,
+        embedder: embedder.cloned(),
+        calls: calls.clone(),
+    }));
     let compactor = Compactor::new(store.clone(), compactor_config, summarizer.clone())?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let mut messages: HashMap<String, Vec<Message>> = HashMap::new();
@@ -283,9 +379,17 @@ fn evaluate(
         *tokens += u64::from(node.token_count);
     }
     let times = summarizer.times();
-    let mean_ms = |kind: SourceKind| {
-        let of_kind: Vec<f64> =
-            times.iter().filter(|(k, _)| *k == kind).map(|(_, d)| d.as_secs_f64() * 1000.0).collect();
+    let embedding = calls.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    let mean_ms = |kind: SourceKind, embedding_only: bool| {
+        let of_kind: Vec<f64> = times
+            .iter()
+            .zip(&embedding)
+            .filter(|((k, _), _)| *k == kind)
+            .map(|((_, took), (_, embedding))| {
+                let took = if embedding_only { *embedding } else { took.saturating_sub(*embedding) };
+                took.as_secs_f64() * 1000.0
+            })
+            .collect();
         (!of_kind.is_empty()).then(|| of_kind.iter().sum::<f64>() / of_kind.len() as f64)
     };
     Ok(CorpusReport {
@@ -297,7 +401,8 @@ fn evaluate(
         level1,
         compression_level0: leaf_source as f64 / leaf_tokens.max(1) as f64,
         compression_merges: (merge_tokens > 0).then(|| merge_source as f64 / merge_tokens as f64),
-        ms_per_level0: mean_ms(SourceKind::Messages).unwrap_or(0.0),
-        ms_per_merge: mean_ms(SourceKind::Summaries),
+        ms_per_level0: mean_ms(SourceKind::Messages, false).unwrap_or(0.0),
+        ms_per_merge: mean_ms(SourceKind::Summaries, false),
+        embed_ms_per_level0: mean_ms(SourceKind::Messages, true).unwrap_or(0.0),
     })
 }
