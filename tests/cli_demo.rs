@@ -11,9 +11,9 @@ fn demo_compacts_and_recalls_planted_facts() {
         "[2/4] compacted (extractive summarizer)",
         "[3/4] embedded",
         "[4/4] assembled the context",
-        // The summaries keep facts: the bug report survives in the scaffold's bodies, the older
-        // decision only in the store, where the tools find it.
-        "bug        in the context verbatim? yes",
+        // The summaries keep facts: the fix survives in the scaffold's bodies (two levels up),
+        // the older decision only in the store, where the tools find it.
+        "fix        in the context verbatim? yes",
         "decision   in the context verbatim? no",
         "▸ memory_grep",
         "▸ memory_search",
