@@ -85,6 +85,10 @@ pub struct SummarizerConfig {
     /// The most source tokens one summarizer request holds: a larger turn (a huge tool result)
     /// is cut into pieces summarized separately and then merged. 0 sends everything at once.
     pub input_cap_tokens: u32,
+    /// The extractive summarizer judges restatements by their meaning, with sentence vectors
+    /// from the local embedding model (when its files are present; about a second of model
+    /// time per chunk). False: by their words only.
+    pub sentence_vectors: bool,
 }
 
 impl Default for SummarizerConfig {
@@ -98,6 +102,7 @@ impl Default for SummarizerConfig {
             temperature: 0.0,
             max_output_tokens: 0,
             input_cap_tokens: 16_000,
+            sentence_vectors: true,
         }
     }
 }
@@ -154,9 +159,10 @@ impl Config {
         use strata_compactor::{CappedSummarizer, ExtractiveSummarizer, OpenAiSummarizer};
         let counter = self.compactor.token_counter();
         Ok(match self.summarizer.kind {
-            SummarizerKind::Extractive => std::sync::Arc::new(
+            SummarizerKind::Extractive if self.summarizer.sentence_vectors => std::sync::Arc::new(
                 ExtractiveSummarizer::new(counter).with_embedder(std::sync::Arc::new(sentences)),
             ),
+            SummarizerKind::Extractive => std::sync::Arc::new(ExtractiveSummarizer::new(counter)),
             SummarizerKind::Openai => {
                 let client = OpenAiSummarizer::new(self.summarizer.openai(&self.compactor.retry))?;
                 match self.summarizer.input_cap_tokens {
