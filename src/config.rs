@@ -87,7 +87,8 @@ pub struct SummarizerConfig {
     pub input_cap_tokens: u32,
     /// The extractive summarizer judges restatements by their meaning, with sentence vectors
     /// from the local embedding model (when its files are present; about a second of model
-    /// time per chunk). False: by their words only.
+    /// time per chunk). False (the default): by their words only, which on the evaluation set kept
+    /// as many facts.
     pub sentence_vectors: bool,
 }
 
@@ -102,7 +103,7 @@ impl Default for SummarizerConfig {
             temperature: 0.0,
             max_output_tokens: 0,
             input_cap_tokens: 16_000,
-            sentence_vectors: true,
+            sentence_vectors: false,
         }
     }
 }

@@ -518,7 +518,8 @@ impl Compactor {
         let mut batch = LeafBatch::default();
         for _round in 0..max_rounds {
             // Leaves are written a few at a time, and before a merge could take them.
-            let merge_ready = known.as_ref().is_some_and(|planning| planning.roots.len() + batch.len() >= 2 * k);
+            let merge_ready =
+                known.as_ref().is_some_and(|planning| planning.roots.len() + batch.len() >= 2 * k);
             if batch.len() >= LEAF_BATCH || (merge_ready && !batch.is_empty()) {
                 if let Some(refusal) = self.write_leaves(session, &mut batch, &mut known).await? {
                     refusals += 1;

@@ -365,12 +365,18 @@ impl Store {
 
     /// Inserts several Level-0 nodes of one session in one transaction (a bulk compaction
     /// writes its leaves in batches): all of them, or none when any is refused.
-    pub fn insert_leaves(&self, session: SessionId, leaves: &[(i64, i64, NewSummary)]) -> Result<Vec<SummaryNode>> {
+    pub fn insert_leaves(
+        &self,
+        session: SessionId,
+        leaves: &[(i64, i64, NewSummary)],
+    ) -> Result<Vec<SummaryNode>> {
         self.write(|tx| {
             let now = Utc::now();
             leaves
                 .iter()
-                .map(|(first_seq, last_seq, summary)| nodes::insert_leaf(tx, session, *first_seq, *last_seq, summary, now))
+                .map(|(first_seq, last_seq, summary)| {
+                    nodes::insert_leaf(tx, session, *first_seq, *last_seq, summary, now)
+                })
                 .collect()
         })
     }

@@ -6,8 +6,9 @@
 //! every content word of the answer in its headline or body. Only evidence messages whose own
 //! text holds every such word count (the others could not be retained by any extraction).
 //!
-//! With the embedding model present the summarizer selects with sentence vectors, as the
-//! engine's does; `--lexical` measures the fallback without them. The summarizer's time per node
+//! The summarizer selects as the configuration says: by words (the default), or with sentence
+//! vectors when `[summarizer] sentence_vectors` is on and the model is present
+//! (`STRATA_SUMMARIZER_SENTENCE_VECTORS=true`); `--lexical` forces the former. The summarizer's time per node
 //! is reported without the time the model took to embed the sentences, which is reported apart.
 //!
 //! Three corpora: the annotated dev conversations (`questions.jsonl`), a team's group chat
@@ -43,7 +44,7 @@ pub struct SummariesArgs {
     /// Messages per generated conversation (team chat, pair programming week).
     #[arg(long, default_value_t = 1_500)]
     messages: usize,
-    /// Select without sentence embeddings (the summarizer's fallback when the model is absent).
+    /// Select without sentence embeddings even when `[summarizer] sentence_vectors` is on.
     #[arg(long)]
     lexical: bool,
 }
@@ -177,7 +178,7 @@ pub fn run(
     let counter = TokenCounter::for_model(&config.compactor.model);
     let mut reports = Vec::new();
     let model = SentenceModel::new(config.recall.clone());
-    let embedder = if args.lexical {
+    let embedder = if args.lexical || !config.summarizer.sentence_vectors {
         None
     } else {
         match model.state().get() {
