@@ -130,7 +130,8 @@ impl SummarizerConfig {
 
 impl Config {
     /// The compactor's settings with what other sections decide: memories expire for the
-    /// injection exactly when they expire for the tools (`[recall.memory_ttls]`).
+    /// injection exactly when they expire for the tools (`[recall.memory_ttls]`), and the tool
+    /// definitions sent with every request are counted against the budget.
     pub fn compactor(&self) -> strata_compactor::CompactorConfig {
         let mut compactor = self.compactor.clone();
         let max_age = |ttl: strata_recall::Ttl| match ttl {
@@ -140,6 +141,9 @@ impl Config {
         let ttls = &self.recall.memory_ttls;
         compactor.preferences_max_age = max_age(ttls.user_preferences);
         compactor.memories_max_age = [max_age(ttls.progress), max_age(ttls.memo)];
+        // Every chat request carries strata's tool definitions: the context leaves room for them,
+        // whether an engine or `strata context` assembles it.
+        compactor.request_overhead_tokens = compactor.token_counter().tools(&strata_recall::tool_specs());
         compactor
     }
 

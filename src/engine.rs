@@ -92,11 +92,7 @@ impl Engine {
     ) -> Result<Engine> {
         config.validate()?;
         let store = Store::open(path)?;
-        let mut compactor_config = config.compactor();
-        // Every chat request carries the tool definitions: the context must leave room for them.
-        compactor_config.request_overhead_tokens =
-            compactor_config.token_counter().tools(&strata_recall::tool_specs());
-        let compactor = Compactor::new(store.clone(), compactor_config, summarizer)?;
+        let compactor = Compactor::new(store.clone(), config.compactor(), summarizer)?;
         Ok(Engine {
             inner: Arc::new(Inner {
                 store,
