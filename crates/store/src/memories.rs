@@ -57,18 +57,9 @@ fn check_writer(writer: Writer, category: Category) -> Result<()> {
     Ok(())
 }
 
-/// Inserts or replaces the memory `(category, key)` of a persona; returns it and whether it is
-/// new. Call inside an immediate transaction, so that "new" is the truth even when several
-/// writers race for the same key.
-pub fn upsert(
-    conn: &Connection,
-    writer: Writer,
-    persona: &str,
-    memory: &MemoryWrite<'_>,
-    now: DateTime<Utc>,
-) -> Result<(Memory, bool)> {
-    check_writer(writer, memory.category)?;
-    validate_persona(persona)?;
+/// The rules every memory obeys, whoever writes it: a snake_case key of at most
+/// [`MAX_KEY_CHARS`], a title of at most 200 characters, content of 1 to [`MAX_CONTENT_CHARS`].
+pub fn validate(memory: &MemoryWrite<'_>) -> Result<()> {
     // Long keys are refused, not cut: two keys sharing their first 64 characters would
     // otherwise overwrite each other.
     let chars = memory.key.chars().count();
@@ -95,6 +86,22 @@ pub fn upsert(
     if memory.content.trim().is_empty() {
         return Err(Error::invalid("content", "must not be empty"));
     }
+    Ok(())
+}
+
+/// Inserts or replaces the memory `(category, key)` of a persona; returns it and whether it is
+/// new. Call inside an immediate transaction, so that "new" is the truth even when several
+/// writers race for the same key.
+pub fn upsert(
+    conn: &Connection,
+    writer: Writer,
+    persona: &str,
+    memory: &MemoryWrite<'_>,
+    now: DateTime<Utc>,
+) -> Result<(Memory, bool)> {
+    check_writer(writer, memory.category)?;
+    validate_persona(persona)?;
+    validate(memory)?;
     let existed: bool = conn
         .prepare_cached(
             "SELECT EXISTS (SELECT 1 FROM agent_memories WHERE category = ?1 AND key = ?2 AND role = ?3)",

@@ -52,6 +52,8 @@ pub fn settle(conn: &Connection, id: UpdateId) -> Result<()> {
 /// Turns a pending fact into the persona's open proposal for its key, replacing an older
 /// proposal of the same key. `key`, `title` and `content` are the checked forms.
 pub fn propose(conn: &Connection, id: UpdateId, key: &str, title: &str, content: &str) -> Result<()> {
+    // A proposal obeys the rules of the preference it would become, so accepting never fails.
+    memories::validate(&MemoryWrite { category: Category::UserPreferences, key, title, content })?;
     conn.prepare_cached(
         "DELETE FROM memory_updates WHERE state = 'proposed' AND key = ?2
              AND role = (SELECT role FROM memory_updates WHERE id = ?1)",

@@ -532,7 +532,7 @@ impl Store {
     /// Brings the message search indexes up to date before a search reads them, so a search
     /// never misses a message; nothing to do (one cheap read) in the common case.
     fn searchable(&self) -> Result<()> {
-        if self.unindexed_messages()? > 0 {
+        if !self.read(message_index::caught_up)? {
             while self.index_messages(INDEX_BATCH)? == INDEX_BATCH {}
         }
         Ok(())

@@ -3,8 +3,7 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use strata_store::{
-    Category, MAX_CONTENT_CHARS, MAX_KEY_CHARS, Memory, MemoryWrite, QueuedUpdate, Store, Writer,
-    normalize_key,
+    Category, MAX_CONTENT_CHARS, Memory, MemoryWrite, QueuedUpdate, Store, Writer, normalize_key,
 };
 
 use super::{MemoryListArgs, SaveMemoryArgs};
@@ -286,13 +285,9 @@ fn settle_one(
     let update = &queued.update;
     let title: String = update.title.trim().chars().take(200).collect();
     if update.category == Category::UserPreferences {
+        // The store checks the key, title and content as for any memory (`propose`).
         let key = normalize_key(&update.key)
-            .filter(|key| key.chars().count() <= MAX_KEY_CHARS)
-            .ok_or_else(|| Error::invalid("key", format!("{:?} is not a usable key", update.key)))?;
-        let chars = update.content.chars().count();
-        if chars > MAX_CONTENT_CHARS || update.content.trim().is_empty() {
-            return Err(Error::invalid("content", format!("{chars} characters")));
-        }
+            .ok_or_else(|| Error::invalid("key", format!("{:?} has no letters or digits", update.key)))?;
         let current = store.memory(&queued.persona, Category::UserPreferences, &key)?;
         if current.is_some_and(|memory| memory.content.trim() == update.content.trim()) {
             return Err(Error::invalid("content", "the user's preference says this already"));
