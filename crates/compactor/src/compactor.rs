@@ -669,6 +669,11 @@ impl Compactor {
         if let Some(Outcome::SummarizerDown { nodes_created, .. }) = &mut stop {
             *nodes_created = created;
         }
+        if created > 0 {
+            // Nodes are written without their search-index entries (FTS5 writes a segment at
+            // every statement that touches it); the call indexes them once, at its end.
+            self.blocking(|store| Ok(store.index_summaries()?)).await?;
+        }
         if created == 0 && resummarized == 0 {
             return Ok(stop.unwrap_or(Outcome::NoProgress { refused: None }));
         }

@@ -9,6 +9,7 @@ use rusqlite::{Connection, OptionalExtension};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+use crate::search_index::Deferred;
 
 /// The full-text indexes, each checked against its content.
 const FTS_TABLES: [&str; 6] =
@@ -99,15 +100,18 @@ pub(crate) fn sqlite_check(conn: &Connection, full: bool) -> Result<Check> {
 fn fts_check(conn: &Connection) -> Result<Check> {
     let mut check = Check { name: "full-text indexes match their tables", problems: 0, details: Vec::new() };
     conn.execute_batch("SAVEPOINT fts_check")?;
-    // Messages not indexed yet (schema 8) are indexed inside the savepoint, so the check
+    // Rows not indexed yet (schemas 8 and 10) are indexed inside the savepoint, so the check
     // compares whole tables and doctor still writes nothing.
-    let has_cursor: Option<i64> = conn
-        .query_row("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'message_index'", [], |row| {
-            row.get(0)
-        })
-        .optional()?;
-    if has_cursor.is_some() {
-        crate::message_index::index(conn, usize::MAX >> 1)?;
+    for deferred in Deferred::ALL {
+        let cursor = deferred.cursor_table();
+        let has_cursor: Option<i64> = conn
+            .query_row("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1", [cursor], |row| {
+                row.get(0)
+            })
+            .optional()?;
+        if has_cursor.is_some() {
+            deferred.index(conn, usize::MAX >> 1)?;
+        }
     }
     for table in FTS_TABLES {
         let exists: Option<i64> = conn

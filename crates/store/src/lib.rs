@@ -40,7 +40,7 @@ pub mod fence;
 mod ingests;
 mod memories;
 mod memory_updates;
-mod message_index;
+mod search_index;
 mod messages;
 mod migrate;
 mod nodes;

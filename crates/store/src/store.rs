@@ -16,8 +16,8 @@ use crate::db::{self, Pool};
 use crate::error::{Error, Missing, Result};
 use crate::memories::{self, MemoryWrite};
 use crate::memory_updates;
-use crate::message_index;
 use crate::search::{self, HitKind, SearchFilter, TextHit, TextQuery};
+use crate::search_index::Deferred;
 use crate::types::{
     Category, Level, Memory, Message, MessageId, NewMessage, NewSummary, NodeId, QueuedUpdate, Session,
     SessionId, SummaryNode, UpdateId, Writer,
@@ -25,7 +25,7 @@ use crate::types::{
 use crate::vectors::{self, BacklogItem, EmbeddingSpace, Scan};
 use crate::{ingests, messages, migrate, nodes, sessions};
 
-/// Messages indexed per transaction when a search catches the indexes up.
+/// Rows indexed per transaction when a search catches the indexes up.
 const INDEX_BATCH: usize = 2_000;
 
 /// Appends of at most this many messages are indexed for search in their own transaction
@@ -251,10 +251,10 @@ impl Store {
             sessions::by_id(tx, session)?;
             // A bot's message or two is indexed at once, so its searches never wait to write;
             // a bulk append leaves indexing to the next search (or its caller), in batches.
-            let index_now = messages.len() <= SYNC_INDEX_MAX && message_index::caught_up(tx)?;
+            let index_now = messages.len() <= SYNC_INDEX_MAX && Deferred::Messages.caught_up(tx)?;
             let ids = messages::append(tx, session, messages)?.ids;
             if index_now {
-                message_index::index(tx, ids.len())?;
+                Deferred::Messages.index(tx, ids.len())?;
             }
             Ok(ids)
         })
@@ -520,20 +520,42 @@ impl Store {
     /// Messages appended but not yet in the search indexes (schema 8): appends write only the
     /// row; every search indexes what is waiting before it reads.
     pub fn unindexed_messages(&self) -> Result<u64> {
-        self.read(message_index::unindexed)
+        self.read(|conn| Deferred::Messages.unindexed(conn))
     }
 
     /// Indexes up to `limit` of the messages waiting for the search indexes, in one
     /// transaction; returns how many. Bulk writers call it in a loop with a progress bar.
     pub fn index_messages(&self, limit: usize) -> Result<usize> {
-        self.write(|tx| message_index::index(tx, limit.max(1)))
+        self.write(|tx| Deferred::Messages.index(tx, limit.max(1)))
     }
 
-    /// Brings the message search indexes up to date before a search reads them, so a search
-    /// never misses a message; nothing to do (one cheap read) in the common case.
+    /// Summary nodes written but not yet in the search indexes (schema 10).
+    pub fn unindexed_summaries(&self) -> Result<u64> {
+        self.read(|conn| Deferred::Summaries.unindexed(conn))
+    }
+
+    /// Indexes every summary node waiting for the search indexes, one statement per index and
+    /// batch; returns how many. A compaction calls it at its end: nodes are written without
+    /// their index entries, since FTS5 writes a segment at every statement that touches it.
+    pub fn index_summaries(&self) -> Result<usize> {
+        let mut indexed = 0;
+        loop {
+            let batch = self.write(|tx| Deferred::Summaries.index(tx, INDEX_BATCH))?;
+            indexed += batch;
+            if batch < INDEX_BATCH {
+                return Ok(indexed);
+            }
+        }
+    }
+
+    /// Brings the search indexes up to date before a search reads them, so a search never
+    /// misses a message or a node; nothing to do (two cheap reads) in the common case.
     fn searchable(&self) -> Result<()> {
-        if !self.read(message_index::caught_up)? {
+        if !self.read(|conn| Deferred::Messages.caught_up(conn))? {
             while self.index_messages(INDEX_BATCH)? == INDEX_BATCH {}
+        }
+        if !self.read(|conn| Deferred::Summaries.caught_up(conn))? {
+            self.index_summaries()?;
         }
         Ok(())
     }

@@ -919,3 +919,41 @@ fn bulk_appends_are_indexed_before_any_search_reads() {
     assert!(ranked.iter().all(|(id, _)| *id > 103), "only the new session's rows (ids after the first 103)");
     assert_eq!(store.unindexed_messages().unwrap(), 0);
 }
+
+/// Schema 10: summary nodes are written without their index entries and indexed at the next
+/// search (or by the compactor's `index_summaries`); a node replaced before or after it was
+/// indexed is found by its new text only, and doctor finds the indexes whole either way.
+#[test]
+fn summaries_are_indexed_before_any_search_reads_and_replacements_follow() {
+    let (_dir, store) = temp_store();
+    let session = session_with(&store, "s", "p", 6);
+    let find = |q: &str| {
+        store
+            .grep(&TextQuery::parse(q).unwrap(), &SearchFilter::persona("p"))
+            .unwrap()
+            .into_iter()
+            .filter(|hit| hit.kind == HitKind::Summary)
+            .count()
+    };
+    let early = store.insert_leaf(session.id, 0, 1, &summary("zeppelin early")).unwrap();
+    assert_eq!(store.unindexed_summaries().unwrap(), 1, "a node is written without index entries");
+    assert!(store.doctor(false).unwrap().healthy());
+    assert_eq!(store.unindexed_summaries().unwrap(), 1, "doctor writes nothing");
+    // Replaced before it was indexed: no index entry to remove, the new text is indexed later.
+    store.replace_summary(early.id, "extractive", &summary("walrus early")).unwrap();
+    assert_eq!(find("zeppelin"), 0);
+    assert_eq!(find("walrus"), 1);
+    assert_eq!(store.unindexed_summaries().unwrap(), 0, "the search caught the index up");
+    // Replaced after it was indexed: the triggers swap the entries.
+    store.replace_summary(early.id, "extractive", &summary("narwhal early")).unwrap();
+    assert_eq!(find("walrus"), 0);
+    assert_eq!(find("narwhal"), 1);
+    let late = store.insert_leaf(session.id, 2, 3, &summary("zeppelin late")).unwrap();
+    assert_eq!(store.index_summaries().unwrap(), 1);
+    assert_eq!(store.unindexed_summaries().unwrap(), 0);
+    assert_eq!(find("zeppelin"), 1);
+    let ranked =
+        store.rank_words(HitKind::Summary, &["zeppelin".to_owned()], &SearchFilter::persona("p")).unwrap();
+    assert_eq!(ranked.first().map(|hit| hit.0), Some(late.id.0), "{ranked:?}");
+    assert!(store.doctor(true).unwrap().healthy());
+}

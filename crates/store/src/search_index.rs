@@ -1,0 +1,101 @@
+//! The cursors of the deferred search indexes: messages (schema 8) and summary nodes
+//! (schema 10) are written without their full-text index entries and indexed afterwards, in
+//! batches, by one statement per index. Rows of both tables are never deleted and their ids
+//! only grow, so a cursor says what is indexed: every row with `id <= indexed_through`.
+//! Every search brings the indexes up to date before it reads.
+
+use rusqlite::{Connection, params};
+
+use crate::error::Result;
+
+/// A table whose rows are indexed after they are written.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Deferred {
+    /// `messages`, into the trigram and the word index.
+    Messages,
+    /// `summary_nodes`, into the trigram and the word index.
+    Summaries,
+}
+
+impl Deferred {
+    pub(crate) const ALL: [Deferred; 2] = [Deferred::Messages, Deferred::Summaries];
+
+    /// The base table and the table holding its cursor.
+    fn tables(self) -> (&'static str, &'static str) {
+        match self {
+            Deferred::Messages => ("messages", "message_index"),
+            Deferred::Summaries => ("summary_nodes", "summary_index"),
+        }
+    }
+
+    /// The table holding the cursor (absent before its schema version).
+    pub(crate) fn cursor_table(self) -> &'static str {
+        self.tables().1
+    }
+
+    /// The statements that index the rows with `?1 < id <= ?2`, one per index.
+    fn inserts(self) -> &'static [&'static str] {
+        match self {
+            Deferred::Messages => &[
+                "INSERT INTO messages_fts(rowid, content)
+                 SELECT id, content FROM messages WHERE id > ?1 AND id <= ?2 ORDER BY id",
+                // A message is indexed as `speaker: text`, since questions name people.
+                "INSERT INTO messages_words(rowid, text)
+                 SELECT id, coalesce(name, role) || ': ' || content FROM messages
+                 WHERE id > ?1 AND id <= ?2 ORDER BY id",
+            ],
+            Deferred::Summaries => &[
+                "INSERT INTO summaries_fts(rowid, headline, body)
+                 SELECT id, headline, body FROM summary_nodes WHERE id > ?1 AND id <= ?2 ORDER BY id",
+                "INSERT INTO summaries_words(rowid, text)
+                 SELECT id, headline || char(10) || body FROM summary_nodes
+                 WHERE id > ?1 AND id <= ?2 ORDER BY id",
+            ],
+        }
+    }
+
+    /// Rows not yet in the search indexes.
+    pub(crate) fn unindexed(self, conn: &Connection) -> Result<u64> {
+        let (table, cursor) = self.tables();
+        let count: i64 = conn
+            .prepare_cached(&format!(
+                "SELECT count(*) FROM {table} WHERE id > (SELECT indexed_through FROM {cursor} WHERE id = 1)"
+            ))?
+            .query_row([], |row| row.get(0))?;
+        Ok(count as u64)
+    }
+
+    /// True when every row is in the search indexes: one indexed lookup, whatever waits.
+    pub(crate) fn caught_up(self, conn: &Connection) -> Result<bool> {
+        let (table, cursor) = self.tables();
+        let waiting: bool = conn
+            .prepare_cached(&format!(
+                "SELECT EXISTS (SELECT 1 FROM {table}
+                                WHERE id > (SELECT indexed_through FROM {cursor} WHERE id = 1))"
+            ))?
+            .query_row([], |row| row.get(0))?;
+        Ok(!waiting)
+    }
+
+    /// Indexes up to `limit` of the oldest unindexed rows (in every index of the table) and
+    /// moves the cursor past them; returns how many. Call in an immediate transaction.
+    pub(crate) fn index(self, conn: &Connection, limit: usize) -> Result<usize> {
+        let (table, cursor_table) = self.tables();
+        let cursor: i64 = conn
+            .prepare_cached(&format!("SELECT indexed_through FROM {cursor_table} WHERE id = 1"))?
+            .query_row([], |row| row.get(0))?;
+        let last: Option<i64> = conn
+            .prepare_cached(&format!(
+                "SELECT max(id) FROM (SELECT id FROM {table} WHERE id > ?1 ORDER BY id LIMIT ?2)"
+            ))?
+            .query_row(params![cursor, limit as i64], |row| row.get(0))?;
+        let Some(last) = last else { return Ok(0) };
+        let mut indexed = 0;
+        for insert in self.inserts() {
+            indexed = conn.prepare_cached(insert)?.execute(params![cursor, last])?;
+        }
+        conn.prepare_cached(&format!("UPDATE {cursor_table} SET indexed_through = ?1 WHERE id = 1"))?
+            .execute([last])?;
+        Ok(indexed)
+    }
+}
