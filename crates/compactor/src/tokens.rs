@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 use tiktoken_rs::CoreBPE;
@@ -51,6 +51,16 @@ impl Encoding {
         }
     }
 
+    /// What every counter of this encoding in the process remembers: the compactor, its
+    /// summarizer and the assembler count the same bodies, so they share one memo.
+    fn memo(self) -> Arc<Mutex<Memo>> {
+        static MEMOS: LazyLock<[Arc<Mutex<Memo>>; 2]> = LazyLock::new(Default::default);
+        match self {
+            Encoding::Cl100kBase => MEMOS[0].clone(),
+            Encoding::O200kBase => MEMOS[1].clone(),
+        }
+    }
+
     fn bpe(self) -> &'static CoreBPE {
         // tiktoken-rs builds each vocabulary once per process, on first use.
         match self {
@@ -72,8 +82,8 @@ impl std::str::FromStr for Encoding {
     }
 }
 
-/// Counts tokens exactly as the model's tokenizer would. Cheap to clone; clones share what
-/// they remember.
+/// Counts tokens exactly as the model's tokenizer would. Cheap to clone; every counter of an
+/// encoding shares what it remembers.
 #[derive(Clone)]
 pub struct TokenCounter {
     encoding: Encoding,
@@ -183,7 +193,7 @@ fn spaced_json(value: &serde_json::Value) -> String {
 impl TokenCounter {
     /// A counter for an encoding.
     pub fn new(encoding: Encoding) -> TokenCounter {
-        TokenCounter { encoding, bpe: encoding.bpe(), memo: Arc::default() }
+        TokenCounter { encoding, bpe: encoding.bpe(), memo: encoding.memo() }
     }
 
     /// A counter for the encoding a model name implies.

@@ -269,6 +269,7 @@ impl Chunk {
         let code = looks_like_code(&text);
         let mut ids = Vec::new();
         let mut first = true;
+        let mut lower = String::new();
         for raw in text.split_whitespace() {
             let token = trim_token(raw);
             if is_path(token) {
@@ -279,7 +280,14 @@ impl Chunk {
                 }
             }
             for part in token.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|p| !p.is_empty()) {
-                let lower = part.to_lowercase();
+                // Most words are ASCII: lowered in place, without a new string each.
+                lower.clear();
+                if part.is_ascii() {
+                    lower.push_str(part);
+                    lower.make_ascii_lowercase();
+                } else {
+                    lower.push_str(&part.to_lowercase());
+                }
                 let sentence_start = first;
                 first = false;
                 let numeric = part.chars().any(|c| c.is_ascii_digit());

@@ -563,39 +563,55 @@ pub(super) const INTENSIFIERS: &[&str] =
 
 /// The text without intensifiers before another word.
 pub(super) fn drop_intensifiers(text: &str) -> String {
-    let words: Vec<&str> = text.split(' ').collect();
-    let mut kept: Vec<&str> = Vec::with_capacity(words.len());
-    for (index, word) in words.iter().enumerate() {
-        let bare = word.to_ascii_lowercase();
-        let before_word = words.get(index + 1).is_some_and(|next| next.starts_with(char::is_alphanumeric));
-        if before_word && INTENSIFIERS.contains(&bare.as_str()) {
+    let mut kept = String::with_capacity(text.len());
+    let mut words = text.split(' ').peekable();
+    let mut first = true;
+    while let Some(word) = words.next() {
+        let before_word = words.peek().is_some_and(|next| next.starts_with(char::is_alphanumeric));
+        if before_word && INTENSIFIERS.iter().any(|intensifier| word.eq_ignore_ascii_case(intensifier)) {
             continue;
         }
-        kept.push(word);
+        if !first {
+            kept.push(' ');
+        }
+        first = false;
+        kept.push_str(word);
     }
-    kept.join(" ")
+    kept
 }
 
 /// `text` on one line, cut at a word boundary to at most `max` characters.
 pub(super) fn truncate_words(text: &str, max: usize) -> String {
-    let line = one_line(text, usize::MAX);
-    if line.chars().count() <= max {
-        return line;
-    }
-    let mut cut = String::new();
-    for word in line.split(' ') {
-        if cut.chars().count() + word.chars().count() + 2 > max {
+    // One pass: the line so far, its length in characters, and the end of the longest run of
+    // whole words that leaves room for " …".
+    let mut line = String::with_capacity(text.len().min(max.saturating_mul(4)));
+    let mut chars = 0;
+    let mut fitting = true;
+    let mut fit_end = 0;
+    for word in text.split_whitespace() {
+        let len = word.chars().count();
+        if fitting && chars + len + 2 <= max {
+            fit_end = line.len() + usize::from(!line.is_empty()) + word.len();
+        } else {
+            fitting = false;
+        }
+        if !line.is_empty() {
+            line.push(' ');
+            chars += 1;
+        }
+        line.push_str(word);
+        chars += len;
+        if !fitting && chars > max {
             break;
         }
-        if !cut.is_empty() {
-            cut.push(' ');
-        }
-        cut.push_str(word);
     }
-    if cut.is_empty() {
+    if chars <= max {
+        return line;
+    }
+    if fit_end == 0 {
         return truncate_chars(&line, max);
     }
-    format!("{} …", cut.trim_end_matches([',', ';', ':']))
+    format!("{} …", line[..fit_end].trim_end_matches([',', ';', ':']))
 }
 
 /// The first sentence of a text, on one line.
@@ -758,6 +774,17 @@ mod tests {
         // Short comma clauses stay together.
         assert_eq!(clauses("Yes, it was fun."), ["Yes, it was fun."]);
         assert_eq!(drop_intensifiers("It is really important, really."), "It is important, really.");
+        assert_eq!(drop_intensifiers("a  Very  b"), "a  Very  b", "spacing is kept");
+    }
+
+    #[test]
+    fn words_are_cut_whole_on_one_line() {
+        assert_eq!(truncate_words("  short\n line ", 40), "short line");
+        assert_eq!(truncate_words("one two three four", 18), "one two three four");
+        assert_eq!(truncate_words("one two three four", 17), "one two three …");
+        assert_eq!(truncate_words("one two, three four", 12), "one two …");
+        assert_eq!(truncate_words("unbreakable", 5), "unbr…");
+        assert_eq!(truncate_words("é é é é é é", 7), "é é é …");
     }
 
     #[test]
