@@ -454,6 +454,18 @@ impl Chunk {
         self.phrases = phrases;
     }
 
+    /// The ids of the chunk's content words in `text`, sorted (so that sums over them add in
+    /// the same order every run), each once.
+    pub(super) fn words_of(&self, text: &str) -> Vec<usize> {
+        let mut words: Vec<usize> = text
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .filter_map(|w| self.vocabulary.get(&w.to_lowercase()).copied())
+            .collect();
+        words.sort_unstable();
+        words.dedup();
+        words
+    }
+
     /// What the chunk was about, in its own words: the clauses that best cover its recurring
     /// content words (each word weighted by its weight and, through a logarithm, by how many
     /// units it occurs in: the chunk's topics), shorter clauses preferred, none repeating half
@@ -491,13 +503,7 @@ impl Chunk {
         let mut scored: Vec<(f64, usize, String, Vec<usize>)> = candidates
             .into_iter()
             .filter_map(|(order, text)| {
-                // Sorted, so that the sum below adds in the same order every run.
-                let mut words: Vec<usize> = text
-                    .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-                    .filter_map(|w| self.vocabulary.get(&w.to_lowercase()).copied())
-                    .collect();
-                words.sort_unstable();
-                words.dedup();
+                let words = self.words_of(&text);
                 let topicality: f64 = words
                     .iter()
                     .map(|&id| self.weight(id) * (1.0 + f64::from(self.words[id].units.max(1)).ln()))

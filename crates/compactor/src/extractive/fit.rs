@@ -187,6 +187,10 @@ impl Chunk {
         let budget = (aim - headline_cost - file_cost - headings).max(0.0);
 
         let mut selection = self.selection(ratio, vectors);
+        // The headline's words are in the summary already: the body's budget goes to others.
+        for clause in &story {
+            selection.cover(&self.words_of(clause));
+        }
         if let Some(open) = self.open_question {
             let cost = selection.unit_cost(&self.units[open]);
             if cost <= budget / 4.0 {

@@ -59,6 +59,11 @@ impl Selection<'_> {
         words.iter().filter(|&&w| !self.covered[w]).map(|&w| self.weights[w]).sum()
     }
 
+    /// Counts `words` as said already (by the headline): the body spends nothing on them.
+    pub(super) fn cover(&mut self, words: &[usize]) {
+        words.iter().for_each(|&w| self.covered[w] = true);
+    }
+
     pub(super) fn take(&mut self, pick: Pick, cost: f64) {
         let words = match pick {
             Pick::Unit(index) => {
