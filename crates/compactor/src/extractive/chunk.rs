@@ -241,9 +241,15 @@ impl Chunk {
                 if !speaker.is_empty() {
                     speakers.insert(speaker.to_lowercase());
                 }
+                // A line may hold several picks of one speaker: each sentence and clause is a
+                // unit again, so a merge can keep the part that carries the fact.
                 source += 1;
-                if let Some(index) = chunk.push_unit(source, day, &speaker.clone(), rest, false) {
-                    chunk.units[index].section = section;
+                for sentence in sentences(rest) {
+                    for clause in clauses(sentence) {
+                        if let Some(index) = chunk.push_unit(source, day, &speaker.clone(), clause, false) {
+                            chunk.units[index].section = section;
+                        }
+                    }
                 }
             }
             source += 1;
@@ -479,7 +485,10 @@ impl Chunk {
         if self.child_headlines.is_empty() {
             for (index, unit) in self.units.iter().enumerate() {
                 let asks = unit.text.ends_with('?');
-                let eligible = if requests_only { unit.request } else { unit.prose && !asks };
+                // A bracketed note (an attachment's caption, an action) describes a message;
+                // the headline says what was said and done.
+                let note = unit.text.starts_with('[');
+                let eligible = !note && if requests_only { unit.request } else { unit.prose && !asks };
                 if !eligible || Some(index) == self.open_question {
                     continue;
                 }

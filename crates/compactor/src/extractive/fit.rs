@@ -81,6 +81,7 @@ impl Chunk {
             body.push_str(section.title());
             body.push_str(":\n");
             let mut last_day = None;
+            let mut last_speaker: Option<&str> = None;
             let mut index = 0;
             while index < units.len() {
                 let unit = &self.units[units[index]];
@@ -97,6 +98,16 @@ impl Chunk {
                     next += 1;
                 }
                 trim_clause_end(&mut text);
+                // One speaker's picks of one day share a line: the prefix is said once.
+                if last_day == Some(unit.day) && last_speaker == Some(unit.speaker.as_str()) {
+                    body.pop();
+                    body.push_str(if body.ends_with(['.', '!', '?', '…']) { " " } else { "; " });
+                    body.push_str(&text);
+                    body.push('\n');
+                    index = next;
+                    continue;
+                }
+                last_speaker = Some(unit.speaker.as_str());
                 body.push_str("- ");
                 if last_day != Some(unit.day) {
                     // The year is written when it is new to the section.
@@ -161,7 +172,7 @@ impl Chunk {
             (f64::from(counter.text(&sample)) / sample.chars().count() as f64).clamp(0.15, 1.0)
         };
         // Aim a little under the target, so that low estimates rarely force a second fit.
-        let aim = target_f * 0.89;
+        let aim = target_f * 0.94;
         let files = self.ranked_files();
         // Files are cheap and what coding work is about; they get at most a tenth of the budget.
         let mut file_count = 0;
