@@ -428,7 +428,8 @@ impl Chunk {
         weight
     }
 
-    /// prose units, each once.
+    /// Candidates for the `Also mentioned` line: runs of up to three content words of the
+    /// prose units that name something, each once.
     fn collect_phrases(&mut self) {
         let mut seen: HashSet<String> = HashSet::new();
         let mut phrases = Vec::new();
@@ -444,14 +445,13 @@ impl Chunk {
                         .flat_map(|w| w.split(|c: char| !(c.is_alphanumeric() || c == '_')))
                         .filter_map(|w| self.vocabulary.get(&w.to_lowercase()).copied())
                         .collect();
-                    // A phrase names something (a name, a number, a path) or recurs in the chunk;
-                    // one-off pairs of plain words are mostly noise.
+                    // A phrase names something (a name, a number, a path); pairs of plain words,
+                    // recurring or not, read as noise ("long day", "tough times").
                     let named = words.iter().any(|&w| {
                         let word = &self.words[w];
                         (word.named || word.numeric || word.path) && !word.speaker
                     });
-                    let recurring = words.len() >= 2 && words.iter().all(|&w| self.words[w].units >= 2);
-                    if named || recurring {
+                    if named {
                         phrases.push(Phrase { text, words });
                     }
                 }
