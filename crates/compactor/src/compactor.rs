@@ -421,6 +421,16 @@ impl Compactor {
         source_tokens: u64,
     ) -> SummaryRequest {
         let source_tokens = u32::try_from(source_tokens).unwrap_or(u32::MAX);
+        let config = &self.inner.config;
+        let mut target = config.summary_target_tokens;
+        if kind == SourceKind::Messages {
+            // A short chunk (a session's last, one cut short by a pin) is summarized at the
+            // ratio of a full one, down to a quarter of the target: a fixed size would make
+            // its summary a third of it.
+            let proportional = u64::from(source_tokens) * u64::from(config.summary_target_tokens)
+                / u64::from(config.leaf_chunk_tokens.max(1));
+            target = target.min((proportional as u32).max(config.summary_target_tokens / 4));
+        }
         SummaryRequest {
             kind,
             level,
@@ -429,12 +439,7 @@ impl Compactor {
             source_tokens,
             // At most the gate's share of the sources: a summarizer that hits its target passes
             // the compression rule.
-            target_tokens: self
-                .inner
-                .config
-                .summary_target_tokens
-                .min((f64::from(source_tokens) * self.inner.config.summary_max_share) as u32)
-                .max(16),
+            target_tokens: target.min((f64::from(source_tokens) * config.summary_max_share) as u32).max(16),
             retry: None,
         }
     }
