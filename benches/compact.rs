@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use criterion::Criterion;
 use strata_compactor::{
-    Compactor, CompactorConfig, ExtractiveSummarizer, Outcome, SourceItem, SourceKind, SummaryRequest,
-    TimedSummarizer, TokenCounter,
+    Compactor, CompactorConfig, ExtractiveSummarizer, Origin, Outcome, SourceItem, SourceKind,
+    SummaryRequest, TimedSummarizer, TokenCounter,
 };
 use strata_store::{NewMessage, NewSummary, SessionId, Store};
 use strata_synth::{self as synth, TranscriptSpec};
@@ -120,9 +120,10 @@ fn bench(c: &mut Criterion) {
             .iter()
             .map(|m| SourceItem {
                 reference: format!("message {}", m.id),
-                role: m.role.as_str().into(),
+                origin: Origin::Message(m.role),
                 name: m.name.clone(),
                 tool: None,
+                calls: Vec::new(),
                 time: m.created_at,
                 text: m.content.clone(),
             })

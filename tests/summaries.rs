@@ -6,17 +6,19 @@ use std::sync::Arc;
 use chrono::{DateTime, TimeZone, Utc};
 use strata::SentenceModel;
 use strata::compactor::{
-    ExtractiveSummarizer, SourceItem, SourceKind, Summary, SummaryRequest, TokenCounter,
+    ExtractiveSummarizer, Origin, SourceItem, SourceKind, Summary, SummaryRequest, TokenCounter,
 };
 use strata::recall::RecallConfig;
+use strata::store::Role;
 
 fn said(name: &str, minute: u32, text: &str) -> SourceItem {
     let time: DateTime<Utc> = Utc.with_ymd_and_hms(2026, 5, 4, 9, minute, 0).unwrap();
     SourceItem {
         reference: format!("message {minute}"),
-        role: if name == "Sam" { "assistant" } else { "user" }.into(),
+        origin: Origin::Message(if name == "Sam" { Role::Assistant } else { Role::User }),
         name: Some(name.into()),
         tool: None,
+        calls: Vec::new(),
         time,
         text: text.into(),
     }

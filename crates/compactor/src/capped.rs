@@ -6,7 +6,7 @@ use strata_store::MemoryUpdate;
 
 use crate::error::SummarizeError;
 use crate::summarizer::{
-    BoxFuture, MAX_MEMORY_UPDATES, SourceItem, SourceKind, Summarizer, Summary, SummaryRequest,
+    BoxFuture, MAX_MEMORY_UPDATES, Origin, SourceItem, SourceKind, Summarizer, Summary, SummaryRequest,
 };
 use crate::tokens::TokenCounter;
 
@@ -54,9 +54,10 @@ impl<S: Summarizer> CappedSummarizer<S> {
             }
             parts.push(SourceItem {
                 reference: format!("part {} of {count}", index + 1),
-                role: "summary".into(),
+                origin: Origin::Summary,
                 name: None,
                 tool: None,
+                calls: Vec::new(),
                 time,
                 text: format!("{}\n{}", summary.headline, summary.body),
             });
@@ -82,7 +83,7 @@ impl<S: Summarizer> CappedSummarizer<S> {
         let mut pieces: Vec<(Vec<SourceItem>, u32)> = Vec::new();
         let mut current: (Vec<SourceItem>, u32) = (Vec::new(), 0);
         for item in items {
-            let tokens = self.counter.text(&item.text);
+            let tokens = self.counter.text(&item.full_text());
             let parts =
                 if tokens > budget { self.split(item, tokens, budget) } else { vec![(item.clone(), tokens)] };
             for (part, tokens) in parts {
@@ -102,7 +103,9 @@ impl<S: Summarizer> CappedSummarizer<S> {
     /// An item over `budget` tokens cut into parts of at most `budget` tokens, at white space
     /// where there is some.
     fn split(&self, item: &SourceItem, tokens: u32, budget: u32) -> Vec<(SourceItem, u32)> {
-        let text = item.text.as_str();
+        // The parts are plain text: the calls are cut with the rest.
+        let full_text = item.full_text();
+        let text = full_text.as_ref();
         // Characters per token of this text, so a first cut lands near the budget.
         let per_token = text.len() as f64 / f64::from(tokens.max(1));
         let mut cuts: Vec<&str> = Vec::new();
@@ -126,6 +129,7 @@ impl<S: Summarizer> CappedSummarizer<S> {
                 let part = SourceItem {
                     reference: format!("{}, part {} of {count}", item.reference, index + 1),
                     text: text.to_owned(),
+                    calls: Vec::new(),
                     ..item.clone()
                 };
                 let tokens = self.counter.text(text);

@@ -17,7 +17,8 @@ use crate::error::{Error, Result, SummarizeError};
 use crate::extractive::{ExtractiveSummarizer, RAW_ARCHIVE};
 use crate::plan::{Chunk, Plan};
 use crate::summarizer::{
-    RetryNote, SourceItem, SourceKind, Summarizer, Summary, SummaryRequest, check, retry_note,
+    Origin, RetryNote, SourceCall, SourceItem, SourceKind, Summarizer, Summary, SummaryRequest, check,
+    retry_note,
 };
 use crate::tokens::TokenCounter;
 
@@ -177,44 +178,44 @@ impl std::fmt::Display for Refusal {
     }
 }
 
-/// A message as a summarizer sees it: its text, and its tool calls as `name(key=value, ...)`.
+/// A message as a summarizer sees it: its text, and its tool calls with their arguments on
+/// one line.
 fn source_item(message: &Message) -> SourceItem {
-    let mut text = message.content.clone();
-    let mut tools = Vec::new();
-    for call in ToolCall::parse_all(message.tool_calls.as_ref()) {
-        let name = if call.name.is_empty() { "tool" } else { call.name.as_str() };
-        tools.push(name.to_owned());
-        let rendered = match &call.arguments {
-            serde_json::Value::Object(map) => map
-                .iter()
-                .map(|(key, value)| match value {
-                    serde_json::Value::String(s) => format!("{key}={s}"),
-                    other => format!("{key}={other}"),
-                })
-                .collect::<Vec<_>>()
-                .join(" "),
-            serde_json::Value::String(text) => text.clone(),
-            serde_json::Value::Null => String::new(),
-            other => other.to_string(),
-        };
-        let rendered = crate::summarizer::truncate_chars(&rendered, 300);
-        text.push_str(&format!("\n[calls {name}: {rendered} ]"));
-    }
-    let tool = match message.role {
-        Role::Tool => message.name.clone(),
-        _ if !tools.is_empty() => Some(tools.join(", ")),
-        _ => None,
-    };
+    let calls = ToolCall::parse_all(message.tool_calls.as_ref())
+        .into_iter()
+        .map(|call| {
+            let name = if call.name.is_empty() { "tool".to_owned() } else { call.name };
+            let arguments = match &call.arguments {
+                serde_json::Value::Object(map) => map
+                    .iter()
+                    .map(|(key, value)| match value {
+                        serde_json::Value::String(s) => format!("{key}={s}"),
+                        other => format!("{key}={other}"),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                serde_json::Value::String(text) => text.clone(),
+                serde_json::Value::Null => String::new(),
+                other => other.to_string(),
+            };
+            let arguments = crate::summarizer::truncate_chars(&arguments, SourceCall::MAX_ARGUMENT_CHARS);
+            SourceCall { name, arguments }
+        })
+        .collect();
     SourceItem {
         reference: format!("message {} (seq {})", message.id, message.seq),
-        role: message.role.as_str().to_owned(),
+        origin: Origin::Message(message.role),
         name: match message.role {
             Role::Tool => None,
             _ => message.name.clone(),
         },
-        tool,
+        tool: match message.role {
+            Role::Tool => message.name.clone(),
+            _ => None,
+        },
+        calls,
         time: message.created_at,
-        text,
+        text: message.content.clone(),
     }
 }
 
@@ -224,9 +225,10 @@ fn node_item(node: &SummaryNode) -> SourceItem {
             "node {} (level {}, seq {}-{})",
             node.id, node.level, node.first_seq, node.last_seq
         ),
-        role: "summary".into(),
+        origin: Origin::Summary,
         name: None,
         tool: None,
+        calls: Vec::new(),
         time: node.start_time,
         text: format!("{}\n{}", node.headline, node.body),
     }

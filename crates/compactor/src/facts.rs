@@ -2,7 +2,9 @@
 //! to be remembered ("remember that …") and the preferences they stated ("from now on …",
 //! "I prefer …"). Anything subtler is left to an LLM summarizer; the list is empty otherwise.
 
-use strata_store::{Category, MAX_CONTENT_CHARS, MAX_KEY_CHARS, MemoryUpdate, STOPWORDS, normalize_key};
+use strata_store::{
+    Category, MAX_CONTENT_CHARS, MAX_KEY_CHARS, MemoryUpdate, Role, STOPWORDS, normalize_key,
+};
 
 use crate::summarizer::{MAX_MEMORY_UPDATES, SourceItem, truncate_chars};
 
@@ -27,7 +29,7 @@ const KEY_WORDS: usize = 4;
 /// statement of the same key replaces an earlier one.
 pub(crate) fn stated(items: &[SourceItem]) -> Vec<MemoryUpdate> {
     let mut found: Vec<MemoryUpdate> = Vec::new();
-    for item in items.iter().filter(|item| item.role == "user") {
+    for item in items.iter().filter(|item| item.origin.is(Role::User)) {
         for sentence in sentences(&item.text) {
             let Some(update) = statement(sentence, item.name.as_deref()) else { continue };
             found.retain(|earlier| earlier.key != update.key);
@@ -117,14 +119,17 @@ fn sentences(text: &str) -> impl Iterator<Item = &str> {
 mod tests {
     use chrono::{TimeZone, Utc};
 
+    use crate::summarizer::Origin;
+
     use super::*;
 
     fn said(role: &str, name: Option<&str>, text: &str) -> SourceItem {
         SourceItem {
             reference: "message 1 (seq 0)".into(),
-            role: role.into(),
+            origin: Origin::Message(role.parse().expect("a role")),
             name: name.map(str::to_owned),
             tool: None,
+            calls: Vec::new(),
             time: Utc.with_ymd_and_hms(2026, 3, 2, 9, 0, 0).unwrap(),
             text: text.into(),
         }

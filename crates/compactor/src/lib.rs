@@ -77,8 +77,8 @@ pub use crate::error::{Error, LlmError, Result, SummarizeError};
 pub use crate::extractive::{EXTRACTIVE, EmbedError, ExtractiveSummarizer, RAW_ARCHIVE, SentenceEmbedder};
 pub use crate::openai::{OpenAiConfig, OpenAiSummarizer};
 pub use crate::summarizer::{
-    BoxFuture, MAX_MEMORY_UPDATES, RejectReason, RetryNote, SourceItem, SourceKind, Summarizer, Summary,
-    SummaryRequest, TimedSummarizer,
+    BoxFuture, MAX_MEMORY_UPDATES, Origin, RejectReason, RetryNote, SourceCall, SourceItem, SourceKind,
+    Summarizer, Summary, SummaryRequest, TimedSummarizer,
 };
 pub use crate::tokens::{Encoding, TOKENS_PER_MESSAGE, TOKENS_PER_NAME, TOKENS_PER_REPLY, TokenCounter};
 pub use crate::tree::render_tree;

@@ -135,16 +135,21 @@ fn render_sources(request: &SummaryRequest) -> String {
         request.target_tokens * 3 / 4
     );
     for item in &request.items {
-        let tool = item.tool.as_deref().map(|t| format!(" [{t}]")).unwrap_or_default();
+        let called: Vec<&str> = item.calls.iter().map(|call| call.name.as_str()).collect();
+        let tool = match (&item.tool, called.is_empty()) {
+            (Some(tool), _) => format!(" [{tool}]"),
+            (None, false) => format!(" [{}]", called.join(", ")),
+            (None, true) => String::new(),
+        };
         let name = item.name.as_deref().map(|n| format!(" {n}")).unwrap_or_default();
         text.push_str(&format!(
             "### {} · {}{}{} · {}\n{}\n\n",
             item.reference,
-            item.role,
+            item.origin.as_str(),
             name,
             tool,
             item.time.format("%Y-%m-%d %H:%M UTC"),
-            item.text
+            item.full_text()
         ));
     }
     text
@@ -394,6 +399,55 @@ impl Summarizer for OpenAiSummarizer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::summarizer::{Origin, SourceCall, SourceItem};
+    use strata_store::Role;
+
+    /// The prompt shows a message's tool calls after its text and their names in its heading,
+    /// and a tool result under the tool's name.
+    #[test]
+    fn sources_show_the_calls_a_message_makes() {
+        let time = chrono::DateTime::UNIX_EPOCH;
+        let call =
+            |name: &str, arguments: &str| SourceCall { name: name.into(), arguments: arguments.into() };
+        let asked = SourceItem {
+            reference: "message 1 (seq 0)".into(),
+            origin: Origin::Message(Role::Assistant),
+            name: None,
+            tool: None,
+            calls: vec![call("read_file", "path=src/a.rs"), call("grep", "query=port")],
+            time,
+            text: "Let me look.".into(),
+        };
+        let answered = SourceItem {
+            reference: "message 2 (seq 1)".into(),
+            origin: Origin::Message(Role::Tool),
+            tool: Some("read_file".into()),
+            calls: Vec::new(),
+            text: "fn main() {}".into(),
+            ..asked.clone()
+        };
+        let request = SummaryRequest {
+            kind: SourceKind::Messages,
+            level: 0,
+            persona: "p".into(),
+            items: vec![asked, answered],
+            source_tokens: 40,
+            target_tokens: 20,
+            retry: None,
+        };
+        let text = render_sources(&request);
+        assert!(
+            text.contains(
+                "### message 1 (seq 0) · assistant [read_file, grep] · 1970-01-01 00:00 UTC\n\
+                 Let me look.\n[calls read_file: path=src/a.rs ]\n[calls grep: query=port ]\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("### message 2 (seq 1) · tool [read_file] · 1970-01-01 00:00 UTC\nfn main() {}\n"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn json_is_found_in_fences_and_prose() {

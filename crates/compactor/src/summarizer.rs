@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use strata_store::MemoryUpdate;
+use strata_store::{MemoryUpdate, Role};
 
 use crate::error::SummarizeError;
 use crate::tokens::TokenCounter;
@@ -33,17 +33,88 @@ pub enum SourceKind {
 pub struct SourceItem {
     /// How the summary may cite it: `message 812 (seq 40)` or `node 17`.
     pub reference: String,
-    /// `user`, `assistant`, `tool`, `system`, or `summary` for a node.
-    pub role: String,
+    /// A message and who sent it, or a summary node.
+    pub origin: Origin,
     /// Who sent it, when the message names its sender (`Caroline`, `Priya`); `None` for
     /// nodes, tool results and messages known only by their role.
     pub name: Option<String>,
-    /// The tool (for a tool result) or the tools called (for an assistant message), if any.
+    /// For a tool result: the tool that answered, if known.
     pub tool: Option<String>,
+    /// The tools an assistant message calls, in order.
+    pub calls: Vec<SourceCall>,
     /// When it was sent (for a node: when its range starts).
     pub time: DateTime<Utc>,
-    /// The text: message content (with its tool calls), or a node's headline and body.
+    /// The text: the message content (without its tool calls), or a node's headline and body.
     pub text: String,
+}
+
+/// Where a [`SourceItem`] comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Origin {
+    /// A message, with its sender's role.
+    Message(Role),
+    /// A summary node (or the summary of a piece of an oversized request).
+    Summary,
+}
+
+impl Origin {
+    /// `user`, `assistant`, `tool` or `system` for a message, `summary` for a node: how a
+    /// prompt names it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Origin::Message(role) => role.as_str(),
+            Origin::Summary => "summary",
+        }
+    }
+
+    /// Whether it is a message of this role.
+    pub fn is(self, role: Role) -> bool {
+        self == Origin::Message(role)
+    }
+}
+
+impl Serialize for Origin {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+/// A tool call of a source message, as a summarizer reads it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SourceCall {
+    /// The tool's name (`tool` when the call names none).
+    pub name: String,
+    /// The arguments on one line, `key=value` pairs separated by spaces, cut to
+    /// [`SourceCall::MAX_ARGUMENT_CHARS`] characters.
+    pub arguments: String,
+}
+
+impl SourceCall {
+    /// Characters of the arguments kept: a call's arguments can hold a whole file.
+    pub const MAX_ARGUMENT_CHARS: usize = 300;
+}
+
+impl fmt::Display for SourceCall {
+    /// `[calls read_file: path=src/a.rs ]`, the form a prompt shows it in.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[calls {}: {} ]", self.name, self.arguments)
+    }
+}
+
+impl SourceItem {
+    /// The text with the message's tool calls after it, one per line: everything a
+    /// summarizer that reads plain text is shown of this source.
+    pub fn full_text(&self) -> std::borrow::Cow<'_, str> {
+        if self.calls.is_empty() {
+            return std::borrow::Cow::Borrowed(&self.text);
+        }
+        let mut text = self.text.clone();
+        for call in &self.calls {
+            text.push('\n');
+            text.push_str(&call.to_string());
+        }
+        std::borrow::Cow::Owned(text)
+    }
 }
 
 /// A request for one summary.
@@ -245,7 +316,7 @@ pub(crate) fn copied_share(summary: &str, sources: &[SourceItem], n: usize) -> f
     }
     let mut runs = std::collections::HashSet::new();
     for item in sources {
-        let source = words(&item.text);
+        let source = words(&item.full_text());
         for run in source.windows(n) {
             runs.insert(run.join(" "));
         }
@@ -353,9 +424,10 @@ mod tests {
             persona: "p".into(),
             items: vec![SourceItem {
                 reference: "message 1".into(),
-                role: "user".into(),
+                origin: Origin::Message(Role::User),
                 name: None,
                 tool: None,
+                calls: Vec::new(),
                 time: DateTime::UNIX_EPOCH,
                 text: source.into(),
             }],

@@ -5,6 +5,7 @@
 use std::collections::{HashMap, HashSet};
 
 use chrono::NaiveDate;
+use strata_store::Role;
 
 use super::segment::{
     DECISION_MARKERS, PROPOSAL_MARKERS, capitalize, clauses, content_runs, drop_intensifiers, first_sentence,
@@ -118,7 +119,7 @@ impl Chunk {
         let mut chunk = Chunk::default();
         let mut speakers: HashSet<String> = HashSet::new();
         for item in items {
-            if item.role != "tool" {
+            if !item.origin.is(Role::Tool) {
                 let speaker = speaker_of(item);
                 speakers.insert(speaker.to_lowercase());
                 if item.name.is_some() && !chunk.people.contains(&speaker) {
@@ -129,7 +130,7 @@ impl Chunk {
         // The fallback may become the headline: a tool's output is never lifted there when anyone
         // else said something.
         let (said, output): (Vec<&SourceItem>, Vec<&SourceItem>) =
-            items.iter().partition(|m| m.role != "tool");
+            items.iter().partition(|m| !m.origin.is(Role::Tool));
         chunk.fallback = said
             .into_iter()
             .chain(output)
@@ -139,33 +140,30 @@ impl Chunk {
         let mut last_prose: Option<(usize, String)> = None;
         for (source, item) in items.iter().enumerate() {
             let day = item.time.date_naive();
-            let speaker = if item.role == "tool" {
+            let is_output = item.origin.is(Role::Tool);
+            let speaker = if is_output {
                 item.tool.clone().map_or_else(|| "tool".to_owned(), |tool| format!("{tool} output"))
             } else {
                 speaker_of(item)
             };
-            chunk.collect_files(&item.text);
+            // Tool calls are not prose: only the paths in their arguments are kept.
+            chunk.collect_files(&item.full_text());
             let mut asked = None;
             for sentence in sentences(&item.text) {
-                // Rendered tool calls (`[calls read_file: path=src/a.rs ]`) are not prose; their
-                // paths are collected above.
-                if sentence.starts_with("[calls ") {
-                    continue;
-                }
                 for clause in clauses(sentence) {
-                    let index = chunk.push_unit(source, day, &speaker, clause, item.role == "tool");
+                    let index = chunk.push_unit(source, day, &speaker, clause, is_output);
                     if let Some(index) = index {
-                        chunk.units[index].request = item.role == "user" && item.name.is_none();
+                        chunk.units[index].request = item.origin.is(Role::User) && item.name.is_none();
                     }
                     if let Some(index) = index
                         && chunk.units[index].text.ends_with('?')
-                        && item.role != "tool"
+                        && !is_output
                     {
                         asked = Some(index);
                     }
                 }
             }
-            if item.role != "tool" && item.text.chars().any(char::is_alphanumeric) {
+            if !is_output && item.text.chars().any(char::is_alphanumeric) {
                 if last_prose.as_ref().is_some_and(|(_, who)| *who != speaker) {
                     // Someone else spoke after the question: it was answered (or moved on).
                     chunk.open_question = None;

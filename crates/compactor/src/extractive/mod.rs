@@ -182,7 +182,7 @@ mod tests {
     use chrono::{DateTime, TimeZone, Utc};
 
     use super::*;
-    use crate::summarizer::SourceItem;
+    use crate::summarizer::{Origin, SourceCall, SourceItem};
 
     fn at(day: u32, minute: u32) -> DateTime<Utc> {
         Utc.with_ymd_and_hms(2026, 3, day, 10, minute, 0).unwrap()
@@ -191,9 +191,10 @@ mod tests {
     fn said(name: Option<&str>, role: &str, minute: u32, text: &str) -> SourceItem {
         SourceItem {
             reference: format!("message {minute}"),
-            role: role.into(),
+            origin: Origin::Message(role.parse().expect("a role")),
             name: name.map(Into::into),
             tool: None,
+            calls: Vec::new(),
             time: at(1, minute),
             text: text.into(),
         }
@@ -269,8 +270,8 @@ mod tests {
             "fn main() {\n    let port: u16 = env::var(\"PORT\")?.parse()?;\n}\nerror[E0277]: the `?` operator can only be used in a function that returns `Result`",
         );
         tool.tool = Some("cargo_build".into());
-        let mut call = said(None, "assistant", 1, "Building it.\n[calls cargo_build: path=src/main.rs ]");
-        call.tool = Some("cargo_build".into());
+        let mut call = said(None, "assistant", 1, "Building it.");
+        call.calls = vec![SourceCall { name: "cargo_build".into(), arguments: "path=src/main.rs".into() }];
         vec![
             said(None, "user", 0, "The server should read its port from the PORT variable, see src/main.rs."),
             call,
@@ -335,9 +336,10 @@ mod tests {
         let second = summarizer.summarize_sync(&request(coding(), SourceKind::Messages, 150));
         let child = |summary: &Summary, day| SourceItem {
             reference: "node".into(),
-            role: "summary".into(),
+            origin: Origin::Summary,
             name: None,
             tool: None,
+            calls: Vec::new(),
             time: at(day, 0),
             text: format!("{}\n{}", summary.headline, summary.body),
         };
@@ -362,9 +364,10 @@ mod tests {
     fn a_merge_reads_bodies_of_other_writers_too() {
         let child = SourceItem {
             reference: "node".into(),
-            role: "summary".into(),
+            origin: Origin::Summary,
             name: None,
             tool: None,
+            calls: Vec::new(),
             time: at(1, 0),
             text: "The team moved the cluster.\nTimeline:\n- 10:00 moved the cluster to Frankfurt\nPitfalls:\n- DNS lagged for 20 minutes\nFiles:\n- infra/dns.tf, infra/main.tf".into(),
         };

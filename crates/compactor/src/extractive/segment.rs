@@ -389,7 +389,10 @@ pub(super) fn is_content(lower: &str) -> bool {
 
 /// Who said it: the message's `name`, else its role.
 pub(super) fn speaker_of(item: &SourceItem) -> String {
-    item.name.clone().filter(|name| !name.trim().is_empty()).unwrap_or_else(|| item.role.clone())
+    item.name
+        .clone()
+        .filter(|name| !name.trim().is_empty())
+        .unwrap_or_else(|| item.origin.as_str().to_owned())
 }
 
 /// A leading `YYYY-MM-DD ` on a body line, or `MM-DD ` in the year of `current`.

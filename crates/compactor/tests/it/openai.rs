@@ -292,8 +292,9 @@ async fn a_summary_longer_than_its_sources_is_rejected() {
 #[tokio::test]
 async fn an_oversized_request_is_summarized_in_capped_pieces_then_merged() {
     use strata_compactor::{
-        CappedSummarizer, Encoding, SourceItem, SourceKind, Summarizer, SummaryRequest, TokenCounter,
+        CappedSummarizer, Encoding, Origin, SourceItem, SourceKind, Summarizer, SummaryRequest, TokenCounter,
     };
+    use strata_store::Role;
 
     let server = MockServer::start().await;
     Mock::given(method("POST"))
@@ -314,17 +315,18 @@ async fn an_oversized_request_is_summarized_in_capped_pieces_then_merged() {
     let capped = CappedSummarizer::new(client, 4_000, counter.clone());
     let log: String = (0..8_000).map(|i| format!("row {i:04} checked ok; ")).collect();
     let time = chrono::Utc::now();
-    let item = |reference: &str, role: &str, text: String| SourceItem {
+    let item = |reference: &str, role: Role, text: String| SourceItem {
         reference: reference.into(),
-        role: role.into(),
+        origin: Origin::Message(role),
         name: None,
         tool: None,
+        calls: Vec::new(),
         time,
         text,
     };
     let items = vec![
-        item("message 1 (seq 0)", "user", "Check the log please.".into()),
-        item("message 2 (seq 1)", "tool", log.clone()),
+        item("message 1 (seq 0)", Role::User, "Check the log please.".into()),
+        item("message 2 (seq 1)", Role::Tool, log.clone()),
     ];
     let source_tokens = items.iter().map(|i| counter.text(&i.text)).sum();
     assert!(source_tokens > 20_000, "{source_tokens}");
