@@ -8,9 +8,9 @@ use std::time::Duration;
 use chrono::Utc;
 use serde_json::Value;
 use strata_compactor::{
-    AssembledContext, Compactor, EmbedError, Outcome, Resummarized, SentenceEmbedder, Summarizer,
+    AssembledContext, Compaction, Compactor, EmbedError, Outcome, Resummarized, SentenceEmbedder, Summarizer,
 };
-use strata_recall::{EmbedWorker, Embedder, EmbedderState, RecallConfig, ToolContext};
+use strata_recall::{EmbedWorker, Embedder, EmbedderState, RecallConfig, Settled, ToolContext};
 use strata_store::{
     Level, Memory, MessageId, NewMessage, QueuedUpdate, Session, SessionId, Store, SummaryNode,
 };
@@ -64,15 +64,32 @@ impl PreparedContext {
     }
 }
 
+/// What [`Engine::compact_until_done`] did: the compaction's totals and what became of the
+/// facts its summaries found.
+#[derive(Clone, Debug)]
+pub struct CompactedSession {
+    /// The calls made and the nodes written, summed.
+    pub compaction: Compaction,
+    /// The facts settled after the last call: memories saved, preferences proposed.
+    pub settled: Settled,
+}
+
 impl Engine {
     /// Opens (or creates) the database at `path` with the summarizer `config` names.
     pub fn open(path: impl AsRef<Path>, config: Config) -> Result<Engine> {
+        config.validate()?;
+        Engine::from_store(Store::open(path)?, config)
+    }
+
+    /// An engine over a database the caller opened (with its own busy timeout, say), with the
+    /// summarizer `config` names.
+    pub fn from_store(store: Store, config: Config) -> Result<Engine> {
         // The extractive summarizer's sentence vectors come from the model the tools use,
         // loaded once, on the first summary (or never, without its files: lexical selection).
         let embedder = Arc::new(OnceLock::new());
         let summarizer =
             config.summarizer_with(SentenceModel::sharing(embedder.clone(), config.recall.clone()))?;
-        Engine::build(path, config, summarizer, embedder)
+        Engine::build(store, config, summarizer, embedder)
     }
 
     /// Opens the database at `path` with a summarizer of the caller's choosing.
@@ -81,17 +98,17 @@ impl Engine {
         config: Config,
         summarizer: Arc<dyn Summarizer>,
     ) -> Result<Engine> {
-        Engine::build(path, config, summarizer, Arc::new(OnceLock::new()))
+        config.validate()?;
+        Engine::build(Store::open(path)?, config, summarizer, Arc::new(OnceLock::new()))
     }
 
     fn build(
-        path: impl AsRef<Path>,
+        store: Store,
         config: Config,
         summarizer: Arc<dyn Summarizer>,
         embedder: Arc<OnceLock<EmbedderState>>,
     ) -> Result<Engine> {
         config.validate()?;
-        let store = Store::open(path)?;
         let compactor = Compactor::new(store.clone(), config.compactor(), summarizer)?;
         Ok(Engine {
             inner: Arc::new(Inner {
@@ -174,6 +191,38 @@ impl Engine {
             self.notify_worker();
         }
         Ok(outcome)
+    }
+
+    /// Compacts `session` until nothing is pending, each call at most `rounds_per_call`
+    /// summaries and at most `max_calls` calls ([`Compactor::compact_until_done`]); then
+    /// settles the facts the new summaries found, as every compaction of an engine does.
+    /// `progress` hears the running totals after every call. A summarizer that is down ends it
+    /// with [`Outcome::SummarizerDown`] as the last outcome, not an error: what was written
+    /// stays, and its facts are settled.
+    pub async fn compact_until_done(
+        &self,
+        session: SessionId,
+        rounds_per_call: u32,
+        max_calls: u32,
+        progress: impl FnMut(&Compaction),
+    ) -> Result<CompactedSession> {
+        let compaction =
+            self.inner.compactor.compact_until_done(session, rounds_per_call, max_calls, progress).await?;
+        let engine = self.clone();
+        let settled = tokio::task::spawn_blocking(move || engine.settle_memory_updates())
+            .await
+            .map_err(Error::Background)??;
+        if compaction.nodes_created > 0 {
+            self.notify_worker();
+        }
+        Ok(CompactedSession { compaction, settled })
+    }
+
+    /// The context `session` would be sent at time `now`, assembled from what is stored,
+    /// without compacting first: what [`EngineSession::prepare_context`] sends when nothing
+    /// is left to fold. For inspection (`strata context`); it writes nothing.
+    pub async fn assemble(&self, session: SessionId, now: chrono::DateTime<Utc>) -> Result<AssembledContext> {
+        Ok(self.inner.compactor.assemble(session, now).await?)
     }
 
     /// Settles the queued facts on the blocking pool. A failure leaves them queued for the

@@ -31,7 +31,8 @@ pub enum Error {
     /// The configuration is not valid.
     #[error("invalid configuration: {0}")]
     Config(String),
-    /// A background compaction task panicked or was cancelled.
-    #[error("the background compaction stopped")]
+    /// A task the engine ran on the runtime (a background compaction, or the settling of
+    /// facts after a compaction) panicked or was cancelled.
+    #[error("the engine's background task stopped")]
     Background(#[source] tokio::task::JoinError),
 }

@@ -151,11 +151,8 @@ async fn a_fact_said_in_turn_three_is_remembered_and_a_preference_waits_for_the_
     assert!(missing.to_string().contains("british_english"), "{missing}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_offline_summarizer_keeps_what_it_was_told_to_remember() {
-    let strata = Strata::new();
-    let engine = Engine::open(strata.db(), folding()).unwrap();
-    let session = engine.session("notes", PERSONA).unwrap();
+/// A chat that states one memo and one preference after its head, then garden small talk.
+fn tell_a_memo_and_a_preference(session: &strata::EngineSession) {
     // The head (the first two messages) is never folded; the facts come after it.
     session.append(ChatMessage::user("Hello there.")).unwrap();
     session.append(ChatMessage::assistant("Hello! How can I help?")).unwrap();
@@ -172,6 +169,14 @@ async fn the_offline_summarizer_keeps_what_it_was_told_to_remember() {
             .unwrap();
     }
     session.append(ChatMessage::user("What did I ask you to remember?")).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_offline_summarizer_keeps_what_it_was_told_to_remember() {
+    let strata = Strata::new();
+    let engine = Engine::open(strata.db(), folding()).unwrap();
+    let session = engine.session("notes", PERSONA).unwrap();
+    tell_a_memo_and_a_preference(&session);
     let prepared = session.prepare_context().await.unwrap();
     assert!(matches!(prepared.outcome, Some(Outcome::Compacted { .. })), "{:?}", prepared.outcome);
     let memos = engine.store().memories(PERSONA, Some(Category::Memo)).unwrap();
@@ -193,6 +198,34 @@ async fn the_offline_summarizer_keeps_what_it_was_told_to_remember() {
     assert!(preference.is_some_and(|memory| memory.content.contains("without emoji")));
     let none = strata.run(&["memory", "reject", "answers_without_emoji", "--persona", PERSONA]).failure();
     assert!(none.contains("answers_without_emoji"), "{none}");
+}
+
+/// `Engine::compact_until_done` (what `strata compact` runs) folds everything foldable and
+/// settles the facts of every call, and says how many.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compacting_until_done_settles_the_facts_and_counts_them() {
+    let strata = Strata::new();
+    let engine = Engine::open(strata.db(), folding()).unwrap();
+    let session = engine.session("notes", PERSONA).unwrap();
+    tell_a_memo_and_a_preference(&session);
+    let mut heard = 0;
+    let done = engine.compact_until_done(session.id(), 1, u32::MAX, |_| heard += 1).await.unwrap();
+    let compaction = &done.compaction;
+    assert!(
+        matches!(
+            compaction.last,
+            Outcome::Compacted { pending: false, .. } | Outcome::BelowThreshold { .. } | Outcome::NoCandidate
+        ),
+        "{compaction:?}"
+    );
+    assert!(compaction.nodes_created >= 1 && compaction.messages_folded >= 10, "{compaction:?}");
+    assert_eq!(heard, compaction.calls);
+    assert_eq!((done.settled.saved, done.settled.proposed), (1, 1), "{:?}", done.settled);
+    assert_eq!(engine.store().memories(PERSONA, Some(Category::Memo)).unwrap().len(), 1);
+    assert_eq!(engine.proposals(PERSONA).unwrap().len(), 1);
+    // Nothing is left to settle, and nothing to fold.
+    let again = engine.compact_until_done(session.id(), 1, u32::MAX, |_| {}).await.unwrap();
+    assert_eq!((again.compaction.nodes_created, again.settled), (0, strata::recall::Settled::default()));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

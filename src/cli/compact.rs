@@ -6,8 +6,8 @@ use anyhow::Context;
 use chrono::{DateTime, Utc};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
-use strata::{Config, SummarizerKind};
-use strata_compactor::{AssembledContext, Assembler, Compaction, Compactor, CompactorConfig, Outcome};
+use strata::{CompactedSession, Config, Engine, SummarizerKind};
+use strata_compactor::{AssembledContext, Compaction, Outcome};
 use strata_store::{Session, Store};
 
 use crate::cli::output::print_json;
@@ -102,17 +102,17 @@ pub struct ContextArgs {
     now: Option<String>,
 }
 
-/// The compactor settings of the loaded configuration, with `--window` applied.
-fn compactor_config(args: &CompactorArgs, config: &Config) -> anyhow::Result<CompactorConfig> {
-    let mut config = config.compactor();
+/// The loaded configuration with `--window` applied.
+fn windowed(args: &CompactorArgs, config: &Config) -> Config {
+    let mut config = config.clone();
     if let Some(window) = args.window {
-        config.context_window_tokens = window;
+        let compactor = &mut config.compactor;
+        compactor.context_window_tokens = window;
         // Keep the reserve and the scaffold proportionate in a small window.
-        config.reserve_tokens = config.reserve_tokens.min(window / 8);
-        config.scaffold_body_tokens = config.scaffold_body_tokens.min(window / 8);
+        compactor.reserve_tokens = compactor.reserve_tokens.min(window / 8);
+        compactor.scaffold_body_tokens = compactor.scaffold_body_tokens.min(window / 8);
     }
-    config.validate()?;
-    Ok(config)
+    config
 }
 
 fn session(store: &Store, key: &str) -> anyhow::Result<Session> {
@@ -130,10 +130,8 @@ pub fn compact(
     json: bool,
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
-    let config = compactor_config(&args.common, settings)?;
     let session = session(&store, &args.common.session)?;
-    let summarizer = args.summarizer.apply(settings).summarizer()?;
-    let compactor = Compactor::new(store.clone(), config, summarizer)?;
+    let engine = Engine::from_store(store.clone(), args.summarizer.apply(&windowed(&args.common, settings)))?;
     let before = store.stats()?;
     let progress = ProgressBar::new(before.messages - before.compacted_messages).with_style(
         ProgressStyle::with_template(
@@ -146,9 +144,9 @@ pub fn compact(
     // `--once` is one bounded call (as before a model call); otherwise each call plans once and
     // folds up to BULK_ROUNDS chunks, until nothing is pending.
     let (rounds, calls) =
-        if args.once { (compactor.config().max_rounds, 1) } else { (BULK_ROUNDS, u32::MAX) };
+        if args.once { (engine.compactor().config().max_rounds, 1) } else { (BULK_ROUNDS, u32::MAX) };
     let mut created = 0;
-    let done = runtime.block_on(compactor.compact_until_done(session.id, rounds, calls, |done| {
+    let done = runtime.block_on(engine.compact_until_done(session.id, rounds, calls, |done| {
         progress.set_position(done.messages_folded);
         if let Some(tokens) = done.tokens_after {
             progress.set_message(format!("{} nodes, context {tokens} tokens", done.nodes_created));
@@ -162,8 +160,12 @@ pub fn compact(
             return Err(anyhow::Error::new(error).context(stopped_after(created)));
         }
     };
-    let Compaction {
-        nodes_created: created, raw_archived: archived, tokens_before, tokens_after, last, ..
+    let CompactedSession {
+        compaction:
+            Compaction {
+                nodes_created: created, raw_archived: archived, tokens_before, tokens_after, last, ..
+            },
+        settled,
     } = done;
     progress.finish_and_clear();
     let down = match &last {
@@ -173,8 +175,6 @@ pub fn compact(
         )),
         _ => None,
     };
-    // Facts the summaries found: saved as memories, or proposed as preferences.
-    let settled = strata_recall::settle_memory_updates(&store, &settings.recall, None)?;
     let after = store.stats()?;
     if json {
         print_json(
@@ -329,7 +329,6 @@ pub fn context(
     json: bool,
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
-    let config = compactor_config(&args.common, settings)?;
     let session = session(&store, &args.common.session)?;
     let now: DateTime<Utc> = match &args.now {
         Some(text) => DateTime::parse_from_rfc3339(text)
@@ -337,7 +336,8 @@ pub fn context(
             .with_timezone(&Utc),
         None => Utc::now(),
     };
-    let context = Assembler::new(store, config)?.assemble_blocking(session.id, now)?;
+    let engine = Engine::from_store(store, windowed(&args.common, settings))?;
+    let context = runtime()?.block_on(engine.assemble(session.id, now))?;
     if json {
         return print_json(out, &context);
     }

@@ -118,13 +118,13 @@ pub fn run(
     let spinner = ProgressBar::new_spinner()
         .with_style(ProgressStyle::with_template("  {spinner} compacting: {msg}").expect("static template"));
     spinner.enable_steady_tick(Duration::from_millis(120));
-    let done = runtime.block_on(engine.compactor().compact_until_done(session.id(), 256, 1_000, |done| {
+    let done = runtime.block_on(engine.compact_until_done(session.id(), 256, 1_000, |done| {
         spinner.set_message(format!(
             "{} messages folded into {} nodes",
             done.messages_folded, done.nodes_created
         ));
     }))?;
-    match done.last {
+    match done.compaction.last {
         Outcome::Compacted { .. } | Outcome::BelowThreshold { .. } | Outcome::NoCandidate => {}
         other => bail!("compaction stopped: {other:?}"),
     }

@@ -27,8 +27,8 @@ use indicatif::ProgressBar;
 use serde::Serialize;
 use strata::SentenceModel;
 use strata_compactor::{
-    BoxFuture, Compactor, EmbedError, ExtractiveSummarizer, Outcome, SentenceEmbedder, SourceKind,
-    SummarizeError, Summarizer, Summary, SummaryRequest, TimedSummarizer, TokenCounter,
+    BoxFuture, Compactor, EmbedError, ExtractiveSummarizer, SentenceEmbedder, SourceKind, SummarizeError,
+    Summarizer, Summary, SummaryRequest, TimedSummarizer, TokenCounter,
 };
 use strata_store::{IncomingMessage, Message, NodeId, Store, SummaryNode};
 
@@ -336,10 +336,9 @@ fn evaluate(
     let mut messages: HashMap<String, Vec<Message>> = HashMap::new();
     let mut nodes: HashMap<NodeId, SummaryNode> = HashMap::new();
     for session in store.sessions(None)? {
-        // Compact until nothing is pending, as `strata compact` does.
-        while let Outcome::Compacted { pending: true, .. } =
-            runtime.block_on(compactor.compact(session.id))?
-        {}
+        // Compact until nothing is pending, a bounded call at a time, as an engine would.
+        let rounds = compactor.config().max_rounds;
+        runtime.block_on(compactor.compact_until_done(session.id, rounds, u32::MAX, |_| {}))?;
         for node in store.nodes(session.id)? {
             nodes.insert(node.id, node);
         }
