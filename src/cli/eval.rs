@@ -168,11 +168,8 @@ fn planted(
                 include_in_context: None,
             };
             let answer = strata_recall::search(&store, &Scope::persona("eval"), recall, &embedder, &args)?;
-            let wanted = ids[fact.index].0;
-            let rank = answer
-                .results
-                .iter()
-                .position(|hit| hit.id == wanted && hit.kind == strata_store::HitKind::Message);
+            let wanted = strata_store::HitId::Message(ids[fact.index]);
+            let rank = answer.results.iter().position(|hit| hit.id == wanted);
             ranks.push(PlantedRank {
                 conversation,
                 kind: fact.kind,

@@ -113,8 +113,7 @@ fn hit_line(hit: &Hit) -> String {
     };
     let score = hit.score.map_or(String::new(), |s| format!("  score {s:.4}"));
     format!(
-        "[{} {}] {place} · {} · {}{score}",
-        hit.kind.as_str(),
+        "[{}] {place} · {} · {}{score}",
         hit.id,
         hit.role,
         hit.timestamp.to_rfc3339_opts(SecondsFormat::Secs, true)

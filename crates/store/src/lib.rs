@@ -61,7 +61,7 @@ pub use crate::memories::{MAX_CONTENT_CHARS, MAX_KEY_CHARS, MemoryWrite, normali
 pub use crate::migrate::SCHEMA_VERSION;
 pub use crate::outline::{ConsistentReader, MessageOutline};
 pub use crate::overview::{SessionOverview, VectorCounts};
-pub use crate::search::{HitKind, STOPWORDS, SearchFilter, TextHit, TextQuery};
+pub use crate::search::{HitId, HitKind, STOPWORDS, SearchFilter, TextHit, TextQuery};
 pub use crate::sessions::validate_persona;
 pub use crate::store::{Imported, IncomingMessage, RejectionCount, Stats, Store, SummarizerStats};
 pub use crate::types::{

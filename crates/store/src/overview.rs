@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::db::query_all;
 use crate::error::Result;
-use crate::search::{HitKind, TextHit};
+use crate::search::{HitId, HitKind, TextHit};
 use crate::store::Store;
 use crate::types::{SessionId, from_unix};
 use crate::vectors::BacklogItem;
@@ -70,19 +70,24 @@ const MEMORY_HITS: &str = "SELECT a.id, NULL, NULL, NULL, 'memory', NULL, a.cate
      CROSS JOIN agent_memories a ON a.id = ids.id
      WHERE a.role = ?2";
 
-/// The rows of `kind` with these ids that belong to `persona`, as hits whose snippet is the
-/// whole text (unmarked) and whose rank is zero. Ids of other personas are silently absent.
-pub fn hits_by_ids(conn: &Connection, persona: &str, kind: HitKind, ids: &[i64]) -> Result<Vec<TextHit>> {
-    if ids.is_empty() {
-        return Ok(Vec::new());
+/// The rows with these ids that belong to `persona`, as hits whose snippet is the whole text
+/// (unmarked) and whose rank is zero: messages first, then summaries, then memories. Ids of
+/// other personas are silently absent.
+pub fn hits_by_ids(conn: &Connection, persona: &str, ids: &[HitId]) -> Result<Vec<TextHit>> {
+    let mut hits = Vec::new();
+    for (kind, sql) in
+        [(HitKind::Message, MESSAGE_HITS), (HitKind::Summary, SUMMARY_HITS), (HitKind::Memory, MEMORY_HITS)]
+    {
+        let of_kind: Vec<i64> = ids.iter().filter(|id| id.kind() == kind).map(|id| id.raw()).collect();
+        if of_kind.is_empty() {
+            continue;
+        }
+        let of_kind = serde_json::to_string(&of_kind).expect("integers serialize");
+        hits.extend(query_all(conn, sql, params![of_kind, persona], |row| {
+            TextHit::from_row(kind, row, None)
+        })?);
     }
-    let sql = match kind {
-        HitKind::Message => MESSAGE_HITS,
-        HitKind::Summary => SUMMARY_HITS,
-        HitKind::Memory => MEMORY_HITS,
-    };
-    let ids = serde_json::to_string(ids).expect("integers serialize");
-    query_all(conn, sql, params![ids, persona], |row| TextHit::from_row(kind, row, None))
+    Ok(hits)
 }
 
 /// The sessions of a persona with their message counts, oldest first.
@@ -187,10 +192,10 @@ pub fn vector_counts(conn: &Connection) -> Result<VectorCounts> {
 }
 
 impl Store {
-    /// The rows of `kind` with these ids that belong to `persona`, as unranked hits whose
-    /// snippet is the full text. Used to show vector hits; other personas' ids are dropped.
-    pub fn hits_by_ids(&self, persona: &str, kind: HitKind, ids: &[i64]) -> Result<Vec<TextHit>> {
-        self.read(|conn| hits_by_ids(conn, persona, kind, ids))
+    /// The rows with these ids that belong to `persona`, as unranked hits whose snippet is
+    /// the full text. Used to show vector hits; other personas' ids are dropped.
+    pub fn hits_by_ids(&self, persona: &str, ids: &[HitId]) -> Result<Vec<TextHit>> {
+        self.read(|conn| hits_by_ids(conn, persona, ids))
     }
 
     /// The sessions of a persona with message counts, oldest first.

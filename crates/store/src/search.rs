@@ -10,7 +10,7 @@ use rusqlite::{Connection, params_from_iter};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::types::{Category, Level, SessionId, from_unix, to_unix};
+use crate::types::{Category, Level, MemoryId, MessageId, NodeId, SessionId, from_unix, to_unix};
 
 /// Most fragments a query may have; more are dropped (the search only gets broader).
 const MAX_TERMS: usize = 32;
@@ -133,6 +133,53 @@ impl HitKind {
     }
 }
 
+/// What a search found, by its typed id. In JSON it is two fields, `kind` and `id`
+/// (`{"kind": "summary", "id": 17}`), the shape the tools answer with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(tag = "kind", content = "id", rename_all = "snake_case")]
+pub enum HitId {
+    /// A stored message.
+    Message(MessageId),
+    /// A summary node.
+    Summary(NodeId),
+    /// An agent memory.
+    Memory(MemoryId),
+}
+
+impl HitId {
+    /// The id `id` of a row of `kind`'s table.
+    pub fn new(kind: HitKind, id: i64) -> HitId {
+        match kind {
+            HitKind::Message => HitId::Message(MessageId(id)),
+            HitKind::Summary => HitId::Summary(NodeId(id)),
+            HitKind::Memory => HitId::Memory(MemoryId(id)),
+        }
+    }
+
+    /// What it is.
+    pub fn kind(self) -> HitKind {
+        match self {
+            HitId::Message(_) => HitKind::Message,
+            HitId::Summary(_) => HitKind::Summary,
+            HitId::Memory(_) => HitKind::Memory,
+        }
+    }
+
+    /// The row id in its kind's table.
+    pub fn raw(self) -> i64 {
+        match self {
+            HitId::Message(MessageId(id)) | HitId::Summary(NodeId(id)) | HitId::Memory(MemoryId(id)) => id,
+        }
+    }
+}
+
+impl std::fmt::Display for HitId {
+    /// `message 812`, `summary 17`, `memory 3`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.kind().as_str(), self.raw())
+    }
+}
+
 /// Restricts a search.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SearchFilter {
@@ -167,10 +214,9 @@ impl SearchFilter {
 /// One keyword hit.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TextHit {
-    /// What was found.
-    pub kind: HitKind,
-    /// Its id (message id, node id or memory id).
-    pub id: i64,
+    /// What was found (serialized as `kind` and `id`).
+    #[serde(flatten)]
+    pub id: HitId,
     /// The session of a message or summary.
     pub session_id: Option<SessionId>,
     /// That session's key.
@@ -195,6 +241,11 @@ pub struct TextHit {
 }
 
 impl TextHit {
+    /// What was found: a message, a summary or a memory.
+    pub fn kind(&self) -> HitKind {
+        self.id.kind()
+    }
+
     /// A hit from a row of the shape every search query selects: id, session id, session key,
     /// seq, role, level, category, key, time, snippet, and the rank at `rank_column` (zero
     /// when the query has none).
@@ -205,8 +256,7 @@ impl TextHit {
     ) -> rusqlite::Result<TextHit> {
         let category: Option<String> = row.get(6)?;
         Ok(TextHit {
-            kind,
-            id: row.get(0)?,
+            id: HitId::new(kind, row.get(0)?),
             session_id: row.get(1)?,
             session: row.get(2)?,
             seq: row.get(3)?,

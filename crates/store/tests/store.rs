@@ -301,7 +301,7 @@ fn personas_are_isolated_in_listing_and_search() {
             } else {
                 let memory =
                     store.memory(persona, Category::Memo, hit.key.as_deref().unwrap()).unwrap().unwrap();
-                assert_eq!(memory.id.0, hit.id);
+                assert_eq!(strata_store::HitId::Memory(memory.id), hit.id);
             }
         }
         let hits = store
@@ -932,7 +932,7 @@ fn summaries_are_indexed_before_any_search_reads_and_replacements_follow() {
             .grep(&TextQuery::parse(q).unwrap(), &SearchFilter::persona("p"))
             .unwrap()
             .into_iter()
-            .filter(|hit| hit.kind == HitKind::Summary)
+            .filter(|hit| hit.kind() == HitKind::Summary)
             .count()
     };
     let early = store.insert_leaf(session.id, 0, 1, &summary("zeppelin early")).unwrap();

@@ -4,7 +4,9 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use strata_store::{Category, HitKind, Level, NodeId, STOPWORDS, SearchFilter, Store, TextHit, TextQuery};
+use strata_store::{
+    Category, HitId, HitKind, Level, MessageId, STOPWORDS, SearchFilter, Store, TextHit, TextQuery,
+};
 
 use super::{EmbedderState, MemoryGrepArgs, MemorySearchArgs, Scope};
 use crate::config::RecallConfig;
@@ -17,10 +19,9 @@ const MAX_QUERY_CHARS: usize = 2000;
 /// One search result.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Hit {
-    /// `message`, `summary` or `memory`.
-    pub kind: HitKind,
-    /// Message id, summary node id or memory id.
-    pub id: i64,
+    /// A message, summary node or memory, by id (`kind` and `id` in JSON).
+    #[serde(flatten)]
+    pub id: HitId,
     /// The session key of a message or summary.
     pub session: Option<String>,
     /// Position of a message in its session.
@@ -57,22 +58,17 @@ pub struct Hit {
     /// Other results that hold the same part of the conversation (the summary covering a
     /// message, a message inside a summary), left out of the list.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub also_in: Vec<HitRef>,
-}
-
-/// A result named, not shown.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub struct HitRef {
-    /// `message`, `summary` or `memory`.
-    pub kind: HitKind,
-    /// Its id.
-    pub id: i64,
+    pub also_in: Vec<HitId>,
 }
 
 impl Hit {
+    /// What it is: a message, a summary or a memory.
+    pub fn kind(&self) -> HitKind {
+        self.id.kind()
+    }
+
     fn from_text_hit(hit: TextHit) -> Hit {
         Hit {
-            kind: hit.kind,
             id: hit.id,
             session: hit.session,
             seq: hit.seq,
@@ -120,18 +116,18 @@ fn is_zero(count: &usize) -> bool {
 /// Message ids a tool call leaves out of its results: the ones the calling context already
 /// holds verbatim. Empty when the call asked for them (`include_in_context`) or has no session.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct InContext(pub std::collections::HashSet<i64>);
+pub struct InContext(pub std::collections::HashSet<MessageId>);
 
 impl InContext {
     /// The messages of `session` no summary covers: the head, buffer and tail the compactor
     /// assembles verbatim, the latest request included.
     pub fn of_session(store: &Store, session: strata_store::SessionId) -> Result<InContext> {
         let outline = store.live_outline(session, 0)?;
-        Ok(InContext(outline.into_iter().filter(|m| m.summary_id.is_none()).map(|m| m.id.0).collect()))
+        Ok(InContext(outline.into_iter().filter(|m| m.summary_id.is_none()).map(|m| m.id).collect()))
     }
 
-    fn holds(&self, kind: HitKind, id: i64) -> bool {
-        kind == HitKind::Message && self.0.contains(&id)
+    fn holds(&self, id: HitId) -> bool {
+        matches!(id, HitId::Message(message) if self.0.contains(&message))
     }
 }
 
@@ -144,7 +140,7 @@ fn cut_query(query: &str) -> Result<String> {
 }
 
 fn expired(config: &RecallConfig, hit: &TextHit, now: DateTime<Utc>) -> bool {
-    hit.kind == HitKind::Memory
+    hit.kind() == HitKind::Memory
         && hit.category.is_some_and(|category| config.memory_ttls.is_expired(category, hit.timestamp, now))
 }
 
@@ -230,7 +226,7 @@ pub fn grep_outside(
     // Ask for enough that the messages left out cannot crowd out the rest.
     let mut hits = keyword_hits(store, scope, config, &query, range, limit + in_context.0.len())?;
     let found = hits.len();
-    hits.retain(|hit| !in_context.holds(hit.kind, hit.id));
+    hits.retain(|hit| !in_context.holds(hit.id));
     let left_out_in_context = found - hits.len();
     hits.truncate(limit);
     let mut results: Vec<Hit> = hits.into_iter().map(Hit::from_text_hit).collect();
@@ -255,14 +251,12 @@ fn whole_word_excerpts(
     max: usize,
 ) -> Result<()> {
     let fragments: Vec<String> = fragments.iter().map(|f| f.trim_matches('*').to_lowercase()).collect();
-    for kind in [HitKind::Message, HitKind::Summary, HitKind::Memory] {
-        let ids: Vec<i64> = results.iter().filter(|hit| hit.kind == kind).map(|hit| hit.id).collect();
-        let texts: HashMap<i64, String> =
-            store.hits_by_ids(persona, kind, &ids)?.into_iter().map(|hit| (hit.id, hit.snippet)).collect();
-        for hit in results.iter_mut().filter(|hit| hit.kind == kind) {
-            if let Some(text) = texts.get(&hit.id) {
-                hit.snippet = excerpt_on_fragment(text, &fragments, max);
-            }
+    let ids: Vec<HitId> = results.iter().map(|hit| hit.id).collect();
+    let texts: HashMap<HitId, String> =
+        store.hits_by_ids(persona, &ids)?.into_iter().map(|hit| (hit.id, hit.snippet)).collect();
+    for hit in results.iter_mut() {
+        if let Some(text) = texts.get(&hit.id) {
+            hit.snippet = excerpt_on_fragment(text, &fragments, max);
         }
     }
     Ok(())
@@ -382,9 +376,11 @@ fn semantic_hits(
             continue;
         }
         let nearest = store.nearest_within(model, kind, &filter, query, wanted, config.vector_scan())?;
-        let distances: HashMap<i64, f64> = nearest.iter().copied().collect();
-        let ids: Vec<i64> = nearest.iter().map(|(id, _)| *id).collect();
-        for hit in store.hits_by_ids(&scope.persona, kind, &ids)? {
+        // In the store's order (nearest first), so equal distances keep a fixed order.
+        let ids: Vec<HitId> = nearest.iter().map(|&(id, _)| HitId::new(kind, id)).collect();
+        let distances: HashMap<HitId, f64> =
+            ids.iter().copied().zip(nearest.iter().map(|&(_, d)| d)).collect();
+        for hit in store.hits_by_ids(&scope.persona, &ids)? {
             if !expired(config, &hit, now) {
                 let distance = distances[&hit.id];
                 candidates.push((hit, distance));
@@ -464,7 +460,7 @@ fn ideal_score(store: &Store, kind: HitKind, words: &[String]) -> Result<f64> {
 /// its worst candidate 0). A row the side did not return counts 0 there. Raw cosine
 /// similarities crowd into a narrow band while bm25 spreads wide, so without this the two
 /// sides would not be comparable.
-fn scaled(mut scores: Vec<((HitKind, i64), f64)>) -> Vec<((HitKind, i64), f64)> {
+fn scaled(mut scores: Vec<(HitId, f64)>) -> Vec<(HitId, f64)> {
     let best = scores.iter().map(|(_, score)| *score).fold(f64::NEG_INFINITY, f64::max);
     let worst = scores.iter().map(|(_, score)| *score).fold(f64::INFINITY, f64::min);
     let spread = best - worst;
@@ -513,19 +509,18 @@ pub fn search_outside(
     let candidates = config.search_candidates.max(limit);
     let now = Utc::now();
 
-    let mut found: HashMap<(HitKind, i64), Hit> = HashMap::new();
+    let mut found: HashMap<HitId, Hit> = HashMap::new();
     // Each candidate's whole text, reduced to a key: the same words said twice are one fact.
-    let mut texts: HashMap<(HitKind, i64), u64> = HashMap::new();
+    let mut texts: HashMap<HitId, u64> = HashMap::new();
     let semantic = semantic_hits(store, scope, config, model, &vector, range, candidates)?;
-    let semantic_scores: Vec<_> =
-        semantic.iter().map(|(hit, distance)| ((hit.kind, hit.id), 1.0 - distance)).collect();
+    let semantic_scores: Vec<_> = semantic.iter().map(|(hit, distance)| (hit.id, 1.0 - distance)).collect();
     for (rank, (hit, distance)) in semantic.into_iter().enumerate() {
         let mut entry = Hit::from_text_hit(hit);
-        texts.insert((entry.kind, entry.id), text_key(&entry.snippet));
+        texts.insert(entry.id, text_key(&entry.snippet));
         entry.snippet = excerpt(&entry.snippet, config.excerpt_chars);
         entry.similarity = Some(1.0 - distance);
         entry.semantic_rank = Some(rank + 1);
-        found.insert((entry.kind, entry.id), entry);
+        found.insert(entry.id, entry);
     }
 
     let words = query_words(&text);
@@ -537,16 +532,16 @@ pub fn search_outside(
             continue;
         }
         let ideal = ideal_score(store, kind, &words)?;
-        let ids: Vec<i64> = ranked.iter().map(|(id, _)| *id).collect();
-        let scores: HashMap<i64, f64> = ranked.into_iter().collect();
-        for hit in store.hits_by_ids(&scope.persona, kind, &ids)? {
+        let ids: Vec<HitId> = ranked.iter().map(|&(id, _)| HitId::new(kind, id)).collect();
+        let scores: HashMap<HitId, f64> = ids.iter().copied().zip(ranked.iter().map(|&(_, s)| s)).collect();
+        for hit in store.hits_by_ids(&scope.persona, &ids)? {
             if expired(config, &hit, now) {
                 continue;
             }
-            keyword_scores.push(((kind, hit.id), scores[&hit.id] / ideal));
-            texts.insert((kind, hit.id), text_key(&hit.snippet));
+            keyword_scores.push((hit.id, scores[&hit.id] / ideal));
+            texts.insert(hit.id, text_key(&hit.snippet));
             let snippet = excerpt_around(&hit.snippet, &words, config.excerpt_chars);
-            found.entry((kind, hit.id)).or_insert_with(|| Hit::from_text_hit(hit)).snippet = snippet;
+            found.entry(hit.id).or_insert_with(|| Hit::from_text_hit(hit)).snippet = snippet;
         }
     }
     keyword_scores.sort_by(|a, b| b.1.total_cmp(&a.1));
@@ -557,7 +552,7 @@ pub fn search_outside(
         }
     }
 
-    let mut fused: HashMap<(HitKind, i64), f64> = HashMap::new();
+    let mut fused: HashMap<HitId, f64> = HashMap::new();
     for (key, score) in scaled(semantic_scores) {
         *fused.entry(key).or_default() += config.semantic_weight * score;
     }
@@ -584,7 +579,7 @@ pub fn search_outside(
             .then(b.timestamp.cmp(&a.timestamp))
     });
     let found = results.len();
-    results.retain(|hit| !in_context.holds(hit.kind, hit.id));
+    results.retain(|hit| !in_context.holds(hit.id));
     let left_out_in_context = found - results.len();
     let results = one_hit_per_source(store, results, &texts, limit)?;
     Ok(SearchAnswer {
@@ -608,13 +603,13 @@ struct Span {
 impl Span {
     fn of(store: &Store, hit: &Hit) -> Result<Option<Span>> {
         let Some(session) = hit.session.clone() else { return Ok(None) };
-        Ok(match hit.kind {
-            HitKind::Message => hit.seq.map(|seq| Span { session, first: seq, last: seq }),
-            HitKind::Summary => {
-                let node = store.node(NodeId(hit.id))?;
+        Ok(match hit.id {
+            HitId::Message(_) => hit.seq.map(|seq| Span { session, first: seq, last: seq }),
+            HitId::Summary(node) => {
+                let node = store.node(node)?;
                 Some(Span { session, first: node.first_seq, last: node.last_seq })
             }
-            HitKind::Memory => None,
+            HitId::Memory(_) => None,
         })
     }
 
@@ -632,11 +627,11 @@ impl Span {
 fn one_hit_per_source(
     store: &Store,
     ranked: Vec<Hit>,
-    texts: &HashMap<(HitKind, i64), u64>,
+    texts: &HashMap<HitId, u64>,
     limit: usize,
 ) -> Result<Vec<Hit>> {
     let mut kept: Vec<(Hit, Option<Span>)> = Vec::new();
-    let key = |hit: &Hit| texts.get(&(hit.kind, hit.id)).copied();
+    let key = |hit: &Hit| texts.get(&hit.id).copied();
     for hit in ranked {
         let span = Span::of(store, &hit)?;
         let text = key(&hit);
@@ -648,14 +643,14 @@ fn one_hit_per_source(
         match holder {
             // A message inside a better summary takes the summary's place: it is the verbatim
             // source, and the summary is named with it.
-            Some(index) if hit.kind == HitKind::Message && kept[index].0.kind == HitKind::Summary => {
+            Some(index) if hit.kind() == HitKind::Message && kept[index].0.kind() == HitKind::Summary => {
                 let (summary, _) = std::mem::replace(&mut kept[index], (hit, span));
                 let message = &mut kept[index].0;
                 message.score = summary.score;
-                message.also_in.push(HitRef { kind: summary.kind, id: summary.id });
+                message.also_in.push(summary.id);
                 message.also_in.extend(summary.also_in);
             }
-            Some(index) => kept[index].0.also_in.push(HitRef { kind: hit.kind, id: hit.id }),
+            Some(index) => kept[index].0.also_in.push(hit.id),
             None if kept.len() < limit => kept.push((hit, span)),
             None => {}
         }
