@@ -34,7 +34,7 @@ fn one_line(err: &anyhow::Error) -> String {
     err.chain()
         .map(|cause| {
             let text = cause.to_string().split_whitespace().collect::<Vec<_>>().join(" ");
-            strata_recall::excerpt(&text, MAX_CAUSE_CHARS)
+            strata_store::truncate_chars(&text, MAX_CAUSE_CHARS)
         })
         .collect::<Vec<_>>()
         .join(": ")

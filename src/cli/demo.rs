@@ -353,10 +353,7 @@ fn cut(text: &str, max: usize) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ");
-    if line.chars().count() <= max {
-        return line;
-    }
-    line.chars().take(max - 1).chain(['…']).collect()
+    strata_store::truncate_chars(&line, max)
 }
 
 fn show_hits(out: &mut impl Write, tool: &str, arguments: &Value, answer: &Value) -> anyhow::Result<()> {

@@ -245,15 +245,8 @@ pub(crate) fn one_line(text: &str, max_chars: usize) -> String {
     truncate_chars(&collapsed, max_chars)
 }
 
-/// `text` cut to at most `max_chars` characters, with an ellipsis when cut.
-pub(crate) fn truncate_chars(text: &str, max_chars: usize) -> String {
-    if text.chars().count() <= max_chars {
-        return text.to_owned();
-    }
-    let mut cut: String = text.chars().take(max_chars.saturating_sub(1)).collect();
-    cut.push('…');
-    cut
-}
+/// The store's rule of cutting text, under the name the summarizers' modules import.
+pub(crate) use strata_store::truncate_chars;
 
 /// Headlines longer than this many characters are cut: they are listed for every root.
 pub(crate) const HEADLINE_MAX_CHARS: usize = 240;

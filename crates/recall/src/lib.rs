@@ -59,7 +59,7 @@ pub use crate::tools::{
     ChildView, Coverage, EmbedderState, ExpandAnswer, ExpandSummaryArgs, HistoryAnswer, HistoryArgs, Hit,
     InContext, ListAnswer, MemoryGrepArgs, MemoryListArgs, MemorySearchArgs, MessageExcerpt, NodeView,
     RecentMessages, SaveAnswer, SaveMemoryArgs, Scope, SearchAnswer, Settled, TimelineEntry, ToolContext,
-    ViewAnswer, ViewMessageArgs, call_tool, error_json, excerpt, excerpt_around, excerpt_on_fragment, expand,
-    grep, grep_outside, history, list, live_memories, purge_expired, save, search, search_outside,
+    ViewAnswer, ViewMessageArgs, call_tool, error_json, excerpt_around, excerpt_on_fragment, expand, grep,
+    grep_outside, history, list, live_memories, purge_expired, save, search, search_outside,
     settle_memory_updates, tool_names, tool_specs, view,
 };

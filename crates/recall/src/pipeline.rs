@@ -21,15 +21,6 @@ use crate::error::Result;
 /// tool dump of megabytes is not scanned in full (keyword search still finds all of it).
 const MAX_TEXT_BYTES: usize = 64 * 1024;
 
-/// `text` cut to at most `max` bytes, at a character boundary.
-fn cut(text: &str, max: usize) -> &str {
-    let mut end = text.len().min(max);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
-}
-
 /// Which backlog rows to embed.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct BacklogFilter {
@@ -95,7 +86,7 @@ pub fn embed_backlog_with(
             let chunked: Vec<Vec<&str>> = batch
                 .iter()
                 .map(|item| {
-                    let text = cut(&item.text, MAX_TEXT_BYTES);
+                    let text = strata_store::prefix_within_bytes(&item.text, MAX_TEXT_BYTES);
                     chunk_text(
                         text,
                         embedder.spec().chunk_words,

@@ -49,6 +49,7 @@ mod overview;
 mod search;
 mod sessions;
 mod store;
+mod text;
 mod types;
 mod vec;
 mod vectors;
@@ -64,6 +65,7 @@ pub use crate::overview::{SessionOverview, VectorCounts};
 pub use crate::search::{HitId, HitKind, STOPWORDS, SearchFilter, TextHit, TextQuery};
 pub use crate::sessions::validate_persona;
 pub use crate::store::{Imported, IncomingMessage, RejectionCount, Stats, Store, SummarizerStats};
+pub use crate::text::{prefix_within_bytes, truncate_chars};
 pub use crate::types::{
     Category, Level, Memory, MemoryId, MemoryUpdate, Message, MessageId, NewMessage, NewSummary, NodeId,
     QueuedUpdate, Role, Session, SessionId, SummaryNode, ToolCall, UpdateId, Writer, from_unix, to_unix,

@@ -444,11 +444,7 @@ const EXCERPT_SCAN_BYTES: usize = 1 << 20;
 /// `…` where text is left out. Work is linear in the text scanned, at most
 /// [`EXCERPT_SCAN_BYTES`].
 pub fn excerpt(text: &str, terms: &[String], max: usize) -> String {
-    let mut scan_end = text.len().min(EXCERPT_SCAN_BYTES);
-    while !text.is_char_boundary(scan_end) {
-        scan_end -= 1;
-    }
-    let scanned = &text[..scan_end];
+    let scanned = crate::text::prefix_within_bytes(text, EXCERPT_SCAN_BYTES);
     // Lowercase byte for byte (ASCII) so positions stay valid; other scripts match as written,
     // which is what FTS5's case folding does for the characters lowercase() would change.
     let lower = scanned.to_ascii_lowercase();

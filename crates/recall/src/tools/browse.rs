@@ -6,7 +6,6 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use strata_store::{Level, Message, MessageId, NodeId, SessionOverview, Store, SummaryNode};
 
-use super::search::excerpt;
 use super::{ExpandSummaryArgs, ViewMessageArgs};
 use crate::config::RecallConfig;
 use crate::error::{Error, Result};
@@ -30,7 +29,7 @@ pub struct MessageExcerpt {
 
 impl MessageExcerpt {
     fn new(message: &Message, max_chars: usize) -> MessageExcerpt {
-        let content = excerpt(&message.content, max_chars);
+        let content = strata_store::truncate_chars(&message.content, max_chars);
         MessageExcerpt {
             id: message.id.0,
             seq: message.seq,

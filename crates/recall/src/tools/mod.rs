@@ -25,8 +25,8 @@ pub use self::memory::{
     ListAnswer, SaveAnswer, Settled, list, live_memories, purge_expired, save, settle_memory_updates,
 };
 pub use self::search::{
-    Coverage, Hit, InContext, SearchAnswer, excerpt, excerpt_around, excerpt_on_fragment, grep, grep_outside,
-    search, search_outside,
+    Coverage, Hit, InContext, SearchAnswer, excerpt_around, excerpt_on_fragment, grep, grep_outside, search,
+    search_outside,
 };
 
 /// The semantic side of recall: a loaded model, or why there is none.

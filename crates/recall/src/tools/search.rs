@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use strata_store::{
     Category, HitId, HitKind, Level, MessageId, STOPWORDS, SearchFilter, Store, TextHit, TextQuery,
+    truncate_chars,
 };
 
 use super::{EmbedderState, MemoryGrepArgs, MemorySearchArgs, Scope};
@@ -272,7 +273,7 @@ pub fn excerpt_on_fragment(text: &str, fragments: &[String], max: usize) -> Stri
     let fragments: Vec<&str> = fragments.iter().map(String::as_str).filter(|f| !f.is_empty()).collect();
     let first =
         fragments.iter().filter_map(|fragment| haystack.find(fragment).map(|at| (at, fragment.len()))).min();
-    let Some((at, len)) = first else { return excerpt(text, max) };
+    let Some((at, len)) = first else { return truncate_chars(text, max) };
     let (word_start, word_end) = whole_word(text, at, at + len, max);
     let (start, end) = window_bounds(text, word_start, word_end, max);
     // Every word in the window holding a fragment, left to right.
@@ -345,14 +346,6 @@ pub(crate) fn query_words(text: &str) -> Vec<String> {
         }
     }
     words
-}
-
-/// Cuts a text to `max` characters at a character boundary, marking the cut.
-pub fn excerpt(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_owned(),
-    }
 }
 
 /// The semantic candidates: nearest vectors of each kind within the persona, the scope's
@@ -517,7 +510,7 @@ pub fn search_outside(
     for (rank, (hit, distance)) in semantic.into_iter().enumerate() {
         let mut entry = Hit::from_text_hit(hit);
         texts.insert(entry.id, text_key(&entry.snippet));
-        entry.snippet = excerpt(&entry.snippet, config.excerpt_chars);
+        entry.snippet = truncate_chars(&entry.snippet, config.excerpt_chars);
         entry.similarity = Some(1.0 - distance);
         entry.semantic_rank = Some(rank + 1);
         found.insert(entry.id, entry);
@@ -674,7 +667,7 @@ pub fn excerpt_around(text: &str, words: &[String], max: usize) -> String {
         })
         .map(|(at, _)| at)
         .min();
-    let Some(at) = found else { return excerpt(text, max) };
+    let Some(at) = found else { return truncate_chars(text, max) };
     let word_end = text[at..].find(|c: char| !c.is_alphanumeric()).map_or(text.len(), |n| at + n);
     window_around(text, at, word_end, max)
 }
