@@ -359,13 +359,18 @@ impl Slot {
     }
 }
 
-fn total(slots: &[Slot]) -> u32 {
-    slots.iter().map(|slot| slot.entry.tokens).sum::<u32>() + TOKENS_PER_REPLY
+/// Tokens of the slots.
+fn sum(slots: &[Slot]) -> u32 {
+    slots.iter().map(|slot| slot.entry.tokens).sum()
 }
 
-/// Assembles the context of a session, what is sent to the model. It needs no summarizer: a
-/// command that only shows the context (`strata context`) builds only this, and every
-/// [`Compactor`](crate::Compactor) holds one.
+/// Tokens of the slots as a request: with the reply priming.
+fn total(slots: &[Slot]) -> u32 {
+    sum(slots) + TOKENS_PER_REPLY
+}
+
+/// Assembles the context of a session, what is sent to the model. It needs no summarizer;
+/// every [`Compactor`](crate::Compactor) holds one.
 #[derive(Clone, Debug)]
 pub struct Assembler {
     store: Store,
@@ -485,136 +490,243 @@ pub(crate) fn assemble(
     counter: &TokenCounter,
 ) -> Result<AssembledContext> {
     let budget = config.budget();
-    let head_end_seq = snapshot.plan.head_end_seq(&snapshot.outline);
-    let tail_start_seq =
-        snapshot.outline.get(snapshot.plan.tail_start(snapshot.outline.len())).map_or(i64::MAX, |m| m.seq);
-
-    let mut injection = Injection::None;
-    let injected = snapshot.latest_request.and_then(|(index, bootstrap)| {
-        if !bootstrap && snapshot.preferences.is_empty() {
-            return None;
-        }
-        injection = if bootstrap { Injection::Bootstrap } else { Injection::Regular };
-        Some(snapshot.outline[index].seq)
-    });
-
     let (memories, more_memories) =
         memories_within(snapshot.memories.clone(), config.injected_memory_tokens, counter);
-    let background = Background {
-        persona: &snapshot.persona,
-        preferences: &snapshot.preferences,
-        memories: &memories,
-        more_memories,
-    };
-    let lay = |message: &Message, part: Part| -> Slot {
-        if Some(message.seq) == injected {
-            let content = inject(&background, config, injection == Injection::Bootstrap, message);
-            return Slot::message(message, &content, part, false, counter);
-        }
-        let slot = Slot::message(message, &message.content, part, false, counter);
-        if part == Part::Buffer && !message.pinned && slot.entry.tokens > config.oversized_message_tokens {
-            return Slot::message(message, &stub(message, slot.entry.tokens), part, true, counter);
-        }
-        slot
-    };
-
+    let layer = Layer::new(snapshot, &memories, more_memories, config, counter);
     let messages = answer_every_call(&snapshot.messages);
-    let mut head = Vec::new();
-    let mut buffer: Vec<(Slot, &Message)> = Vec::new();
-    let mut tail = Vec::new();
-    let mut tail_messages = Vec::new();
-    for message in &messages {
-        if message.seq < head_end_seq {
-            head.push(lay(message, Part::Head));
-        } else if message.seq >= tail_start_seq {
-            tail.push(lay(message, Part::Tail));
-            tail_messages.push(message);
-        } else {
-            buffer.push((lay(message, Part::Buffer), message));
-        }
-    }
-    // Head and tail are verbatim, unless a huge message of the tail (a tool result larger than
-    // the window, say) would make the context impossible: then the largest oversized ones,
-    // never the request being answered, become stubs, as they would in the buffer.
-    let protected = |tail: &[Slot]| total(&head) + tail.iter().map(|slot| slot.entry.tokens).sum::<u32>();
-    let mut oversized: Vec<usize> = (0..tail.len())
-        .filter(|&i| {
-            Some(tail_messages[i].seq) != injected
-                && !tail_messages[i].pinned
-                && tail[i].entry.tokens > config.oversized_message_tokens
-        })
-        .collect();
-    oversized.sort_by_key(|&i| std::cmp::Reverse(tail[i].entry.tokens));
-    for i in oversized {
-        if protected(&tail) <= budget {
-            break;
-        }
-        let message = tail_messages[i];
-        tail[i] = Slot::message(message, &stub(message, tail[i].entry.tokens), Part::Tail, true, counter);
-    }
-    let protected = protected(&tail);
+    let Parts { head, buffer, mut tail } = layer.split(snapshot, &messages);
+    layer.stub_oversized_tail(&head, &mut tail, budget);
+    let protected = total(&head) + total_of(&tail);
     if protected > budget {
         return Err(Error::ContextTooLarge { session, needed: protected, budget });
     }
+    let tail: Vec<Slot> = tail.into_iter().map(|(slot, _)| slot).collect();
+    let (scaffold, elided) = fit_buffer_and_scaffold(snapshot, &head, &buffer, &tail, config, counter);
+    let joined = join(head, scaffold, buffer, &elided, tail, counter);
+    let tokens = account(&joined.slots, config);
+    if tokens.total > budget {
+        return Err(Error::ContextTooLarge { session, needed: tokens.total, budget });
+    }
+    let stubbed_messages =
+        joined.slots.iter().filter(|s| s.entry.abridged && s.entry.message_id.is_some()).count() as u32;
+    let (messages, entries) = joined.slots.into_iter().map(|slot| (slot.value, slot.entry)).unzip();
+    Ok(AssembledContext {
+        session_id: session,
+        messages,
+        entries,
+        tokens,
+        prefix_len: joined.prefix_len,
+        injection: layer.injection,
+        elided_messages: joined.elided_messages,
+        stubbed_messages,
+    })
+}
 
-    // The scaffold depends on the forest alone, never on the buffer, so it is byte-identical
-    // until the next compaction.
-    let scaffold_slots = |body_budget: u32, skip: usize| -> Vec<Slot> {
-        if snapshot.roots.is_empty() {
-            return Vec::new();
+/// Lays messages out as slots: the latest request with its injection, an oversized buffer
+/// message as a stub, everything else verbatim.
+struct Layer<'a> {
+    background: Background<'a>,
+    config: &'a CompactorConfig,
+    counter: &'a TokenCounter,
+    injection: Injection,
+    /// The seq of the message the injection goes into, if any.
+    injected: Option<i64>,
+}
+
+/// A context's messages by part, before the budget is applied; buffer and tail slots keep
+/// their message.
+struct Parts<'m> {
+    head: Vec<Slot>,
+    buffer: Vec<(Slot, &'m Message)>,
+    tail: Vec<(Slot, &'m Message)>,
+}
+
+impl<'a> Layer<'a> {
+    fn new(
+        snapshot: &'a Snapshot,
+        memories: &'a [Memory],
+        more_memories: usize,
+        config: &'a CompactorConfig,
+        counter: &'a TokenCounter,
+    ) -> Layer<'a> {
+        // The latest request carries the injection: always on a bootstrap turn, on a regular
+        // turn only when there are preferences to show.
+        let (injection, injected) = match snapshot.latest_request {
+            Some((index, true)) => (Injection::Bootstrap, Some(snapshot.outline[index].seq)),
+            Some((index, false)) if !snapshot.preferences.is_empty() => {
+                (Injection::Regular, Some(snapshot.outline[index].seq))
+            }
+            _ => (Injection::None, None),
+        };
+        let background = Background {
+            persona: &snapshot.persona,
+            preferences: &snapshot.preferences,
+            memories,
+            more_memories,
+        };
+        Layer { background, config, counter, injection, injected }
+    }
+
+    fn lay(&self, message: &Message, part: Part) -> Slot {
+        if Some(message.seq) == self.injected {
+            let bootstrap = self.injection == Injection::Bootstrap;
+            let content = inject(&self.background, self.config, bootstrap, message);
+            return Slot::message(message, &content, part, false, self.counter);
         }
-        let text = scaffold::render(&snapshot.roots, body_budget, skip, counter);
-        vec![
-            Slot::text(Role::User, text, Part::Scaffold, counter),
-            Slot::text(Role::Assistant, ACKNOWLEDGEMENT.to_owned(), Part::Acknowledgement, counter),
-        ]
-    };
-    let mut scaffold = scaffold_slots(config.scaffold_body_tokens, 0);
+        let slot = Slot::message(message, &message.content, part, false, self.counter);
+        if part == Part::Buffer && !message.pinned && slot.entry.tokens > self.config.oversized_message_tokens
+        {
+            return self.stubbed(message, part, slot.entry.tokens);
+        }
+        slot
+    }
 
-    // Over budget: leave out the oldest buffer turns first (they are stored whole and
-    // searchable), keeping turns that hold a pinned message. Then shrink the scaffold.
-    let buffer_turns: Vec<std::ops::Range<usize>> =
-        crate::plan::turns(0..buffer.len(), |i| buffer[i].1.role == Role::User).collect();
-    let sum = |slots: &[Slot]| slots.iter().map(|slot| slot.entry.tokens).sum::<u32>();
-    let mut elided = vec![false; buffer.len()];
-    let layout = |scaffold: &[Slot], elided: &[bool]| -> u32 {
-        let mut tokens = total(&head) + sum(scaffold) + sum(&tail);
-        let mut in_gap = false;
-        for (i, (slot, _)) in buffer.iter().enumerate() {
-            if elided[i] {
-                if !in_gap {
-                    tokens += ELISION_NOTE_TOKENS;
-                }
-                in_gap = true;
+    fn stubbed(&self, message: &Message, part: Part, tokens: u32) -> Slot {
+        Slot::message(message, &stub(message, tokens), part, true, self.counter)
+    }
+
+    /// Head, buffer and tail by the plan's boundaries.
+    fn split<'m>(&self, snapshot: &Snapshot, messages: &'m [Message]) -> Parts<'m> {
+        let head_end_seq = snapshot.plan.head_end_seq(&snapshot.outline);
+        let tail_start_seq = snapshot
+            .outline
+            .get(snapshot.plan.tail_start(snapshot.outline.len()))
+            .map_or(i64::MAX, |m| m.seq);
+        let mut parts = Parts { head: Vec::new(), buffer: Vec::new(), tail: Vec::new() };
+        for message in messages {
+            if message.seq < head_end_seq {
+                parts.head.push(self.lay(message, Part::Head));
+            } else if message.seq >= tail_start_seq {
+                parts.tail.push((self.lay(message, Part::Tail), message));
             } else {
-                tokens += slot.entry.tokens;
-                in_gap = false;
+                parts.buffer.push((self.lay(message, Part::Buffer), message));
             }
         }
-        tokens
-    };
-    for turn in &buffer_turns {
-        if layout(&scaffold, &elided) <= budget {
+        parts
+    }
+
+    /// Head and tail are verbatim, unless a huge message of the tail (a tool result larger
+    /// than the window, say) would make the context impossible: then the largest oversized
+    /// ones, never the request being answered, become stubs, as they would in the buffer.
+    fn stub_oversized_tail(&self, head: &[Slot], tail: &mut [(Slot, &Message)], budget: u32) {
+        let mut oversized: Vec<usize> = (0..tail.len())
+            .filter(|&i| {
+                let (slot, message) = &tail[i];
+                Some(message.seq) != self.injected
+                    && !message.pinned
+                    && slot.entry.tokens > self.config.oversized_message_tokens
+            })
+            .collect();
+        oversized.sort_by_key(|&i| std::cmp::Reverse(tail[i].0.entry.tokens));
+        for i in oversized {
+            if total(head) + total_of(tail) <= budget {
+                break;
+            }
+            let (slot, message) = &mut tail[i];
+            *slot = self.stubbed(message, Part::Tail, slot.entry.tokens);
+        }
+    }
+}
+
+/// Tokens of slots that keep their message.
+fn total_of(slots: &[(Slot, &Message)]) -> u32 {
+    slots.iter().map(|(slot, _)| slot.entry.tokens).sum()
+}
+
+/// The scaffold and its acknowledgement, showing bodies within `body_budget` tokens and
+/// leaving out the `skip` oldest roots. It depends on the forest alone, never on the buffer,
+/// so it is byte-identical until the next compaction.
+fn scaffold_slots(snapshot: &Snapshot, body_budget: u32, skip: usize, counter: &TokenCounter) -> Vec<Slot> {
+    if snapshot.roots.is_empty() {
+        return Vec::new();
+    }
+    let text = scaffold::render(&snapshot.roots, body_budget, skip, counter);
+    vec![
+        Slot::text(Role::User, text, Part::Scaffold, counter),
+        Slot::text(Role::Assistant, ACKNOWLEDGEMENT.to_owned(), Part::Acknowledgement, counter),
+    ]
+}
+
+/// Tokens of the whole context with this scaffold and these buffer messages left out, each
+/// run of them replaced by one elision note.
+fn layout_tokens(
+    head: &[Slot],
+    scaffold: &[Slot],
+    buffer: &[(Slot, &Message)],
+    elided: &[bool],
+    tail: &[Slot],
+) -> u32 {
+    // `total` counts the reply priming once, with the head.
+    let mut tokens = total(head) + sum(scaffold) + sum(tail);
+    let mut in_gap = false;
+    for ((slot, _), &left_out) in buffer.iter().zip(elided) {
+        if left_out {
+            if !in_gap {
+                tokens += ELISION_NOTE_TOKENS;
+            }
+            in_gap = true;
+        } else {
+            tokens += slot.entry.tokens;
+            in_gap = false;
+        }
+    }
+    tokens
+}
+
+/// The scaffold and which buffer messages are left out so that the context fits: over
+/// budget, the oldest buffer turns go first (they are stored whole and searchable), keeping
+/// turns that hold a pinned message; then the scaffold loses its bodies, then its oldest roots.
+fn fit_buffer_and_scaffold(
+    snapshot: &Snapshot,
+    head: &[Slot],
+    buffer: &[(Slot, &Message)],
+    tail: &[Slot],
+    config: &CompactorConfig,
+    counter: &TokenCounter,
+) -> (Vec<Slot>, Vec<bool>) {
+    let budget = config.budget();
+    let mut scaffold = scaffold_slots(snapshot, config.scaffold_body_tokens, 0, counter);
+    let mut elided = vec![false; buffer.len()];
+    let fits =
+        |scaffold: &[Slot], elided: &[bool]| layout_tokens(head, scaffold, buffer, elided, tail) <= budget;
+    for turn in crate::plan::turns(0..buffer.len(), |i| buffer[i].1.role == Role::User) {
+        if fits(&scaffold, &elided) {
             break;
         }
         if buffer[turn.clone()].iter().any(|(_, message)| message.pinned) {
             continue;
         }
-        for flag in &mut elided[turn.clone()] {
-            *flag = true;
-        }
+        elided[turn].fill(true);
     }
-    if layout(&scaffold, &elided) > budget && !snapshot.roots.is_empty() {
-        scaffold = scaffold_slots(0, 0);
+    if !fits(&scaffold, &elided) && !snapshot.roots.is_empty() {
+        scaffold = scaffold_slots(snapshot, 0, 0, counter);
         let mut skip = 0;
-        while layout(&scaffold, &elided) > budget && skip < snapshot.roots.len() {
+        while !fits(&scaffold, &elided) && skip < snapshot.roots.len() {
             skip = (skip + 1 + snapshot.roots.len() / 8).min(snapshot.roots.len());
-            scaffold = scaffold_slots(0, skip);
+            scaffold = scaffold_slots(snapshot, 0, skip, counter);
         }
     }
+    (scaffold, elided)
+}
 
-    let mut slots: Vec<Slot> = Vec::new();
-    slots.extend(head);
+/// The context's slots in order, and what the joining counted.
+struct Joined {
+    slots: Vec<Slot>,
+    /// Messages of the stable prefix: head, scaffold and acknowledgement.
+    prefix_len: usize,
+    elided_messages: u32,
+}
+
+/// Head, scaffold, the buffer with each run of left-out messages as one elision note, tail.
+fn join(
+    head: Vec<Slot>,
+    scaffold: Vec<Slot>,
+    buffer: Vec<(Slot, &Message)>,
+    elided: &[bool],
+    tail: Vec<Slot>,
+    counter: &TokenCounter,
+) -> Joined {
+    let mut slots = head;
     let prefix_len = slots.len() + scaffold.len();
     slots.extend(scaffold);
     let mut elided_messages = 0u32;
@@ -622,17 +734,13 @@ pub(crate) fn assemble(
     let flush = |gap: &mut Vec<&Message>, slots: &mut Vec<Slot>| {
         if let (Some(first), Some(last)) = (gap.first(), gap.last()) {
             let tokens: u64 = gap.iter().map(|m| u64::from(m.token_count)).sum();
-            slots.push(Slot::text(
-                Role::User,
-                elision_note(first, last, gap.len(), tokens),
-                Part::Buffer,
-                counter,
-            ));
+            let note = elision_note(first, last, gap.len(), tokens);
+            slots.push(Slot::text(Role::User, note, Part::Buffer, counter));
             gap.clear();
         }
     };
-    for (i, (slot, message)) in buffer.into_iter().enumerate() {
-        if elided[i] {
+    for ((slot, message), &left_out) in buffer.into_iter().zip(elided) {
+        if left_out {
             elided_messages += 1;
             gap.push(message);
         } else {
@@ -642,14 +750,18 @@ pub(crate) fn assemble(
     }
     flush(&mut gap, &mut slots);
     slots.extend(tail);
+    Joined { slots, prefix_len, elided_messages }
+}
 
+/// The tokens of each part, the request's fixed costs and the total.
+fn account(slots: &[Slot], config: &CompactorConfig) -> TokenAccounting {
     let mut tokens = TokenAccounting {
         reply_priming: TOKENS_PER_REPLY,
         tools: config.request_overhead_tokens,
-        budget,
+        budget: config.budget(),
         ..TokenAccounting::default()
     };
-    for slot in &slots {
+    for slot in slots {
         let field = match slot.entry.part {
             Part::Head => &mut tokens.head,
             Part::Scaffold => &mut tokens.scaffold,
@@ -659,26 +771,10 @@ pub(crate) fn assemble(
         };
         *field += slot.entry.tokens;
     }
-    tokens.total = total(&slots);
-    if tokens.total > budget {
-        return Err(Error::ContextTooLarge { session, needed: tokens.total, budget });
-    }
-    let stubbed_messages =
-        slots.iter().filter(|s| s.entry.abridged && s.entry.message_id.is_some()).count() as u32;
-    let (messages, entries) = slots.into_iter().map(|slot| (slot.value, slot.entry)).unzip();
-    Ok(AssembledContext {
-        session_id: session,
-        messages,
-        entries,
-        tokens,
-        prefix_len,
-        injection,
-        elided_messages,
-        stubbed_messages,
-    })
+    tokens.total = total(slots);
+    tokens
 }
 
-/// An upper bound of the tokens of one elision note (checked in the tests).
 const ELISION_NOTE_TOKENS: u32 = 90;
 
 fn elision_note(first: &Message, last: &Message, count: usize, tokens: u64) -> String {
