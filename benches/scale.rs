@@ -206,7 +206,7 @@ fn search(c: &mut Criterion) {
     }
     let filter = SearchFilter { limit: 50, ..SearchFilter::persona("p") };
     group.bench_function("part_rank_words_messages", |b| {
-        b.iter(|| store.rank_words(HitKind::Message, &words, &filter).unwrap())
+        b.iter(|| store.ranking().rank_words(HitKind::Message, &words, &filter).unwrap())
     });
     group.bench_function("memory_search_question", |b| {
         b.iter(|| call_tool(&ctx, "memory_search", &json!({"query": question, "limit": 10})))

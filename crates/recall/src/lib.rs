@@ -54,12 +54,10 @@ pub use crate::error::{Error, Result};
 pub use crate::pipeline::{
     BacklogFilter, EmbedProgress, EmbedWorker, WorkerStats, embed_backlog, embed_backlog_with,
 };
-pub use crate::time::{Bound, TimeRange, parse_bound, parse_range};
 pub use crate::tools::{
     ChildView, Coverage, EmbedderState, ExpandAnswer, ExpandSummaryArgs, HistoryAnswer, HistoryArgs, Hit,
-    InContext, ListAnswer, MemoryGrepArgs, MemoryListArgs, MemorySearchArgs, MessageExcerpt, NodeView,
-    RecentMessages, SaveAnswer, SaveMemoryArgs, Scope, SearchAnswer, Settled, TimelineEntry, ToolContext,
-    ViewAnswer, ViewMessageArgs, call_tool, error_json, excerpt_around, excerpt_on_fragment, expand, grep,
-    grep_outside, history, list, live_memories, purge_expired, save, search, search_outside,
+    ListAnswer, MemoryGrepArgs, MemoryListArgs, MemorySearchArgs, MessageExcerpt, NodeView, RecentMessages,
+    SaveAnswer, SaveMemoryArgs, Scope, SearchAnswer, Settled, TimelineEntry, ToolContext, ViewAnswer,
+    ViewMessageArgs, call_tool, expand, grep, history, list, purge_expired, save, search,
     settle_memory_updates, tool_names, tool_specs, view,
 };

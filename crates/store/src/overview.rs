@@ -192,12 +192,6 @@ pub fn vector_counts(conn: &Connection) -> Result<VectorCounts> {
 }
 
 impl Store {
-    /// The rows with these ids that belong to `persona`, as unranked hits whose snippet is
-    /// the full text. Used to show vector hits; other personas' ids are dropped.
-    pub fn hits_by_ids(&self, persona: &str, ids: &[HitId]) -> Result<Vec<TextHit>> {
-        self.read(|conn| hits_by_ids(conn, persona, ids))
-    }
-
     /// The sessions of a persona with message counts, oldest first.
     pub fn session_overview(&self, persona: &str) -> Result<Vec<SessionOverview>> {
         self.read(|conn| session_overview(conn, persona))

@@ -550,7 +550,7 @@ impl Store {
 
     /// Brings the search indexes up to date before a search reads them, so a search never
     /// misses a message or a node; nothing to do (two cheap reads) in the common case.
-    fn searchable(&self) -> Result<()> {
+    pub(crate) fn searchable(&self) -> Result<()> {
         if !self.read(|conn| Deferred::Messages.caught_up(conn))? {
             while self.index_messages(INDEX_BATCH)? == INDEX_BATCH {}
         }
@@ -624,42 +624,7 @@ impl Store {
         k: usize,
         scan: Scan,
     ) -> Result<Vec<(i64, f64)>> {
-        self.nearest_within(model, kind, &SearchFilter::persona(persona), query, k, scan)
-    }
-
-    /// [`Store::nearest`] within the filter's persona, session and time range (its kinds and
-    /// limit are not used). A small window is searched within (its rows only), so rows outside
-    /// it never crowd it out; a large one is filtered after a wider search.
-    pub fn nearest_within(
-        &self,
-        model: &str,
-        kind: HitKind,
-        filter: &SearchFilter,
-        query: &[f32],
-        k: usize,
-        scan: Scan,
-    ) -> Result<Vec<(i64, f64)>> {
-        self.read(|conn| vectors::nearest(conn, model, kind, filter, query, k, scan))
-    }
-
-    /// How many rows of `kind` hold each word (counted up to `cap`), and about how many rows
-    /// there are: the statistics to weigh a bm25 score against the query's best possible one.
-    pub fn word_frequencies(&self, kind: HitKind, words: &[String], cap: usize) -> Result<(u64, Vec<u64>)> {
-        self.searchable()?;
-        self.read(|conn| search::word_frequencies(conn, kind, words, cap))
-    }
-
-    /// Ranks rows of `kind` by how well their words match `words` (bm25 over the word index,
-    /// which holds each message with its speaker): (id, bm25 score, higher is better), best
-    /// first, within the filter's persona, session and time range.
-    pub fn rank_words(
-        &self,
-        kind: HitKind,
-        words: &[String],
-        filter: &SearchFilter,
-    ) -> Result<Vec<(i64, f64)>> {
-        self.searchable()?;
-        self.read(|conn| search::rank_words(conn, kind, words, filter))
+        self.ranking().nearest_within(model, kind, &SearchFilter::persona(persona), query, k, scan)
     }
 
     /// Counts of everything stored.

@@ -622,13 +622,15 @@ fn words_rank_with_the_speaker() {
         store.append(session.id, &[caroline, melanie, NewMessage::text(Role::User, "unrelated")]).unwrap();
     let filter = SearchFilter::persona("p");
     let words = |w: &[&str]| w.iter().map(|w| w.to_string()).collect::<Vec<_>>();
-    let ranked = store.rank_words(HitKind::Message, &words(&["caroline", "paint"]), &filter).unwrap();
+    let ranked =
+        store.ranking().rank_words(HitKind::Message, &words(&["caroline", "paint"]), &filter).unwrap();
     assert_eq!(ranked.len(), 2, "{ranked:?}");
     assert_eq!(ranked[0].0, ids[0].0, "speaker and stem both match");
     assert!(ranked[0].1 > ranked[1].1 && ranked[1].1 > 0.0);
-    assert!(store.rank_words(HitKind::Message, &words(&["NEAR(\"x"]), &filter).unwrap().is_empty());
+    assert!(store.ranking().rank_words(HitKind::Message, &words(&["NEAR(\"x"]), &filter).unwrap().is_empty());
     assert!(
         store
+            .ranking()
             .rank_words(HitKind::Message, &words(&["caroline"]), &SearchFilter::persona("q"))
             .unwrap()
             .is_empty()
@@ -861,11 +863,18 @@ fn a_sparse_window_is_searched_within() {
     let query = scattered(backlog[10].id as u64, 32);
     let window = SearchFilter { session: Some(small.id), ..SearchFilter::persona("alice") };
     for scan in [Scan::Exact, Scan::Quantized { candidates: 50 }] {
-        let near = store.nearest_within(MODEL, HitKind::Message, &window, &query, 10, scan).unwrap();
+        let near =
+            store.ranking().nearest_within(MODEL, HitKind::Message, &window, &query, 10, scan).unwrap();
         let mut ids: Vec<i64> = near.iter().map(|(id, _)| *id).collect();
         ids.sort();
         assert_eq!(ids, small_ids, "{scan:?}");
-        assert!(store.nearest_within(MODEL, HitKind::Memory, &window, &query, 10, scan).unwrap().is_empty());
+        assert!(
+            store
+                .ranking()
+                .nearest_within(MODEL, HitKind::Memory, &window, &query, 10, scan)
+                .unwrap()
+                .is_empty()
+        );
     }
     // Time windows: one after every message holds nothing; one around every message finds the
     // nearest row of all.
@@ -875,6 +884,7 @@ fn a_sparse_window_is_searched_within() {
     };
     assert!(
         store
+            .ranking()
             .nearest_within(MODEL, HitKind::Message, &late, &query, 10, Scan::Quantized { candidates: 50 })
             .unwrap()
             .is_empty()
@@ -884,6 +894,7 @@ fn a_sparse_window_is_searched_within() {
         ..SearchFilter::persona("alice")
     };
     let near = store
+        .ranking()
         .nearest_within(MODEL, HitKind::Message, &all, &query, 10, Scan::Quantized { candidates: 50 })
         .unwrap();
     assert_eq!(near[0].0, backlog[10].id, "{near:?}");
@@ -913,6 +924,7 @@ fn bulk_appends_are_indexed_before_any_search_reads() {
     session_with(&store, "other", "p", 50);
     assert_eq!(store.unindexed_messages().unwrap(), 50);
     let ranked = store
+        .ranking()
         .rank_words(strata_store::HitKind::Message, &["other".into()], &SearchFilter::persona("p"))
         .unwrap();
     assert!(!ranked.is_empty());
@@ -952,8 +964,10 @@ fn summaries_are_indexed_before_any_search_reads_and_replacements_follow() {
     assert_eq!(store.index_summaries().unwrap(), 1);
     assert_eq!(store.unindexed_summaries().unwrap(), 0);
     assert_eq!(find("zeppelin"), 1);
-    let ranked =
-        store.rank_words(HitKind::Summary, &["zeppelin".to_owned()], &SearchFilter::persona("p")).unwrap();
+    let ranked = store
+        .ranking()
+        .rank_words(HitKind::Summary, &["zeppelin".to_owned()], &SearchFilter::persona("p"))
+        .unwrap();
     assert_eq!(ranked.first().map(|hit| hit.0), Some(late.id.0), "{ranked:?}");
     assert!(store.doctor(true).unwrap().healthy());
 }

@@ -21,13 +21,9 @@ pub use self::browse::{
     ChildView, ExpandAnswer, HistoryAnswer, MessageExcerpt, NodeView, RecentMessages, TimelineEntry,
     ViewAnswer, expand, history, view,
 };
-pub use self::memory::{
-    ListAnswer, SaveAnswer, Settled, list, live_memories, purge_expired, save, settle_memory_updates,
-};
-pub use self::search::{
-    Coverage, Hit, InContext, SearchAnswer, excerpt_around, excerpt_on_fragment, grep, grep_outside, search,
-    search_outside,
-};
+pub use self::memory::{ListAnswer, SaveAnswer, Settled, list, purge_expired, save, settle_memory_updates};
+pub use self::search::{Coverage, Hit, SearchAnswer, grep, search};
+use self::search::{InContext, grep_outside, search_outside};
 
 /// The semantic side of recall: a loaded model, or why there is none.
 #[derive(Clone, Debug)]

@@ -254,7 +254,7 @@ fn whole_word_excerpts(
     let fragments: Vec<String> = fragments.iter().map(|f| f.trim_matches('*').to_lowercase()).collect();
     let ids: Vec<HitId> = results.iter().map(|hit| hit.id).collect();
     let texts: HashMap<HitId, String> =
-        store.hits_by_ids(persona, &ids)?.into_iter().map(|hit| (hit.id, hit.snippet)).collect();
+        store.ranking().hits_by_ids(persona, &ids)?.into_iter().map(|hit| (hit.id, hit.snippet)).collect();
     for hit in results.iter_mut() {
         if let Some(text) = texts.get(&hit.id) {
             hit.snippet = excerpt_on_fragment(text, &fragments, max);
@@ -368,12 +368,13 @@ fn semantic_hits(
         if kind == HitKind::Memory && scope.session.is_some() {
             continue;
         }
-        let nearest = store.nearest_within(model, kind, &filter, query, wanted, config.vector_scan())?;
+        let nearest =
+            store.ranking().nearest_within(model, kind, &filter, query, wanted, config.vector_scan())?;
         // In the store's order (nearest first), so equal distances keep a fixed order.
         let ids: Vec<HitId> = nearest.iter().map(|&(id, _)| HitId::new(kind, id)).collect();
         let distances: HashMap<HitId, f64> =
             ids.iter().copied().zip(nearest.iter().map(|&(_, d)| d)).collect();
-        for hit in store.hits_by_ids(&scope.persona, &ids)? {
+        for hit in store.ranking().hits_by_ids(&scope.persona, &ids)? {
             if !expired(config, &hit, now) {
                 let distance = distances[&hit.id];
                 candidates.push((hit, distance));
@@ -437,7 +438,7 @@ const FREQUENCY_CAP: usize = 1000;
 /// when it is the best keyword match, so it cannot outrank a row that means the same as the
 /// question in other words.
 fn ideal_score(store: &Store, kind: HitKind, words: &[String]) -> Result<f64> {
-    let (rows, frequencies) = store.word_frequencies(kind, words, FREQUENCY_CAP)?;
+    let (rows, frequencies) = store.ranking().word_frequencies(kind, words, FREQUENCY_CAP)?;
     let rows = rows as f64;
     let ideal: f64 = frequencies
         .iter()
@@ -520,14 +521,14 @@ pub fn search_outside(
     let filter = search_filter(scope, range, candidates);
     let mut keyword_scores = Vec::new();
     for kind in [HitKind::Message, HitKind::Summary, HitKind::Memory] {
-        let ranked = store.rank_words(kind, &words, &filter)?;
+        let ranked = store.ranking().rank_words(kind, &words, &filter)?;
         if ranked.is_empty() {
             continue;
         }
         let ideal = ideal_score(store, kind, &words)?;
         let ids: Vec<HitId> = ranked.iter().map(|&(id, _)| HitId::new(kind, id)).collect();
         let scores: HashMap<HitId, f64> = ids.iter().copied().zip(ranked.iter().map(|&(_, s)| s)).collect();
-        for hit in store.hits_by_ids(&scope.persona, &ids)? {
+        for hit in store.ranking().hits_by_ids(&scope.persona, &ids)? {
             if expired(config, &hit, now) {
                 continue;
             }
