@@ -106,7 +106,7 @@ fn bench(c: &mut Criterion) {
         Compactor::new(probe.clone(), config(), Arc::new(ExtractiveSummarizer::new(counter.clone())))
             .unwrap();
     runtime.block_on(compactor.compact(template.session)).unwrap();
-    let node = probe.roots(template.session, Some(0)).unwrap().remove(0);
+    let node = probe.roots(template.session, Some(strata_store::Level::LEAF)).unwrap().remove(0);
     let (first, last) = (node.first_seq, node.last_seq);
 
     // Baseline 1: the extractive summarizer alone, on the same chunk.
@@ -114,7 +114,7 @@ fn bench(c: &mut Criterion) {
     let chunk = store.messages(template.session, first..=last).unwrap();
     let request = SummaryRequest {
         kind: SourceKind::Messages,
-        level: 0,
+        level: strata_store::Level::LEAF,
         persona: "default".into(),
         items: chunk
             .iter()

@@ -42,7 +42,13 @@ fn compacted(strata: &Strata) -> usize {
             .put_memory(Writer::User, "coder", &MemoryWrite { category, key, title: key, content })
             .unwrap();
     }
-    engine.store().nodes(session.id()).unwrap().iter().filter(|n| n.level == 0).count()
+    engine
+        .store()
+        .nodes(session.id())
+        .unwrap()
+        .iter()
+        .filter(|n| n.level == strata::store::Level::LEAF)
+        .count()
 }
 
 #[test]

@@ -298,7 +298,11 @@ async fn resummarize_replaces_bottom_up_and_resumes_after_a_failure() {
     }
     session.prepare_context().await.unwrap();
     let before = engine.store().nodes(session.id()).unwrap();
-    assert!(before.iter().any(|node| node.level > 0), "merges exist: {}", before.len());
+    assert!(
+        before.iter().any(|node| node.level > strata::store::Level::LEAF),
+        "merges exist: {}",
+        before.len()
+    );
     assert!(before.iter().all(|node| node.summarizer == "extractive"));
     drop(engine);
 
@@ -327,7 +331,7 @@ async fn resummarize_replaces_bottom_up_and_resumes_after_a_failure() {
     let first = engine.resummarize(session.id(), None, |node| order.push(node.level)).await.unwrap();
     assert_eq!(first.replaced, 3);
     assert!(first.stopped.as_deref().is_some_and(|why| why.contains("500")), "{first:?}");
-    assert!(order.iter().all(|&level| level == 0), "Level 0 first: {order:?}");
+    assert!(order.iter().all(|&level| level == strata::store::Level::LEAF), "Level 0 first: {order:?}");
     let after_failure = engine.store().nodes(session.id()).unwrap();
     assert_eq!(after_failure.len(), before.len(), "no node lost or added");
     assert_eq!(after_failure.iter().filter(|node| node.summarizer == "gpt-4o-mini").count(), 3);
@@ -357,7 +361,10 @@ async fn resummarize_replaces_bottom_up_and_resumes_after_a_failure() {
     let nodes = engine.store().nodes(session.id()).unwrap();
     assert!(nodes.iter().all(|node| node.summarizer == "gpt-4o-mini" && node.headline.contains("cluster")));
     assert!(
-        nodes.iter().filter(|node| node.level > 0).all(|node| node.headline.contains("service by service"))
+        nodes
+            .iter()
+            .filter(|node| node.level > strata::store::Level::LEAF)
+            .all(|node| node.headline.contains("service by service"))
     );
     let again = engine.resummarize(session.id(), None, |_| {}).await.unwrap();
     assert_eq!((again.replaced, again.unchanged as usize), (0, before.len()), "nothing left to do");

@@ -38,7 +38,7 @@ fn support_chat() -> SummaryRequest {
     ];
     SummaryRequest {
         kind: SourceKind::Messages,
-        level: 0,
+        level: strata::store::Level::LEAF,
         persona: "support".into(),
         items,
         source_tokens: 400,

@@ -121,7 +121,7 @@ pub fn assert_consistent(store: &Store, key: &str, expected_messages: usize) {
     assert!(messages.iter().enumerate().all(|(i, m)| m.seq == i as i64), "seqs dense");
     let nodes = store.nodes(session.id).unwrap();
     for node in &nodes {
-        if node.level == 0 {
+        if node.level == strata::store::Level::LEAF {
             let covered: Vec<i64> =
                 messages.iter().filter(|m| m.summary_id == Some(node.id)).map(|m| m.seq).collect();
             let range: Vec<i64> = (node.first_seq..=node.last_seq).collect();
@@ -129,7 +129,7 @@ pub fn assert_consistent(store: &Store, key: &str, expected_messages: usize) {
         } else {
             let children: Vec<_> = nodes.iter().filter(|c| c.parent_id == Some(node.id)).collect();
             assert!(children.len() >= 2, "node {} has its children", node.id);
-            assert!(children.iter().all(|c| c.level + 1 == node.level));
+            assert!(children.iter().all(|c| c.level.up() == node.level));
             assert_eq!(children.iter().map(|c| c.first_seq).min(), Some(node.first_seq));
             assert_eq!(children.iter().map(|c| c.last_seq).max(), Some(node.last_seq));
         }
@@ -137,7 +137,11 @@ pub fn assert_consistent(store: &Store, key: &str, expected_messages: usize) {
     // A message is covered by a node that exists (the link and the node commit together).
     for message in &messages {
         if let Some(node) = message.summary_id {
-            assert!(nodes.iter().any(|n| n.id == node && n.level == 0), "message {} dangles", message.id);
+            assert!(
+                nodes.iter().any(|n| n.id == node && n.level == strata::store::Level::LEAF),
+                "message {} dangles",
+                message.id
+            );
         }
     }
 }

@@ -256,7 +256,10 @@ pub fn resummarize(
     let mut reports = Vec::new();
     for session in &sessions {
         progress.set_message(session.key.clone());
-        let done = runtime.block_on(engine.resummarize(session.id, args.level, |_| progress.inc(1)))?;
+        let done =
+            runtime.block_on(
+                engine.resummarize(session.id, args.level.map(strata_store::Level), |_| progress.inc(1)),
+            )?;
         let stopped = done.stopped.clone();
         reports.push((session.key.clone(), done));
         if let Some(error) = stopped {

@@ -74,7 +74,9 @@ pub fn export_persona(store: &Store, persona: &str, dir: &Path) -> Result<Export
 
     let mut leaves: Vec<(&Session, &SummaryNode)> = forests
         .iter()
-        .flat_map(|(session, nodes)| nodes.iter().filter(|n| n.level == 0).map(move |n| (session, n)))
+        .flat_map(|(session, nodes)| {
+            nodes.iter().filter(|n| n.level == strata_store::Level::LEAF).map(move |n| (session, n))
+        })
         .collect();
     leaves.sort_by_key(|(_, node)| (node.start_time, node.id));
     let mut history = format!("# History of persona `{persona}`\n\n");

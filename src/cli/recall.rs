@@ -107,7 +107,7 @@ fn print_hits(out: &mut impl Write, answer: &SearchAnswer) -> anyhow::Result<()>
 fn hit_line(hit: &Hit) -> String {
     let place = match (&hit.session, hit.seq, &hit.key) {
         (Some(session), Some(seq), _) => format!("{session}#{seq}"),
-        (Some(session), None, _) => format!("{session} level {}", hit.level.unwrap_or(0)),
+        (Some(session), None, _) => format!("{session} level {}", hit.level.unwrap_or_default()),
         (None, _, Some(key)) => format!("{} {key}", hit.category.map_or("", |c| c.as_str())),
         _ => String::new(),
     };

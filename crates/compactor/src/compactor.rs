@@ -237,7 +237,7 @@ fn node_item(node: &SummaryNode) -> SourceItem {
 /// The oldest K roots of the lowest level that has at least 2K roots.
 fn merge_candidate(roots: &[SummaryNode], k: usize) -> Option<Vec<SummaryNode>> {
     let top = roots.iter().map(|node| node.level).max()?;
-    (0..=top).find_map(|level| {
+    (0..=top.0).map(Level).find_map(|level| {
         let of_level: Vec<&SummaryNode> = roots.iter().filter(|node| node.level == level).collect();
         (of_level.len() >= 2 * k).then(|| of_level[..k].iter().map(|node| (*node).clone()).collect())
     })
@@ -376,7 +376,7 @@ impl Compactor {
             %session,
             summarizer = summarizer.name(),
             kind = ?request.kind,
-            level = request.level,
+            level = request.level.0,
             tokens_in = request.source_tokens,
         );
         let mut request = std::borrow::Cow::Borrowed(request);
@@ -418,7 +418,7 @@ impl Compactor {
         &self,
         persona: &str,
         kind: SourceKind,
-        level: u32,
+        level: Level,
         items: Vec<SourceItem>,
         source_tokens: u64,
     ) -> SummaryRequest {
@@ -547,7 +547,7 @@ impl Compactor {
             // Merges first: they keep the scaffold short.
             let mut write: Option<(Step, Target)> = None;
             if let Some(children) = merge_candidate(&planning.roots, k) {
-                let level = children[0].level + 1;
+                let level = children[0].level.up();
                 let source: u64 = children.iter().map(|node| u64::from(node.token_count)).sum();
                 let items = children.iter().map(node_item).collect();
                 let request = self.request(&persona, SourceKind::Summaries, level, items, source);
@@ -566,8 +566,13 @@ impl Compactor {
                             let messages =
                                 self.blocking(move |store| Ok(store.messages(session, seqs)?)).await?;
                             let items = messages.iter().map(source_item).collect();
-                            let request =
-                                self.request(&persona, SourceKind::Messages, 0, items, chunk.tokens);
+                            let request = self.request(
+                                &persona,
+                                SourceKind::Messages,
+                                Level::LEAF,
+                                items,
+                                chunk.tokens,
+                            );
                             let step = self.summarize(session, &request, &mut archiving).await;
                             write = Some((step, Target::Leaf(chunk)));
                         }
@@ -747,7 +752,7 @@ impl Compactor {
         let (id, level) = (node.id, node.level);
         let (items, tokens) = self
             .blocking(move |store| {
-                Ok(if level == 0 {
+                Ok(if level == Level::LEAF {
                     let messages = store.covered_messages(id)?;
                     let tokens: u64 = messages.iter().map(|m| u64::from(m.token_count)).sum();
                     (messages.iter().map(source_item).collect::<Vec<_>>(), tokens)
@@ -758,7 +763,7 @@ impl Compactor {
                 })
             })
             .await?;
-        let kind = if level == 0 { SourceKind::Messages } else { SourceKind::Summaries };
+        let kind = if level == Level::LEAF { SourceKind::Messages } else { SourceKind::Summaries };
         Ok(self.request(persona, kind, level, items, tokens))
     }
 
@@ -781,13 +786,13 @@ impl Compactor {
         let (persona, nodes) = self
             .blocking(move |store| Ok((store.session_by_id(session)?.persona, store.nodes(session)?)))
             .await?;
-        let top = nodes.iter().map(|node| node.level).max().unwrap_or(0);
+        let top = nodes.iter().map(|node| node.level).max().unwrap_or(Level::LEAF);
         let levels = match level {
-            Some(level) => level..=level,
-            None => 0..=top,
+            Some(level) => level.0..=level.0,
+            None => 0..=top.0,
         };
         let mut done = Resummarized::default();
-        for level in levels {
+        for level in levels.map(Level) {
             // Read each level when its turn comes: the level below was just rewritten.
             let nodes = self
                 .blocking(move |store| Ok(store.nodes(session)?))

@@ -428,7 +428,7 @@ mod tests {
         };
         let request = SummaryRequest {
             kind: SourceKind::Messages,
-            level: 0,
+            level: strata_store::Level::LEAF,
             persona: "p".into(),
             items: vec![asked, answered],
             source_tokens: 40,

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use strata_store::{MemoryUpdate, Role};
+use strata_store::{Level, MemoryUpdate, Role};
 
 use crate::error::SummarizeError;
 use crate::tokens::TokenCounter;
@@ -123,7 +123,7 @@ pub struct SummaryRequest {
     /// Messages or summaries.
     pub kind: SourceKind,
     /// The level of the node being written.
-    pub level: u32,
+    pub level: Level,
     /// The persona whose conversation this is.
     pub persona: String,
     /// The sources, oldest first.
@@ -413,7 +413,7 @@ mod tests {
     fn request(source: &str, source_tokens: u32) -> SummaryRequest {
         SummaryRequest {
             kind: SourceKind::Messages,
-            level: 0,
+            level: strata_store::Level::LEAF,
             persona: "p".into(),
             items: vec![SourceItem {
                 reference: "message 1".into(),

@@ -29,7 +29,7 @@ pub fn render_tree(store: &Store, session: SessionId) -> Result<String> {
     roots.sort_by_key(|node| node.first_seq);
     let mut per_level: Vec<usize> = Vec::new();
     for node in &nodes {
-        let level = node.level as usize;
+        let level = node.level.index();
         if per_level.len() <= level {
             per_level.resize(level + 1, 0);
         }

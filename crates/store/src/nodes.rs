@@ -72,7 +72,7 @@ pub fn insert_leaf(
         conn,
         &Row {
             session,
-            level: 0,
+            level: Level::LEAF,
             first_seq,
             last_seq,
             start_time: first_time.unwrap_or_default(),
@@ -133,7 +133,7 @@ pub fn merge(
         conn,
         &Row {
             session,
-            level: level + 1,
+            level: level.up(),
             first_seq: first.first_seq,
             last_seq: last.last_seq,
             // Times may go backwards in a transcript (clock changes, imported merges): a node's

@@ -56,8 +56,44 @@ id_type!(
     UpdateId
 );
 
-/// The level of a summary node: 0 covers messages, L+1 covers level-L nodes.
-pub type Level = u32;
+/// The level of a summary node: 0 covers messages, L+1 covers level-L nodes. A number in
+/// JSON and in SQL.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Level(pub u32);
+
+impl Level {
+    /// The level of the nodes that cover messages.
+    pub const LEAF: Level = Level(0);
+
+    /// The level of the node that merges nodes of this level.
+    pub fn up(self) -> Level {
+        Level(self.0 + 1)
+    }
+
+    /// This level as an index (into a count per level, say).
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl rusqlite::ToSql for Level {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        self.0.to_sql()
+    }
+}
+
+impl rusqlite::types::FromSql for Level {
+    fn column_result(value: rusqlite::types::ValueRef<'_>) -> rusqlite::types::FromSqlResult<Self> {
+        u32::column_result(value).map(Level)
+    }
+}
 
 /// Converts a timestamp to the REAL seconds stored in SQLite.
 pub fn to_unix(time: DateTime<Utc>) -> f64 {

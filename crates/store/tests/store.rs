@@ -5,8 +5,8 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 
 use strata_store::{
-    Category, Check, EmbeddingSpace, Error, HitKind, IncomingMessage, MemoryWrite, NewMessage, NewSummary,
-    Role, Scan, SearchFilter, Store, TextQuery, Writer,
+    Category, Check, EmbeddingSpace, Error, HitKind, IncomingMessage, Level, MemoryWrite, NewMessage,
+    NewSummary, Role, Scan, SearchFilter, Store, TextQuery, Writer,
 };
 
 fn temp_store() -> (tempfile::TempDir, Store) {
@@ -64,7 +64,7 @@ fn leaf_covers_atomically_and_refuses_overlap() {
     let (_dir, store) = temp_store();
     let session = session_with(&store, "s", "p", 10);
     let node = store.insert_leaf(session.id, 0, 3, &summary("first")).unwrap();
-    assert_eq!((node.first_seq, node.last_seq, node.level), (0, 3, 0));
+    assert_eq!((node.first_seq, node.last_seq, node.level), (0, 3, Level::LEAF));
     assert_eq!(node.source_token_count, 4 * 4);
 
     let err = store.insert_leaf(session.id, 3, 5, &summary("overlap")).unwrap_err();
@@ -136,7 +136,7 @@ fn merge_links_children_and_refuses_a_second_parent() {
         .map(|i| store.insert_leaf(session.id, i * 3, i * 3 + 2, &summary(&format!("leaf {i}"))).unwrap())
         .collect();
     let parent = store.merge(&[leaves[0].id, leaves[1].id], &summary("parent")).unwrap();
-    assert_eq!((parent.level, parent.first_seq, parent.last_seq), (1, 0, 5));
+    assert_eq!((parent.level, parent.first_seq, parent.last_seq), (Level(1), 0, 5));
     assert_eq!(parent.source_token_count, 20);
     assert_eq!(
         store.children(parent.id).unwrap().iter().map(|n| n.id).collect::<Vec<_>>(),

@@ -154,7 +154,7 @@ struct CorpusReport {
     messages: usize,
     /// Evidence messages whose text holds every content word of the answer.
     answerable: usize,
-    nodes_per_level: BTreeMap<u32, usize>,
+    nodes_per_level: BTreeMap<strata_store::Level, usize>,
     level0: Retention,
     level1: Retention,
     /// Source tokens / summary tokens over the Level-0 nodes.
@@ -370,7 +370,7 @@ fn evaluate(
     let (mut leaf_source, mut leaf_tokens, mut merge_source, mut merge_tokens) = (0u64, 0u64, 0u64, 0u64);
     for node in nodes.values() {
         *nodes_per_level.entry(node.level).or_insert(0) += 1;
-        let (source, tokens) = if node.level == 0 {
+        let (source, tokens) = if node.level == strata_store::Level::LEAF {
             (&mut leaf_source, &mut leaf_tokens)
         } else {
             (&mut merge_source, &mut merge_tokens)

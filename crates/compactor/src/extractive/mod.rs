@@ -203,7 +203,7 @@ mod tests {
     fn request(items: Vec<SourceItem>, kind: SourceKind, target: u32) -> SummaryRequest {
         SummaryRequest {
             kind,
-            level: 0,
+            level: strata_store::Level::LEAF,
             persona: "p".into(),
             items,
             source_tokens: 4_000,

@@ -4,7 +4,7 @@ use std::collections::{HashMap, HashSet};
 
 use proptest::prelude::*;
 use strata_compactor::{AssembledContext, CompactorConfig, Error, Part};
-use strata_store::{Message, Role};
+use strata_store::{Level, Message, Role};
 
 use crate::util::{Fixture, Turn, fixture, t0, words};
 
@@ -73,7 +73,7 @@ fn check_forest(fx: &Fixture, appended: &[Message]) {
             "node {} is not shorter than its sources",
             node.id
         );
-        if node.level == 0 {
+        if node.level == Level::LEAF {
             let covered = fx.store.covered_messages(node.id).unwrap();
             let seqs: Vec<i64> = covered.iter().map(|m| m.seq).collect();
             let expected: Vec<i64> = (node.first_seq..=node.last_seq).collect();
@@ -91,7 +91,7 @@ fn check_forest(fx: &Fixture, appended: &[Message]) {
         } else {
             let children = fx.store.children(node.id).unwrap();
             assert_eq!(children.len(), 2, "K = 2 children per merge");
-            assert!(children.iter().all(|c| c.level + 1 == node.level));
+            assert!(children.iter().all(|c| c.level.up() == node.level));
             assert_eq!(node.first_seq, children[0].first_seq);
             assert_eq!(node.last_seq, children[children.len() - 1].last_seq);
         }
@@ -107,7 +107,7 @@ fn check_forest(fx: &Fixture, appended: &[Message]) {
     for message in &messages {
         if let Some(node) = message.summary_id {
             let node = by_id[&node];
-            assert_eq!(node.level, 0);
+            assert_eq!(node.level, Level::LEAF);
             assert!(node.first_seq <= message.seq && message.seq <= node.last_seq);
         }
     }
@@ -193,7 +193,7 @@ proptest! {
         // Nothing was lost: the forest and the uncovered messages still reach every message.
         let messages = fx.store.all_messages(fx.session).unwrap();
         let mut reachable = 0;
-        for node in fx.store.nodes(fx.session).unwrap().iter().filter(|n| n.level == 0) {
+        for node in fx.store.nodes(fx.session).unwrap().iter().filter(|n| n.level == Level::LEAF) {
             reachable += fx.store.covered_messages(node.id).unwrap().len();
         }
         reachable += messages.iter().filter(|m| m.summary_id.is_none()).count();

@@ -332,7 +332,7 @@ async fn an_oversized_request_is_summarized_in_capped_pieces_then_merged() {
     assert!(source_tokens > 20_000, "{source_tokens}");
     let request = SummaryRequest {
         kind: SourceKind::Messages,
-        level: 0,
+        level: strata_store::Level::LEAF,
         persona: "p".into(),
         items,
         source_tokens,

@@ -153,7 +153,7 @@ impl Fixture {
     pub fn levels(&self) -> Vec<usize> {
         let mut levels = Vec::new();
         for node in self.store.nodes(self.session).unwrap() {
-            let level = node.level as usize;
+            let level = node.level.index();
             if levels.len() <= level {
                 levels.resize(level + 1, 0);
             }
@@ -166,7 +166,7 @@ impl Fixture {
     pub fn root_levels(&self) -> Vec<usize> {
         let mut levels = Vec::new();
         for node in self.store.roots(self.session, None).unwrap() {
-            let level = node.level as usize;
+            let level = node.level.index();
             if levels.len() <= level {
                 levels.resize(level + 1, 0);
             }

@@ -261,7 +261,7 @@ pub fn expand(
 ) -> Result<ExpandAnswer> {
     let (node, session) = store.node_for(persona, NodeId(args.node_id))?;
     let view = NodeView::new(&node, &session.key);
-    if node.level > 0 {
+    if node.level > Level::LEAF {
         let children = store
             .children(node.id)?
             .into_iter()
