@@ -32,8 +32,9 @@ impl Ranking<'_> {
         query: &[f32],
         k: usize,
         scan: Scan,
-    ) -> Result<Vec<(i64, f64)>> {
-        self.store.read(|conn| vectors::nearest(conn, model, kind, filter, query, k, scan))
+    ) -> Result<Vec<(HitId, f64)>> {
+        let nearest = self.store.read(|conn| vectors::nearest(conn, model, kind, filter, query, k, scan))?;
+        Ok(nearest.into_iter().map(|(id, distance)| (HitId::new(kind, id), distance)).collect())
     }
 
     /// How many rows of `kind` hold each word (counted up to `cap`), and about how many rows
@@ -51,9 +52,10 @@ impl Ranking<'_> {
         kind: HitKind,
         words: &[String],
         filter: &SearchFilter,
-    ) -> Result<Vec<(i64, f64)>> {
+    ) -> Result<Vec<(HitId, f64)>> {
         self.store.searchable()?;
-        self.store.read(|conn| search::rank_words(conn, kind, words, filter))
+        let ranked = self.store.read(|conn| search::rank_words(conn, kind, words, filter))?;
+        Ok(ranked.into_iter().map(|(id, score)| (HitId::new(kind, id), score)).collect())
     }
 
     /// The rows with these ids that belong to `persona`, as unranked hits whose snippet is

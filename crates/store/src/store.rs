@@ -16,7 +16,7 @@ use crate::db::{self, Pool};
 use crate::error::{Error, Missing, Result};
 use crate::memories::{self, MemoryWrite};
 use crate::memory_updates;
-use crate::search::{self, HitKind, SearchFilter, TextHit, TextQuery};
+use crate::search::{self, HitId, HitKind, SearchFilter, TextHit, TextQuery};
 use crate::search_index::Deferred;
 use crate::types::{
     Category, Level, Memory, Message, MessageId, NewMessage, NewSummary, NodeId, QueuedUpdate, Session,
@@ -623,7 +623,7 @@ impl Store {
         query: &[f32],
         k: usize,
         scan: Scan,
-    ) -> Result<Vec<(i64, f64)>> {
+    ) -> Result<Vec<(HitId, f64)>> {
         self.ranking().nearest_within(model, kind, &SearchFilter::persona(persona), query, k, scan)
     }
 

@@ -5,7 +5,7 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 
 use strata_store::{
-    Category, Check, EmbeddingSpace, Error, HitKind, IncomingMessage, Level, MemoryWrite, NewMessage,
+    Category, Check, EmbeddingSpace, Error, HitId, HitKind, IncomingMessage, Level, MemoryWrite, NewMessage,
     NewSummary, Role, Scan, SearchFilter, Store, TextQuery, Writer,
 };
 
@@ -544,7 +544,7 @@ fn vectors_are_stored_once_and_searched_per_persona() {
     for scan in [Scan::Exact, Scan::Quantized { candidates: 10 }] {
         let near = store.nearest(MODEL, HitKind::Message, "alice", &unit(0), 10, scan).unwrap();
         assert_eq!(near.len(), 2, "only alice's vectors: {near:?}");
-        assert_eq!(near[0].0, backlog[0].id);
+        assert_eq!(near[0].0.raw(), backlog[0].id);
         assert!(near[0].1.abs() < 1e-6);
     }
     assert!(store.nearest(MODEL, HitKind::Message, "alice", &[1.0], 1, Scan::Exact).is_err());
@@ -574,7 +574,7 @@ fn chunks_of_one_row_come_back_as_one_row() {
     assert_eq!(store.put_embeddings(MODEL, &items).unwrap(), 2);
     assert_eq!(store.vector_counts().unwrap().messages, 4);
     let near = store.nearest(MODEL, HitKind::Message, "alice", &unit(2), 10, Scan::Exact).unwrap();
-    assert_eq!(near.iter().map(|(id, _)| *id).collect::<Vec<_>>(), [backlog[0].id, backlog[1].id]);
+    assert_eq!(near.iter().map(|(id, _)| id.raw()).collect::<Vec<_>>(), [backlog[0].id, backlog[1].id]);
     assert!(near[0].1.abs() < 1e-6, "the nearest chunk decides: {near:?}");
     let too_many = vec![unit(0); strata_store::MAX_CHUNKS + 1];
     let fresh = store.session("b", "alice").unwrap();
@@ -625,7 +625,7 @@ fn words_rank_with_the_speaker() {
     let ranked =
         store.ranking().rank_words(HitKind::Message, &words(&["caroline", "paint"]), &filter).unwrap();
     assert_eq!(ranked.len(), 2, "{ranked:?}");
-    assert_eq!(ranked[0].0, ids[0].0, "speaker and stem both match");
+    assert_eq!(ranked[0].0, HitId::Message(ids[0]), "speaker and stem both match");
     assert!(ranked[0].1 > ranked[1].1 && ranked[1].1 > 0.0);
     assert!(store.ranking().rank_words(HitKind::Message, &words(&["NEAR(\"x"]), &filter).unwrap().is_empty());
     assert!(
@@ -841,7 +841,7 @@ fn quantized_scan_agrees_with_sqlite_vec() {
     let found = store
         .nearest(MODEL, HitKind::Message, "alice", &query, 5, Scan::Quantized { candidates: 200 })
         .unwrap();
-    assert_eq!(found[0].0, target.id);
+    assert_eq!(found[0].0.raw(), target.id);
     assert!(found[0].1.abs() < 1e-5);
 }
 
@@ -865,7 +865,7 @@ fn a_sparse_window_is_searched_within() {
     for scan in [Scan::Exact, Scan::Quantized { candidates: 50 }] {
         let near =
             store.ranking().nearest_within(MODEL, HitKind::Message, &window, &query, 10, scan).unwrap();
-        let mut ids: Vec<i64> = near.iter().map(|(id, _)| *id).collect();
+        let mut ids: Vec<i64> = near.iter().map(|(id, _)| id.raw()).collect();
         ids.sort();
         assert_eq!(ids, small_ids, "{scan:?}");
         assert!(
@@ -897,7 +897,7 @@ fn a_sparse_window_is_searched_within() {
         .ranking()
         .nearest_within(MODEL, HitKind::Message, &all, &query, 10, Scan::Quantized { candidates: 50 })
         .unwrap();
-    assert_eq!(near[0].0, backlog[10].id, "{near:?}");
+    assert_eq!(near[0].0.raw(), backlog[10].id, "{near:?}");
 }
 
 /// Schema 8: a bulk append leaves search indexing for later, a bot-sized append indexes at
@@ -928,7 +928,10 @@ fn bulk_appends_are_indexed_before_any_search_reads() {
         .rank_words(strata_store::HitKind::Message, &["other".into()], &SearchFilter::persona("p"))
         .unwrap();
     assert!(!ranked.is_empty());
-    assert!(ranked.iter().all(|(id, _)| *id > 103), "only the new session's rows (ids after the first 103)");
+    assert!(
+        ranked.iter().all(|(id, _)| id.raw() > 103),
+        "only the new session's rows (ids after the first 103)"
+    );
     assert_eq!(store.unindexed_messages().unwrap(), 0);
 }
 
@@ -968,6 +971,6 @@ fn summaries_are_indexed_before_any_search_reads_and_replacements_follow() {
         .ranking()
         .rank_words(HitKind::Summary, &["zeppelin".to_owned()], &SearchFilter::persona("p"))
         .unwrap();
-    assert_eq!(ranked.first().map(|hit| hit.0), Some(late.id.0), "{ranked:?}");
+    assert_eq!(ranked.first().map(|hit| hit.0), Some(HitId::Summary(late.id)), "{ranked:?}");
     assert!(store.doctor(true).unwrap().healthy());
 }

@@ -371,9 +371,8 @@ fn semantic_hits(
         let nearest =
             store.ranking().nearest_within(model, kind, &filter, query, wanted, config.vector_scan())?;
         // In the store's order (nearest first), so equal distances keep a fixed order.
-        let ids: Vec<HitId> = nearest.iter().map(|&(id, _)| HitId::new(kind, id)).collect();
-        let distances: HashMap<HitId, f64> =
-            ids.iter().copied().zip(nearest.iter().map(|&(_, d)| d)).collect();
+        let ids: Vec<HitId> = nearest.iter().map(|&(id, _)| id).collect();
+        let distances: HashMap<HitId, f64> = nearest.into_iter().collect();
         for hit in store.ranking().hits_by_ids(&scope.persona, &ids)? {
             if !expired(config, &hit, now) {
                 let distance = distances[&hit.id];
@@ -526,8 +525,8 @@ pub fn search_outside(
             continue;
         }
         let ideal = ideal_score(store, kind, &words)?;
-        let ids: Vec<HitId> = ranked.iter().map(|&(id, _)| HitId::new(kind, id)).collect();
-        let scores: HashMap<HitId, f64> = ids.iter().copied().zip(ranked.iter().map(|&(_, s)| s)).collect();
+        let ids: Vec<HitId> = ranked.iter().map(|&(id, _)| id).collect();
+        let scores: HashMap<HitId, f64> = ranked.into_iter().collect();
         for hit in store.ranking().hits_by_ids(&scope.persona, &ids)? {
             if expired(config, &hit, now) {
                 continue;

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use strata_recall::{BacklogFilter, EmbedWorker, RecallConfig, embed_backlog_with};
-use strata_store::{HitKind, NewSummary, Scan};
+use strata_store::{HitId, HitKind, MessageId, NewSummary, Scan};
 
 const MODEL: &str = strata_recall::DEFAULT_MODEL;
 
@@ -45,7 +45,7 @@ fn backlog_drains_exactly_once_with_progress() {
     // The stored vector is the model's vector of the text.
     let query = embedder().embed_passages(&["assistant: message number 7 about trains"]).unwrap().remove(0);
     let nearest = store.nearest(MODEL, HitKind::Message, "p", &query, 1, Scan::Exact).unwrap();
-    assert_eq!(nearest[0].0, 8);
+    assert_eq!(nearest[0].0, HitId::Message(MessageId(8)));
     assert!(nearest[0].1 < 1e-4, "{nearest:?}");
 }
 
@@ -95,7 +95,7 @@ fn worker_embeds_new_rows_in_the_background() {
             )
             .unwrap()[0]
             .0,
-        leaf.id.0
+        HitId::Summary(leaf.id)
     );
     worker.stop();
 }
