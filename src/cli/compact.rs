@@ -237,13 +237,13 @@ pub fn compact(
 /// `strata resummarize`: every node (of a session, of a level) not written by the chosen
 /// summarizer gets its summary, bottom-up; an interrupted run continues where it stopped.
 pub fn resummarize(
-    db: &std::path::Path,
+    store: Store,
     args: &ResummarizeArgs,
     settings: &Config,
     json: bool,
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
-    let engine = strata::Engine::open(db, args.summarizer.apply(settings))?;
+    let engine = Engine::from_store(store, args.summarizer.apply(settings))?;
     let sessions = match &args.session {
         Some(key) => vec![session(engine.store(), key)?],
         None => engine.store().sessions(None)?,

@@ -299,8 +299,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Tree(args) => compact::tree(open_existing(&cli)?, args, cli.json, &mut out)?,
         Command::Resummarize(args) => {
-            open_checked(&cli)?;
-            compact::resummarize(&cli.db, args, &config(&cli)?, cli.json, &mut out)?
+            compact::resummarize(open_checked(&cli)?, args, &config(&cli)?, cli.json, &mut out)?
         }
     }
     out.flush()?;
