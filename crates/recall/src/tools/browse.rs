@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct MessageExcerpt {
     /// Message id (open it in full with view_message).
-    pub id: i64,
+    pub id: MessageId,
     /// Position in its session.
     pub seq: i64,
     /// Who sent it.
@@ -31,7 +31,7 @@ impl MessageExcerpt {
     fn new(message: &Message, max_chars: usize) -> MessageExcerpt {
         let content = strata_store::truncate_chars(&message.content, max_chars);
         MessageExcerpt {
-            id: message.id.0,
+            id: message.id,
             seq: message.seq,
             role: message.role.as_str(),
             timestamp: message.created_at,
@@ -71,13 +71,13 @@ impl Page {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct NodeView {
     /// Node id.
-    pub id: i64,
+    pub id: NodeId,
     /// Session key.
     pub session: String,
     /// 0 covers messages; L+1 covers level-L nodes.
     pub level: Level,
     /// The node it was merged into, if any.
-    pub parent_id: Option<i64>,
+    pub parent_id: Option<NodeId>,
     /// First and last covered message seq.
     pub first_seq: i64,
     /// Last covered message seq (inclusive).
@@ -97,10 +97,10 @@ pub struct NodeView {
 impl NodeView {
     fn new(node: &SummaryNode, session: &str) -> NodeView {
         NodeView {
-            id: node.id.0,
+            id: node.id,
             session: session.to_owned(),
             level: node.level,
-            parent_id: node.parent_id.map(|id| id.0),
+            parent_id: node.parent_id,
             first_seq: node.first_seq,
             last_seq: node.last_seq,
             start_time: node.start_time,
@@ -116,7 +116,7 @@ impl NodeView {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct FullMessage {
     /// Message id.
-    pub id: i64,
+    pub id: MessageId,
     /// Session key.
     pub session: String,
     /// Position in its session.
@@ -191,7 +191,7 @@ pub fn view(
         after: after.into_iter().map(|m| MessageExcerpt::new(m, config.excerpt_chars)).collect(),
         covering_summary,
         message: FullMessage {
-            id: message.id.0,
+            id: message.id,
             session: session.key,
             seq: message.seq,
             role: message.role.as_str(),
@@ -213,7 +213,7 @@ pub fn view(
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ChildView {
     /// Node id (expand it in turn).
-    pub id: i64,
+    pub id: NodeId,
     /// Its level.
     pub level: Level,
     /// Covered seq range.
@@ -266,7 +266,7 @@ pub fn expand(
             .children(node.id)?
             .into_iter()
             .map(|child| ChildView {
-                id: child.id.0,
+                id: child.id,
                 level: child.level,
                 first_seq: child.first_seq,
                 last_seq: child.last_seq,
@@ -309,7 +309,7 @@ pub fn expand(
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TimelineEntry {
     /// Node id (drill in with expand_summary).
-    pub node_id: i64,
+    pub node_id: NodeId,
     /// Session key.
     pub session: String,
     /// Its level.
@@ -368,7 +368,7 @@ pub fn history(store: &Store, persona: &str, config: &RecallConfig) -> Result<Hi
         .into_iter()
         .enumerate()
         .map(|(i, (node, session))| TimelineEntry {
-            node_id: node.id.0,
+            node_id: node.id,
             session,
             level: node.level,
             start_time: node.start_time,
