@@ -71,6 +71,14 @@ pub(super) struct Unit {
     pub(super) chars: f64,
 }
 
+/// A clause of the headline's story: the unit it quotes (none for a merge's, which quote the
+/// children's headlines) and its text as quoted.
+#[derive(Debug)]
+pub(super) struct StoryClause {
+    pub(super) unit: Option<usize>,
+    pub(super) text: String,
+}
+
 /// A short phrase of the chunk (a run of content words) for the `Also mentioned` line: the
 /// names, numbers and things the picked sentences left out.
 #[derive(Debug)]
@@ -189,6 +197,14 @@ impl Chunk {
             let mut lines = item.text.lines();
             let headline = lines.next().unwrap_or_default();
             for clause in headline_clauses(headline) {
+                // The child's body leaves out what its headline says, so the headline's clauses
+                // are facts a merge may pick too, not only candidates for its own headline.
+                let (who, said) = split_speaker(&clause);
+                source += 1;
+                chunk.push_unit(source, item.time.date_naive(), who.unwrap_or_default(), said, false);
+                if let Some(who) = who {
+                    speakers.insert(who.to_lowercase());
+                }
                 if !chunk.child_headlines.contains(&clause) {
                     chunk.child_headlines.push(clause);
                 }
@@ -477,7 +493,7 @@ impl Chunk {
     /// (in agent work, with no named speakers, the user's requests, which say what the work was;
     /// the assistant's and the tools' words recur in every chunk alike), or for a merge the
     /// clauses of the children's headlines.
-    pub(super) fn story(&self, max: usize) -> Vec<String> {
+    pub(super) fn story(&self, max: usize) -> Vec<StoryClause> {
         let requests_only = self.people.is_empty() && self.units.iter().any(|unit| unit.request);
         let mut candidates: Vec<(usize, String)> = Vec::new();
         if self.child_headlines.is_empty() {
@@ -534,6 +550,10 @@ impl Chunk {
             }
         }
         chosen.sort_by_key(|(order, _)| *order);
-        chosen.into_iter().map(|(_, text)| text).collect()
+        let from_units = self.child_headlines.is_empty();
+        chosen
+            .into_iter()
+            .map(|(order, text)| StoryClause { unit: from_units.then_some(order), text })
+            .collect()
     }
 }

@@ -3,7 +3,7 @@
 
 use chrono::Datelike;
 
-use super::chunk::{Chunk, Section, Unit};
+use super::chunk::{Chunk, Section, StoryClause, Unit};
 use super::segment::{PEOPLE_SEPARATOR, trim_clause_end, truncate_words};
 use super::select::Pick;
 use crate::summarizer::{Summary, truncate_chars};
@@ -17,7 +17,12 @@ const HEADLINE_CLAUSES: usize = 2;
 impl Chunk {
     /// The people, what happened (the story's clauses) and the decision taken, if any, in at
     /// most `max_chars`.
-    pub(super) fn headline(&self, story: &[String], decision: Option<&Unit>, max_chars: usize) -> String {
+    pub(super) fn headline(
+        &self,
+        story: &[StoryClause],
+        decision: Option<&Unit>,
+        max_chars: usize,
+    ) -> String {
         let mut headline = String::new();
         if !self.people.is_empty() {
             let shown: Vec<&str> = self.people.iter().take(4).map(String::as_str).collect();
@@ -28,7 +33,7 @@ impl Chunk {
             decision.map(|unit| truncate_words(unit.text.trim_end_matches(['.', '!', '-', '–', ' ']), 90));
         let mut clauses: Vec<&str> = story
             .iter()
-            .map(String::as_str)
+            .map(|clause| clause.text.as_str())
             .filter(|clause| {
                 decision.as_ref().is_none_or(|decision| {
                     !decision.contains(clause.split_once(": ").map_or(*clause, |(_, text)| text))
@@ -51,6 +56,23 @@ impl Chunk {
             return headline;
         }
         format!("{}.", headline.trim_end_matches(['.', ',', ';', ':', ' ']))
+    }
+
+    /// [`Chunk::headline`] cut until it is at most `max_tokens`, counted exactly.
+    fn fit_headline(
+        &self,
+        story: &[StoryClause],
+        decision: Option<&Unit>,
+        max_tokens: f64,
+        counter: &TokenCounter,
+    ) -> String {
+        let mut max_chars = (max_tokens * 4.0) as usize;
+        let mut headline = self.headline(story, decision, max_chars);
+        while f64::from(counter.text(&headline)) > max_tokens && max_chars > 12 {
+            max_chars = max_chars * 3 / 4;
+            headline = self.headline(story, decision, max_chars);
+        }
+        headline
     }
 
     /// The body: picked units in time order under their sections, then the files.
@@ -199,8 +221,17 @@ impl Chunk {
 
         let mut selection = self.selection(ratio, vectors);
         // The headline's words are in the summary already: the body's budget goes to others.
+        let topic = self.fit_headline(&story, None, headline_max, counter);
+        let topic_words = self.words_of(&topic);
+        selection.cover(&topic_words);
+        // A unit the headline quotes whole is said: not picked again, and with vectors its
+        // restatements count as said too.
         for clause in &story {
-            selection.cover(&self.words_of(clause));
+            if let Some(unit) = clause.unit
+                && topic.contains(clause.text.trim_end_matches('…').trim_end())
+            {
+                selection.quoted(unit);
+            }
         }
         if let Some(open) = self.open_question {
             let cost = selection.unit_cost(&self.units[open]);
@@ -221,12 +252,19 @@ impl Chunk {
                     Pick::Phrase(_) => None,
                 })
                 .find(|unit| unit.decision);
-            let mut max_chars = (headline_max * 4.0) as usize;
-            let mut headline = self.headline(&story, decision, max_chars);
-            while f64::from(counter.text(&headline)) > headline_max && max_chars > 12 {
-                max_chars = max_chars * 3 / 4;
-                headline = self.headline(&story, decision, max_chars);
-            }
+            // The decision joins the headline only when the words the body left to it stay.
+            let headline = match decision {
+                None => topic.clone(),
+                Some(_) => {
+                    let with_decision = self.fit_headline(&story, decision, headline_max, counter);
+                    let kept = self.words_of(&with_decision);
+                    if topic_words.iter().all(|word| kept.binary_search(word).is_ok()) {
+                        with_decision
+                    } else {
+                        topic.clone()
+                    }
+                }
+            };
             let mut body = self.body(&picks, file_count);
             if body.is_empty() {
                 body = format!("- {}", truncate_chars(&self.fallback, 80));

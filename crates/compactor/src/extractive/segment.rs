@@ -614,7 +614,8 @@ pub(super) fn truncate_words(text: &str, max: usize) -> String {
     if fit_end == 0 {
         return truncate_chars(&line, max);
     }
-    format!("{} …", line[..fit_end].trim_end_matches([',', ';', ':']))
+    // A text cut before (ending in "…") is not marked twice.
+    format!("{} …", line[..fit_end].trim_end_matches([',', ';', ':', ' ', '…']))
 }
 
 /// The first sentence of a text, on one line.

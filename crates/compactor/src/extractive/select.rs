@@ -64,6 +64,18 @@ impl Selection<'_> {
         words.iter().for_each(|&w| self.covered[w] = true);
     }
 
+    /// Marks a unit as said elsewhere in the summary (the headline quotes it): never picked,
+    /// and its meaning counts as said for the novelty of the others.
+    pub(super) fn quoted(&mut self, index: usize) {
+        self.taken_units[index] = true;
+        if let Some(vectors) = self.vectors {
+            let said = &vectors[index];
+            for (redundancy, vector) in self.redundancy.iter_mut().zip(vectors) {
+                *redundancy = redundancy.max(dot(said, vector));
+            }
+        }
+    }
+
     pub(super) fn take(&mut self, pick: Pick, cost: f64) {
         let words = match pick {
             Pick::Unit(index) => {
@@ -76,11 +88,8 @@ impl Selection<'_> {
             }
         };
         words.iter().for_each(|&w| self.covered[w] = true);
-        if let (Pick::Unit(index), Some(vectors)) = (pick, self.vectors) {
-            let picked = &vectors[index];
-            for (redundancy, vector) in self.redundancy.iter_mut().zip(vectors) {
-                *redundancy = redundancy.max(dot(picked, vector));
-            }
+        if let Pick::Unit(index) = pick {
+            self.quoted(index);
         }
         self.spent += cost;
         self.picks.push(pick);
