@@ -120,9 +120,14 @@ pub(crate) fn text_tool_calls(content: &str, offered: &[&str]) -> Option<Vec<Val
     }
     let mut objects = Vec::new();
     if text.starts_with("<tool_call>") {
-        for block in text.split("<tool_call>").map(str::trim).filter(|block| !block.is_empty()) {
-            let block = block.strip_suffix("</tool_call>").unwrap_or(block).trim();
-            objects.push(serde_json::from_str::<Value>(block).ok()?);
+        // One block per call. What follows the last block is dropped: a model that goes on
+        // after its calls writes the answer it expects (Qwen models write a made-up
+        // `<tool_response>`), which it cannot know before the tools ran.
+        let mut rest = text;
+        while let Some(block) = rest.strip_prefix("<tool_call>") {
+            let (block, after) = block.split_once("</tool_call>").unwrap_or((block, ""));
+            objects.push(serde_json::from_str::<Value>(block.trim()).ok()?);
+            rest = after.trim_start();
         }
     } else if text.starts_with('{') || text.starts_with('[') {
         match serde_json::from_str::<Value>(text).ok()? {
@@ -174,6 +179,10 @@ mod tests {
             text_tool_calls(tagged, &offered),
             Some(vec![call("memory_grep", r#"{"query":"limit"}"#)])
         );
+        // What a model writes after its call, before any result exists, is not the answer.
+        let guessed =
+            format!("{tagged}\n<tool_response>\n{{\"count\": 1}}\n</tool_response>\nThe limit is 100.");
+        assert_eq!(text_tool_calls(&guessed, &offered), text_tool_calls(tagged, &offered));
         let fenced = "```json\n{\"name\": \"memory_search\", \"parameters\": {\"query\": \"cache\"}}\n```";
         assert_eq!(
             text_tool_calls(fenced, &offered),

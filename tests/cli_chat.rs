@@ -295,6 +295,10 @@ async fn strata_chat_runs_memory_grep_for_real_and_prints_the_answer() {
     assert_eq!(turn["tool_calls"][0]["name"], "memory_grep", "{turn}");
     assert_eq!(turn["requests"], 2, "{turn}");
     assert!(turn["text"].as_str().unwrap().contains("Priya"), "{turn}");
+    // The session began with the system message when it was new, and only then.
+    let messages = stored(&strata, "today");
+    assert_eq!(messages[0].0, "system");
+    assert_eq!(messages.iter().filter(|m| m.0 == "system").count(), 1, "{messages:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -320,9 +324,16 @@ async fn strata_chat_reports_a_failing_model_and_goes_on() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(stderr.contains("the model did not answer") && stderr.contains("model crashed"), "{stderr}");
     assert!(stderr.contains("1 of 1 turns failed"), "{stderr}");
-    // The question is stored; the blank line is skipped and nothing after /exit is read. The
-    // one turn's request was retried as the summarizer's are (a 500 is transient).
-    assert_eq!(stored(&strata, "s").len(), 1);
+    // The new session begins with strata chat's system message, then the question; the blank
+    // line is skipped and nothing after /exit is read. The one turn's request was retried as
+    // the summarizer's are (a 500 is transient).
+    let messages = stored(&strata, "s");
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert_eq!(
+        (messages[0].0.as_str(), messages[0].1.as_str()),
+        ("system", strata::chat::DEFAULT_SYSTEM_PROMPT)
+    );
+    assert_eq!((messages[1].0.as_str(), messages[1].1.as_str()), ("user", "hello"));
     let attempts = strata_compactor::RetryPolicy::default().max_attempts as usize;
     assert_eq!(server.received_requests().await.unwrap().len(), attempts);
 }

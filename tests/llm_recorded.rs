@@ -126,6 +126,23 @@ async fn a_session_with_a_tool_call_in_history_works_and_a_call_written_as_text_
 }
 
 #[tokio::test]
+async fn the_recorded_validation_dump_is_shown_as_the_one_error_that_applies() {
+    let null = recorded("null-content");
+    let server = server(move |_| null.reply()).await;
+    let messages = recorded("null-content").request["messages"].as_array().unwrap().clone();
+    let retry = RetryPolicy { max_attempts: 1, ..RetryPolicy::default() };
+    let client = ChatClient::with_retry(&format!("{}/v1", server.uri()), "qwen2.5-coder-1.5b", None, retry);
+    let error = client.complete(&messages, &[]).await.unwrap_err();
+    let strata::llm::LlmError::Status { status: 500, body, .. } = &error else { panic!("{error:?}") };
+    // Of the 7 errors (one per message variant), the one about the assistant message's content.
+    assert_eq!(
+        body,
+        "7 validation errors, the one that applies: \
+         body.messages.2.ChatCompletionRequestAssistantMessage.content: Input should be a valid string"
+    );
+}
+
+#[tokio::test]
 async fn without_text_call_recognition_the_call_is_printed_as_the_answer() {
     let strata = Strata::new();
     let (engine, today) = engine_with_a_tool_call_in_history(&strata);

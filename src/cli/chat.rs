@@ -6,7 +6,7 @@ use anyhow::{Context, bail};
 use serde_json::Value;
 use strata::chat::{ChatError, ChatLoop, DEFAULT_MAX_TOOL_ROUNDS, ToolCall};
 use strata::llm::ChatClient;
-use strata::{Engine, EngineSession};
+use strata::{ChatMessage, Engine, EngineSession};
 use strata_compactor::RetryPolicy;
 
 use crate::cli::Cli;
@@ -45,6 +45,11 @@ pub struct ChatArgs {
     /// after `strata embed`).
     #[arg(long)]
     no_embed: bool,
+    /// The system message a new session begins with (stored as its first message). By default
+    /// one that tells the model to search its memory with memory_grep or memory_search before
+    /// answering about earlier chats; "" for none. An existing session keeps what it has.
+    #[arg(long)]
+    system: Option<String>,
 }
 
 /// Opens the engine and the session a long-running command (chat, mcp) works on.
@@ -78,6 +83,10 @@ pub fn run(cli: &Cli, args: &ChatArgs, out: &mut impl Write) -> anyhow::Result<(
     config.compactor.model = args.model.clone();
     let (engine, session) =
         open_session(cli, config.clone(), &args.session, args.persona.as_deref(), !args.no_embed)?;
+    let system = args.system.as_deref().unwrap_or(strata::chat::DEFAULT_SYSTEM_PROMPT);
+    if !system.trim().is_empty() && engine.store().messages(session.id(), 0..=0)?.is_empty() {
+        session.append(ChatMessage::system(system)).context("cannot store the system message")?;
+    }
     // The configuration's key variable (`[summarizer] api_key_env`) and retries, with --timeout.
     let api_key = config.summarizer.api_key();
     let retry =

@@ -155,16 +155,69 @@ fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
 }
 
 /// What an error response says, on one line: the `error.message` of OpenAI's error shape (which
-/// llama.cpp, vLLM and Ollama answer with too), else the body; white space folded, at most 300
-/// characters.
+/// llama.cpp, vLLM and Ollama answer with too), else the body; a validation dump reduced to the
+/// error that applies ([`validation_digest`]); white space folded, at most 300 characters.
 fn error_message(body: &str) -> String {
     let message = serde_json::from_str::<Value>(body)
         .ok()
         .and_then(|value| value.pointer("/error/message").and_then(Value::as_str).map(str::to_owned))
         .filter(|message| !message.trim().is_empty())
         .unwrap_or_else(|| body.to_owned());
+    let message = validation_digest(&message).unwrap_or(message);
     let shown = one_line(&message, ERROR_BODY_CHARS);
     if shown.is_empty() { "(empty body)".to_owned() } else { shown }
+}
+
+/// One error of a pydantic validation dump: `{'type': 'string_type', 'loc': ('body',
+/// 'messages', 2, 'ChatCompletionRequestAssistantMessage', 'content'), 'msg': '...', ...}`.
+struct ValidationError<'a> {
+    kind: &'a str,
+    loc: Vec<&'a str>,
+    msg: &'a str,
+}
+
+/// The text after `key` up to the quote that closes it (pydantic prints a message with a quote
+/// in it between double quotes).
+fn quoted<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    let rest = &line[line.find(key)? + key.len()..];
+    let quote = rest.chars().next().filter(|c| *c == '\'' || *c == '"')?;
+    let rest = &rest[1..];
+    Some(&rest[..rest.find(quote)?])
+}
+
+fn validation_error(line: &str) -> Option<ValidationError<'_>> {
+    let line = line.trim();
+    if !line.starts_with("{'type': ") {
+        return None;
+    }
+    let loc = &line[line.find("'loc': (")? + 8..];
+    let loc = &loc[..loc.find(')')?];
+    let loc = loc.split(", ").map(|part| part.trim_matches('\'')).filter(|part| !part.is_empty()).collect();
+    Some(ValidationError { kind: quoted(line, "'type': ")?, loc, msg: quoted(line, "'msg': ")? })
+}
+
+/// The error that applies in a validation dump of a request (llama-cpp-python's FastAPI answers
+/// a bad message with one error per variant of its message union: "Input should be 'system'",
+/// "Input should be 'user'", ... and, among them, the real one). A variant whose own literal
+/// (`role`, `type`) did not match is not the one meant, so its errors are dropped; the first
+/// error left is shown with how many there were. `None` when `message` is no such dump.
+fn validation_digest(message: &str) -> Option<String> {
+    let errors: Vec<ValidationError<'_>> = message.lines().filter_map(validation_error).collect();
+    let first = errors.first()?;
+    let other_variant = |error: &ValidationError<'_>| {
+        errors.iter().any(|literal| {
+            literal.kind == "literal_error"
+                && literal.loc.len() <= error.loc.len()
+                && literal.loc.len() > 1
+                && literal.loc[..literal.loc.len() - 1] == error.loc[..literal.loc.len() - 1]
+        })
+    };
+    let applies = errors.iter().find(|error| !other_variant(error)).unwrap_or(first);
+    let count = match errors.len() {
+        1 => "1 validation error".to_owned(),
+        n => format!("{n} validation errors, the one that applies"),
+    };
+    Some(format!("{count}: {}: {}", applies.loc.join("."), applies.msg))
 }
 
 #[cfg(test)]
@@ -190,6 +243,23 @@ mod tests {
         assert_eq!(error_message(r#"{"error": {"message": ""}}"#), r#"{"error": {"message": ""}}"#);
         assert_eq!(error_message(""), "(empty body)");
         assert!(error_message(&"x".repeat(1000)).chars().count() <= 300);
+    }
+
+    #[test]
+    fn a_validation_dump_is_reduced_to_the_error_that_applies() {
+        // llama-cpp-python's answer to an assistant message with "content": null (abridged from
+        // tests/fixtures/llama-cpp-python/null-content.json): one error per message variant.
+        let dump = r#"{"error": {"message": "4 validation errors:\n  {'type': 'literal_error', 'loc': ('body', 'messages', 2, 'ChatCompletionRequestSystemMessage', 'role'), 'msg': \"Input should be 'system'\", 'input': 'assistant'}\n  {'type': 'string_type', 'loc': ('body', 'messages', 2, 'ChatCompletionRequestAssistantMessage', 'content'), 'msg': 'Input should be a valid string', 'input': None}\n  {'type': 'literal_error', 'loc': ('body', 'messages', 2, 'ChatCompletionRequestToolMessage', 'role'), 'msg': \"Input should be 'tool'\", 'input': 'assistant'}\n  {'type': 'missing', 'loc': ('body', 'messages', 2, 'ChatCompletionRequestToolMessage', 'tool_call_id'), 'msg': 'Field required'}\n\n  File \"app.py\", line 376", "type": "internal_server_error"}}"#;
+        assert_eq!(
+            error_message(dump),
+            "4 validation errors, the one that applies: \
+             body.messages.2.ChatCompletionRequestAssistantMessage.content: Input should be a valid string"
+        );
+        let single = "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema'}";
+        assert_eq!(
+            error_message(single),
+            "1 validation error: body.response_format.type: Input should be 'text' or 'json_object'"
+        );
     }
 
     #[test]

@@ -153,6 +153,9 @@ pub enum SummarizeError {
         reason: RejectReason,
         /// The figures, for the log.
         detail: String,
+        /// What was wrong and what to do instead, in words and figures a model can act on:
+        /// the note a retry of the same sources sends.
+        advice: String,
     },
 }
 

@@ -67,11 +67,14 @@ pub struct OpenAiSummarizer {
     plain_json: AtomicBool,
 }
 
-const SYSTEM_PROMPT: &str = "You compress chat history for an AI agent's long-term memory. Write a faithful, \
-     dense summary of the material the user gives you. Never invent facts; keep names, file paths, numbers, \
-     commands and error messages exact. The headline is one sentence. The body uses these sections, each a \
-     list of '- ' lines, omitting empty ones: 'Timeline:' (what happened, in order, with times), 'Decisions:', \
-     'Pitfalls:' (errors, dead ends and their fixes), 'Files:' (files and directories touched), 'Numbers:'.";
+const SYSTEM_PROMPT: &str = "You compress chat history for an AI agent's long-term memory. Write a short, \
+     faithful summary of the material the user gives you, in your own words: merge what belongs together, drop \
+     greetings, filler and repetition, and never copy a sentence of the material. Never invent facts; keep names, \
+     file paths, numbers, dates, commands and error messages exact. The headline is one sentence of at most 20 \
+     words saying what happened. The body is short '- ' notes of a few words each (like '- Cache TTL cut to 5 min \
+     by Ana: fixes stale prices'), under the headings 'Timeline:', 'Decisions:', 'Pitfalls:' (errors, dead ends \
+     and their fixes), 'Files:' and 'Numbers:' where they apply; leave out empty headings. Keep to the word limit \
+     you are given: a longer summary is rejected.";
 
 /// What the model is told about `memory_updates`, for chat messages (merges repeat nothing:
 /// their facts were taken from the messages).
@@ -122,17 +125,23 @@ fn save_summary_tool() -> Value {
     })
 }
 
-/// The sources as one user message.
+/// The sources as one user message, between two statements of the word limit (a small model
+/// heeds what it read last). The limit is the target in words at the sources' own words per
+/// token, so it means the same for prose, code and lists of numbers.
 fn render_sources(request: &SummaryRequest) -> String {
     let what = match request.kind {
         SourceKind::Messages => "the following chat messages",
         SourceKind::Summaries => "the following summaries of consecutive parts of a chat into one",
     };
+    let sources: Vec<String> = request.items.iter().map(|item| item.full_text().into_owned()).collect();
+    let sources = sources.join("\n");
+    let source_words = crate::summarizer::word_count(&sources);
+    let limit = crate::summarizer::words_for(request.target_tokens, &sources, request.source_tokens).max(8);
     let mut text = format!(
-        "Summarize {what} (persona {}). Stay under {} tokens (about {} words).\n\n",
+        "Summarize {what} (persona {}; {} items, {source_words} words). The headline and the body together \
+         must have at most {limit} words.\n\n",
         request.persona,
-        request.target_tokens,
-        request.target_tokens * 3 / 4
+        request.items.len(),
     );
     for item in &request.items {
         let called: Vec<&str> = item.calls.iter().map(|call| call.name.as_str()).collect();
@@ -152,6 +161,10 @@ fn render_sources(request: &SummaryRequest) -> String {
             item.full_text()
         ));
     }
+    text.push_str(&format!(
+        "Now write the summary: at most {limit} words in all, as short notes in your own words, with no sentence \
+         copied from above.\n"
+    ));
     text
 }
 

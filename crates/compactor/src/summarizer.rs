@@ -299,6 +299,18 @@ fn words(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
 }
 
+/// Every run of `n` consecutive words in the sources.
+fn source_runs(sources: &[SourceItem], n: usize) -> std::collections::HashSet<String> {
+    let mut runs = std::collections::HashSet::new();
+    for item in sources {
+        let source = words(&item.full_text());
+        for run in source.windows(n.max(1)) {
+            runs.insert(run.join(" "));
+        }
+    }
+    runs
+}
+
 /// The share of the summary's runs of `n` consecutive words that occur word for word in the
 /// sources: 1.0 for a pasted transcript, near 0 for a paraphrase. A summary shorter than one
 /// run has none and shares nothing.
@@ -307,46 +319,106 @@ pub(crate) fn copied_share(summary: &str, sources: &[SourceItem], n: usize) -> f
     if n == 0 || summary.len() < n {
         return 0.0;
     }
-    let mut runs = std::collections::HashSet::new();
-    for item in sources {
-        let source = words(&item.full_text());
-        for run in source.windows(n) {
-            runs.insert(run.join(" "));
-        }
-    }
+    let runs = source_runs(sources, n);
     let total = summary.len() - n + 1;
     let copied = summary.windows(n).filter(|run| runs.contains(&run.join(" "))).count();
     copied as f64 / total as f64
 }
 
+/// The longest stretch of the summary copied word for word from the sources (runs of `n` words
+/// that overlap), at most 16 words: an example a model can recognise in a retry note.
+fn longest_copied(summary: &str, sources: &[SourceItem], n: usize) -> Option<String> {
+    let summary = words(summary);
+    if n == 0 || summary.len() < n {
+        return None;
+    }
+    let runs = source_runs(sources, n);
+    let copied: Vec<bool> = summary.windows(n).map(|run| runs.contains(&run.join(" "))).collect();
+    let (mut best, mut start) = (None::<(usize, usize)>, None);
+    for (index, is_copied) in copied.iter().chain([&false]).enumerate() {
+        match (is_copied, start) {
+            (true, None) => start = Some(index),
+            (false, Some(first)) => {
+                // Windows first..index cover the words first..index + n - 1.
+                let span = (first, index - 1 + n);
+                if best.is_none_or(|(a, b)| b - a < span.1 - span.0) {
+                    best = Some(span);
+                }
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    let (first, end) = best?;
+    let shown = &summary[first..end.min(first + 16)];
+    let ellipsis = if end - first > shown.len() { " ..." } else { "" };
+    Some(format!("{}{ellipsis}", shown.join(" ")))
+}
+
+/// How many words `text` has, as the gate counts them (letters and digits).
+pub(crate) fn word_count(text: &str) -> usize {
+    words(text).len()
+}
+
+/// About how many words `tokens` tokens hold in text like `sample` (whose tokens are
+/// `sample_tokens`), rounded down with a tenth to spare; English prose runs about 0.75 words
+/// a token, notes full of numbers and names fewer.
+pub(crate) fn words_for(tokens: u32, sample: &str, sample_tokens: u32) -> usize {
+    let per_token = match words(sample).len() {
+        0 => 0.75,
+        n => n as f64 / f64::from(sample_tokens.max(1)),
+    };
+    (f64::from(tokens) * per_token.min(1.0) * 0.9).floor() as usize
+}
+
 /// Checks a summary before it is stored and returns it cleaned up with its token count. Empty
 /// parts, an oversized summary, one over the allowed share of its sources' tokens and, for a
-/// summarizer that paraphrases, one mostly copied from its sources are refused.
+/// summarizer that paraphrases, one mostly copied from its sources are refused; a refusal
+/// carries the figures for the log and advice for the retry, in words a model can count.
 pub(crate) fn check(
     summary: Summary,
     request: &SummaryRequest,
     gate: &Gate,
     counter: &TokenCounter,
 ) -> Result<(Summary, u32), SummarizeError> {
-    let rejected = |reason, detail: String| Err(SummarizeError::Rejected { reason, detail });
+    let rejected =
+        |reason, detail: String, advice: String| Err(SummarizeError::Rejected { reason, detail, advice });
     let headline = one_line(&summary.headline, HEADLINE_MAX_CHARS);
     let body = summary.body.trim().to_owned();
-    if headline.is_empty() {
-        return rejected(RejectReason::Empty, "the headline is empty".into());
+    if headline.is_empty() || body.is_empty() {
+        let part = if headline.is_empty() { "headline" } else { "body" };
+        return rejected(
+            RejectReason::Empty,
+            format!("the {part} is empty"),
+            format!("the {part} was empty. Fill both the headline and the body."),
+        );
     }
-    if body.is_empty() {
-        return rejected(RejectReason::Empty, "the body is empty".into());
-    }
+    let text = format!("{headline}\n{body}");
     let tokens = counter.text(&headline) + counter.text(&body);
     let source_tokens = request.source_tokens;
+    let allowed = (f64::from(source_tokens) * gate.max_share).floor();
+    let written = words(&text).len();
+    let source_words: usize = request.items.iter().map(|item| words(&item.full_text()).len()).sum();
+    // What a model can act on: its length and the limit in words, and how much of the
+    // sources' length it kept.
+    // Both length rules at once: the limit it is told is the one that passes them both.
+    let limit_tokens = gate.max_tokens.min(allowed as u32).min(source_tokens.saturating_sub(1));
+    let too_long = || {
+        let limit = words_for(limit_tokens, &text, tokens).max(1);
+        let kept = 100 * written / source_words.max(1);
+        format!(
+            "it had {written} words, {kept}% as many as the messages; the limit is {limit} words. Write at most \
+             {limit} words: keep only decisions, names, numbers and dates, as short notes in your own words."
+        )
+    };
     if tokens > gate.max_tokens {
         let limit = gate.max_tokens;
         return rejected(
             RejectReason::Oversized,
             format!("{tokens} tokens is over the limit of {limit} (summary_max_tokens)"),
+            too_long(),
         );
     }
-    let allowed = (f64::from(source_tokens) * gate.max_share).floor();
     if f64::from(tokens) > allowed || tokens >= source_tokens {
         return rejected(
             RejectReason::NotCompressed,
@@ -354,11 +426,15 @@ pub(crate) fn check(
                 "{tokens} tokens is over {:.0}% of its {source_tokens} source tokens (summary_max_share)",
                 gate.max_share * 100.0
             ),
+            too_long(),
         );
     }
     if let Some(max) = gate.near_copy_max_share {
-        let share = copied_share(&format!("{headline}\n{body}"), &request.items, gate.ngram);
+        let share = copied_share(&text, &request.items, gate.ngram);
         if share > max {
+            let example = longest_copied(&text, &request.items, gate.ngram)
+                .map(|run| format!(" (such as \"{run}\")"))
+                .unwrap_or_default();
             return rejected(
                 RejectReason::NearCopy,
                 format!(
@@ -366,6 +442,11 @@ pub(crate) fn check(
                     share * 100.0,
                     gate.ngram,
                     max * 100.0
+                ),
+                format!(
+                    "{:.0}% of it repeated the messages word for word{example}. Restate every point in your own \
+                     words as a short note of a few words; do not copy any sentence.",
+                    share * 100.0
                 ),
             );
         }
@@ -381,28 +462,17 @@ pub(crate) fn check(
 
 /// The note a retry sends after `error`: what was wrong, addressed to the model.
 pub(crate) fn retry_note(error: &SummarizeError) -> Option<String> {
-    let advice = match error {
-        SummarizeError::Rejected { reason: RejectReason::Empty, .. } => {
-            "fill both the headline and the body."
+    match error {
+        SummarizeError::Rejected { advice, .. } => {
+            Some(format!("Your previous summary of these messages was rejected: {advice}"))
         }
-        SummarizeError::Rejected {
-            reason: RejectReason::Oversized | RejectReason::NotCompressed, ..
-        } => "keep only the facts that matter, as short notes, well under the word limit.",
-        SummarizeError::Rejected { reason: RejectReason::NearCopy, .. } => {
-            "do not copy sentences; restate the facts briefly in your own words, as short notes."
-        }
-        SummarizeError::Malformed(_) => {
-            return Some(
-                "Your previous reply was not a complete, valid JSON summary (cut off or with raw line breaks in a \
-                 string); keep it short and escape line breaks as \\n."
-                    .to_owned(),
-            );
-        }
-        _ => return None,
-    };
-    let SummarizeError::Rejected { detail, .. } = error else { return None };
-    // The figures tell a model how far off it was: "312 tokens is over 50% of its 378 ...".
-    Some(format!("Your previous summary was rejected: {detail}. This time {advice}"))
+        SummarizeError::Malformed(_) => Some(
+            "Your previous reply was not a complete, valid JSON summary (cut off or with raw line breaks in a \
+             string); keep it short and escape line breaks as \\n."
+                .to_owned(),
+        ),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -457,6 +527,19 @@ mod tests {
             reason(check(summary("head", &long), &sources, gate(1000, None))),
             RejectReason::NotCompressed
         );
+        // The retry note says how long it was and how long it may be, in words.
+        let Err(SummarizeError::Rejected { advice, .. }) =
+            check(summary("head", &long), &sources, gate(1000, None))
+        else {
+            panic!("rejected")
+        };
+        assert!(
+            advice.starts_with("it had 51 words, 5100% as many as the messages; the limit is "),
+            "{advice}"
+        );
+        let limit: usize =
+            advice.split("the limit is ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+        assert!((30..=50).contains(&limit), "about 50 tokens' worth of words: {advice}");
         let (ok, tokens) = check(summary("  Two\n lines ", " body "), &sources, gate(100, None)).unwrap();
         assert_eq!(ok.headline, "Two lines");
         assert_eq!(ok.body, "body");
@@ -478,9 +561,16 @@ mod tests {
         );
         let share = copied_share(&copied.body, &sources.items, 8);
         assert!(share > 0.9, "{share}");
-        assert_eq!(
-            reason(check(copied.clone(), &sources, &gate(1000, Some(0.6)), &counter)),
-            RejectReason::NearCopy
+        let Err(SummarizeError::Rejected { reason, advice, .. }) =
+            check(copied.clone(), &sources, &gate(1000, Some(0.6)), &counter)
+        else {
+            panic!("rejected")
+        };
+        assert_eq!(reason, RejectReason::NearCopy);
+        // The note quotes what was copied, so a model can see what not to do.
+        assert!(
+            advice.contains("(such as \"finance says billing can be down at most 15 minutes and never during the first three ...\")"),
+            "{advice}"
         );
         // The extractive summarizer copies by design: no near-copy rule for it.
         assert!(check(copied, &sources, &gate(1000, None), &counter).is_ok());
@@ -501,7 +591,7 @@ mod tests {
             RejectReason::NotCompressed,
             RejectReason::NearCopy,
         ] {
-            let error = SummarizeError::Rejected { reason, detail: String::new() };
+            let error = SummarizeError::Rejected { reason, detail: String::new(), advice: "x".into() };
             assert!(retry_note(&error).is_some(), "{reason:?}");
         }
         assert!(retry_note(&SummarizeError::Malformed("x".into())).is_some());

@@ -279,8 +279,16 @@ async fn a_summary_longer_than_its_sources_is_rejected() {
     assert_eq!(first["temperature"], 0.0);
     assert_eq!(retry["temperature"], 0.2);
     let note = retry["messages"][1]["content"].as_str().unwrap();
-    assert!(note.contains("Note: Your previous summary was rejected: "), "{note}");
-    assert!(note.ends_with("(summary_max_tokens). This time keep only the facts that matter, as short notes, well under the word limit.\n"), "{note}");
+    // The note says in words how long the summary was and may be, last in the request.
+    let note = note.rsplit_once("Note: Your previous summary of these messages was rejected: ").unwrap().1;
+    assert!(note.starts_with("it had ") && note.ends_with("as short notes in your own words.\n"), "{note}");
+    let number = |after: &str| -> usize {
+        note.split(after).nth(1).unwrap().split(' ').next().unwrap().parse().unwrap()
+    };
+    let (had, limit) = (number("it had "), number("the limit is "));
+    let source_words: usize =
+        fx.store.all_messages(fx.session).unwrap().iter().map(|m| m.content.split_whitespace().count()).sum();
+    assert!(limit < source_words / 2 && limit < had, "under half the messages: {note}");
     assert!(fx.store.nodes(fx.session).unwrap().is_empty());
     let rejections = fx.store.stats().unwrap().rejections;
     assert_eq!(rejections.len(), 1);
