@@ -92,6 +92,8 @@ fn a_chat_turn_in_a_session_with_tool_calls_runs_memory_grep_and_answers_from_it
     old.append(ChatMessage::user("Where did we leave the gateway?")).unwrap();
     old.append(ChatMessage::assistant(PLANTED)).unwrap();
     let today = engine.session("today", "team").unwrap();
+    // As `strata chat` begins a new session.
+    today.append(ChatMessage::system(strata::chat::DEFAULT_SYSTEM_PROMPT)).unwrap();
     today.append(ChatMessage::user("Did we write anything down about the billing cutover?")).unwrap();
     let call = json!([{"id": "call_0", "type": "function", "function": {"name": "memory_grep", "arguments": "{\"query\": \"cutover\"}"}}]);
     today

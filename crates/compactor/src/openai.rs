@@ -90,7 +90,10 @@ const NO_MEMORY_INSTRUCTION: &str = "Leave memory_updates empty.";
 const JSON_INSTRUCTION: &str = "Reply with only a JSON object of the form {\"headline\": \"...\", \"body\": \"...\", \
      \"memory_updates\": [{\"category\": \"memo\", \"key\": \"...\", \"title\": \"...\", \"content\": \"...\"}]} and nothing else.";
 
-fn save_summary_tool() -> Value {
+/// The `save_summary` tool. The lengths in its schema stop a model that loops (servers that
+/// build a grammar from the schema, as llama.cpp does, close the string there); they are loose,
+/// eight characters per word of the limit, since the gate, not the schema, judges the length.
+fn save_summary_tool(limit_words: usize) -> Value {
     json!({
         "type": "function",
         "function": {
@@ -99,8 +102,10 @@ fn save_summary_tool() -> Value {
             "parameters": {
                 "type": "object",
                 "properties": {
-                    "headline": {"type": "string", "description": "One sentence: what happened."},
-                    "body": {"type": "string", "description": "Timeline, decisions, pitfalls, files, numbers as '- ' lists under headings."},
+                    "headline": {"type": "string", "description": "One sentence: what happened.",
+                                 "maxLength": crate::summarizer::HEADLINE_MAX_CHARS},
+                    "body": {"type": "string", "maxLength": limit_words * 8,
+                             "description": "Short '- ' notes in your own words under the headings Timeline, Decisions, Pitfalls, Files, Numbers."},
                     "memory_updates": {
                         "type": "array",
                         "description": "Facts worth keeping as long-term memories; often empty.",
@@ -125,18 +130,23 @@ fn save_summary_tool() -> Value {
     })
 }
 
+/// The summary's limit in words: its target at the sources' own words per token, so it means
+/// the same for prose, code and lists of numbers.
+fn limit_words(request: &SummaryRequest) -> usize {
+    let sources: Vec<String> = request.items.iter().map(|item| item.full_text().into_owned()).collect();
+    crate::summarizer::words_for(request.target_tokens, &sources.join("\n"), request.source_tokens).max(8)
+}
+
 /// The sources as one user message, between two statements of the word limit (a small model
-/// heeds what it read last). The limit is the target in words at the sources' own words per
-/// token, so it means the same for prose, code and lists of numbers.
+/// heeds what it read last).
 fn render_sources(request: &SummaryRequest) -> String {
     let what = match request.kind {
         SourceKind::Messages => "the following chat messages",
         SourceKind::Summaries => "the following summaries of consecutive parts of a chat into one",
     };
-    let sources: Vec<String> = request.items.iter().map(|item| item.full_text().into_owned()).collect();
-    let sources = sources.join("\n");
-    let source_words = crate::summarizer::word_count(&sources);
-    let limit = crate::summarizer::words_for(request.target_tokens, &sources, request.source_tokens).max(8);
+    let source_words: usize =
+        request.items.iter().map(|item| crate::summarizer::word_count(&item.full_text())).sum();
+    let limit = limit_words(request);
     let mut text = format!(
         "Summarize {what} (persona {}; {} items, {source_words} words). The headline and the body together \
          must have at most {limit} words.\n\n",
@@ -336,7 +346,7 @@ impl OpenAiSummarizer {
             ],
         });
         if !plain {
-            body["tools"] = json!([save_summary_tool()]);
+            body["tools"] = json!([save_summary_tool(limit_words(request))]);
             body["tool_choice"] = json!({"type": "function", "function": {"name": "save_summary"}});
         }
         body
