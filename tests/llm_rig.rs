@@ -3,8 +3,10 @@
 //! with the `llm-rig` feature, since one summary takes a minute or two on two cores.
 //!
 //! It runs what a user with a local model runs: `strata compact` with the OpenAI-compatible
-//! summarizer, then a `strata chat` turn in a session whose history holds a tool call, in which
-//! the model calls `memory_grep` and answers from what it found. It prints the timings and the
+//! summarizer, then two `strata chat` turns in a new session, the second with the first one's
+//! tool call in its history, in each of which the model must call `memory_grep` and answer
+//! from what it found. A failure says which part failed: strata's (a request refused, no
+//! answer) or the model's (no call, and what it wrote instead; an answer without the fact). It prints the timings and the
 //! stored summary (`--nocapture` shows them; `make test-llm` passes it).
 
 #[path = "util.rs"]
@@ -15,7 +17,7 @@ use std::io::Write;
 use std::process::Stdio;
 use std::time::Instant;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use strata::{ChatMessage, Config, Engine};
 
 use crate::util::Strata;
@@ -32,6 +34,9 @@ fn base_url() -> String {
         panic!("set STRATA_LLM_URL to the rig's base URL: run `make test-llm` (scripts/llm-rig.sh start prints it)")
     })
 }
+
+/// The fact the earlier tool call of the chat session found.
+const CUTOVER: &str = "Billing cutover on Tuesday March 10, with Thursday March 12 as the fallback date.";
 
 /// A made-up team chat about moving a billing database, with checkable facts.
 const CHAT: &[(&str, &str, &str)] = &[
@@ -78,6 +83,27 @@ fn rig_config(strata: &Strata) -> std::path::PathBuf {
     )
 }
 
+/// One turn of `strata chat --json`: checks that the model called memory_grep, that the call
+/// found `fact`, and that the answer uses it; `turn` names the turn in the failure.
+fn check_turn(turn: &Value, which: &str, fact: &str) {
+    let answer = turn["text"].as_str().unwrap();
+    let calls = turn["tool_calls"].as_array().unwrap();
+    // The model called memory_grep (natively or as text strata recognises) and the call ran.
+    let Some(grep) = calls
+        .iter()
+        .find(|call| call["name"] == "memory_grep" && call["result"]["count"].as_u64().unwrap_or(0) > 0)
+    else {
+        panic!(
+            "{which}: the model ({MODEL}) did not call memory_grep: {}. The server accepted every request; \
+             the model's reply:\n{answer}\n{turn:#}",
+            diagnosis(answer)
+        );
+    };
+    assert!(grep["result"].to_string().contains(fact), "{which}: the call found {fact:?}: {grep:#}");
+    // The answer uses what the call found.
+    assert!(answer.contains(fact), "{which}: the answer uses what memory_grep found ({fact:?}): {answer}");
+}
+
 #[test]
 fn a_chat_turn_in_a_session_with_tool_calls_runs_memory_grep_and_answers_from_it() {
     let strata = Strata::new();
@@ -85,45 +111,22 @@ fn a_chat_turn_in_a_session_with_tool_calls_runs_memory_grep_and_answers_from_it
     let config_arg = config_path.to_str().unwrap();
     let config = Config::load(Some(&config_path), std::iter::empty()).unwrap();
     let engine = Engine::open(strata.db(), config).unwrap();
-
-    // A chat turn: the session already holds a tool call (sent back with content "", which
-    //    this server requires), and the answer needs a fact only memory_grep can find.
+    // Facts only memory_grep can find: they live in an older session of the persona.
     let old = engine.session("last-week", "team").unwrap();
     old.append(ChatMessage::user("Where did we leave the gateway?")).unwrap();
     old.append(ChatMessage::assistant(PLANTED)).unwrap();
-    let today = engine.session("today", "team").unwrap();
-    // As `strata chat` begins a new session.
-    today.append(ChatMessage::system(strata::chat::DEFAULT_SYSTEM_PROMPT)).unwrap();
-    today.append(ChatMessage::user("Did we write anything down about the billing cutover?")).unwrap();
-    let call = json!([{"id": "call_0", "type": "function", "function": {"name": "memory_grep", "arguments": "{\"query\": \"cutover\"}"}}]);
-    today
-        .append(ChatMessage { tool_calls: Some(call), content: None, ..ChatMessage::assistant("") })
-        .unwrap();
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let result = runtime.block_on(today.call_tool("memory_grep", json!({"query": "cutover"})));
-    today.append(ChatMessage::tool("call_0", "memory_grep", result.to_string())).unwrap();
-    today
-        .append(ChatMessage::assistant(
-            "Yes: the cutover is on Tuesday March 10, with March 12 as the fallback.",
-        ))
-        .unwrap();
+    old.append(ChatMessage::assistant(CUTOVER)).unwrap();
     drop(engine);
 
+    // Two turns of one `strata chat` in a new session: the first in a session without tool
+    // calls, the second in a session whose history holds the first turn's call and result
+    // (sent back with content "", which this server requires).
     let started = Instant::now();
     let mut child = strata
         .command()
-        .args(["--config", config_arg, "--json", "chat", "--session", "today", "--base-url", &base_url()])
-        .args([
-            "--model",
-            MODEL,
-            "--max-tokens",
-            "128",
-            "--timeout",
-            "900",
-            "--max-tool-rounds",
-            "3",
-            "--no-embed",
-        ])
+        .args(["--config", config_arg, "--json", "chat", "--session", "today", "--persona", "team"])
+        .args(["--base-url", &base_url(), "--model", MODEL, "--max-tokens", "128", "--timeout", "900"])
+        .args(["--max-tool-rounds", "3", "--no-embed"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -133,23 +136,41 @@ fn a_chat_turn_in_a_session_with_tool_calls_runs_memory_grep_and_answers_from_it
         .stdin
         .take()
         .unwrap()
-        .write_all(b"What is the gateway rate limit? Search the memory with memory_grep for \"rate limit\" and answer with the number.\n")
+        .write_all(
+            b"What is the gateway rate limit? Search the memory with memory_grep for \"rate limit\" and answer with the number.\n\
+              When is the billing cutover? Search the memory with memory_grep for \"cutover\" and answer with the date.\n",
+        )
         .unwrap();
     let output = child.wait_with_output().unwrap();
     let chat_secs = started.elapsed().as_secs_f64();
     let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    // strata's part: the server accepted every request, the tool history included, and each
+    // turn ended with an answer.
     assert!(output.status.success(), "strata chat failed:\nstdout: {stdout}\nstderr: {stderr}");
-    let turn: Value = serde_json::from_str(stdout.lines().next().unwrap_or_default())
-        .unwrap_or_else(|e| panic!("one JSON line per turn ({e}): {stdout}"));
-    println!("chat turn: {chat_secs:.1} s, {} requests\n{turn:#}", turn["requests"]);
-    let calls = turn["tool_calls"].as_array().unwrap();
-    let grep = calls
-        .iter()
-        .find(|call| call["name"] == "memory_grep" && call["result"]["count"].as_u64().unwrap_or(0) > 0)
-        .unwrap_or_else(|| panic!("the model ran memory_grep and found something: {turn:#}"));
-    assert!(grep["result"].to_string().contains("250"), "{grep:#}");
-    let answer = turn["text"].as_str().unwrap();
-    assert!(answer.contains("250"), "the answer uses what memory_grep found: {answer}");
+    let turns: Vec<Value> = stdout
+        .lines()
+        .map(|line| {
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("one JSON line per turn ({e}): {stdout}"))
+        })
+        .collect();
+    assert_eq!(turns.len(), 2, "{stdout}");
+    println!("chat, two turns: {chat_secs:.1} s\n{:#}\n{:#}", turns[0], turns[1]);
+    // The model's part, turn by turn.
+    check_turn(&turns[0], "turn 1 (no tool calls in the history)", "250");
+    check_turn(&turns[1], "turn 2 (the first turn's tool call in the history)", "March 10");
+}
+
+/// What a reply that should have been a tool call is instead, in words.
+fn diagnosis(reply: &str) -> &'static str {
+    let reply = reply.trim_start();
+    if reply.starts_with("<tool_response>") {
+        "its reply imitates the tool's answer (a made-up <tool_response>, as the chat template shows tool results) \
+         instead of calling the tool"
+    } else if reply.contains("memory_grep") {
+        "it wrote about the tool in prose instead of calling it"
+    } else {
+        "it answered without calling a tool"
+    }
 }
 
 #[test]
@@ -169,9 +190,16 @@ fn a_compaction_with_the_openai_summarizer_stores_only_summaries_that_pass_the_g
         meeting.append(message).unwrap();
     }
     let started = Instant::now();
-    let compacted =
-        strata.run(&["compact", "--session", "migration", "--config", config_arg, "--once", "--json"]).json();
+    let run = strata.run(&["compact", "--session", "migration", "--config", config_arg, "--once", "--json"]);
     let compact_secs = started.elapsed().as_secs_f64();
+    // Rejections per reason; why each was rejected is in the error line of a failed compact.
+    let stats = strata.run(&["stats", "--json"]).json();
+    assert!(
+        run.ok,
+        "no summary of {MODEL} passed the gate ({compact_secs:.0} s): {}rejections: {}",
+        run.stderr, stats["rejections"]
+    );
+    let compacted: Value = serde_json::from_str(&run.stdout).unwrap();
     assert!(compacted["nodes_created"].as_u64().unwrap() >= 1, "{compacted}");
     assert_eq!(compacted["raw_archived"], 0, "a real summary, not a fallback digest: {compacted}");
     let tree = strata.run(&["tree", "--session", "migration", "--json"]).json();
@@ -183,7 +211,6 @@ fn a_compaction_with_the_openai_summarizer_stores_only_summaries_that_pass_the_g
             (node["token_count"].as_u64().unwrap(), node["source_token_count"].as_u64().unwrap());
         assert!(tokens * 2 <= sources, "{tokens} of {sources} tokens: {node}");
     }
-    let stats = strata.run(&["stats", "--json"]).json();
     println!("compaction: {compact_secs:.1} s, {} nodes; rejections: {}", nodes.len(), stats["rejections"]);
     for node in nodes {
         println!(

@@ -69,7 +69,8 @@ pub struct OpenAiSummarizer {
 
 const SYSTEM_PROMPT: &str = "You compress chat history for an AI agent's long-term memory. Write a short, \
      faithful summary of the material the user gives you, in your own words: merge what belongs together, drop \
-     greetings, filler and repetition, and never copy a sentence of the material. Never invent facts; keep names, \
+     greetings, filler and repetition, and never copy a sentence of the material. Cover every decision, number, \
+     name and date, each in as few words as possible. Never invent facts; keep names, \
      file paths, numbers, dates, commands and error messages exact. The headline is one sentence of at most 20 \
      words saying what happened. The body is short '- ' notes of a few words each (like '- Cache TTL cut to 5 min \
      by Ana: fixes stale prices'), under the headings 'Timeline:', 'Decisions:', 'Pitfalls:' (errors, dead ends \
