@@ -18,6 +18,7 @@ pub struct ChatClient {
     endpoint: ChatEndpoint,
     model: String,
     max_tokens: u32,
+    temperature: Option<f64>,
     text_tool_calls: bool,
 }
 
@@ -57,11 +58,12 @@ impl ChatClient {
             endpoint,
             model: model.to_owned(),
             max_tokens: DEFAULT_MAX_TOKENS,
+            temperature: None,
             text_tool_calls: true,
         }
     }
 
-    /// Whether a reply whose whole content is a tool call written as JSON text (what
+    /// Whether a reply whose content begins with a tool call written as JSON text (what
     /// llama.cpp-based servers return when their chat format does not parse calls) is taken as
     /// that call. On by default; only calls of offered tools are recognised.
     pub fn with_text_tool_calls(mut self, recognise: bool) -> ChatClient {
@@ -75,9 +77,19 @@ impl ChatClient {
         self
     }
 
+    /// The same client sending `temperature` with every request (unset, the server's default
+    /// applies: 0.8 for llama-cpp-python, 1 for OpenAI).
+    pub fn with_temperature(mut self, temperature: Option<f64>) -> ChatClient {
+        self.temperature = temperature;
+        self
+    }
+
     /// Sends the conversation with the tools the model may call; returns its reply.
     pub async fn complete(&self, messages: &[Value], tools: &[Value]) -> Result<ChatMessage, LlmError> {
         let mut body = json!({"model": self.model, "messages": messages, "max_tokens": self.max_tokens});
+        if let Some(temperature) = self.temperature {
+            body["temperature"] = Value::from(temperature);
+        }
         if !tools.is_empty() {
             body["tools"] = Value::from(tools.to_vec());
             // Without it llama.cpp's server offers no tools, and the model writes its call as
@@ -106,9 +118,9 @@ impl ChatClient {
     }
 }
 
-/// The tool calls of a reply whose whole content is one or more calls written as JSON text, in
-/// the OpenAI `tool_calls` format; `None` when the content is anything else (prose, JSON that is
-/// not a call, a call of a tool not offered). The shapes seen from local servers:
+/// The tool calls of a reply whose content begins with one or more calls written as JSON text,
+/// in the OpenAI `tool_calls` format (what follows the calls is dropped); `None` when the
+/// content is anything else (prose, JSON that is not a call, a call of a tool not offered). The shapes seen from local servers:
 /// `{"name": ..., "arguments": {...}}` (bare, in a ```json fence, or between Qwen's
 /// `<tool_call>` tags, one block per call), `"parameters"` for `"arguments"`, and a list of
 /// such objects.
@@ -116,7 +128,11 @@ pub(crate) fn text_tool_calls(content: &str, offered: &[&str]) -> Option<Vec<Val
     let mut text = content.trim();
     if let Some(inner) = text.strip_prefix("```") {
         let inner = inner.strip_prefix("json").unwrap_or(inner);
-        text = inner.strip_suffix("```")?.trim();
+        text = inner.split_once("```").map_or(inner, |(fenced, _)| fenced).trim();
+    }
+    // Some models double the braces of the call, as format strings escape them: `{{"name": ...}}`.
+    if text.starts_with("{{") {
+        text = &text[1..];
     }
     let mut objects = Vec::new();
     if text.starts_with("<tool_call>") {
@@ -130,7 +146,9 @@ pub(crate) fn text_tool_calls(content: &str, offered: &[&str]) -> Option<Vec<Val
             rest = after.trim_start();
         }
     } else if text.starts_with('{') || text.starts_with('[') {
-        match serde_json::from_str::<Value>(text).ok()? {
+        // The first JSON value; what follows it is dropped for the same reason.
+        let first = serde_json::Deserializer::from_str(text).into_iter::<Value>().next()?.ok()?;
+        match first {
             Value::Array(items) => objects.extend(items),
             object => objects.push(object),
         }
@@ -183,6 +201,11 @@ mod tests {
         let guessed =
             format!("{tagged}\n<tool_response>\n{{\"count\": 1}}\n</tool_response>\nThe limit is 100.");
         assert_eq!(text_tool_calls(&guessed, &offered), text_tool_calls(tagged, &offered));
+        // Seen from Qwen2.5-Coder-1.5B: doubled braces, then a made-up result in a fence.
+        let doubled = "{{\"name\": \"memory_grep\", \"arguments\": {\"query\": \"limit\"}}}\n\n```\n{\"search_results\": []}\n```";
+        assert_eq!(text_tool_calls(doubled, &offered), text_tool_calls(tagged, &offered));
+        let fenced_then_prose = "```json\n{\"name\": \"memory_grep\", \"arguments\": {\"query\": \"limit\"}}\n```\nThen I answer.";
+        assert_eq!(text_tool_calls(fenced_then_prose, &offered), text_tool_calls(tagged, &offered));
         let fenced = "```json\n{\"name\": \"memory_search\", \"parameters\": {\"query\": \"cache\"}}\n```";
         assert_eq!(
             text_tool_calls(fenced, &offered),

@@ -126,7 +126,8 @@ fn a_chat_turn_in_a_session_with_tool_calls_runs_memory_grep_and_answers_from_it
         .command()
         .args(["--config", config_arg, "--json", "chat", "--session", "today", "--persona", "team"])
         .args(["--base-url", &base_url(), "--model", MODEL, "--max-tokens", "128", "--timeout", "900"])
-        .args(["--max-tool-rounds", "3", "--no-embed"])
+        // Temperature 0: the same run gives the same replies (the server's default is 0.8).
+        .args(["--max-tool-rounds", "3", "--temperature", "0", "--no-embed"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -37,7 +37,10 @@ pub struct ChatArgs {
     /// Most tokens of one reply (sent as `max_tokens`; some servers default to unlimited).
     #[arg(long, default_value_t = strata::llm::DEFAULT_MAX_TOKENS)]
     max_tokens: u32,
-    /// Print a reply whose whole content is a tool call written as JSON text instead of running
+    /// Sampling temperature sent with every request (0 to 2; default: the server's).
+    #[arg(long, value_parser = parse_temperature)]
+    temperature: Option<f64>,
+    /// Print a reply whose content begins with a tool call written as JSON text instead of running
     /// the call (by default such calls are recognised: llama.cpp-based servers write them so).
     #[arg(long)]
     no_text_tool_calls: bool,
@@ -93,6 +96,7 @@ pub fn run(cli: &Cli, args: &ChatArgs, out: &mut impl Write) -> anyhow::Result<(
         RetryPolicy { timeout_ms: args.timeout.saturating_mul(1_000), ..config.compactor.retry.clone() };
     let client = ChatClient::with_retry(&args.base_url, &args.model, api_key, retry)
         .with_max_tokens(args.max_tokens)
+        .with_temperature(args.temperature)
         .with_text_tool_calls(!args.no_text_tool_calls);
     let chat = ChatLoop::new(&engine, client).max_tool_rounds(args.max_tool_rounds);
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
@@ -154,6 +158,13 @@ pub fn run(cli: &Cli, args: &ChatArgs, out: &mut impl Write) -> anyhow::Result<(
         bail!("{failed} of {turns} turns failed");
     }
     Ok(())
+}
+
+fn parse_temperature(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(value) if (0.0..=2.0).contains(&value) => Ok(value),
+        _ => Err(format!("{text} is not a temperature between 0 and 2")),
+    }
 }
 
 /// One line on standard error per tool call, so standard output holds only the answers.
