@@ -861,9 +861,8 @@ enum Target {
     Replace(NodeId),
 }
 
-/// Level-0 nodes written per transaction at most. Each transaction flushes the summaries'
-/// full-text indexes to a new segment, which FTS5 then merges: one per node was a quarter of a
-/// bulk compaction's time.
+/// Level-0 nodes written per transaction at most: a bulk compaction commits once per batch
+/// instead of once per node (their search-index entries wait for the end of the call).
 const LEAF_BATCH: usize = 8;
 
 /// Level-0 summaries not yet written, and what the written ones added up to.

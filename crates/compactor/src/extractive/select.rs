@@ -99,23 +99,14 @@ impl Selection<'_> {
     /// `budget` tokens are spent or no unit adds anything.
     pub(super) fn units(&mut self, budget: f64) {
         loop {
-            let mut best: Option<(f64, usize, f64)> = None;
-            for (index, unit) in self.chunk.units.iter().enumerate() {
-                let cost = self.unit_cost(unit);
-                if self.taken_units[index] || self.spent + cost > budget {
-                    continue;
-                }
-                let gain = self.gain(&unit.words) * unit.multiplier * self.novelty(index);
-                // One plain new word is not worth a line.
-                if gain < MIN_UNIT_GAIN {
-                    continue;
-                }
-                let priority = gain / cost;
-                if best.is_none_or(|(score, _, _)| priority > score) {
-                    best = Some((priority, index, cost));
-                }
-            }
-            let Some((_, index, cost)) = best else { break };
+            let open = self.chunk.units.iter().enumerate().filter(|(index, _)| !self.taken_units[*index]);
+            let candidates = open.map(|(index, unit)| (index, self.unit_cost(unit)));
+            // One plain new word is not worth a line.
+            let best = self.best(budget, MIN_UNIT_GAIN, candidates, |index| {
+                let unit = &self.chunk.units[index];
+                self.gain(&unit.words) * unit.multiplier * self.novelty(index)
+            });
+            let Some((index, cost)) = best else { break };
             self.take(Pick::Unit(index), cost);
         }
     }
@@ -123,24 +114,40 @@ impl Selection<'_> {
     /// Phrases the same way, each worth at least a name or two plain words.
     pub(super) fn phrases(&mut self, budget: f64) {
         loop {
-            let mut best: Option<(f64, usize, f64)> = None;
-            for (index, phrase) in self.chunk.phrases.iter().enumerate() {
-                let cost = phrase.text.chars().count() as f64 * self.ratio + 1.0;
-                if self.taken_phrases[index] || self.spent + cost > budget {
-                    continue;
-                }
-                let gain = self.gain(&phrase.words);
-                if gain < 2.0 {
-                    continue;
-                }
-                let priority = gain / cost;
-                if best.is_none_or(|(score, _, _)| priority > score) {
-                    best = Some((priority, index, cost));
-                }
-            }
-            let Some((_, index, cost)) = best else { break };
+            let open = self.chunk.phrases.iter().enumerate().filter(|(index, _)| !self.taken_phrases[*index]);
+            let candidates =
+                open.map(|(index, phrase)| (index, phrase.text.chars().count() as f64 * self.ratio + 1.0));
+            let best =
+                self.best(budget, 2.0, candidates, |index| self.gain(&self.chunk.phrases[index].words));
+            let Some((index, cost)) = best else { break };
             self.take(Pick::Phrase(index), cost);
         }
+    }
+
+    /// The candidate `(index, cost)` with the best gain per token among those that fit in
+    /// `budget` and gain at least `min_gain`; the first of equals wins.
+    fn best(
+        &self,
+        budget: f64,
+        min_gain: f64,
+        candidates: impl Iterator<Item = (usize, f64)>,
+        gain: impl Fn(usize) -> f64,
+    ) -> Option<(usize, f64)> {
+        let mut best: Option<(f64, usize, f64)> = None;
+        for (index, cost) in candidates {
+            if self.spent + cost > budget {
+                continue;
+            }
+            let gain = gain(index);
+            if gain < min_gain {
+                continue;
+            }
+            let priority = gain / cost;
+            if best.is_none_or(|(score, _, _)| priority > score) {
+                best = Some((priority, index, cost));
+            }
+        }
+        best.map(|(_, index, cost)| (index, cost))
     }
 }
 
