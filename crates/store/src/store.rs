@@ -551,10 +551,13 @@ impl Store {
     /// Brings the search indexes up to date before a search reads them, so a search never
     /// misses a message or a node; nothing to do (two cheap reads) in the common case.
     pub(crate) fn searchable(&self) -> Result<()> {
-        if !self.read(|conn| Deferred::Messages.caught_up(conn))? {
+        // Both cursors in one read: this runs before every search.
+        let (messages, summaries) = self
+            .read(|conn| Ok((Deferred::Messages.caught_up(conn)?, Deferred::Summaries.caught_up(conn)?)))?;
+        if !messages {
             while self.index_messages(INDEX_BATCH)? == INDEX_BATCH {}
         }
-        if !self.read(|conn| Deferred::Summaries.caught_up(conn))? {
+        if !summaries {
             self.index_summaries()?;
         }
         Ok(())
