@@ -6,8 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use strata_store::{
-    Level, Message, MessageOutline, NewSummary, NodeId, Role, SessionId, Store, SummaryNode, ToolCall,
-    error_chain,
+    Level, Message, NewSummary, NodeId, Role, SessionId, Store, SummaryNode, ToolCall, error_chain,
 };
 use tracing::Instrument;
 
@@ -15,12 +14,13 @@ use crate::assemble::{self, AssembledContext, Assembler};
 use crate::config::CompactorConfig;
 use crate::error::{Error, Result, SummarizeError};
 use crate::extractive::{ExtractiveSummarizer, RAW_ARCHIVE};
-use crate::plan::{Chunk, Plan};
 use crate::summarizer::{
     Origin, RetryNote, SourceCall, SourceItem, SourceKind, Summarizer, Summary, SummaryRequest, check,
     retry_note,
 };
 use crate::tokens::TokenCounter;
+
+mod cycle;
 
 /// How one [`Compactor::compact`] call ended.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -232,15 +232,6 @@ fn node_item(node: &SummaryNode) -> SourceItem {
         time: node.start_time,
         text: format!("{}\n{}", node.headline, node.body),
     }
-}
-
-/// The oldest K roots of the lowest level that has at least 2K roots.
-fn merge_candidate(roots: &[SummaryNode], k: usize) -> Option<Vec<SummaryNode>> {
-    let top = roots.iter().map(|node| node.level).max()?;
-    (0..=top.0).map(Level).find_map(|level| {
-        let of_level: Vec<&SummaryNode> = roots.iter().filter(|node| node.level == level).collect();
-        (of_level.len() >= 2 * k).then(|| of_level[..k].iter().map(|node| (*node).clone()).collect())
-    })
 }
 
 impl Compactor {
@@ -459,19 +450,6 @@ impl Compactor {
         .await
     }
 
-    /// What a compaction call knows of its session: the live outline, the roots and the plan,
-    /// read once and kept up to date by the call's own writes (read again after a refusal).
-    async fn planning(&self, session: SessionId) -> Result<Planning> {
-        let config = self.inner.config.clone();
-        self.blocking(move |store| {
-            let outline = store.live_outline(session, i64::from(config.head_messages))?;
-            let roots = store.roots(session, None)?;
-            let plan = Plan::new(&outline, &config);
-            Ok(Planning { outline, roots, plan })
-        })
-        .await
-    }
-
     /// Runs the compaction cycle for a session: merges wherever 2K roots of a level exist,
     /// folds the oldest whole turns of the middle into Level-0 nodes while the middle is over
     /// the threshold, then re-summarizes raw archives; at most `max_rounds` summaries per call.
@@ -492,259 +470,6 @@ impl Compactor {
             Err(error) => tracing::warn!(%error, "compaction failed"),
         });
         outcome
-    }
-
-    async fn compact_in_span(&self, session: SessionId, max_rounds: u32) -> Result<Outcome> {
-        let lock = self.session_lock(session);
-        let _guard = lock.lock().await;
-        let config = self.inner.config.clone();
-        let k = config.context_consolidation_k as usize;
-        let (persona, failures) = self
-            .blocking(move |store| {
-                Ok((store.session_by_id(session)?.persona, store.summarizer_failures(session)?))
-            })
-            .await?;
-        // Failures recorded by an earlier process count toward the raw-archive fallback.
-        self.inner.failures.lock().unwrap_or_else(PoisonError::into_inner).insert(session, failures);
-        // The first plan's reads also give the size before: the session is read once.
-        let first = self.planning(session).await?;
-        let tokens_before =
-            assemble::unabridged_tokens(&first.outline, &first.roots, &config, &self.inner.counter);
-
-        // Window-aware: fold only when the context would pass the trigger, and then down to the
-        // target. `estimate` follows the call's own writes (a chunk's tokens out, its node's in).
-        let (trigger, target) = config.trigger_and_target();
-        let folding = tokens_before > trigger;
-        let mut estimate = tokens_before;
-        let (mut created, mut archived, mut resummarized, mut refusals) = (0u32, 0u32, 0u32, 0u32);
-        let mut folded = 0u64;
-        let mut archiving = false;
-        let mut pending = true;
-        let mut stop: Option<Outcome> = None;
-        let mut known: Option<Planning> = Some(first);
-        let mut batch = LeafBatch::default();
-        for _round in 0..max_rounds {
-            // Leaves are written a few at a time, and before a merge could take them.
-            let merge_ready =
-                known.as_ref().is_some_and(|planning| planning.roots.len() + batch.len() >= 2 * k);
-            if batch.len() >= LEAF_BATCH || (merge_ready && !batch.is_empty()) {
-                if let Some(refusal) = self.write_leaves(session, &mut batch, &mut known).await? {
-                    refusals += 1;
-                    if refusals >= 2 {
-                        stop = Some(Outcome::NoProgress { refused: Some(refusal) });
-                        pending = false;
-                        break;
-                    }
-                } else {
-                    refusals = 0;
-                }
-            }
-            if known.is_none() {
-                known = Some(self.planning(session).await?);
-            }
-            let planning = known.as_mut().expect("read above");
-
-            // Merges first: they keep the scaffold short.
-            let mut write: Option<(Step, Target)> = None;
-            if let Some(children) = merge_candidate(&planning.roots, k) {
-                let level = children[0].level.up();
-                let source: u64 = children.iter().map(|node| u64::from(node.token_count)).sum();
-                let items = children.iter().map(node_item).collect();
-                let request = self.request(&persona, SourceKind::Summaries, level, items, source);
-                let step = self.summarize(session, &request, &mut archiving).await;
-                write = Some((step, Target::Merge(children.iter().map(|node| node.id).collect())));
-            } else {
-                let (middle_tokens, middle_turns) = planning.plan.middle();
-                if folding
-                    && estimate > target
-                    && middle_tokens >= u64::from(config.leaf_min_tokens)
-                    && middle_turns >= config.leaf_min_turns as usize
-                {
-                    match planning.plan.next_chunk(&planning.outline, &config) {
-                        Some(chunk) => {
-                            let seqs = chunk.first_seq..=chunk.last_seq;
-                            let messages =
-                                self.blocking(move |store| Ok(store.messages(session, seqs)?)).await?;
-                            let items = messages.iter().map(source_item).collect();
-                            let request = self.request(
-                                &persona,
-                                SourceKind::Messages,
-                                Level::LEAF,
-                                items,
-                                chunk.tokens,
-                            );
-                            let step = self.summarize(session, &request, &mut archiving).await;
-                            write = Some((step, Target::Leaf(chunk)));
-                        }
-                        None => stop = Some(Outcome::NoCandidate),
-                    }
-                } else {
-                    stop = Some(Outcome::BelowThreshold { middle_tokens, middle_turns: middle_turns as u32 });
-                }
-                if write.is_none() && !archiving && self.failures(session) == 0 {
-                    // Nothing to fold: spend the round on giving a raw archive a real summary.
-                    if let Some((node, request)) = self.raw_archive_request(session, &persona).await? {
-                        match self.summarize(session, &request, &mut archiving).await {
-                            // A failure that tipped into archiving again: leave the old digest be.
-                            Step::Written { summarizer, .. } if summarizer == RAW_ARCHIVE => {}
-                            step => write = Some((step, Target::Replace(node))),
-                        }
-                    }
-                }
-            }
-            let Some((step, target)) = write else {
-                pending = false;
-                break;
-            };
-            stop = None;
-            let (summary, tokens, summarizer) = match step {
-                Step::Written { summary, tokens, summarizer } => (summary, tokens, summarizer),
-                Step::Failed { error, consecutive } => {
-                    stop = Some(Outcome::SummarizerDown {
-                        nodes_created: created,
-                        consecutive_failures: consecutive,
-                        error: error_chain(&error),
-                    });
-                    pending = false;
-                    break;
-                }
-            };
-            let raw = summarizer == RAW_ARCHIVE;
-            let replaced = matches!(target, Target::Replace(_));
-            let new = NewSummary {
-                headline: summary.headline,
-                body: summary.body,
-                token_count: tokens,
-                summarizer,
-                memory_updates: summary.memory_updates,
-            };
-            if let Target::Leaf(chunk) = &target {
-                let planning = known.as_mut().expect("read at the start of the round");
-                estimate = estimate.saturating_sub(chunk.tokens) + u64::from(tokens);
-                batch.push(chunk, new, planning.plan.covered(chunk), raw);
-                continue;
-            }
-            let result = match target.clone() {
-                Target::Leaf(_) => unreachable!("leaves are batched above"),
-                Target::Merge(ids) => {
-                    self.blocking(move |store| Ok(store.merge(&ids, &new)?)).await.map(Some)
-                }
-                Target::Replace(id) => self
-                    .blocking(move |store| Ok(store.replace_summary(id, RAW_ARCHIVE, &new)?))
-                    .await
-                    .map(|_| None),
-            };
-            match result {
-                Ok(node) => {
-                    refusals = 0;
-                    let planning = known.as_mut().expect("read at the start of the round");
-                    match (target, node) {
-                        (Target::Merge(ids), Some(node)) => {
-                            planning.roots.retain(|root| !ids.contains(&root.id));
-                            planning.roots.push(node);
-                        }
-                        // A node's text changed: read the roots again before merging it.
-                        _ => known = None,
-                    }
-                    if replaced {
-                        resummarized += 1;
-                    } else {
-                        created += 1;
-                        archived += u32::from(raw);
-                    }
-                }
-                // Another compactor got there first: plan again from what is stored now.
-                Err(err) => {
-                    let Some(refusal) = Refusal::of(&err) else { return Err(err) };
-                    known = None;
-                    tracing::info!(%session, %refusal, "write refused, re-planning");
-                    refusals += 1;
-                    if refusals >= 2 {
-                        stop = Some(Outcome::NoProgress { refused: Some(refusal) });
-                        pending = false;
-                        break;
-                    }
-                }
-            }
-        }
-        // What is summarized is written, whatever stopped the loop (a failed summarizer too).
-        if !batch.is_empty()
-            && let Some(refusal) = self.write_leaves(session, &mut batch, &mut known).await?
-            && created == 0
-            && batch.written == 0
-        {
-            stop.get_or_insert(Outcome::NoProgress { refused: Some(refusal) });
-        }
-        created += batch.written;
-        archived += batch.archived_written;
-        folded += batch.folded_written;
-        if let Some(Outcome::SummarizerDown { nodes_created, .. }) = &mut stop {
-            *nodes_created = created;
-        }
-        if created > 0 {
-            // Nodes are written without their search-index entries (FTS5 writes a segment at
-            // every statement that touches it); the call indexes them once, at its end.
-            self.blocking(|store| Ok(store.index_summaries()?)).await?;
-        }
-        if created == 0 && resummarized == 0 {
-            return Ok(stop.unwrap_or(Outcome::NoProgress { refused: None }));
-        }
-        if let Some(Outcome::SummarizerDown { .. }) = stop {
-            return Ok(stop.expect("matched above"));
-        }
-        let tokens_after = self.context_size(session).await?;
-        Ok(Outcome::Compacted {
-            nodes_created: created,
-            raw_archived: archived,
-            resummarized,
-            messages_folded: folded,
-            tokens_before,
-            tokens_after,
-            pending,
-        })
-    }
-
-    /// Writes the batched Level-0 nodes in one transaction. They join the known roots and the
-    /// batch's written counts; a refusal (another compactor covered some of the messages)
-    /// drops them and the plan, to be read again, and is returned.
-    async fn write_leaves(
-        &self,
-        session: SessionId,
-        batch: &mut LeafBatch,
-        known: &mut Option<Planning>,
-    ) -> Result<Option<Refusal>> {
-        let leaves = std::mem::take(&mut batch.leaves);
-        let (folded, archived) = (std::mem::take(&mut batch.folded), std::mem::take(&mut batch.archived));
-        match self.blocking(move |store| Ok(store.insert_leaves(session, &leaves)?)).await {
-            Ok(nodes) => {
-                batch.written += nodes.len() as u32;
-                batch.folded_written += folded;
-                batch.archived_written += archived;
-                if let Some(planning) = known.as_mut() {
-                    planning.roots.extend(nodes);
-                }
-                Ok(None)
-            }
-            Err(err) => {
-                let Some(refusal) = Refusal::of(&err) else { return Err(err) };
-                tracing::info!(%session, %refusal, "write refused, re-planning");
-                *known = None;
-                Ok(Some(refusal))
-            }
-        }
-    }
-
-    /// The oldest raw-archive node of a session and the request that would summarize it properly.
-    async fn raw_archive_request(
-        &self,
-        session: SessionId,
-        persona: &str,
-    ) -> Result<Option<(NodeId, SummaryRequest)>> {
-        let Some(node) = self.blocking(move |store| Ok(store.first_raw_archive(session)?)).await? else {
-            return Ok(None);
-        };
-        let request = self.node_request(&node, persona).await?;
-        Ok(Some((node.id, request)))
     }
 
     /// The request that summarizes a node's sources again: its messages, or its children.
@@ -851,52 +576,6 @@ impl Compactor {
     pub fn assembler(&self) -> &Assembler {
         &self.inner.assembler
     }
-}
-
-/// What a summary is written to.
-#[derive(Clone, Debug)]
-enum Target {
-    Leaf(Chunk),
-    Merge(Vec<NodeId>),
-    Replace(NodeId),
-}
-
-/// Level-0 nodes written per transaction at most: a bulk compaction commits once per batch
-/// instead of once per node (their search-index entries wait for the end of the call).
-const LEAF_BATCH: usize = 8;
-
-/// Level-0 summaries not yet written, and what the written ones added up to.
-#[derive(Default)]
-struct LeafBatch {
-    leaves: Vec<(i64, i64, NewSummary)>,
-    folded: u64,
-    archived: u32,
-    written: u32,
-    folded_written: u64,
-    archived_written: u32,
-}
-
-impl LeafBatch {
-    fn push(&mut self, chunk: &Chunk, summary: NewSummary, folded: u64, raw: bool) {
-        self.leaves.push((chunk.first_seq, chunk.last_seq, summary));
-        self.folded += folded;
-        self.archived += u32::from(raw);
-    }
-
-    fn len(&self) -> usize {
-        self.leaves.len()
-    }
-
-    fn is_empty(&self) -> bool {
-        self.leaves.is_empty()
-    }
-}
-
-/// See [`Compactor::planning`].
-struct Planning {
-    outline: Vec<MessageOutline>,
-    roots: Vec<SummaryNode>,
-    plan: Plan,
 }
 
 #[cfg(test)]
