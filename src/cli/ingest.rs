@@ -74,14 +74,13 @@ struct Line {
     id: Option<String>,
 }
 
-/// Parses one line into a message; the error names what is wrong but not the line number,
-/// which the caller adds.
+/// Parses one line into a message, its tokens not counted yet; the error names what is wrong
+/// but not the line number, which the caller adds.
 fn parse_line(
     text: &str,
     session: &str,
     persona: &str,
     allow_unknown_keys: bool,
-    counter: &TokenCounter,
     now: DateTime<Utc>,
 ) -> anyhow::Result<IncomingMessage> {
     let value: serde_json::Value = serde_json::from_str(text).context("not valid JSON")?;
@@ -107,7 +106,7 @@ fn parse_line(
     {
         bail!("\"tool_calls\" must be a JSON array");
     }
-    let mut message = NewMessage {
+    let message = NewMessage {
         role,
         content: line.content.unwrap_or_default(),
         tool_calls: line.tool_calls,
@@ -118,7 +117,6 @@ fn parse_line(
         pinned: line.pinned,
         external_id: line.id,
     };
-    counter.count_new(&mut message);
     Ok(IncomingMessage {
         session_key: line.session.unwrap_or_else(|| session.to_owned()),
         persona: line.persona.unwrap_or_else(|| persona.to_owned()),
@@ -142,8 +140,8 @@ fn read_lines(path: &Path) -> anyhow::Result<Vec<String>> {
 }
 
 /// Reads and parses a whole JSON Lines file (nothing is written): the messages in file order.
-/// Lines without a session or persona get `session` and `persona`. The error names the line.
-/// Files of more than [`PROGRESS_THRESHOLD`] lines show `progress`.
+/// Lines without a session or persona get `session` and `persona`; every message is counted
+/// with `counter` (on every core). The error names the line. Files of more than [`PROGRESS_THRESHOLD`] lines show `progress`.
 pub fn parse_file(
     file: &Path,
     session: &str,
@@ -167,10 +165,12 @@ pub fn parse_file(
         }
         // A byte-order mark (as some editors write) is not part of the first line's JSON.
         let text = if index == 0 { text.trim_start_matches('\u{feff}') } else { text };
-        let message = parse_line(text, session, persona, allow_unknown_keys, counter, now)
+        let message = parse_line(text, session, persona, allow_unknown_keys, now)
             .with_context(|| format!("{}: line {}", file.display(), index + 1))?;
         incoming.push(message);
     }
+    progress.set_message("counting");
+    counter.count_new_all(incoming.iter_mut().map(|incoming| &mut incoming.message));
     Ok(incoming)
 }
 
@@ -254,11 +254,6 @@ mod tests {
 
     use super::*;
 
-    fn counter() -> &'static TokenCounter {
-        static COUNTER: std::sync::OnceLock<TokenCounter> = std::sync::OnceLock::new();
-        COUNTER.get_or_init(|| TokenCounter::for_model("gpt-4o-mini"))
-    }
-
     /// A line that is nearly a message: known and unknown keys with values of any JSON type.
     fn near_message() -> impl Strategy<Value = String> {
         let value = prop_oneof![
@@ -286,7 +281,7 @@ mod tests {
             line in prop_oneof![near_message(), "\\PC{0,60}"],
             lenient in any::<bool>(),
         ) {
-            match parse_line(&line, "s", "p", lenient, counter(), Utc::now()) {
+            match parse_line(&line, "s", "p", lenient, Utc::now()) {
                 Ok(incoming) => {
                     prop_assert!(!incoming.session_key.is_empty());
                     prop_assert!(incoming.line_digest.is_some());
