@@ -397,13 +397,14 @@ pub(crate) fn check(
     let tokens = counter.text(&headline) + counter.text(&body);
     let source_tokens = request.source_tokens;
     let allowed = (f64::from(source_tokens) * gate.max_share).floor();
-    let written = words(&text).len();
-    let source_words: usize = request.items.iter().map(|item| words(&item.full_text()).len()).sum();
     // What a model can act on: its length and the limit in words, and how much of the
-    // sources' length it kept.
+    // sources' length it kept. Counted only for a rejection: the sources' words are the
+    // whole chunk's.
     // Both length rules at once: the limit it is told is the one that passes them both.
     let limit_tokens = gate.max_tokens.min(allowed as u32).min(source_tokens.saturating_sub(1));
     let too_long = || {
+        let written = words(&text).len();
+        let source_words: usize = request.items.iter().map(|item| words(&item.full_text()).len()).sum();
         let limit = words_for(limit_tokens, &text, tokens).max(1);
         let kept = 100 * written / source_words.max(1);
         format!(
