@@ -13,115 +13,19 @@
 //! (`scripts/fetch-embed-assets.sh`).
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use rand::{RngExt, SeedableRng};
-use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 use strata_recall::{Embedder, RecallConfig, ToolContext, call_tool};
-use strata_store::{NewMessage, Role, Scan, Store};
+use strata_store::{Scan, Store};
 
-/// The default model's id and dimensions (the vectors are synthetic; their space is the model's).
-const MODEL: &str = strata_recall::DEFAULT_MODEL;
-const DIMS: usize = strata_recall::MINILM_L6_V2.dimensions;
+#[path = "support/word_corpus.rs"]
+mod word_corpus;
 
-const MESSAGES: usize = 100_000;
-const PER_SESSION: usize = 1_000;
-
-const WORDS: [&str; 40] = [
-    "deploy",
-    "the",
-    "billing",
-    "service",
-    "merge",
-    "conflict",
-    "in",
-    "src/main.rs",
-    "port",
-    "8080",
-    "retry",
-    "timeout",
-    "postgres",
-    "migration",
-    "failed",
-    "fixed",
-    "we",
-    "decided",
-    "to",
-    "use",
-    "cache",
-    "invoice",
-    "customer",
-    "refund",
-    "queue",
-    "worker",
-    "latency",
-    "spike",
-    "after",
-    "release",
-    "rollback",
-    "config",
-    "staging",
-    "production",
-    "test",
-    "flaky",
-    "schema",
-    "index",
-    "query",
-    "slow",
-];
-
-fn sentence(rng: &mut ChaCha8Rng) -> String {
-    let len = rng.random_range(8..40);
-    (0..len).map(|_| WORDS[rng.random_range(0..WORDS.len())]).collect::<Vec<_>>().join(" ")
-}
-
-fn random_unit(rng: &mut ChaCha8Rng) -> Vec<f32> {
-    let mut v: Vec<f32> = (0..DIMS).map(|_| rng.random_range(-1.0f32..1.0)).collect();
-    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    v.iter_mut().for_each(|x| *x /= norm);
-    v
-}
-
-/// 100,000 messages of persona `p` in 100 sessions, 10,000 of persona `q`; every message has a
-/// (synthetic) vector, except one planted needle that only keywords find.
-fn build(store: &Store) {
-    let mut rng = ChaCha8Rng::seed_from_u64(42);
-    let start = chrono::DateTime::from_timestamp(1_767_225_600, 0).unwrap();
-    for (persona, sessions) in [("p", MESSAGES / PER_SESSION), ("q", 10)] {
-        for s in 0..sessions {
-            let session = store.session(&format!("{persona}-{s}"), persona).unwrap();
-            let messages: Vec<NewMessage> = (0..PER_SESSION)
-                .map(|i| {
-                    let mut m = NewMessage::text(
-                        if i % 2 == 0 { Role::User } else { Role::Assistant },
-                        sentence(&mut rng),
-                    );
-                    m.created_at = start + chrono::Duration::seconds((s * PER_SESSION + i) as i64 * 30);
-                    m.token_count = 20;
-                    m
-                })
-                .collect();
-            store.append(session.id, &messages).unwrap();
-        }
-    }
-    store.index_messages(usize::MAX >> 1).unwrap();
-    store
-        .use_embedding_space(&strata_store::EmbeddingSpace { model: MODEL.into(), dimensions: DIMS })
-        .unwrap();
-    loop {
-        let items = store.embedding_backlog(5_000).unwrap();
-        if items.is_empty() {
-            break;
-        }
-        let pairs: Vec<_> = items.into_iter().map(|item| (item, vec![random_unit(&mut rng)])).collect();
-        store.put_embeddings(MODEL, &pairs).unwrap();
-    }
-}
+use word_corpus::MODEL;
 
 fn recall(c: &mut Criterion) {
     let embedder = Embedder::load_default().expect("run scripts/fetch-embed-assets.sh first");
 
-    let mut rng = ChaCha8Rng::seed_from_u64(7);
-    let texts: Vec<String> = (0..256).map(|_| sentence(&mut rng)).collect();
+    let texts = word_corpus::sentences(7, 256);
     let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
     let mut group = c.benchmark_group("embed");
     group.throughput(Throughput::Elements(texts.len() as u64));
@@ -132,7 +36,7 @@ fn recall(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path().join("recall.db")).unwrap();
     let started = std::time::Instant::now();
-    build(&store);
+    word_corpus::fill(&store, 100_000, true);
     eprintln!(
         "built {} messages with vectors in {:.1} s",
         store.stats().unwrap().messages,

@@ -22,72 +22,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
-use rand::{RngExt, SeedableRng};
-use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 use strata_compactor::{Compactor, CompactorConfig, ExtractiveSummarizer, Outcome, TimedSummarizer};
 use strata_recall::{Embedder, RecallConfig, ToolContext, call_tool};
-use strata_store::{EmbeddingSpace, HitKind, NewMessage, Role, Scan, SearchFilter, Store};
-use strata_synth::{self as synth, TranscriptSpec};
+use strata_store::{HitKind, Scan, SearchFilter, Store};
 
-const MODEL: &str = strata_recall::DEFAULT_MODEL;
-const DIMS: usize = strata_recall::MINILM_L6_V2.dimensions;
-const PER_SESSION: usize = 1_000;
+#[path = "support/appends.rs"]
+mod appends;
+#[path = "support/word_corpus.rs"]
+mod word_corpus;
 
-const WORDS: [&str; 40] = [
-    "deploy",
-    "the",
-    "billing",
-    "service",
-    "merge",
-    "conflict",
-    "in",
-    "src/main.rs",
-    "port",
-    "8080",
-    "retry",
-    "timeout",
-    "postgres",
-    "migration",
-    "failed",
-    "fixed",
-    "we",
-    "decided",
-    "to",
-    "use",
-    "cache",
-    "invoice",
-    "customer",
-    "refund",
-    "queue",
-    "worker",
-    "latency",
-    "spike",
-    "after",
-    "release",
-    "rollback",
-    "config",
-    "staging",
-    "production",
-    "test",
-    "flaky",
-    "schema",
-    "index",
-    "query",
-    "slow",
-];
-
-fn sentence(rng: &mut ChaCha8Rng) -> String {
-    let len = rng.random_range(8..40);
-    (0..len).map(|_| WORDS[rng.random_range(0..WORDS.len())]).collect::<Vec<_>>().join(" ")
-}
-
-fn random_unit(rng: &mut ChaCha8Rng) -> Vec<f32> {
-    let mut v: Vec<f32> = (0..DIMS).map(|_| rng.random_range(-1.0f32..1.0)).collect();
-    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    v.iter_mut().for_each(|x| *x /= norm);
-    v
-}
+use word_corpus::MODEL;
 
 /// Whether a fixture's messages get vectors.
 #[derive(Clone, Copy, PartialEq)]
@@ -96,58 +41,37 @@ enum Vectors {
     No,
 }
 
-/// A cached database of `messages` messages of persona `p` (sessions of 1,000) plus 10,000 of
-/// persona `q`, with a vector each when asked; built on first use.
-fn fixture(messages: usize, vectors: Vectors) -> Store {
+/// The database cached at `target/tmp/scale-fixtures/{name}-v{schema version}.db`, built on
+/// first use by `build` (into a side file, checkpointed and renamed when done, so an interrupted
+/// build is never taken for a fixture).
+fn cached_fixture(name: &str, build: impl FnOnce(&Store)) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("scale-fixtures");
     std::fs::create_dir_all(&dir).unwrap();
-    let kind = if vectors == Vectors::Yes { "recall" } else { "text" };
-    let path = dir.join(format!("{kind}-{messages}-v{}.db", strata_store::SCHEMA_VERSION));
+    let path = dir.join(format!("{name}-v{}.db", strata_store::SCHEMA_VERSION));
     if path.exists() {
-        return Store::open(&path).unwrap();
+        return path;
     }
+    let started = Instant::now();
     let building = path.with_extension("building");
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", building.display()));
     }
-    let started = Instant::now();
-    let store = Store::open(&building).unwrap();
-    let mut rng = ChaCha8Rng::seed_from_u64(42);
-    let start = chrono::DateTime::from_timestamp(1_767_225_600, 0).unwrap();
-    for (persona, sessions) in [("p", messages / PER_SESSION), ("q", 10)] {
-        for s in 0..sessions {
-            let session = store.session(&format!("{persona}-{s}"), persona).unwrap();
-            let batch: Vec<NewMessage> = (0..PER_SESSION)
-                .map(|i| {
-                    let role = if i % 2 == 0 { Role::User } else { Role::Assistant };
-                    let mut m = NewMessage::text(role, sentence(&mut rng));
-                    m.created_at = start + chrono::Duration::seconds((s * PER_SESSION + i) as i64 * 30);
-                    m.token_count = 20;
-                    m
-                })
-                .collect();
-            store.append(session.id, &batch).unwrap();
-        }
-    }
-    // Bulk appends leave search indexing to the next search; do it now, once.
-    store.index_messages(usize::MAX >> 1).unwrap();
-    if vectors == Vectors::Yes {
-        store.use_embedding_space(&EmbeddingSpace { model: MODEL.into(), dimensions: DIMS }).unwrap();
-        loop {
-            let items = store.embedding_backlog(5_000).unwrap();
-            if items.is_empty() {
-                break;
-            }
-            let pairs: Vec<_> = items.into_iter().map(|item| (item, vec![random_unit(&mut rng)])).collect();
-            store.put_embeddings(MODEL, &pairs).unwrap();
-        }
-    }
-    drop(store);
+    build(&Store::open(&building).unwrap());
     let wal = rusqlite::Connection::open(&building).unwrap();
     wal.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())).unwrap();
     drop(wal);
     std::fs::rename(&building, &path).unwrap();
     eprintln!("built {} in {:.1} s", path.display(), started.elapsed().as_secs_f64());
+    path
+}
+
+/// A cached database of `messages` messages of persona `p` (sessions of 1,000) plus 10,000 of
+/// persona `q`, with a vector each when asked.
+fn fixture(messages: usize, vectors: Vectors) -> Store {
+    let kind = if vectors == Vectors::Yes { "recall" } else { "text" };
+    let path = cached_fixture(&format!("{kind}-{messages}"), |store| {
+        word_corpus::fill(store, messages, vectors == Vectors::Yes)
+    });
     Store::open(&path).unwrap()
 }
 
@@ -272,23 +196,10 @@ fn grep(c: &mut Criterion) {
     group.finish();
 }
 
-/// The first `n` messages of the demo's generated week (fixed seed and clock, about 540
-/// characters each: requests, tool calls, code listings and logs), with exact token counts.
-fn synth_messages(n: usize) -> Vec<NewMessage> {
-    let spec = TranscriptSpec { min_messages: n, min_chars: 0, ..TranscriptSpec::default() };
-    let counter = CompactorConfig::default().token_counter();
-    let mut messages = synth::generate(&spec).messages;
-    messages.truncate(n);
-    for message in &mut messages {
-        counter.count_new(message);
-    }
-    messages
-}
-
 fn append(c: &mut Criterion) {
     const BATCH: usize = 1_000;
     let dir = tempfile::tempdir().unwrap();
-    let messages = synth_messages(BATCH);
+    let messages = appends::first_messages(BATCH);
     let mut group = c.benchmark_group("append_1000");
     group.throughput(Throughput::Elements(BATCH as u64));
     group.sample_size(10);
@@ -316,44 +227,9 @@ fn append(c: &mut Criterion) {
             "role || ': ' || new.content",
         ),
     ] {
-        let raw = rusqlite::Connection::open(dir.path().join(format!("{name}.db"))).unwrap();
-        raw.execute_batch(
-            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;
-             CREATE TABLE m (id INTEGER PRIMARY KEY, session INTEGER, seq INTEGER, role TEXT,
-                             content TEXT, created_at REAL, token_count INTEGER);",
-        )
-        .unwrap();
-        if !schema.is_empty() {
-            raw.execute_batch(schema).unwrap();
-            raw.execute_batch(&format!(
-                "CREATE TRIGGER m_ai AFTER INSERT ON m BEGIN
-                     INSERT INTO f(rowid, content) VALUES (new.id, new.{text}); END;"
-            ))
-            .unwrap();
-        }
+        let raw = appends::bare_table(&dir.path().join(format!("{name}.db")), schema, text);
         let mut seq = 0i64;
-        group.bench_function(name, |b| {
-            b.iter(|| {
-                let tx = raw.unchecked_transaction().unwrap();
-                {
-                    let mut insert =
-                        tx.prepare_cached("INSERT INTO m VALUES (NULL, 1, ?1, ?2, ?3, ?4, ?5)").unwrap();
-                    for message in &messages {
-                        insert
-                            .execute(rusqlite::params![
-                                seq,
-                                message.role.as_str(),
-                                message.content,
-                                strata_store::to_unix(message.created_at),
-                                message.token_count
-                            ])
-                            .unwrap();
-                        seq += 1;
-                    }
-                }
-                tx.commit().unwrap();
-            })
-        });
+        group.bench_function(name, |b| b.iter(|| appends::insert_bare(&raw, &messages, &mut seq)));
     }
     // strata, into an empty database and into a copy of the 100,000-message fixture.
     let empty = Store::open(dir.path().join("strata.db")).unwrap();
@@ -389,36 +265,19 @@ fn append(c: &mut Criterion) {
 /// A cached database holding one session `s` of `n` messages of the generated week, folded by
 /// the extractive summarizer when `compacted` (so nothing is left to compact).
 fn session_fixture(n: usize, compacted: bool) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("scale-fixtures");
-    std::fs::create_dir_all(&dir).unwrap();
     let kind = if compacted { "compacted" } else { "session" };
-    let path = dir.join(format!("{kind}-{n}-v{}.db", strata_store::SCHEMA_VERSION));
-    if path.exists() {
-        return path;
-    }
-    let started = Instant::now();
-    let building = path.with_extension("building");
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", building.display()));
-    }
-    let store = Store::open(&building).unwrap();
-    let session = store.session("s", "default").unwrap();
-    for batch in synth_messages(n).chunks(5_000) {
-        store.append(session.id, batch).unwrap();
-    }
-    store.index_messages(usize::MAX >> 1).unwrap();
-    if compacted {
-        let (compactor, _) = extractive_compactor(store.clone());
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        runtime.block_on(compactor.compact_rounds(session.id, u32::MAX)).unwrap();
-    }
-    drop(store);
-    let wal = rusqlite::Connection::open(&building).unwrap();
-    wal.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())).unwrap();
-    drop(wal);
-    std::fs::rename(&building, &path).unwrap();
-    eprintln!("built {} in {:.1} s", path.display(), started.elapsed().as_secs_f64());
-    path
+    cached_fixture(&format!("{kind}-{n}"), |store| {
+        let session = store.session("s", "default").unwrap();
+        for batch in appends::first_messages(n).chunks(5_000) {
+            store.append(session.id, batch).unwrap();
+        }
+        store.index_messages(usize::MAX >> 1).unwrap();
+        if compacted {
+            let (compactor, _) = extractive_compactor(store.clone());
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            runtime.block_on(compactor.compact_rounds(session.id, u32::MAX)).unwrap();
+        }
+    })
 }
 
 /// A compactor with the default configuration and the extractive summarizer, timed.

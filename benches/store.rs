@@ -4,60 +4,24 @@
 //! triggers or FTS) in the same run, so the report is a ratio that survives a noisy machine.
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
-use strata_store::{NewMessage, Store};
-use strata_synth::{self as synth, TranscriptSpec};
+use strata_store::Store;
+
+#[path = "support/appends.rs"]
+mod appends;
 
 const BATCH: usize = 1_000;
 
-/// The first 1,000 messages of the demo's generated week (fixed seed, fixed clock), with exact
-/// token counts: requests, tool calls, code listings and test logs.
-fn batch() -> Vec<NewMessage> {
-    let spec = TranscriptSpec { min_messages: BATCH, min_chars: 0, ..TranscriptSpec::default() };
-    let counter = strata::compactor::TokenCounter::for_model("gpt-4o-mini");
-    let mut messages = synth::generate(&spec).messages;
-    messages.truncate(BATCH);
-    for message in &mut messages {
-        counter.count_new(message);
-    }
-    messages
-}
-
 fn append(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
-    let messages = batch();
+    let messages = appends::first_messages(BATCH);
     let mut group = c.benchmark_group("append_1000");
     group.throughput(Throughput::Elements(BATCH as u64));
     group.sample_size(20);
 
-    let raw = rusqlite::Connection::open(dir.path().join("baseline.db")).unwrap();
-    raw.execute_batch(
-        "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;
-         CREATE TABLE m (id INTEGER PRIMARY KEY, session INTEGER, seq INTEGER, role TEXT, content TEXT,
-                         created_at REAL, token_count INTEGER);",
-    )
-    .unwrap();
+    let raw = appends::bare_table(&dir.path().join("baseline.db"), "", "");
     let mut seq = 0i64;
     group.bench_function("baseline_rusqlite_bare_table", |b| {
-        b.iter(|| {
-            let tx = raw.unchecked_transaction().unwrap();
-            {
-                let mut insert =
-                    tx.prepare_cached("INSERT INTO m VALUES (NULL, 1, ?1, ?2, ?3, ?4, ?5)").unwrap();
-                for message in &messages {
-                    insert
-                        .execute(rusqlite::params![
-                            seq,
-                            message.role.as_str(),
-                            message.content,
-                            strata_store::to_unix(message.created_at),
-                            message.token_count
-                        ])
-                        .unwrap();
-                    seq += 1;
-                }
-            }
-            tx.commit().unwrap();
-        })
+        b.iter(|| appends::insert_bare(&raw, &messages, &mut seq))
     });
 
     // The same rows into a table with only strata's trigram FTS5 index: what full-text search
