@@ -78,7 +78,7 @@ pub use crate::extractive::{EXTRACTIVE, EmbedError, ExtractiveSummarizer, RAW_AR
 pub use crate::openai::{OpenAiConfig, OpenAiSummarizer};
 pub use crate::summarizer::{
     BoxFuture, MAX_MEMORY_UPDATES, Origin, RejectReason, RetryNote, SourceCall, SourceItem, SourceKind,
-    Summarizer, Summary, SummaryRequest, TimedSummarizer,
+    Stopwatch, Summarizer, Summary, SummaryRequest, TimedSummarizer, WallClock,
 };
 pub use crate::tokens::{Encoding, TOKENS_PER_MESSAGE, TOKENS_PER_NAME, TOKENS_PER_REPLY, TokenCounter};
 pub use crate::tree::render_tree;

@@ -27,8 +27,8 @@ use indicatif::ProgressBar;
 use serde::Serialize;
 use strata::SentenceModel;
 use strata_compactor::{
-    BoxFuture, Compactor, EmbedError, ExtractiveSummarizer, SentenceEmbedder, SourceKind, SummarizeError,
-    Summarizer, Summary, SummaryRequest, TimedSummarizer, TokenCounter,
+    Compactor, EmbedError, ExtractiveSummarizer, SentenceEmbedder, SourceKind, Stopwatch, TimedSummarizer,
+    TokenCounter,
 };
 use strata_store::{IncomingMessage, Message, NodeId, Store, SummaryNode};
 
@@ -71,36 +71,15 @@ impl SentenceEmbedder for TimedEmbedder {
     }
 }
 
-/// The extractive summarizer with the embedding time of each call noted, in call order (the
-/// evaluation compacts one session at a time, so a call's share is the embedder's time
-/// spent during it).
+/// The time the sentence model has spent so far (none without a model): the stopwatch of the
+/// inner timing, so each summary's embedding time is noted apart from the rest (the evaluation
+/// compacts one session at a time, so the model's time during a call is that call's).
 #[derive(Debug)]
-struct EmbeddingTimes {
-    summarizer: ExtractiveSummarizer,
-    embedder: Option<Arc<TimedEmbedder>>,
-    calls: Arc<Mutex<Vec<(SourceKind, Duration)>>>,
-}
+struct EmbeddingClock(Option<Arc<TimedEmbedder>>);
 
-impl Summarizer for EmbeddingTimes {
-    fn name(&self) -> &str {
-        self.summarizer.name()
-    }
-
-    fn summarize<'a>(
-        &'a self,
-        request: &'a SummaryRequest,
-    ) -> BoxFuture<'a, Result<Summary, SummarizeError>> {
-        Box::pin(async move {
-            let before = self.embedder.as_ref().map_or(Duration::ZERO, |e| e.spent());
-            let summary = self.summarizer.summarize(request).await;
-            let spent = self.embedder.as_ref().map_or(Duration::ZERO, |e| e.spent()) - before;
-            self.calls.lock().unwrap_or_else(PoisonError::into_inner).push((request.kind, spent));
-            summary
-        })
-    }
-
-    fn paraphrases(&self) -> bool {
-        self.summarizer.paraphrases()
+impl Stopwatch for EmbeddingClock {
+    fn read(&self) -> Duration {
+        self.0.as_ref().map_or(Duration::ZERO, |embedder| embedder.spent())
     }
 }
 
@@ -325,12 +304,10 @@ fn evaluate(
     if let Some(embedder) = embedder {
         extractive = extractive.with_embedder(embedder.clone());
     }
-    let calls = Arc::new(Mutex::new(Vec::new()));
-    let summarizer = Arc::new(TimedSummarizer::new(EmbeddingTimes {
-        summarizer: extractive,
-        embedder: embedder.cloned(),
-        calls: calls.clone(),
-    }));
+    let summarizer = Arc::new(TimedSummarizer::new(TimedSummarizer::with_stopwatch(
+        extractive,
+        EmbeddingClock(embedder.cloned()),
+    )));
     let compactor = Compactor::new(store.clone(), compactor_config, summarizer.clone())?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let mut messages: HashMap<String, Vec<Message>> = HashMap::new();
@@ -379,7 +356,7 @@ fn evaluate(
         *tokens += u64::from(node.token_count);
     }
     let times = summarizer.times();
-    let embedding = calls.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    let embedding = summarizer.inner().times();
     let mean_ms = |kind: SourceKind, embedding_only: bool| {
         let of_kind: Vec<f64> = times
             .iter()
