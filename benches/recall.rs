@@ -79,12 +79,16 @@ fn recall(c: &mut Criterion) {
     let vector = embedder.embed_query(question).unwrap();
     group.bench_function("baseline_vector_knn_50", |b| {
         b.iter(|| {
-            store.nearest(MODEL, strata_store::HitKind::Message, "p", &vector, 50, Scan::Exact).unwrap()
+            store
+                .embeddings()
+                .nearest(MODEL, strata_store::HitKind::Message, "p", &vector, 50, Scan::Exact)
+                .unwrap()
         })
     });
     group.bench_function("vector_knn_50_quantized", |b| {
         b.iter(|| {
             store
+                .embeddings()
                 .nearest(
                     MODEL,
                     strata_store::HitKind::Message,

@@ -89,7 +89,7 @@ fn search(c: &mut Criterion) {
     group.sample_size(20);
     group.bench_function("baseline_query_embedding", |b| b.iter(|| embedder.embed_query(question).unwrap()));
     group.bench_function("baseline_sqlite_vec_exact_knn_50", |b| {
-        b.iter(|| store.nearest(MODEL, HitKind::Message, "p", &vector, 50, Scan::Exact).unwrap())
+        b.iter(|| store.embeddings().nearest(MODEL, HitKind::Message, "p", &vector, 50, Scan::Exact).unwrap())
     });
     let blob: Vec<u8> = vector.iter().flat_map(|x| x.to_le_bytes()).collect();
     group.bench_function("baseline_sqlite_vec_bits_knn_400", |b| {
@@ -123,6 +123,7 @@ fn search(c: &mut Criterion) {
         group.bench_function(format!("knn_quantized_50_of_{candidates}"), |b| {
             b.iter(|| {
                 store
+                    .embeddings()
                     .nearest(MODEL, HitKind::Message, "p", &vector, 50, Scan::Quantized { candidates })
                     .unwrap()
             })

@@ -255,20 +255,20 @@ impl Engine {
 
     /// The preferences the summaries found that wait for the user's yes or no.
     pub fn proposals(&self, persona: &str) -> Result<Vec<QueuedUpdate>> {
-        Ok(self.inner.store.preference_proposals(persona)?)
+        Ok(self.inner.store.memory_updates().proposals(persona)?)
     }
 
     /// The user accepts a proposed preference: it becomes a `user_preferences` memory (written
     /// by the user, so the agent sees it in every regular turn's injection).
     pub fn accept_proposal(&self, persona: &str, key: &str) -> Result<Memory> {
-        let memory = self.inner.store.accept_proposal(persona, key)?;
+        let memory = self.inner.store.memory_updates().accept(persona, key)?;
         self.notify_worker();
         Ok(memory)
     }
 
     /// The user rejects a proposed preference; it is deleted.
     pub fn reject_proposal(&self, persona: &str, key: &str) -> Result<QueuedUpdate> {
-        Ok(self.inner.store.reject_proposal(persona, key)?)
+        Ok(self.inner.store.memory_updates().reject(persona, key)?)
     }
 
     /// Replaces the summaries of a session's nodes with this engine's summarizer's, bottom-up

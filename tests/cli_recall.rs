@@ -140,7 +140,7 @@ fn search_embed_and_a_missing_model() {
     let embedded = strata.run(&["embed", "--persona", "coder", "--json"]).json();
     assert_eq!(embedded["embedded"], 7); // 6 messages + 1 summary
     assert_eq!(embedded["remaining"], 0);
-    assert_eq!(store.embedding_backlog_count(None, None).unwrap(), 2); // the chef's rows wait
+    assert_eq!(store.embeddings().backlog_count(None, None).unwrap(), 2); // the chef's rows wait
     let found =
         strata.run(&["search", "the rebase blew up", "--persona", "coder", "--limit", "3", "--json"]).json();
     assert_eq!(found["results"][0]["id"], 2, "{found:#}");
@@ -195,7 +195,7 @@ fn embed_killed_mid_batch_resumes_and_embeds_everything_exactly_once() {
     // a batch, so the kill lands mid-batch).
     let deadline = Instant::now() + Duration::from_secs(120);
     let before_kill = loop {
-        let done = store.vector_counts().unwrap().messages;
+        let done = store.embeddings().counts().unwrap().messages;
         if done > 0 {
             break done;
         }
@@ -205,15 +205,15 @@ fn embed_killed_mid_batch_resumes_and_embeds_everything_exactly_once() {
     };
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
-    let at_kill = store.vector_counts().unwrap().messages;
+    let at_kill = store.embeddings().counts().unwrap().messages;
     assert!(at_kill >= before_kill && at_kill < total, "killed too late: {at_kill} of {total}");
     // Nothing lost, nothing doubled: every row is either stored or still waiting.
-    assert_eq!(at_kill + store.embedding_backlog_count(None, None).unwrap(), total);
+    assert_eq!(at_kill + store.embeddings().backlog_count(None, None).unwrap(), total);
 
     let resumed = strata.run(&["embed", "--json"]).json();
     assert_eq!(resumed["embedded"].as_u64().unwrap(), total - at_kill, "{resumed}");
-    assert_eq!(store.vector_counts().unwrap().messages, total);
-    assert_eq!(store.embedding_backlog_count(None, None).unwrap(), 0);
+    assert_eq!(store.embeddings().counts().unwrap().messages, total);
+    assert_eq!(store.embeddings().backlog_count(None, None).unwrap(), 0);
     assert_eq!(strata.run(&["embed", "--json"]).json()["embedded"], 0);
 }
 

@@ -116,24 +116,24 @@ fn kill_nine_during_embedding_then_every_row_has_its_vectors_once() {
     // The same conversation in each session, so each session ends with the same vectors.
     strata.run(&["ingest", file, "--session", "control"]).success();
     strata.run(&["embed"]).success();
-    let per_session = store.vector_counts().unwrap().messages;
+    let per_session = store.embeddings().counts().unwrap().messages;
     assert!(per_session >= count as u64);
     let mut rng = ChaCha8Rng::seed_from_u64(0xE3BED);
     let (n, mut kills) = (trials(10), 0);
     for trial in 0..n {
         let key = format!("embed-{trial}");
         strata.run(&["ingest", file, "--session", &key]).success();
-        let waiting = store.embedding_backlog_count(None, None).unwrap();
+        let waiting = store.embeddings().backlog_count(None, None).unwrap();
         let stop_at = waiting - rng.random_range(1..waiting);
         let mut child = spawn(&strata, &["embed"]);
         kills += usize::from(kill_when(&mut child, || {
-            store.embedding_backlog_count(None, None).map(|left| left <= stop_at).unwrap_or(false)
+            store.embeddings().backlog_count(None, None).map(|left| left <= stop_at).unwrap_or(false)
         }));
         assert_healthy(&store);
         strata.run(&["embed"]).success();
-        assert_eq!(store.embedding_backlog_count(None, None).unwrap(), 0);
+        assert_eq!(store.embeddings().backlog_count(None, None).unwrap(), 0);
         assert_eq!(
-            store.vector_counts().unwrap().messages,
+            store.embeddings().counts().unwrap().messages,
             per_session * (trial as u64 + 2),
             "trial {trial}: every message embedded exactly once"
         );

@@ -102,14 +102,14 @@ pub fn fill(store: &Store, messages: usize, vectors: bool) {
     // Bulk appends leave search indexing to the next search; do it now, once.
     store.index_messages(usize::MAX >> 1).unwrap();
     if vectors {
-        store.use_embedding_space(&EmbeddingSpace { model: MODEL.into(), dimensions: DIMS }).unwrap();
+        store.embeddings().use_space(&EmbeddingSpace { model: MODEL.into(), dimensions: DIMS }).unwrap();
         loop {
-            let items = store.embedding_backlog(5_000).unwrap();
+            let items = store.embeddings().backlog(5_000).unwrap();
             if items.is_empty() {
                 break;
             }
             let pairs: Vec<_> = items.into_iter().map(|item| (item, vec![random_unit(&mut rng)])).collect();
-            store.put_embeddings(MODEL, &pairs).unwrap();
+            store.embeddings().put(MODEL, &pairs).unwrap();
         }
     }
 }

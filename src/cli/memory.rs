@@ -140,7 +140,7 @@ pub fn run(
         }
         MemoryCommand::Purge => crate::cli::recall::purge(store, recall, json, out)?,
         MemoryCommand::Proposals { persona } => {
-            let proposals = store.preference_proposals(persona)?;
+            let proposals = store.memory_updates().proposals(persona)?;
             if json {
                 print_json(out, &proposals)?;
             } else if proposals.is_empty() {
@@ -165,7 +165,7 @@ pub fn run(
             }
         }
         MemoryCommand::Accept { key, persona } => {
-            let memory = store.accept_proposal(persona, &key_of(key)?)?;
+            let memory = store.memory_updates().accept(persona, &key_of(key)?)?;
             if json {
                 print_json(out, &memory)?;
             } else {
@@ -173,7 +173,7 @@ pub fn run(
             }
         }
         MemoryCommand::Reject { key, persona } => {
-            let proposal = store.reject_proposal(persona, &key_of(key)?)?;
+            let proposal = store.memory_updates().reject(persona, &key_of(key)?)?;
             if json {
                 print_json(out, &proposal)?;
             } else {

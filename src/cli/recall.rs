@@ -272,7 +272,7 @@ pub fn embed(
     bar.finish_and_clear();
     let report = EmbedReport {
         embedded,
-        remaining: store.embedding_backlog_count(persona.as_deref(), session)?,
+        remaining: store.embeddings().backlog_count(persona.as_deref(), session)?,
         assets: embedder.assets().display().to_string(),
     };
     if json {

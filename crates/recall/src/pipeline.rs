@@ -2,8 +2,8 @@
 //! append path.
 //!
 //! Crash safety comes from the store: a trigger queues every new row in `embedding_backlog` in
-//! the transaction that writes it, and [`Store::put_embeddings`] deletes the queue entry in the
-//! transaction that writes the vector. A batch is committed as a whole after it is embedded, so
+//! the transaction that writes it, and [`Embeddings::put`](strata_store::Embeddings::put)
+//! deletes the queue entry in the transaction that writes the vector. A batch is committed as a whole after it is embedded, so
 //! a process killed at any point loses at most the batch in flight, which is still queued and
 //! is embedded (once) by the next run.
 
@@ -61,11 +61,11 @@ pub fn embed_backlog_with(
     // The vectors of another model are dropped (and every row queued again) before any of
     // this model's are written: two models' vectors are never mixed.
     let space = embedder.space();
-    if store.use_embedding_space(&space)? {
+    if store.embeddings().use_space(&space)? {
         tracing::info!(model = %space.model, "embedding space set; every row will be embedded");
     }
     let persona = filter.persona.as_deref();
-    let waiting = store.embedding_backlog_count(persona, filter.session)?;
+    let waiting = store.embeddings().backlog_count(persona, filter.session)?;
     let mut report =
         EmbedProgress { embedded: 0, total: filter.limit.map_or(waiting, |limit| waiting.min(limit)) };
     progress(report);
@@ -75,7 +75,7 @@ pub fn embed_backlog_with(
             break;
         }
         let round_size = (config.embed_round_size.max(1) as u64).min(left) as usize;
-        let mut items = store.embedding_backlog_filtered(persona, filter.session, round_size)?;
+        let mut items = store.embeddings().backlog_of(persona, filter.session, round_size)?;
         if items.is_empty() {
             break;
         }
@@ -103,7 +103,7 @@ pub fn embed_backlog_with(
                 .zip(&chunked)
                 .map(|(item, chunks)| (item.clone(), vectors.by_ref().take(chunks.len()).collect()))
                 .collect();
-            let written = store.put_embeddings(&space.model, &pairs)? as u64;
+            let written = store.embeddings().put(&space.model, &pairs)? as u64;
             report.embedded += written;
             report.total = report.total.max(report.embedded);
             progress(report);

@@ -60,6 +60,7 @@ pub use crate::db::DEFAULT_BUSY_TIMEOUT;
 pub use crate::error::{Error, Missing, Result, error_chain};
 pub use crate::ingests::line_digest;
 pub use crate::memories::{MAX_CONTENT_CHARS, MAX_KEY_CHARS, MemoryWrite, normalize_key};
+pub use crate::memory_updates::MemoryUpdates;
 pub use crate::migrate::SCHEMA_VERSION;
 pub use crate::outline::{ConsistentReader, MessageOutline};
 pub use crate::overview::{SessionOverview, VectorCounts};
@@ -72,4 +73,4 @@ pub use crate::types::{
     Category, Level, Memory, MemoryId, MemoryUpdate, Message, MessageId, NewMessage, NewSummary, NodeId,
     QueuedUpdate, Role, Session, SessionId, SummaryNode, ToolCall, UpdateId, Writer, from_unix, to_unix,
 };
-pub use crate::vectors::{BacklogItem, EmbeddingSpace, MAX_CHUNKS, Scan};
+pub use crate::vectors::{BacklogItem, EmbeddingSpace, Embeddings, MAX_CHUNKS, Scan};

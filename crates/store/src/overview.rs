@@ -213,24 +213,4 @@ impl Store {
             )
         })
     }
-
-    /// Up to `limit` rows waiting for a vector, optionally of one persona or one session.
-    pub fn embedding_backlog_filtered(
-        &self,
-        persona: Option<&str>,
-        session: Option<SessionId>,
-        limit: usize,
-    ) -> Result<Vec<BacklogItem>> {
-        self.read(|conn| backlog_filtered(conn, persona, session, limit))
-    }
-
-    /// How many rows wait for a vector, optionally of one persona or one session.
-    pub fn embedding_backlog_count(&self, persona: Option<&str>, session: Option<SessionId>) -> Result<u64> {
-        self.read(|conn| backlog_count(conn, persona, session))
-    }
-
-    /// How many vectors each table holds.
-    pub fn vector_counts(&self) -> Result<VectorCounts> {
-        self.read(vector_counts)
-    }
 }

@@ -21,7 +21,7 @@ impl Store {
 }
 
 impl Ranking<'_> {
-    /// [`Store::nearest`] within the filter's persona, session and time range (its kinds and
+    /// [`Embeddings::nearest`](crate::Embeddings::nearest) within the filter's persona, session and time range (its kinds and
     /// limit are not used). A small window is searched within (its rows only), so rows outside
     /// it never crowd it out; a large one is filtered after a wider search.
     pub fn nearest_within(

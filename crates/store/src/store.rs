@@ -15,14 +15,12 @@ use crate::check::{self, Report};
 use crate::db::{self, Pool};
 use crate::error::{Error, Missing, Result};
 use crate::memories::{self, MemoryWrite};
-use crate::memory_updates;
-use crate::search::{self, HitId, HitKind, SearchFilter, TextHit, TextQuery};
+use crate::search::{self, SearchFilter, TextHit, TextQuery};
 use crate::search_index::Deferred;
 use crate::types::{
-    Category, Level, Memory, Message, MessageId, NewMessage, NewSummary, NodeId, QueuedUpdate, Session,
-    SessionId, SummaryNode, UpdateId, Writer,
+    Category, Level, Memory, Message, MessageId, NewMessage, NewSummary, NodeId, Session, SessionId,
+    SummaryNode, Writer,
 };
-use crate::vectors::{self, BacklogItem, EmbeddingSpace, Scan};
 use crate::{ingests, messages, migrate, nodes, sessions};
 
 /// Rows indexed per transaction when a search catches the indexes up.
@@ -480,41 +478,6 @@ impl Store {
         self.write(|tx| memories::purge_older_than(tx, category, cutoff))
     }
 
-    // Facts on their way to memory (schema 7).
-
-    /// Up to `limit` facts found by summarizers and not yet settled, oldest first.
-    pub fn pending_memory_updates(&self, limit: usize) -> Result<Vec<QueuedUpdate>> {
-        self.read(|conn| memory_updates::pending(conn, limit))
-    }
-
-    /// Removes a fact from the queue once it is applied (or refused by the memory rules).
-    /// Settling twice is harmless.
-    pub fn settle_memory_update(&self, id: UpdateId) -> Result<()> {
-        self.write(|tx| memory_updates::settle(tx, id))
-    }
-
-    /// Turns a queued preference into the persona's open proposal for `key` (replacing an older
-    /// one), with the checked key, title and content.
-    pub fn propose_preference(&self, id: UpdateId, key: &str, title: &str, content: &str) -> Result<()> {
-        self.write(|tx| memory_updates::propose(tx, id, key, title, content))
-    }
-
-    /// A persona's open preference proposals, oldest first.
-    pub fn preference_proposals(&self, persona: &str) -> Result<Vec<QueuedUpdate>> {
-        self.read(|conn| memory_updates::proposals(conn, persona))
-    }
-
-    /// The user accepts a proposal: in one transaction it becomes their `user_preferences`
-    /// memory and leaves the queue. [`Error::NotFound`] if there is no such proposal.
-    pub fn accept_proposal(&self, persona: &str, key: &str) -> Result<Memory> {
-        self.write(|tx| memory_updates::accept(tx, persona, key, Utc::now()))
-    }
-
-    /// The user rejects a proposal; returns it. [`Error::NotFound`] if there is none.
-    pub fn reject_proposal(&self, persona: &str, key: &str) -> Result<QueuedUpdate> {
-        self.write(|tx| memory_updates::reject(tx, persona, key))
-    }
-
     // Search.
 
     /// Messages appended but not yet in the search indexes (schema 8): appends write only the
@@ -569,11 +532,6 @@ impl Store {
         self.read(|conn| search::grep(conn, query, filter))
     }
 
-    /// Up to `limit` rows waiting for a vector.
-    pub fn embedding_backlog(&self, limit: usize) -> Result<Vec<BacklogItem>> {
-        self.embedding_backlog_filtered(None, None, limit)
-    }
-
     /// The token encoding the stored counts were made with (its name, such as `o200k_base`);
     /// `None` until a command that counts tokens recorded one.
     pub fn token_encoding(&self) -> Result<Option<String>> {
@@ -595,39 +553,6 @@ impl Store {
                 .prepare_cached("SELECT encoding FROM token_encoding WHERE id = 1")?
                 .query_row([], |row| row.get(0))?)
         })
-    }
-
-    /// The model the stored vectors belong to; `None` before anything was embedded.
-    pub fn embedding_space(&self) -> Result<Option<EmbeddingSpace>> {
-        self.read(vectors::space)
-    }
-
-    /// Makes `space` the embedding space: when vectors of another model are stored, they are
-    /// dropped and every row is queued to be embedded again (one transaction). Returns whether
-    /// the space changed.
-    pub fn use_embedding_space(&self, space: &EmbeddingSpace) -> Result<bool> {
-        self.write(|tx| vectors::use_space(tx, space))
-    }
-
-    /// Stores the chunk vectors `model` computed for backlog items, exactly once each; returns
-    /// how many items were written. Vectors of a model other than the space's are refused.
-    pub fn put_embeddings(&self, model: &str, items: &[(BacklogItem, Vec<Vec<f32>>)]) -> Result<usize> {
-        self.write(|tx| vectors::put(tx, model, items))
-    }
-
-    /// The `k` rows of `kind` nearest to `query` (a vector of `model`) within one persona:
-    /// (id, cosine distance of its nearest chunk), nearest first. Empty when the stored vectors
-    /// are of another model.
-    pub fn nearest(
-        &self,
-        model: &str,
-        kind: HitKind,
-        persona: &str,
-        query: &[f32],
-        k: usize,
-        scan: Scan,
-    ) -> Result<Vec<(HitId, f64)>> {
-        self.ranking().nearest_within(model, kind, &SearchFilter::persona(persona), query, k, scan)
     }
 
     /// Counts of everything stored.

@@ -332,7 +332,7 @@ pub struct NewSummary {
     /// Model id, `extractive` or `raw-archive`.
     pub summarizer: String,
     /// Facts the summarizer found worth keeping: queued in the transaction that writes the node
-    /// (see [`crate::Store::pending_memory_updates`]).
+    /// (see [`crate::MemoryUpdates::pending`]).
     pub memory_updates: Vec<MemoryUpdate>,
 }
 

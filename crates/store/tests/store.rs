@@ -528,7 +528,7 @@ fn vectors_are_stored_once_and_searched_per_persona() {
     let (_dir, store) = temp_store();
     session_with(&store, "a", "alice", 2);
     session_with(&store, "b", "bob", 2);
-    let backlog = store.embedding_backlog(100).unwrap();
+    let backlog = store.embeddings().backlog(100).unwrap();
     assert_eq!(backlog.len(), 4);
     let unit = |i: usize| {
         let mut v = vec![0.0f32; DIMS];
@@ -536,20 +536,24 @@ fn vectors_are_stored_once_and_searched_per_persona() {
         v
     };
     let items: Vec<_> = backlog.iter().cloned().enumerate().map(|(i, item)| (item, vec![unit(i)])).collect();
-    assert!(store.put_embeddings(MODEL, &items).is_err(), "no embedding space yet");
-    store.use_embedding_space(&space()).unwrap();
-    assert_eq!(store.put_embeddings(MODEL, &items).unwrap(), 4);
-    assert_eq!(store.put_embeddings(MODEL, &items).unwrap(), 0, "already off the backlog");
-    assert!(store.embedding_backlog(100).unwrap().is_empty());
+    assert!(store.embeddings().put(MODEL, &items).is_err(), "no embedding space yet");
+    store.embeddings().use_space(&space()).unwrap();
+    assert_eq!(store.embeddings().put(MODEL, &items).unwrap(), 4);
+    assert_eq!(store.embeddings().put(MODEL, &items).unwrap(), 0, "already off the backlog");
+    assert!(store.embeddings().backlog(100).unwrap().is_empty());
     for scan in [Scan::Exact, Scan::Quantized { candidates: 10 }] {
-        let near = store.nearest(MODEL, HitKind::Message, "alice", &unit(0), 10, scan).unwrap();
+        let near = store.embeddings().nearest(MODEL, HitKind::Message, "alice", &unit(0), 10, scan).unwrap();
         assert_eq!(near.len(), 2, "only alice's vectors: {near:?}");
         assert_eq!(near[0].0.raw(), backlog[0].id);
         assert!(near[0].1.abs() < 1e-6);
     }
-    assert!(store.nearest(MODEL, HitKind::Message, "alice", &[1.0], 1, Scan::Exact).is_err());
+    assert!(store.embeddings().nearest(MODEL, HitKind::Message, "alice", &[1.0], 1, Scan::Exact).is_err());
     assert!(
-        store.nearest("other-model", HitKind::Message, "alice", &unit(0), 1, Scan::Exact).unwrap().is_empty()
+        store
+            .embeddings()
+            .nearest("other-model", HitKind::Message, "alice", &unit(0), 1, Scan::Exact)
+            .unwrap()
+            .is_empty()
     );
 }
 
@@ -566,21 +570,22 @@ fn space() -> EmbeddingSpace {
 fn chunks_of_one_row_come_back_as_one_row() {
     let (_dir, store) = temp_store();
     session_with(&store, "a", "alice", 2);
-    store.use_embedding_space(&space()).unwrap();
-    let backlog = store.embedding_backlog(10).unwrap();
+    store.embeddings().use_space(&space()).unwrap();
+    let backlog = store.embeddings().backlog(10).unwrap();
     let unit = |i: usize| (0..DIMS).map(|d| if d == i { 1.0 } else { 0.0 }).collect::<Vec<f32>>();
     let items =
         vec![(backlog[0].clone(), vec![unit(0), unit(1), unit(2)]), (backlog[1].clone(), vec![unit(3)])];
-    assert_eq!(store.put_embeddings(MODEL, &items).unwrap(), 2);
-    assert_eq!(store.vector_counts().unwrap().messages, 4);
-    let near = store.nearest(MODEL, HitKind::Message, "alice", &unit(2), 10, Scan::Exact).unwrap();
+    assert_eq!(store.embeddings().put(MODEL, &items).unwrap(), 2);
+    assert_eq!(store.embeddings().counts().unwrap().messages, 4);
+    let near =
+        store.embeddings().nearest(MODEL, HitKind::Message, "alice", &unit(2), 10, Scan::Exact).unwrap();
     assert_eq!(near.iter().map(|(id, _)| id.raw()).collect::<Vec<_>>(), [backlog[0].id, backlog[1].id]);
     assert!(near[0].1.abs() < 1e-6, "the nearest chunk decides: {near:?}");
     let too_many = vec![unit(0); strata_store::MAX_CHUNKS + 1];
     let fresh = store.session("b", "alice").unwrap();
     store.append(fresh.id, &[NewMessage::text(Role::User, "more")]).unwrap();
-    let waiting = store.embedding_backlog(10).unwrap();
-    assert!(store.put_embeddings(MODEL, &[(waiting[0].clone(), too_many)]).is_err());
+    let waiting = store.embeddings().backlog(10).unwrap();
+    assert!(store.embeddings().put(MODEL, &[(waiting[0].clone(), too_many)]).is_err());
 }
 
 /// Vectors of two models are never mixed: switching the model drops every vector and queues
@@ -589,24 +594,25 @@ fn chunks_of_one_row_come_back_as_one_row() {
 fn another_model_re_embeds_everything() {
     let (_dir, store) = temp_store();
     session_with(&store, "a", "alice", 3);
-    assert!(store.use_embedding_space(&space()).unwrap());
-    assert!(!store.use_embedding_space(&space()).unwrap(), "same model: nothing to do");
+    assert!(store.embeddings().use_space(&space()).unwrap());
+    assert!(!store.embeddings().use_space(&space()).unwrap(), "same model: nothing to do");
     let items: Vec<_> = store
-        .embedding_backlog(10)
+        .embeddings()
+        .backlog(10)
         .unwrap()
         .into_iter()
         .map(|item| (item, vec![vec![0.25f32; DIMS]]))
         .collect();
-    assert_eq!(store.put_embeddings(MODEL, &items).unwrap(), 3);
+    assert_eq!(store.embeddings().put(MODEL, &items).unwrap(), 3);
     let other = EmbeddingSpace { model: "other".into(), dimensions: 24 };
-    assert!(store.use_embedding_space(&other).unwrap());
-    assert_eq!(store.embedding_space().unwrap(), Some(other));
-    assert_eq!(store.vector_counts().unwrap().messages, 0);
-    assert_eq!(store.embedding_backlog(10).unwrap().len(), 3, "every row waits again");
+    assert!(store.embeddings().use_space(&other).unwrap());
+    assert_eq!(store.embeddings().space().unwrap(), Some(other));
+    assert_eq!(store.embeddings().counts().unwrap().messages, 0);
+    assert_eq!(store.embeddings().backlog(10).unwrap().len(), 3, "every row waits again");
     let stale: Vec<_> =
-        store.embedding_backlog(10).unwrap().into_iter().map(|i| (i, vec![vec![0.5f32; DIMS]])).collect();
-    assert!(store.put_embeddings(MODEL, &stale).is_err(), "vectors of the old model are refused");
-    assert!(store.use_embedding_space(&EmbeddingSpace { model: "bad".into(), dimensions: 0 }).is_err());
+        store.embeddings().backlog(10).unwrap().into_iter().map(|i| (i, vec![vec![0.5f32; DIMS]])).collect();
+    assert!(store.embeddings().put(MODEL, &stale).is_err(), "vectors of the old model are refused");
+    assert!(store.embeddings().use_space(&EmbeddingSpace { model: "bad".into(), dimensions: 0 }).is_err());
 }
 
 /// A message is indexed for ranking with its speaker, and ranked by words (stemmed).
@@ -643,20 +649,20 @@ fn words_rank_with_the_speaker() {
 fn a_vector_of_outdated_text_does_not_clear_the_backlog() {
     let (_dir, store) = temp_store();
     remember(&store, Writer::Agent, "p", Category::Memo, "plan", "first plan").unwrap();
-    let stale = store.embedding_backlog(10).unwrap();
+    let stale = store.embeddings().backlog(10).unwrap();
     assert_eq!(stale.len(), 1);
     remember(&store, Writer::Agent, "p", Category::Memo, "plan", "second plan").unwrap();
-    store.use_embedding_space(&space()).unwrap();
+    store.embeddings().use_space(&space()).unwrap();
     let vector = vec![vec![0.5f32; DIMS]];
-    assert_eq!(store.put_embeddings(MODEL, &[(stale[0].clone(), vector.clone())]).unwrap(), 0);
-    let fresh = store.embedding_backlog(10).unwrap();
+    assert_eq!(store.embeddings().put(MODEL, &[(stale[0].clone(), vector.clone())]).unwrap(), 0);
+    let fresh = store.embeddings().backlog(10).unwrap();
     assert_eq!(fresh.len(), 1);
     assert!(fresh[0].text.ends_with("second plan"), "{fresh:?}");
     // A cut prefix of the current text is the current text as far as the model can see.
     let mut cut = fresh[0].clone();
     cut.text.truncate(6);
-    assert_eq!(store.put_embeddings(MODEL, &[(cut, vector)]).unwrap(), 1);
-    assert!(store.embedding_backlog(10).unwrap().is_empty());
+    assert_eq!(store.embeddings().put(MODEL, &[(cut, vector)]).unwrap(), 1);
+    assert!(store.embeddings().backlog(10).unwrap().is_empty());
 }
 
 #[test]
@@ -799,25 +805,27 @@ fn quantized_scan_agrees_with_sqlite_vec() {
     // 96 dimensions: 12 bytes of bits, one 64-bit word and a remainder.
     const WIDE: usize = 96;
     let space = EmbeddingSpace { model: MODEL.into(), dimensions: WIDE };
-    store.use_embedding_space(&space).unwrap();
+    store.embeddings().use_space(&space).unwrap();
     for (key, persona, n) in [("a1", "alice", 1_000), ("b", "bob", 500), ("a2", "alice", 1_500)] {
         session_with(&store, key, persona, n);
     }
     for (i, key) in ["one", "two", "three"].into_iter().enumerate() {
         remember(&store, Writer::Agent, "alice", Category::Memo, key, &format!("note {i}")).unwrap();
     }
-    let backlog = store.embedding_backlog(10_000).unwrap();
+    let backlog = store.embeddings().backlog(10_000).unwrap();
     assert_eq!(backlog.len(), 3_003);
     let items: Vec<_> =
         backlog.iter().map(|item| (item.clone(), vec![scattered(item.id as u64, WIDE)])).collect();
-    assert_eq!(store.put_embeddings(MODEL, &items).unwrap(), 3_003);
+    assert_eq!(store.embeddings().put(MODEL, &items).unwrap(), 3_003);
     assert!(store.delete_memory(Writer::Agent, "alice", Category::Memo, "two").unwrap());
 
     let every_chunk = Scan::Quantized { candidates: 100_000 };
     for seed in [7_u64, 8, 9] {
         let query = scattered(1_000_000 + seed, WIDE);
-        let exact = store.nearest(MODEL, HitKind::Message, "alice", &query, 20, Scan::Exact).unwrap();
-        let quantized = store.nearest(MODEL, HitKind::Message, "alice", &query, 20, every_chunk).unwrap();
+        let exact =
+            store.embeddings().nearest(MODEL, HitKind::Message, "alice", &query, 20, Scan::Exact).unwrap();
+        let quantized =
+            store.embeddings().nearest(MODEL, HitKind::Message, "alice", &query, 20, every_chunk).unwrap();
         assert_eq!(exact.len(), 20);
         assert_eq!(
             exact.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
@@ -826,8 +834,10 @@ fn quantized_scan_agrees_with_sqlite_vec() {
         for ((_, a), (_, b)) in exact.iter().zip(&quantized) {
             assert!((a - b).abs() < 1e-5, "{a} vs {b}");
         }
-        let memories = store.nearest(MODEL, HitKind::Memory, "alice", &query, 10, every_chunk).unwrap();
-        let exact_memories = store.nearest(MODEL, HitKind::Memory, "alice", &query, 10, Scan::Exact).unwrap();
+        let memories =
+            store.embeddings().nearest(MODEL, HitKind::Memory, "alice", &query, 10, every_chunk).unwrap();
+        let exact_memories =
+            store.embeddings().nearest(MODEL, HitKind::Memory, "alice", &query, 10, Scan::Exact).unwrap();
         assert_eq!(memories.len(), 2, "the deleted memory's vector is skipped: {memories:?}");
         assert_eq!(
             memories.iter().map(|m| m.0).collect::<Vec<_>>(),
@@ -839,6 +849,7 @@ fn quantized_scan_agrees_with_sqlite_vec() {
         backlog.iter().find(|item| item.persona == "alice" && item.kind == HitKind::Message).unwrap();
     let query = scattered(target.id as u64, WIDE);
     let found = store
+        .embeddings()
         .nearest(MODEL, HitKind::Message, "alice", &query, 5, Scan::Quantized { candidates: 200 })
         .unwrap();
     assert_eq!(found[0].0.raw(), target.id);
@@ -851,13 +862,13 @@ fn quantized_scan_agrees_with_sqlite_vec() {
 fn a_sparse_window_is_searched_within() {
     let (_dir, store) = temp_store();
     let space = EmbeddingSpace { model: MODEL.into(), dimensions: 32 };
-    store.use_embedding_space(&space).unwrap();
+    store.embeddings().use_space(&space).unwrap();
     session_with(&store, "big", "alice", 3_000);
     let small = session_with(&store, "small", "alice", 2);
-    let backlog = store.embedding_backlog(10_000).unwrap();
+    let backlog = store.embeddings().backlog(10_000).unwrap();
     let items: Vec<_> =
         backlog.iter().map(|item| (item.clone(), vec![scattered(item.id as u64, 32)])).collect();
-    store.put_embeddings(MODEL, &items).unwrap();
+    store.embeddings().put(MODEL, &items).unwrap();
     let small_ids: Vec<i64> = store.all_messages(small.id).unwrap().iter().map(|m| m.id.0).collect();
     // A query right on a row of the big session: every nearest row is outside the window.
     let query = scattered(backlog[10].id as u64, 32);

@@ -241,7 +241,7 @@ pub fn settle_memory_updates(
 ) -> Result<Settled> {
     let mut settled = Settled::default();
     loop {
-        let batch = store.pending_memory_updates(SETTLE_BATCH)?;
+        let batch = store.memory_updates().pending(SETTLE_BATCH)?;
         if batch.is_empty() {
             return Ok(settled);
         }
@@ -254,7 +254,7 @@ pub fn settle_memory_updates(
                 Err(refused) => {
                     tracing::info!(key = %queued.update.key, reason = %refused, "memory update dropped");
                     settled.dropped += 1;
-                    store.settle_memory_update(queued.id)?;
+                    store.memory_updates().settle(queued.id)?;
                     continue;
                 }
             };
@@ -262,7 +262,7 @@ pub fn settle_memory_updates(
                 Applied::Proposed => settled.proposed += 1,
                 Applied::Saved => {
                     settled.saved += 1;
-                    store.settle_memory_update(queued.id)?;
+                    store.memory_updates().settle(queued.id)?;
                 }
             }
         }
@@ -292,7 +292,7 @@ fn settle_one(
         if current.is_some_and(|memory| memory.content.trim() == update.content.trim()) {
             return Err(Error::invalid("content", "the user's preference says this already"));
         }
-        store.propose_preference(queued.id, &key, title.trim(), update.content.trim())?;
+        store.memory_updates().propose_preference(queued.id, &key, title.trim(), update.content.trim())?;
         return Ok(Applied::Proposed);
     }
     let mut args = SaveMemoryArgs {

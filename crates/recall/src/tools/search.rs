@@ -407,18 +407,18 @@ pub struct Coverage {
 }
 
 fn coverage(store: &Store, scope: &Scope, model: &str) -> Result<Option<Coverage>> {
-    let space = store.embedding_space()?;
+    let space = store.embeddings().space()?;
     if space.as_ref().is_some_and(|space| space.model != model) {
         let stored = space.map(|space| space.model).unwrap_or_default();
         return Ok(Some(Coverage {
-            waiting: store.embedding_backlog_count(Some(&scope.persona), scope.session)?,
+            waiting: store.embeddings().backlog_count(Some(&scope.persona), scope.session)?,
             note: format!(
                 "the stored vectors are of {stored}, not of {model}: semantic search is off until \
                  `strata embed` re-embeds the history; these results come from keywords only"
             ),
         }));
     }
-    let waiting = store.embedding_backlog_count(Some(&scope.persona), scope.session)?;
+    let waiting = store.embeddings().backlog_count(Some(&scope.persona), scope.session)?;
     Ok((waiting > 0).then(|| Coverage {
         waiting,
         note: format!(

@@ -31,12 +31,12 @@ fn backlog_drains_exactly_once_with_progress() {
     assert_eq!(reports.first().unwrap().embedded, 0);
     assert_eq!(reports.last().unwrap().embedded, 50);
     assert!(reports.windows(2).all(|w| w[0].embedded <= w[1].embedded));
-    assert_eq!(store.embedding_backlog_count(Some("p"), None).unwrap(), 20);
-    assert_eq!(store.embedding_backlog_count(Some("q"), None).unwrap(), 1);
+    assert_eq!(store.embeddings().backlog_count(Some("p"), None).unwrap(), 20);
+    assert_eq!(store.embeddings().backlog_count(Some("q"), None).unwrap(), 1);
 
     let rest = embed_backlog_with(store, &embedder(), &config, &BacklogFilter::default(), |_| {}).unwrap();
     assert_eq!(rest, 21);
-    assert_eq!(store.vector_counts().unwrap().messages, 71);
+    assert_eq!(store.embeddings().counts().unwrap().messages, 71);
     assert_eq!(
         embed_backlog_with(store, &embedder(), &config, &BacklogFilter::default(), |_| {}).unwrap(),
         0
@@ -44,7 +44,7 @@ fn backlog_drains_exactly_once_with_progress() {
 
     // The stored vector is the model's vector of the text.
     let query = embedder().embed_passages(&["assistant: message number 7 about trains"]).unwrap().remove(0);
-    let nearest = store.nearest(MODEL, HitKind::Message, "p", &query, 1, Scan::Exact).unwrap();
+    let nearest = store.embeddings().nearest(MODEL, HitKind::Message, "p", &query, 1, Scan::Exact).unwrap();
     assert_eq!(nearest[0].0, HitId::Message(MessageId(8)));
     assert!(nearest[0].1 < 1e-4, "{nearest:?}");
 }
@@ -59,7 +59,7 @@ fn worker_embeds_new_rows_in_the_background() {
         EmbedWorker::spawn(store.clone(), embedder(), RecallConfig::default(), Duration::from_secs(3600));
     worker.notify();
     assert!(worker.wait_idle(Duration::from_secs(120)));
-    assert_eq!(store.embedding_backlog_count(None, None).unwrap(), 0);
+    assert_eq!(store.embeddings().backlog_count(None, None).unwrap(), 0);
 
     append_texts(store, &session, "2024-05-01T09:00:00Z", &["second batch"]);
     let leaf = store
@@ -78,13 +78,14 @@ fn worker_embeds_new_rows_in_the_background() {
         .unwrap();
     worker.notify();
     assert!(worker.wait_idle(Duration::from_secs(120)));
-    assert_eq!(store.embedding_backlog_count(None, None).unwrap(), 0);
-    let counts = store.vector_counts().unwrap();
+    assert_eq!(store.embeddings().backlog_count(None, None).unwrap(), 0);
+    let counts = store.embeddings().counts().unwrap();
     assert_eq!((counts.messages, counts.summaries), (3, 1));
     assert_eq!(worker.stats().embedded, 4);
     assert!(worker.stats().last_error.is_none());
     assert_eq!(
         store
+            .embeddings()
             .nearest(
                 MODEL,
                 HitKind::Summary,

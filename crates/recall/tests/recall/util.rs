@@ -60,7 +60,7 @@ pub fn append_texts(store: &Store, session: &Session, start: &str, texts: &[&str
 
 pub fn embed_all(store: &Store) {
     embed_backlog(store, &embedder(), |_| {}).unwrap();
-    assert_eq!(store.embedding_backlog_count(None, None).unwrap(), 0);
+    assert_eq!(store.embeddings().backlog_count(None, None).unwrap(), 0);
 }
 
 /// A context for tool calls made from another, empty conversation of `session`'s persona: the
