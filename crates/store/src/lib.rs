@@ -63,7 +63,7 @@ pub use crate::memories::{MAX_CONTENT_CHARS, MAX_KEY_CHARS, MemoryWrite, normali
 pub use crate::memory_updates::MemoryUpdates;
 pub use crate::migrate::SCHEMA_VERSION;
 pub use crate::outline::{ConsistentReader, MessageOutline};
-pub use crate::overview::{SessionOverview, VectorCounts};
+pub use crate::overview::{Browsing, SessionOverview, VectorCounts};
 pub use crate::ranking::Ranking;
 pub use crate::search::{HitId, HitKind, STOPWORDS, SearchFilter, TextHit, TextQuery};
 pub use crate::sessions::validate_persona;

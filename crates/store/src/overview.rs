@@ -1,5 +1,5 @@
-//! Overviews and lookups for the recall tools: hits by id, per-session overviews, the embedding
-//! backlog filtered by persona or session, and vector counts.
+//! Overviews and lookups for the recall tools: hits by id, the browsing tools' reads
+//! ([`Browsing`]), the embedding backlog filtered by persona or session, and vector counts.
 //!
 //! Every function that returns rows a tool shows takes the persona and filters by it in SQL.
 
@@ -8,11 +8,12 @@ use rusqlite::{Connection, params};
 use serde::Serialize;
 
 use crate::db::query_all;
-use crate::error::Result;
+use crate::error::{Error, Missing, Result};
 use crate::search::{HitId, HitKind, TextHit};
 use crate::store::Store;
-use crate::types::{SessionId, from_unix};
+use crate::types::{Message, MessageId, NodeId, Session, SessionId, SummaryNode, from_unix};
 use crate::vectors::BacklogItem;
+use crate::{messages, nodes, sessions};
 
 /// A session as the persona's history overview shows it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -191,26 +192,60 @@ pub fn vector_counts(conn: &Connection) -> Result<VectorCounts> {
     })
 }
 
+/// The reads of the browsing tools over one [`Store`] ([`Store::browsing`]): lookups by id as
+/// seen from a persona (another persona's row is [`Error::NotFound`], exactly like one that does
+/// not exist), a persona's sessions, and a session's newest uncovered messages.
+#[derive(Clone, Copy, Debug)]
+pub struct Browsing<'a> {
+    store: &'a Store,
+}
+
 impl Store {
+    /// The reads of the browsing tools.
+    pub fn browsing(&self) -> Browsing<'_> {
+        Browsing { store: self }
+    }
+}
+
+impl Browsing<'_> {
+    /// One message by id, as seen from `persona`, with its session.
+    pub fn message(&self, persona: &str, id: MessageId) -> Result<(Message, Session)> {
+        self.store.read(|conn| {
+            let message = messages::by_id(conn, id)?;
+            let session = sessions::by_id(conn, message.session_id)?;
+            if session.persona != persona {
+                return Err(Error::NotFound(Missing::Message(id)));
+            }
+            Ok((message, session))
+        })
+    }
+
+    /// One node by id, as seen from `persona`, with its session.
+    pub fn node(&self, persona: &str, id: NodeId) -> Result<(SummaryNode, Session)> {
+        self.store.read(|conn| {
+            let node = nodes::by_id(conn, id)?;
+            let session = sessions::by_id(conn, node.session_id)?;
+            if session.persona != persona {
+                return Err(Error::NotFound(Missing::Node(id)));
+            }
+            Ok((node, session))
+        })
+    }
+
     /// The sessions of a persona with message counts, oldest first.
-    pub fn session_overview(&self, persona: &str) -> Result<Vec<SessionOverview>> {
-        self.read(|conn| session_overview(conn, persona))
+    pub fn sessions(&self, persona: &str) -> Result<Vec<SessionOverview>> {
+        self.store.read(|conn| session_overview(conn, persona))
     }
 
     /// The newest `limit` messages of a session that no summary covers yet, oldest first.
-    pub fn recent_uncovered(&self, session: SessionId, limit: usize) -> Result<Vec<crate::Message>> {
-        self.read(|conn| {
+    pub fn recent_uncovered(&self, session: SessionId, limit: usize) -> Result<Vec<Message>> {
+        self.store.read(|conn| {
             let sql = format!(
                 "SELECT * FROM (SELECT {} FROM messages m WHERE m.session_id = ?1 AND m.summary_id IS NULL
                  ORDER BY m.seq DESC LIMIT ?2) ORDER BY seq",
-                crate::Message::COLUMNS
+                Message::COLUMNS
             );
-            crate::db::query_all(
-                conn,
-                &sql,
-                rusqlite::params![session, limit as i64],
-                crate::Message::from_row,
-            )
+            query_all(conn, &sql, params![session, limit as i64], Message::from_row)
         })
     }
 }

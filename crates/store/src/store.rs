@@ -314,19 +314,6 @@ impl Store {
         self.read(|conn| messages::by_id(conn, id))
     }
 
-    /// One message by id, as seen from `persona`: a message of another persona is
-    /// [`Error::NotFound`], exactly like one that does not exist.
-    pub fn message_for(&self, persona: &str, id: MessageId) -> Result<(Message, Session)> {
-        self.read(|conn| {
-            let message = messages::by_id(conn, id)?;
-            let session = sessions::by_id(conn, message.session_id)?;
-            if session.persona != persona {
-                return Err(Error::NotFound(Missing::Message(id)));
-            }
-            Ok((message, session))
-        })
-    }
-
     /// The messages of a session whose seq lies in `seqs`.
     pub fn messages(&self, session: SessionId, seqs: RangeInclusive<i64>) -> Result<Vec<Message>> {
         crate::outline::count(&self.rows_read, self.read(|conn| messages::range(conn, session, seqs)))
@@ -398,18 +385,6 @@ impl Store {
     /// One node by id.
     pub fn node(&self, id: NodeId) -> Result<SummaryNode> {
         self.read(|conn| nodes::by_id(conn, id))
-    }
-
-    /// One node by id, as seen from `persona` (another persona's node is [`Error::NotFound`]).
-    pub fn node_for(&self, persona: &str, id: NodeId) -> Result<(SummaryNode, Session)> {
-        self.read(|conn| {
-            let node = nodes::by_id(conn, id)?;
-            let session = sessions::by_id(conn, node.session_id)?;
-            if session.persona != persona {
-                return Err(Error::NotFound(Missing::Node(id)));
-            }
-            Ok((node, session))
-        })
     }
 
     /// The roots of a session's forest in time order, optionally of one level only.

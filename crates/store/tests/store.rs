@@ -311,7 +311,7 @@ fn personas_are_isolated_in_listing_and_search() {
         // Guessing ids does not help either.
         let other_message = store.find_session(&format!("{other}-chat")).unwrap().unwrap();
         let other_id = store.all_messages(other_message.id).unwrap()[0].id;
-        assert!(matches!(store.message_for(persona, other_id), Err(Error::NotFound(_))));
+        assert!(matches!(store.browsing().message(persona, other_id), Err(Error::NotFound(_))));
     }
 }
 

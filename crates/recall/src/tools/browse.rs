@@ -169,7 +169,7 @@ pub fn view(
     config: &RecallConfig,
     args: &ViewMessageArgs,
 ) -> Result<ViewAnswer> {
-    let (message, session) = store.message_for(persona, MessageId(args.message_id))?;
+    let (message, session) = store.browsing().message(persona, MessageId(args.message_id))?;
     let page_chars = match args.max_chars {
         Some(0) => return Err(Error::invalid("max_chars", "must be at least 1")),
         Some(n) => (n as usize).min(config.view_page_chars.saturating_mul(4)),
@@ -183,7 +183,7 @@ pub fn view(
     let (before, after): (Vec<&Message>, Vec<&Message>) =
         neighbours.iter().filter(|m| m.seq != message.seq).partition(|m| m.seq < message.seq);
     let covering_summary = match message.summary_id {
-        Some(node) => Some(NodeView::new(&store.node_for(persona, node)?.0, &session.key)),
+        Some(node) => Some(NodeView::new(&store.browsing().node(persona, node)?.0, &session.key)),
         None => None,
     };
     Ok(ViewAnswer {
@@ -259,7 +259,7 @@ pub fn expand(
     config: &RecallConfig,
     args: &ExpandSummaryArgs,
 ) -> Result<ExpandAnswer> {
-    let (node, session) = store.node_for(persona, NodeId(args.node_id))?;
+    let (node, session) = store.browsing().node(persona, NodeId(args.node_id))?;
     let view = NodeView::new(&node, &session.key);
     if node.level > Level::LEAF {
         let children = store
@@ -353,7 +353,7 @@ pub struct RecentMessages {
 
 /// `view_chat_history_summary`: the persona's consolidated timeline across its sessions.
 pub fn history(store: &Store, persona: &str, config: &RecallConfig) -> Result<HistoryAnswer> {
-    let sessions = store.session_overview(persona)?;
+    let sessions = store.browsing().sessions(persona)?;
     let mut roots = Vec::new();
     for session in &sessions {
         for node in store.roots(session.id, None)? {
@@ -380,7 +380,7 @@ pub fn history(store: &Store, persona: &str, config: &RecallConfig) -> Result<Hi
     let mut recent = Vec::new();
     if config.history_recent_messages > 0 {
         for session in sessions.iter().filter(|s| s.uncompacted_messages > 0) {
-            let messages = store.recent_uncovered(session.id, config.history_recent_messages)?;
+            let messages = store.browsing().recent_uncovered(session.id, config.history_recent_messages)?;
             recent.push(RecentMessages {
                 session: session.key.clone(),
                 uncompacted_messages: session.uncompacted_messages,
