@@ -96,7 +96,7 @@ enum Command {
     /// Show one message in full.
     View {
         /// The message id.
-        id: i64,
+        id: strata_store::MessageId,
     },
     /// Read and write agent memories, as the user (who may also write user_preferences).
     #[command(subcommand)]

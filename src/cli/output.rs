@@ -5,7 +5,7 @@ use std::io::Write;
 
 use chrono::SecondsFormat;
 use serde::Serialize;
-use strata_store::{Message, Session};
+use strata_store::{Message, MessageId, Session};
 
 /// Writes `value` as pretty JSON and a newline.
 pub fn print_json(out: &mut impl Write, value: &impl Serialize) -> anyhow::Result<()> {
@@ -17,7 +17,7 @@ pub fn print_json(out: &mut impl Write, value: &impl Serialize) -> anyhow::Resul
 /// A message as the CLI shows it.
 #[derive(Debug, Serialize)]
 pub struct MessageView<'a> {
-    pub id: i64,
+    pub id: MessageId,
     pub session: &'a str,
     pub persona: &'a str,
     pub seq: i64,
@@ -38,7 +38,7 @@ pub struct MessageView<'a> {
 impl<'a> MessageView<'a> {
     pub fn new(message: &'a Message, session: &'a Session) -> MessageView<'a> {
         MessageView {
-            id: message.id.0,
+            id: message.id,
             session: &session.key,
             persona: &session.persona,
             seq: message.seq,

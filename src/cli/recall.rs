@@ -49,7 +49,7 @@ pub struct SearchCommand {
 #[derive(Debug, Args)]
 pub struct ExpandCommand {
     /// The summary node id.
-    node_id: i64,
+    node_id: NodeId,
     /// For a Level-0 node: skip this many source messages.
     #[arg(long)]
     offset: Option<u32>,
@@ -171,7 +171,7 @@ pub fn expand(
 ) -> anyhow::Result<()> {
     let persona = match (&command.filters.persona, &command.filters.session) {
         (None, None) => {
-            let node = store.node(NodeId(command.node_id))?;
+            let node = store.node(command.node_id)?;
             store.session_by_id(node.session_id)?.persona
         }
         _ => scope(store, &command.filters)?.persona,
@@ -315,11 +315,11 @@ struct FullView<'a> {
 pub fn view(
     store: &Store,
     config: &RecallConfig,
-    id: i64,
+    id: MessageId,
     json: bool,
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
-    let message = store.message(MessageId(id))?;
+    let message = store.message(id)?;
     let session = store.session_by_id(message.session_id)?;
     // Only the neighbours and the covering summary: the message itself is printed whole.
     let args = strata_recall::ViewMessageArgs { message_id: id, offset: None, max_chars: Some(1) };

@@ -152,7 +152,7 @@ pub fn backlog_filtered(
             break;
         }
         items.extend(query_all(conn, sql, params![left as i64, persona, session], |row| {
-            Ok(BacklogItem { kind, id: row.get(0)?, persona: row.get(1)?, text: row.get(2)? })
+            Ok(BacklogItem { id: HitId::new(kind, row.get(0)?), persona: row.get(1)?, text: row.get(2)? })
         })?);
     }
     Ok(items)

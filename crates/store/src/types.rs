@@ -21,6 +21,15 @@ macro_rules! id_type {
             }
         }
 
+        /// Parses the number, as a command line gives it.
+        impl std::str::FromStr for $name {
+            type Err = std::num::ParseIntError;
+
+            fn from_str(text: &str) -> std::result::Result<$name, Self::Err> {
+                text.parse().map($name)
+            }
+        }
+
         impl rusqlite::ToSql for $name {
             fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
                 self.0.to_sql()

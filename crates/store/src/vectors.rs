@@ -28,10 +28,8 @@ pub const MAX_CHUNKS: usize = 32;
 /// A row still waiting for its vector.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BacklogItem {
-    /// Which table.
-    pub kind: HitKind,
-    /// Its id there.
-    pub id: i64,
+    /// The row: its table and its id there.
+    pub id: HitId,
     /// The persona it belongs to (the vector's partition).
     pub persona: String,
     /// The text to embed.
@@ -151,6 +149,7 @@ pub fn put(conn: &Connection, model: &str, items: &[(BacklogItem, Vec<Vec<f32>>)
     }
     let mut written = 0;
     for (item, chunks) in items {
+        let (kind, id) = (item.id.kind(), item.id.raw());
         if chunks.is_empty() || chunks.len() > MAX_CHUNKS {
             return Err(Error::invalid(
                 "embedding",
@@ -166,39 +165,35 @@ pub fn put(conn: &Connection, model: &str, items: &[(BacklogItem, Vec<Vec<f32>>)
         // Summaries and memories can be rewritten while their vector is computed; the update
         // leaves the (already queued) backlog row in place, so a vector of the old text must not
         // take it off. The embedded text may be a cut prefix of the stored one.
-        if let Some(sql) = current_text_sql(item.kind) {
+        if let Some(sql) = current_text_sql(kind) {
             let current: Option<String> =
-                conn.prepare_cached(sql)?.query_row([item.id], |row| row.get(0)).optional()?;
+                conn.prepare_cached(sql)?.query_row([id], |row| row.get(0)).optional()?;
             if !current.is_some_and(|text| text.starts_with(&item.text)) {
                 continue;
             }
         }
         let taken = conn
             .prepare_cached("DELETE FROM embedding_backlog WHERE kind = ?1 AND item_id = ?2")?
-            .execute(params![item.kind.as_str(), item.id])?;
+            .execute(params![kind.as_str(), id])?;
         if taken == 0 {
             continue;
         }
         // A summary or memory rewritten since its last vector has old chunks to replace; a
         // message is embedded once per model, into tables created empty, so it has none.
-        if item.kind != HitKind::Message {
-            forget(conn, item.kind, item.id)?;
+        if kind != HitKind::Message {
+            forget(conn, kind, id)?;
         }
-        let table = table(item.kind);
+        let table = table(kind);
         let mut insert = conn.prepare_cached(&format!(
             "INSERT INTO {table}(rowid, role, embedding, embedding_bits)
              VALUES (?1, ?2, ?3, vec_quantize_binary(?3))"
         ))?;
         for (chunk, vector) in chunks.iter().enumerate() {
-            insert.execute(params![
-                item.id * MAX_CHUNKS as i64 + chunk as i64,
-                item.persona,
-                to_blob(vector)
-            ])?;
+            insert.execute(params![id * MAX_CHUNKS as i64 + chunk as i64, item.persona, to_blob(vector)])?;
         }
-        if item.kind == HitKind::Memory {
+        if kind == HitKind::Memory {
             conn.prepare_cached("UPDATE agent_memories SET embedding = ?2 WHERE id = ?1")?
-                .execute(params![item.id, to_blob(&chunks[0])])?;
+                .execute(params![id, to_blob(&chunks[0])])?;
         }
         written += 1;
     }

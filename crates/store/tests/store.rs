@@ -544,7 +544,7 @@ fn vectors_are_stored_once_and_searched_per_persona() {
     for scan in [Scan::Exact, Scan::Quantized { candidates: 10 }] {
         let near = store.embeddings().nearest(MODEL, HitKind::Message, "alice", &unit(0), 10, scan).unwrap();
         assert_eq!(near.len(), 2, "only alice's vectors: {near:?}");
-        assert_eq!(near[0].0.raw(), backlog[0].id);
+        assert_eq!(near[0].0, backlog[0].id);
         assert!(near[0].1.abs() < 1e-6);
     }
     assert!(store.embeddings().nearest(MODEL, HitKind::Message, "alice", &[1.0], 1, Scan::Exact).is_err());
@@ -579,7 +579,7 @@ fn chunks_of_one_row_come_back_as_one_row() {
     assert_eq!(store.embeddings().counts().unwrap().messages, 4);
     let near =
         store.embeddings().nearest(MODEL, HitKind::Message, "alice", &unit(2), 10, Scan::Exact).unwrap();
-    assert_eq!(near.iter().map(|(id, _)| id.raw()).collect::<Vec<_>>(), [backlog[0].id, backlog[1].id]);
+    assert_eq!(near.iter().map(|(id, _)| *id).collect::<Vec<_>>(), [backlog[0].id, backlog[1].id]);
     assert!(near[0].1.abs() < 1e-6, "the nearest chunk decides: {near:?}");
     let too_many = vec![unit(0); strata_store::MAX_CHUNKS + 1];
     let fresh = store.session("b", "alice").unwrap();
@@ -815,7 +815,7 @@ fn quantized_scan_agrees_with_sqlite_vec() {
     let backlog = store.embeddings().backlog(10_000).unwrap();
     assert_eq!(backlog.len(), 3_003);
     let items: Vec<_> =
-        backlog.iter().map(|item| (item.clone(), vec![scattered(item.id as u64, WIDE)])).collect();
+        backlog.iter().map(|item| (item.clone(), vec![scattered(item.id.raw() as u64, WIDE)])).collect();
     assert_eq!(store.embeddings().put(MODEL, &items).unwrap(), 3_003);
     assert!(store.delete_memory(Writer::Agent, "alice", Category::Memo, "two").unwrap());
 
@@ -846,13 +846,13 @@ fn quantized_scan_agrees_with_sqlite_vec() {
     }
     // A few hundred candidates find the nearest rows of 2,500 (the query is one of them).
     let target =
-        backlog.iter().find(|item| item.persona == "alice" && item.kind == HitKind::Message).unwrap();
-    let query = scattered(target.id as u64, WIDE);
+        backlog.iter().find(|item| item.persona == "alice" && item.id.kind() == HitKind::Message).unwrap();
+    let query = scattered(target.id.raw() as u64, WIDE);
     let found = store
         .embeddings()
         .nearest(MODEL, HitKind::Message, "alice", &query, 5, Scan::Quantized { candidates: 200 })
         .unwrap();
-    assert_eq!(found[0].0.raw(), target.id);
+    assert_eq!(found[0].0, target.id);
     assert!(found[0].1.abs() < 1e-5);
 }
 
@@ -867,11 +867,11 @@ fn a_sparse_window_is_searched_within() {
     let small = session_with(&store, "small", "alice", 2);
     let backlog = store.embeddings().backlog(10_000).unwrap();
     let items: Vec<_> =
-        backlog.iter().map(|item| (item.clone(), vec![scattered(item.id as u64, 32)])).collect();
+        backlog.iter().map(|item| (item.clone(), vec![scattered(item.id.raw() as u64, 32)])).collect();
     store.embeddings().put(MODEL, &items).unwrap();
     let small_ids: Vec<i64> = store.all_messages(small.id).unwrap().iter().map(|m| m.id.0).collect();
     // A query right on a row of the big session: every nearest row is outside the window.
-    let query = scattered(backlog[10].id as u64, 32);
+    let query = scattered(backlog[10].id.raw() as u64, 32);
     let window = SearchFilter { session: Some(small.id), ..SearchFilter::persona("alice") };
     for scan in [Scan::Exact, Scan::Quantized { candidates: 50 }] {
         let near =
@@ -908,7 +908,7 @@ fn a_sparse_window_is_searched_within() {
         .ranking()
         .nearest_within(MODEL, HitKind::Message, &all, &query, 10, Scan::Quantized { candidates: 50 })
         .unwrap();
-    assert_eq!(near[0].0.raw(), backlog[10].id, "{near:?}");
+    assert_eq!(near[0].0, backlog[10].id, "{near:?}");
 }
 
 /// Schema 8: a bulk append leaves search indexing for later, a bot-sized append indexes at

@@ -169,7 +169,7 @@ pub fn view(
     config: &RecallConfig,
     args: &ViewMessageArgs,
 ) -> Result<ViewAnswer> {
-    let (message, session) = store.browsing().message(persona, MessageId(args.message_id))?;
+    let (message, session) = store.browsing().message(persona, args.message_id)?;
     let page_chars = match args.max_chars {
         Some(0) => return Err(Error::invalid("max_chars", "must be at least 1")),
         Some(n) => (n as usize).min(config.view_page_chars.saturating_mul(4)),
@@ -259,7 +259,7 @@ pub fn expand(
     config: &RecallConfig,
     args: &ExpandSummaryArgs,
 ) -> Result<ExpandAnswer> {
-    let (node, session) = store.browsing().node(persona, NodeId(args.node_id))?;
+    let (node, session) = store.browsing().node(persona, args.node_id)?;
     let view = NodeView::new(&node, &session.key);
     if node.level > Level::LEAF {
         let children = store

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use strata_store::{Session, SessionId, Store};
+use strata_store::{MessageId, NodeId, Session, SessionId, Store};
 
 use crate::config::RecallConfig;
 use crate::embed::Embedder;
@@ -158,7 +158,8 @@ pub struct MemorySearchArgs {
 #[serde(deny_unknown_fields)]
 pub struct ViewMessageArgs {
     /// The message id, as returned by memory_grep, memory_search or expand_summary.
-    pub message_id: i64,
+    #[schemars(with = "i64")]
+    pub message_id: MessageId,
     /// Character offset to read from: 0 (the default) for the first page, then the answer's
     /// next_offset.
     pub offset: Option<u64>,
@@ -171,7 +172,8 @@ pub struct ViewMessageArgs {
 #[serde(deny_unknown_fields)]
 pub struct ExpandSummaryArgs {
     /// The summary node id, as shown in the context scaffold or returned by a search.
-    pub node_id: i64,
+    #[schemars(with = "i64")]
+    pub node_id: NodeId,
     /// For a Level-0 node: skip this many source messages (paging; use next_offset from the previous page).
     pub offset: Option<u32>,
 }

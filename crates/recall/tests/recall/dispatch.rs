@@ -79,3 +79,30 @@ proptest! {
         })?;
     }
 }
+
+/// The id arguments are typed (`MessageId`, `NodeId`) where they are parsed, but the models see
+/// the same plain integers as before: no definition of the Rust type leaks into the schema.
+#[test]
+fn id_arguments_are_plain_integers_in_the_tool_schemas() {
+    let specs = strata_recall::tool_specs();
+    let parameters = |name: &str| {
+        specs.iter().find(|spec| spec["function"]["name"] == name).unwrap()["function"]["parameters"].clone()
+    };
+    for (tool, id) in [("view_message", "message_id"), ("expand_summary", "node_id")] {
+        let parameters = parameters(tool);
+        let schema = &parameters["properties"][id];
+        assert_eq!(schema["type"], "integer", "{parameters}");
+        assert_eq!(schema["format"], "int64", "{parameters}");
+        assert!(schema["description"].as_str().is_some_and(|text| text.contains("id")), "{parameters}");
+        assert_eq!(parameters["required"], json!([id]), "{parameters}");
+        assert!(parameters.get("$defs").is_none(), "{parameters}");
+    }
+    CTX.with(|(_, ctx)| {
+        let found = call_tool(ctx, "view_message", &json!({"message_id": 2}));
+        assert_eq!(found["message"]["id"], 2, "{found}");
+        let refused = call_tool(ctx, "view_message", &json!({"message_id": "two"}));
+        assert_eq!(refused["error"]["kind"], "invalid_argument", "{refused}");
+        let message = refused["error"]["message"].as_str().unwrap();
+        assert!(message.ends_with("invalid type: string \"two\", expected i64"), "{refused}");
+    });
+}
