@@ -275,10 +275,12 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             recall::view(&open_existing(&cli)?, &config(&cli)?.recall, *id, cli.json, &mut out)?
         }
         Command::Grep(args) => {
-            recall::grep(&open_existing(&cli)?, &config(&cli)?.recall, args, cli.json, &mut out)?
+            let (store, config) = (open_existing(&cli)?, config(&cli)?.recall);
+            recall::search(&store, &config, args, recall::Matching::Keywords, cli.json, &mut out)?
         }
         Command::Search(args) => {
-            recall::search(&open_existing(&cli)?, &config(&cli)?.recall, args, cli.json, &mut out)?
+            let (store, config) = (open_existing(&cli)?, config(&cli)?.recall);
+            recall::search(&store, &config, args, recall::Matching::Meaning, cli.json, &mut out)?
         }
         Command::Expand(args) => {
             recall::expand(&open_existing(&cli)?, &config(&cli)?.recall, args, cli.json, &mut out)?

@@ -120,44 +120,38 @@ fn hit_line(hit: &Hit) -> String {
     )
 }
 
-/// `strata grep`.
-pub fn grep(
-    store: &Store,
-    config: &RecallConfig,
-    command: &SearchCommand,
-    json: bool,
-    out: &mut impl Write,
-) -> anyhow::Result<()> {
-    let scope = scope(store, &command.filters)?;
-    let args = MemoryGrepArgs {
-        query: command.query.clone(),
-        start_time: command.start.clone(),
-        end_time: command.end.clone(),
-        include_in_context: None,
-        limit: command.filters.limit,
-    };
-    let answer = strata_recall::grep(store, &scope, config, &args)?;
-    if json { print_json(out, &answer) } else { print_hits(out, &answer) }
+/// How `strata grep` and `strata search` match.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Matching {
+    /// `strata grep`: `memory_grep`'s keywords.
+    Keywords,
+    /// `strata search`: `memory_search`'s meaning, fused with keywords.
+    Meaning,
 }
 
-/// `strata search`.
+/// `strata grep` and `strata search`: the tool's answer for the command line's scope.
 pub fn search(
     store: &Store,
     config: &RecallConfig,
     command: &SearchCommand,
+    matching: Matching,
     json: bool,
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
     let scope = scope(store, &command.filters)?;
-    let embedder: EmbedderState = Embedder::for_config(config).into();
-    let args = MemorySearchArgs {
-        query: command.query.clone(),
-        limit: command.filters.limit,
-        start_time: command.start.clone(),
-        end_time: command.end.clone(),
-        include_in_context: None,
+    let (query, start_time, end_time) = (command.query.clone(), command.start.clone(), command.end.clone());
+    let (limit, include_in_context) = (command.filters.limit, None);
+    let answer = match matching {
+        Matching::Keywords => {
+            let args = MemoryGrepArgs { query, start_time, end_time, limit, include_in_context };
+            strata_recall::grep(store, &scope, config, &args)?
+        }
+        Matching::Meaning => {
+            let embedder: EmbedderState = Embedder::for_config(config).into();
+            let args = MemorySearchArgs { query, limit, start_time, end_time, include_in_context };
+            strata_recall::search(store, &scope, config, &embedder, &args)?
+        }
     };
-    let answer = strata_recall::search(store, &scope, config, &embedder, &args)?;
     if json { print_json(out, &answer) } else { print_hits(out, &answer) }
 }
 
