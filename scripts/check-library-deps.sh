@@ -2,10 +2,30 @@
 # Proves that an application embedding strata (`strata = { default-features = false }`) gets
 # none of the command line's dependencies: lists the library's normal dependency tree without
 # default features and fails on any crate only `strata` the binary (features `cli`, `mcp`)
-# needs. Takes seconds (no build); `cargo build -p strata --no-default-features --example
+# needs. Then checks the layering ARCHITECTURE.md states as invariants: the store pulls in no
+# HTTP client and no tokio, recall no HTTP client, no tokio and not the compactor, and the
+# compactor not recall. Takes seconds (no build); `cargo build -p strata --no-default-features --example
 # chatbot` is the slower proof that the library alone compiles.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# Fails when the normal dependency tree of package $1 (default features) holds a crate whose
+# name matches the anchored pattern $2.
+refuse() {
+  local found
+  found=$(cargo tree -p "$1" -e normal --prefix none --format '{p}' \
+    | sed 's/ v.*//' | sort -u | grep -E "$2" || true)
+  if [ -n "$found" ]; then
+    echo "$1 depends on what its layer must not:" >&2
+    echo "$found" >&2
+    exit 1
+  fi
+}
+refuse strata-store '^(reqwest|hyper|tokio|strata-compactor|strata-recall)$'
+refuse strata-recall '^(reqwest|hyper|tokio|strata-compactor)$'
+refuse strata-compactor '^(strata-recall)$'
+echo "layers: the store and recall hold no HTTP client and no tokio; compactor and recall stay apart"
+
 CLI_ONLY='^(clap|indicatif|rmcp|toml|tracing-subscriber|strata-synth)$'
 found=$(cargo tree -p strata --no-default-features -e normal --prefix none --format '{p}' \
   | sed 's/ v.*//' | sort -u | grep -E "$CLI_ONLY" || true)
