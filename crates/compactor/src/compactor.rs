@@ -307,7 +307,7 @@ impl Compactor {
             return;
         }
         if let Err(error) =
-            self.blocking(move |store| Ok(store.set_summarizer_failures(session, count)?)).await
+            self.blocking(move |store| Ok(store.upkeep().set_summarizer_failures(session, count)?)).await
         {
             tracing::warn!(%session, error = %error_chain(&error), "cannot record the summarizer failures");
         }
@@ -385,7 +385,7 @@ impl Compactor {
             );
             let name = summarizer.name().to_owned();
             let counted =
-                self.blocking(move |store| Ok(store.count_rejection(&name, reason.as_str())?)).await;
+                self.blocking(move |store| Ok(store.upkeep().count_rejection(&name, reason.as_str())?)).await;
             if let Err(count_error) = counted {
                 tracing::warn!(error = %error_chain(&count_error), "could not count a rejected summary");
             }

@@ -52,6 +52,7 @@ mod sessions;
 mod store;
 mod text;
 mod types;
+mod upkeep;
 mod vec;
 mod vectors;
 
@@ -73,4 +74,5 @@ pub use crate::types::{
     Category, Level, Memory, MemoryId, MemoryUpdate, Message, MessageId, NewMessage, NewSummary, NodeId,
     QueuedUpdate, Role, Session, SessionId, SummaryNode, ToolCall, UpdateId, Writer, from_unix, to_unix,
 };
+pub use crate::upkeep::Upkeep;
 pub use crate::vectors::{BacklogItem, EmbeddingSpace, Embeddings, MAX_CHUNKS, Scan};

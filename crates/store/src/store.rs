@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::check::{self, Report};
 use crate::db::{self, Pool};
-use crate::error::{Error, Missing, Result};
+use crate::error::{Error, Result};
 use crate::memories::{self, MemoryWrite};
 use crate::search::{self, SearchFilter, TextHit, TextQuery};
 use crate::search_index::Deferred;
@@ -203,28 +203,6 @@ impl Store {
         self.write(|tx| sessions::get_or_create(tx, key, persona, Utc::now()))
     }
 
-    /// Consecutive failed summarizer calls recorded for a session.
-    pub fn summarizer_failures(&self, session: SessionId) -> Result<u32> {
-        self.read(|conn| {
-            let failures: Option<i64> = conn
-                .prepare_cached("SELECT summarizer_failures FROM sessions WHERE id = ?1")?
-                .query_row([session], |row| row.get(0))
-                .optional()?;
-            failures
-                .map(|n| n.clamp(0, i64::from(u32::MAX)) as u32)
-                .ok_or_else(|| Error::NotFound(Missing::Session(session)))
-        })
-    }
-
-    /// Records the consecutive failed summarizer calls of a session (0 after a success).
-    pub fn set_summarizer_failures(&self, session: SessionId, failures: u32) -> Result<()> {
-        self.write(|tx| {
-            tx.prepare_cached("UPDATE sessions SET summarizer_failures = ?2 WHERE id = ?1")?
-                .execute(rusqlite::params![session, failures])?;
-            Ok(())
-        })
-    }
-
     /// The session with this key, if it exists.
     pub fn find_session(&self, key: &str) -> Result<Option<Session>> {
         self.read(|conn| sessions::by_key(conn, key))
@@ -397,11 +375,6 @@ impl Store {
         self.read(|conn| nodes::all(conn, session))
     }
 
-    /// The first `raw-archive` node of a session, by level then position (an index lookup).
-    pub fn first_raw_archive(&self, session: SessionId) -> Result<Option<SummaryNode>> {
-        self.read(|conn| nodes::first_raw_archive(conn, session))
-    }
-
     /// The children of a node in time order.
     pub fn children(&self, id: NodeId) -> Result<Vec<SummaryNode>> {
         self.read(|conn| nodes::children(conn, id))
@@ -572,18 +545,6 @@ impl Store {
                 summarizers,
                 rejections: rejections(conn)?,
             })
-        })
-    }
-
-    /// Counts one summary of `summarizer` refused by the quality gate for `reason`.
-    pub fn count_rejection(&self, summarizer: &str, reason: &str) -> Result<()> {
-        self.write(|tx| {
-            tx.prepare_cached(
-                "INSERT INTO summary_rejections (summarizer, reason, count, last_at) VALUES (?1, ?2, 1, ?3)
-                 ON CONFLICT (summarizer, reason) DO UPDATE SET count = count + 1, last_at = excluded.last_at",
-            )?
-            .execute(rusqlite::params![summarizer, reason, crate::types::to_unix(Utc::now())])?;
-            Ok(())
         })
     }
 }

@@ -153,7 +153,7 @@ impl Compactor {
     async fn begin(&self, session: SessionId) -> Result<Call> {
         let (persona, failures) = self
             .blocking(move |store| {
-                Ok((store.session_by_id(session)?.persona, store.summarizer_failures(session)?))
+                Ok((store.session_by_id(session)?.persona, store.upkeep().summarizer_failures(session)?))
             })
             .await?;
         // Failures recorded by an earlier process count toward the raw-archive fallback.
@@ -414,7 +414,8 @@ impl Compactor {
         session: SessionId,
         persona: &str,
     ) -> Result<Option<(NodeId, SummaryRequest)>> {
-        let Some(node) = self.blocking(move |store| Ok(store.first_raw_archive(session)?)).await? else {
+        let Some(node) = self.blocking(move |store| Ok(store.upkeep().first_raw_archive(session)?)).await?
+        else {
             return Ok(None);
         };
         let request = self.node_request(&node, persona).await?;
