@@ -47,6 +47,10 @@ pub struct SummariesArgs {
     /// Select without sentence embeddings even when `[summarizer] sentence_vectors` is on.
     #[arg(long)]
     lexical: bool,
+    /// Also list each answer a Level-0 summary lost: the words it lacks and whether any of its
+    /// evidence message was quoted at all (a diagnostic, to stderr).
+    #[arg(long)]
+    lost: bool,
 }
 
 /// The sentence model, timed: how long the summaries spent waiting for vectors.
@@ -102,6 +106,33 @@ fn content_words(answer: &str) -> Vec<String> {
 fn holds_all(text: &str, wanted: &[String]) -> bool {
     let present: HashSet<String> = words(text).collect();
     wanted.iter().all(|word| present.contains(word))
+}
+
+/// Why a Level-0 node lost an answer, on one line: the answer's words the node lacks, how much
+/// of the evidence message it quotes (the share of the message's word trigrams found in the
+/// node: 0 means the message was not picked at all), and the message.
+fn lost(corpus: &str, answer: &[String], message: &Message, leaf: &SummaryNode) -> String {
+    let summary = format!("{}\n{}", leaf.headline, leaf.body);
+    let present: HashSet<String> = words(&summary).collect();
+    let missing: Vec<&str> =
+        answer.iter().filter(|word| !present.contains(*word)).map(String::as_str).collect();
+    let trigrams = |text: &str| -> HashSet<String> {
+        let words: Vec<String> = words(text).collect();
+        words.windows(3).map(|window| window.join(" ")).collect()
+    };
+    let quoted = trigrams(&summary);
+    let source = trigrams(&message.content);
+    let share =
+        source.iter().filter(|trigram| quoted.contains(*trigram)).count() as f64 / source.len().max(1) as f64;
+    let cause = if share == 0.0 { "not quoted" } else { "quoted in part" };
+    format!(
+        "lost [{corpus}] {cause} ({:.0}% of its trigrams); missing {:?} of {:?}; message ({} chars): {}",
+        share * 100.0,
+        missing,
+        answer,
+        message.content.chars().count(),
+        message.content.replace('\n', " "),
+    )
 }
 
 /// One question as this evaluation needs it: its answer's words and where the evidence is.
@@ -200,7 +231,7 @@ pub fn run(
         })
         .filter(|probe| !probe.answer.is_empty())
         .collect::<Vec<_>>();
-    reports.push(evaluate(config, embedder.as_ref(), "dev conversations", &incoming, &probes)?);
+    reports.push(evaluate(config, embedder.as_ref(), "dev conversations", &incoming, &probes, args.lost)?);
 
     // Generated conversations: the planted facts' key words are the answers.
     use strata_synth as synth;
@@ -236,7 +267,7 @@ pub fn run(
                 evidence: vec![fact.index as i64],
             })
             .collect();
-        reports.push(evaluate(config, embedder.as_ref(), name, &incoming, &probes)?);
+        reports.push(evaluate(config, embedder.as_ref(), name, &incoming, &probes, args.lost)?);
     }
 
     if json {
@@ -292,6 +323,7 @@ fn evaluate(
     corpus: &str,
     incoming: &[IncomingMessage],
     probes: &[Probe],
+    list_lost: bool,
 ) -> anyhow::Result<CorpusReport> {
     let dir = tempfile::tempdir().context("cannot create a temporary directory")?;
     let store = Store::open(dir.path().join("eval.db"))?;
@@ -336,6 +368,9 @@ fn evaluate(
                 |node: &SummaryNode| holds_all(&format!("{}\n{}", node.headline, node.body), &probe.answer);
             level0.covered += 1;
             level0.retained += usize::from(holds(leaf));
+            if list_lost && !holds(leaf) {
+                eprintln!("{}", lost(corpus, &probe.answer, message, leaf));
+            }
             if let Some(parent) = leaf.parent_id.and_then(|id| nodes.get(&id)) {
                 level1.covered += 1;
                 level1.retained += usize::from(holds(parent));
