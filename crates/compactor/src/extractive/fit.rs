@@ -43,12 +43,27 @@ impl Chunk {
         if let Some(decision) = &decision {
             clauses.push(decision);
         }
-        if clauses.is_empty() {
-            headline.push_str(&truncate_words(&self.fallback, 100));
-        } else {
-            headline.push_str(&clauses.join("; "));
+        // Whole clauses, in order, as many as fit: a clause cut to its first words ("It's a …")
+        // costs tokens and says nothing. Only a first clause too long on its own is cut.
+        let room = max_chars.saturating_sub(1);
+        let mut used = headline.chars().count();
+        let mut quoted = 0;
+        for clause in &clauses {
+            let separator = if quoted == 0 { 0 } else { 2 };
+            let length = clause.chars().count() + separator;
+            if used + length <= room {
+                if quoted > 0 {
+                    headline.push_str("; ");
+                }
+                headline.push_str(clause);
+                used += length;
+                quoted += 1;
+            }
         }
-        let headline = truncate_words(&headline, max_chars.saturating_sub(1));
+        if quoted == 0 {
+            headline.push_str(clauses.first().copied().unwrap_or(&truncate_words(&self.fallback, 100)));
+        }
+        let headline = truncate_words(&headline, room);
         if headline.ends_with('…') {
             return headline;
         }
@@ -214,14 +229,17 @@ impl Chunk {
         let headline_max = (target_f / 4.0).clamp(8.0, 40.0);
         let story = self.story(HEADLINE_CLAUSES);
         let decisions = self.units.iter().any(|unit| unit.decision);
-        let topic_tokens = self.headline(&story, None, usize::MAX).chars().count() as f64 * ratio;
-        let headline_cost = (topic_tokens + if decisions { 24.0 } else { 0.0 }).min(headline_max);
+        // The headline without the decision is counted exactly; a decision, if the body picks
+        // one, may join it up to the headline's share.
+        let topic = self.fit_headline(&story, None, headline_max, counter);
+        let topic_tokens = f64::from(counter.text(&topic));
+        let headline_cost =
+            (topic_tokens + if decisions { 24.0 } else { 0.0 }).min(headline_max.max(topic_tokens));
         let headings = 4.0 * 2.0;
         let budget = (aim - headline_cost - file_cost - headings).max(0.0);
 
         let mut selection = self.selection(ratio, vectors);
         // The headline's words are in the summary already: the body's budget goes to others.
-        let topic = self.fit_headline(&story, None, headline_max, counter);
         let topic_words = self.words_of(&topic);
         selection.cover(&topic_words);
         // A unit the headline quotes whole is said: not picked again, and with vectors its
