@@ -8,7 +8,7 @@ use chrono::NaiveDate;
 use strata_store::Role;
 
 use super::segment::{
-    DECISION_MARKERS, PROPOSAL_MARKERS, capitalize, clauses, content_runs, drop_intensifiers, first_sentence,
+    DECISION_MARKERS, PROPOSAL_MARKERS, capitalize, clauses, content_runs, compress_quote, first_sentence,
     headline_clauses, is_content, is_path, looks_like_code, sentences, speaker_of, split_date, split_people,
     split_speaker, trim_clause_end, trim_interjections, trim_request_opener, trim_token, truncate_words,
 };
@@ -285,7 +285,7 @@ impl Chunk {
         if !text.chars().any(char::is_alphanumeric) {
             return None;
         }
-        let text = truncate_words(&drop_intensifiers(text), UNIT_CHARS);
+        let text = truncate_words(&compress_quote(text), UNIT_CHARS);
         let code = looks_like_code(&text);
         let mut ids = Vec::new();
         let mut first = true;

@@ -597,28 +597,77 @@ pub(super) fn trim_interjections(text: &str) -> &str {
     }
 }
 
-/// Words that only intensify ("really important"): dropped from quotes, which keeps their
-/// meaning and saves tokens for facts.
-pub(super) const INTENSIFIERS: &[&str] =
-    &["really", "very", "super", "totally", "actually", "literally", "definitely", "absolutely", "basically"];
+/// Words that only intensify ("really important", "so proud", "I just joined"): dropped from
+/// quotes before another word, which keeps their meaning and saves tokens for facts.
+pub(super) const INTENSIFIERS: &[&str] = &[
+    "really",
+    "very",
+    "super",
+    "so",
+    "just",
+    "totally",
+    "actually",
+    "literally",
+    "definitely",
+    "absolutely",
+    "basically",
+    "truly",
+    "extremely",
+    "incredibly",
+    "seriously",
+];
 
-/// The text without intensifiers before another word.
-pub(super) fn drop_intensifiers(text: &str) -> String {
-    let mut kept = String::with_capacity(text.len());
-    let mut words = text.split(' ').peekable();
-    let mut first = true;
-    while let Some(word) = words.next() {
-        let before_word = words.peek().is_some_and(|next| next.starts_with(char::is_alphanumeric));
-        if before_word && INTENSIFIERS.iter().any(|intensifier| word.eq_ignore_ascii_case(intensifier)) {
+/// Hedges and discourse markers of spoken English ("I think", "you know", "kind of"): they say
+/// how sure the speaker is or hold the floor, never a fact. Dropped from quotes with the comma
+/// that may follow them.
+pub(super) const HEDGES: &[&[&str]] = &[
+    &["i", "think"],
+    &["i", "guess"],
+    &["i", "mean"],
+    &["i", "feel", "like"],
+    &["you", "know"],
+    &["kind", "of"],
+    &["sort", "of"],
+    &["to", "be", "honest"],
+];
+
+/// The text without intensifiers before another word and without hedges: a quote says the
+/// same in fewer tokens.
+pub(super) fn compress_quote(text: &str) -> String {
+    let words: Vec<&str> = text.split(' ').collect();
+    let bare = |word: &str| word.trim_end_matches(',').to_ascii_lowercase();
+    let mut kept: Vec<&str> = Vec::with_capacity(words.len());
+    let mut capitalize_next = false;
+    let mut index = 0;
+    while index < words.len() {
+        let word = words[index];
+        let before_word = words.get(index + 1).is_some_and(|next| next.starts_with(char::is_alphanumeric));
+        let hedge = HEDGES.iter().find(|hedge| {
+            index + hedge.len() < words.len()
+                && hedge.iter().enumerate().all(|(offset, part)| {
+                    let word = words[index + offset];
+                    // Only the hedge's last word may carry a comma: "I think, so" is not a hedge.
+                    (offset + 1 == hedge.len() || !word.ends_with(',')) && bare(word) == *part
+                })
+        });
+        let skip = match hedge {
+            Some(hedge) => hedge.len(),
+            None if before_word && !word.ends_with(',') && INTENSIFIERS.contains(&bare(word).as_str()) => 1,
+            None => 0,
+        };
+        if skip == 0 {
+            kept.push(word);
+            index += 1;
             continue;
         }
-        if !first {
-            kept.push(' ');
+        // A sentence that opened with what was dropped opens with a capital still.
+        if kept.is_empty() && word.starts_with(char::is_uppercase) {
+            capitalize_next = true;
         }
-        first = false;
-        kept.push_str(word);
+        index += skip;
     }
-    kept
+    let text = kept.join(" ");
+    if capitalize_next { capitalize(&text) } else { text }
 }
 
 /// `text` on one line, cut at a word boundary to at most `max` characters.
@@ -815,8 +864,15 @@ mod tests {
         );
         // Short comma clauses stay together.
         assert_eq!(clauses("Yes, it was fun."), ["Yes, it was fun."]);
-        assert_eq!(drop_intensifiers("It is really important, really."), "It is important, really.");
-        assert_eq!(drop_intensifiers("a  Very  b"), "a  Very  b", "spacing is kept");
+        assert_eq!(compress_quote("It is really important, really."), "It is important, really.");
+        assert_eq!(compress_quote("a  Very  b"), "a  Very  b", "spacing is kept");
+        assert_eq!(
+            compress_quote("I think I'm kind of ready, you know, so proud of it"),
+            "I'm ready, proud of it",
+            "the comma before a dropped hedge stays, the hedge and its comma go"
+        );
+        assert_eq!(compress_quote("I think the lease ends in June."), "The lease ends in June.");
+        assert_eq!(compress_quote("So, I think."), "So, I think.", "a hedge at the end says something");
     }
 
     #[test]
