@@ -8,7 +8,7 @@ use chrono::NaiveDate;
 use strata_store::Role;
 
 use super::segment::{
-    DECISION_MARKERS, PROPOSAL_MARKERS, capitalize, clauses, content_runs, compress_quote, first_sentence,
+    DECISION_MARKERS, PROPOSAL_MARKERS, capitalize, clauses, compress_quote, content_runs, first_sentence,
     headline_clauses, is_content, is_path, looks_like_code, sentences, speaker_of, split_date, split_people,
     split_speaker, trim_clause_end, trim_interjections, trim_request_opener, trim_token, truncate_words,
 };
