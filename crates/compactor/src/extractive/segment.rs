@@ -635,7 +635,8 @@ pub(super) const HEDGES: &[&[&str]] = &[
 /// same in fewer tokens.
 pub(super) fn compress_quote(text: &str) -> String {
     let words: Vec<&str> = text.split(' ').collect();
-    let bare = |word: &str| word.trim_end_matches(',').to_ascii_lowercase();
+    // Compared without a new string per word: quoting runs on every unit of every chunk.
+    let is = |word: &str, listed: &str| word.trim_end_matches(',').eq_ignore_ascii_case(listed);
     let mut kept: Vec<&str> = Vec::with_capacity(words.len());
     let mut capitalize_next = false;
     let mut index = 0;
@@ -647,12 +648,17 @@ pub(super) fn compress_quote(text: &str) -> String {
                 && hedge.iter().enumerate().all(|(offset, part)| {
                     let word = words[index + offset];
                     // Only the hedge's last word may carry a comma: "I think, so" is not a hedge.
-                    (offset + 1 == hedge.len() || !word.ends_with(',')) && bare(word) == *part
+                    (offset + 1 == hedge.len() || !word.ends_with(',')) && is(word, part)
                 })
         });
         let skip = match hedge {
             Some(hedge) => hedge.len(),
-            None if before_word && !word.ends_with(',') && INTENSIFIERS.contains(&bare(word).as_str()) => 1,
+            None if before_word
+                && !word.ends_with(',')
+                && INTENSIFIERS.iter().any(|listed| is(word, listed)) =>
+            {
+                1
+            }
             None => 0,
         };
         if skip == 0 {
