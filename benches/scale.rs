@@ -304,6 +304,7 @@ fn compact(c: &mut Criterion) {
         let template = session_fixture(n, false);
         let mut copies = 0u64;
         let mut summarizer_alone = Vec::new();
+        let mut cpu = Vec::new();
         group.bench_function(format!("extractive/{n}"), |b| {
             b.iter_custom(|iters| {
                 let mut total = Duration::ZERO;
@@ -314,9 +315,12 @@ fn compact(c: &mut Criterion) {
                     let store = Store::open(&path).unwrap();
                     let session = store.find_session("s").unwrap().unwrap().id;
                     let (compactor, summarizer) = extractive_compactor(store);
-                    let start = Instant::now();
+                    let (start, cpu_start) = (Instant::now(), cpu_time());
                     runtime.block_on(compactor.compact_rounds(session, u32::MAX)).unwrap();
                     total += start.elapsed();
+                    if let (Some(before), Some(after)) = (cpu_start, cpu_time()) {
+                        cpu.push(after - before);
+                    }
                     summarizer_alone.push(summarizer.total());
                     drop(compactor);
                     for suffix in ["", "-wal", "-shm"] {
@@ -333,8 +337,28 @@ fn compact(c: &mut Criterion) {
                 median.as_secs_f64()
             );
         }
+        cpu.sort();
+        if let Some(median) = cpu.get(cpu.len() / 2) {
+            eprintln!(
+                "compact {n}: {:.2} s of CPU time per run, every thread (median)",
+                median.as_secs_f64()
+            );
+        }
     }
     group.finish();
+}
+
+/// CPU time this process has used so far, every thread, user and system (Linux's
+/// `/proc/self/stat`, in its fixed 1/100 s ticks; `None` elsewhere). Unlike the wall clock,
+/// other processes on a shared machine barely move it, so growth between two sizes shows
+/// through their load.
+fn cpu_time() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The fields after the command name, which is in parentheses and may hold spaces: the
+    // state is the first, utime and stime the 12th and 13th.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(Duration::from_millis(ticks * 10))
 }
 
 /// `prepare_context` of a session with nothing to compact (a compaction call that finds
