@@ -7,9 +7,10 @@
 //! makes the call read the session again; two refusals in a row end it. Any other error a
 //! write meets (a busy or corrupt database, a full disk) ends the call as that error.
 
+use std::collections::VecDeque;
 use std::sync::PoisonError;
 
-use strata_store::{Level, MessageOutline, NewSummary, NodeId, SessionId, SummaryNode, error_chain};
+use strata_store::{Level, Message, MessageOutline, NewSummary, NodeId, SessionId, SummaryNode, error_chain};
 
 use super::{Compactor, Outcome, Refusal, Step, node_item, source_item};
 use crate::assemble;
@@ -21,6 +22,10 @@ use crate::summarizer::{SourceKind, SummaryRequest};
 /// Level-0 nodes written per transaction at most: a bulk compaction commits once per batch
 /// instead of once per node (their search-index entries wait for the end of the call).
 const LEAF_BATCH: usize = 8;
+
+/// Chunks whose messages one read fetches: each read is a hop to the blocking pool and back,
+/// which on these virtual machines cost more than reading the rows.
+const READ_AHEAD_CHUNKS: i64 = 8;
 
 /// What one compaction call knows of its session and has done so far.
 struct Call {
@@ -40,6 +45,10 @@ struct Call {
     known: Option<Planning>,
     /// Level-0 summaries not written yet.
     batch: LeafBatch,
+    /// Messages read ahead of the chunks that will fold them, in seq order. What a summary
+    /// reads of a message (its text, sender, calls and time) never changes once stored, so a
+    /// read stays true however long it waits.
+    ahead: VecDeque<Message>,
     /// The summarizer is down: the rest of the call writes raw archives without asking it.
     archiving: bool,
     /// Writes refused in a row.
@@ -174,6 +183,7 @@ impl Compactor {
             estimate: tokens_before,
             known: Some(first),
             batch: LeafBatch::default(),
+            ahead: VecDeque::new(),
             archiving: false,
             refusals: 0,
             done: Tally::default(),
@@ -264,8 +274,7 @@ impl Compactor {
         }
         let why = match self.next_chunk(call) {
             Ok(chunk) => {
-                let (session, seqs) = (call.session, chunk.first_seq..=chunk.last_seq);
-                let messages = self.blocking(move |store| Ok(store.messages(session, seqs)?)).await?;
+                let messages = self.chunk_messages(call, &chunk).await?;
                 let items = messages.iter().map(source_item).collect();
                 let request =
                     self.request(&call.persona, SourceKind::Messages, Level::LEAF, items, chunk.tokens);
@@ -286,6 +295,26 @@ impl Compactor {
             }
         }
         Ok(Next::Nothing(Some(why)))
+    }
+
+    /// The messages of a chunk, from those read ahead; when they are not there, the chunk's
+    /// and those of about `READ_AHEAD_CHUNKS - 1` chunks of its length after it are read.
+    async fn chunk_messages(&self, call: &mut Call, chunk: &Chunk) -> Result<Vec<Message>> {
+        while call.ahead.front().is_some_and(|message| message.seq < chunk.first_seq) {
+            call.ahead.pop_front();
+        }
+        let held = call.ahead.front().is_some_and(|message| message.seq == chunk.first_seq)
+            && call.ahead.back().is_some_and(|message| message.seq >= chunk.last_seq);
+        if !held {
+            let session = call.session;
+            let span = chunk.last_seq - chunk.first_seq + 1;
+            let seqs =
+                chunk.first_seq..=chunk.first_seq.saturating_add(span.saturating_mul(READ_AHEAD_CHUNKS) - 1);
+            call.ahead = self.blocking(move |store| Ok(store.messages(session, seqs)?)).await?.into();
+        }
+        let end =
+            call.ahead.iter().position(|message| message.seq > chunk.last_seq).unwrap_or(call.ahead.len());
+        Ok(call.ahead.drain(..end).collect())
     }
 
     /// The next Level-0 chunk to fold, or why there is none: the context is within its target
