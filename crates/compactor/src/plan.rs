@@ -122,8 +122,12 @@ impl Plan {
     /// The oldest whole turns of the compactable middle not handed out yet, up to about
     /// `leaf_chunk_tokens`: turns are added while they fit, and past the limit only while the
     /// chunk is under half of it, so a small turn before a huge one is not summarized alone.
+    /// A chunk never crosses a covered stretch: its seqs would hold messages another node
+    /// covers, which the store refuses every time.
     pub fn next_chunk(&mut self, outline: &[MessageOutline], config: &CompactorConfig) -> Option<Chunk> {
         let limit = u64::from(config.leaf_chunk_tokens);
+        // Whether the unit at `index` continues a run that began before it.
+        let continues = |units: &[Unit], index: usize| units[index].compactable() && !units[index].after_gap;
         let mut index = self.cursor;
         while index < self.tail_unit {
             if !self.units[index].compactable() {
@@ -132,7 +136,7 @@ impl Plan {
             }
             let first = index;
             let mut tokens = 0u64;
-            while index < self.tail_unit && self.units[index].compactable() {
+            while index < self.tail_unit && (index == first || continues(&self.units, index)) {
                 let next = self.units[index].tokens;
                 if index > first && tokens + next > limit && tokens >= limit / 2 {
                     break;
@@ -150,7 +154,7 @@ impl Plan {
                 });
             }
             // A run too small to shrink: skip past it to the next run.
-            while index < self.tail_unit && self.units[index].compactable() {
+            while index < self.tail_unit && continues(&self.units, index) {
                 index += 1;
             }
         }
@@ -292,6 +296,23 @@ mod tests {
         assert_eq!((chunk.first_seq, chunk.last_seq, chunk.tokens), (2, 3, 200));
         plan.covered(&chunk);
         assert_eq!(plan.middle(), (200, 1));
+    }
+
+    /// A turn left uncovered before a covered stretch (it was pinned, say) is folded on its
+    /// own: a chunk reaching across the stretch would hold covered seqs, refused every time.
+    #[test]
+    fn a_chunk_never_crosses_a_covered_stretch() {
+        let mut messages = outline("uauauaua", 100);
+        // The live outline of a session whose seqs 2-3 are covered.
+        messages.drain(2..4);
+        let config = CompactorConfig { leaf_chunk_tokens: 10_000, ..config(0, 1) };
+        let mut plan = Plan::new(&messages, &config);
+        assert_eq!(plan.middle(), (400, 2));
+        let first = plan.next_chunk(&messages, &config).unwrap();
+        assert_eq!((first.first_seq, first.last_seq, first.tokens), (0, 1, 200));
+        let second = plan.next_chunk(&messages, &config).unwrap();
+        assert_eq!((second.first_seq, second.last_seq, second.tokens), (4, 5, 200));
+        assert_eq!(plan.next_chunk(&messages, &config), None);
     }
 
     /// The live outline leaves covered stretches out: the plan over it equals the plan over the

@@ -278,6 +278,10 @@ impl TokenCounter {
         /// Fewer messages than this per thread are counted where they are: a thread costs more.
         const PER_THREAD_MIN: usize = 512;
         let mut messages: Vec<&mut strata_store::NewMessage> = messages.into_iter().collect();
+        if messages.len() <= PER_THREAD_MIN {
+            messages.into_iter().for_each(|message| self.count_new(message));
+            return;
+        }
         let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
         let per_thread = messages.len().div_ceil(threads).max(PER_THREAD_MIN);
         std::thread::scope(|scope| {
