@@ -338,41 +338,43 @@ fn words(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
 }
 
-/// Every run of `n` consecutive words in the sources.
-fn source_runs(sources: &[SourceItem], n: usize) -> std::collections::HashSet<String> {
+/// For each run of `n` consecutive words of `summary` (its [`words`]), whether the sources
+/// hold it word for word; empty for a summary shorter than one run. The share and the longest
+/// copied stretch are both read from it, so the sources' runs are collected once.
+fn copied_runs(summary: &[String], sources: &[SourceItem], n: usize) -> Vec<bool> {
+    if n == 0 || summary.len() < n {
+        return Vec::new();
+    }
     let mut runs = std::collections::HashSet::new();
     for item in sources {
         let source = words(&item.full_text());
-        for run in source.windows(n.max(1)) {
+        for run in source.windows(n) {
             runs.insert(run.join(" "));
         }
     }
-    runs
+    summary.windows(n).map(|run| runs.contains(&run.join(" "))).collect()
+}
+
+/// The share of `copied` runs that are copies (see [`copied_runs`]): 1.0 for a pasted
+/// transcript, near 0 for a paraphrase, 0 for a summary shorter than one run.
+fn share_copied(copied: &[bool]) -> f64 {
+    if copied.is_empty() {
+        return 0.0;
+    }
+    copied.iter().filter(|&&is_copied| is_copied).count() as f64 / copied.len() as f64
 }
 
 /// The share of the summary's runs of `n` consecutive words that occur word for word in the
-/// sources: 1.0 for a pasted transcript, near 0 for a paraphrase. A summary shorter than one
-/// run has none and shares nothing.
-pub(crate) fn copied_share(summary: &str, sources: &[SourceItem], n: usize) -> f64 {
-    let summary = words(summary);
-    if n == 0 || summary.len() < n {
-        return 0.0;
-    }
-    let runs = source_runs(sources, n);
-    let total = summary.len() - n + 1;
-    let copied = summary.windows(n).filter(|run| runs.contains(&run.join(" "))).count();
-    copied as f64 / total as f64
+/// sources.
+#[cfg(test)]
+fn copied_share(summary: &str, sources: &[SourceItem], n: usize) -> f64 {
+    share_copied(&copied_runs(&words(summary), sources, n))
 }
 
-/// The longest stretch of the summary copied word for word from the sources (runs of `n` words
-/// that overlap), at most 16 words: an example a model can recognise in a retry note.
-fn longest_copied(summary: &str, sources: &[SourceItem], n: usize) -> Option<String> {
-    let summary = words(summary);
-    if n == 0 || summary.len() < n {
-        return None;
-    }
-    let runs = source_runs(sources, n);
-    let copied: Vec<bool> = summary.windows(n).map(|run| runs.contains(&run.join(" "))).collect();
+/// The longest stretch of `summary` (its [`words`]) copied word for word, from its
+/// [`copied_runs`] of `n` words (runs that overlap join), at most 16 words: an example a model
+/// can recognise in a retry note.
+fn longest_copied(summary: &[String], copied: &[bool], n: usize) -> Option<String> {
     let (mut best, mut start) = (None::<(usize, usize)>, None);
     for (index, is_copied) in copied.iter().chain([&false]).enumerate() {
         match (is_copied, start) {
@@ -470,9 +472,11 @@ pub(crate) fn check(
         );
     }
     if let Some(max) = gate.near_copy_max_share {
-        let share = copied_share(&text, &request.items, gate.ngram);
+        let summary_words = words(&text);
+        let copied = copied_runs(&summary_words, &request.items, gate.ngram);
+        let share = share_copied(&copied);
         if share > max {
-            let example = longest_copied(&text, &request.items, gate.ngram)
+            let example = longest_copied(&summary_words, &copied, gate.ngram)
                 .map(|run| format!(" (such as \"{run}\")"))
                 .unwrap_or_default();
             return rejected(
