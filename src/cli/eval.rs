@@ -149,7 +149,7 @@ fn planted(
         let store = Store::open(dir.path().join("eval.db"))?;
         let session = store.session("eval", "eval")?;
         let mut messages = transcript.messages.clone();
-        messages.iter_mut().for_each(|message| counter.count_new(message));
+        counter.count_new_all(messages.iter_mut());
         let ids = store.append(session.id, &messages)?;
         let started = Instant::now();
         let embedded =
