@@ -6,11 +6,12 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use chrono::Utc;
+use serde::Serialize;
 use serde_json::Value;
 use strata_compactor::{
     AssembledContext, Compaction, Compactor, EmbedError, Outcome, Resummarized, SentenceEmbedder, Summarizer,
 };
-use strata_recall::{EmbedWorker, Embedder, EmbedderState, RecallConfig, Settled, ToolContext};
+use strata_recall::{EmbedWorker, Embedder, EmbedderState, RecallConfig, Settled, Tool, ToolContext};
 use strata_store::{
     Level, Memory, MessageId, NewMessage, QueuedUpdate, Session, SessionId, Store, SummaryNode,
 };
@@ -19,7 +20,7 @@ use tracing::Instrument;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::message::ChatMessage;
+use crate::message::{ChatMessage, Incoming};
 
 /// strata's entry point: open a database, get a session, append messages, prepare the context
 /// before each LLM call, and run the tool calls the model makes.
@@ -48,7 +49,7 @@ struct Inner {
 }
 
 /// The context to send to the model, and what compaction did to get there.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct PreparedContext {
     /// What the compaction cycle did before assembling; `None` when compaction runs in the
     /// background (`[summarizer] background`) and the context was assembled from what exists.
@@ -66,7 +67,7 @@ impl PreparedContext {
 
 /// What [`Engine::compact_until_done`] did: the compaction's totals and what became of the
 /// facts its summaries found.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct CompactedSession {
     /// The calls made and the nodes written, summed.
     pub compaction: Compaction,
@@ -167,6 +168,21 @@ impl Engine {
             )
         });
         Ok(())
+    }
+
+    /// Embeds every message, summary and memory still waiting for a vector, in this thread,
+    /// and returns how many vectors were written: the on-demand way when no background worker
+    /// runs (`strata embed`). Blocking; fails when the model is unavailable.
+    pub fn embed_pending(&self) -> Result<u64> {
+        let embedder = self.embedder().get().map_err(Error::Recall)?;
+        let filter = strata_recall::BacklogFilter::default();
+        Ok(strata_recall::embed_backlog_with(
+            &self.inner.store,
+            embedder,
+            &self.inner.config.recall,
+            &filter,
+            |_| {},
+        )?)
     }
 
     /// Waits until the background worker (if running) has embedded everything appended so
@@ -288,6 +304,12 @@ impl Engine {
         Ok(done)
     }
 
+    /// Tells the background embedder (if running) that rows wait for vectors: after writing
+    /// memories through [`Engine::store`], say. The worker also polls every few seconds.
+    pub fn notify_embedder(&self) {
+        self.notify_worker();
+    }
+
     fn notify_worker(&self) {
         if let Some(worker) = self.inner.worker.get() {
             worker.notify();
@@ -361,6 +383,25 @@ impl EngineSession {
         self.store_message(message)
     }
 
+    /// Stores a message with what a bot keeps beside it (its time, idempotency key, pin),
+    /// as [`EngineSession::append_with_key`] does when it has a key.
+    pub fn append_incoming(&self, message: Incoming) -> Result<MessageId> {
+        self.store_message(message.into_new(Utc::now()))
+    }
+
+    /// Stores a batch in one transaction, all or nothing, counting tokens on every core: an
+    /// import of a bot's history, say. A message whose key the session already holds is not
+    /// stored again; its id is returned in its place. A batch of more than 16 messages leaves
+    /// its full-text indexing to the next search (see ARCHITECTURE.md).
+    pub fn append_many(&self, messages: Vec<Incoming>) -> Result<Vec<MessageId>> {
+        let now = Utc::now();
+        let mut rows: Vec<NewMessage> = messages.into_iter().map(|message| message.into_new(now)).collect();
+        self.engine.inner.compactor.counter().count_new_all(&mut rows);
+        let ids = self.engine.inner.store.append(self.session.id, &rows)?;
+        self.engine.notify_worker();
+        Ok(ids)
+    }
+
     fn store_message(&self, mut message: NewMessage) -> Result<MessageId> {
         self.engine.inner.compactor.counter().count_new(&mut message);
         let ids = self.engine.inner.store.append(self.session.id, &[message])?;
@@ -429,44 +470,52 @@ impl EngineSession {
     }
 
     /// Runs one tool call for this session's persona. Always answers JSON: a result, or an
-    /// object with an `error` naming the problem. The work runs on tokio's blocking pool.
+    /// object with an `error` naming the problem (an unknown tool's lists the tools). The work
+    /// runs on tokio's blocking pool.
     pub async fn call_tool(&self, name: &str, arguments: Value) -> Value {
-        let engine = self.engine.clone();
-        let session = self.session.clone();
-        let name = name.to_owned();
-        let tool = name.clone();
-        let span = tracing::info_span!("call_tool", tool = %name, session = %session.key);
+        let Some(tool) = Tool::from_name(name) else {
+            // recall words the refusal, with the names of the tools there are.
+            let ctx = self.tool_context(EmbedderState::Unavailable(Arc::new(not_loaded())));
+            return strata_recall::call_tool(&ctx, name, &arguments);
+        };
+        let session = self.clone();
+        let span = tracing::info_span!("call_tool", %tool, session = %self.session.key);
         let answer = tokio::task::spawn_blocking(move || {
             let _entered = span.enter();
-            let embedder = if tool == "memory_search" {
+            let engine = &session.engine;
+            let embedder = if tool.needs_embedder() {
                 engine.embedder().clone()
             } else {
-                engine.inner.embedder.get().cloned().unwrap_or_else(|| {
-                    // Tools other than memory_search only use the model for near-duplicate
-                    // keys; they do not wait for it to load.
-                    EmbedderState::Unavailable(Arc::new(strata_recall::Error::SemanticUnavailable {
-                        reason: "the model is not loaded".into(),
-                    }))
-                })
+                // The other tools use the model only when it is loaded (for near-duplicate
+                // keys); they never wait for it.
+                engine
+                    .inner
+                    .embedder
+                    .get()
+                    .cloned()
+                    .unwrap_or_else(|| EmbedderState::Unavailable(Arc::new(not_loaded())))
             };
-            let ctx = ToolContext::new(
-                engine.inner.store.clone(),
-                session,
-                embedder,
-                engine.inner.config.recall.clone(),
-            );
-            let answer = strata_recall::call_tool(&ctx, &tool, &arguments);
+            let answer = tool.call(&session.tool_context(embedder), &arguments);
             if let Some(error) = answer.get("error") {
                 tracing::info!(%error, "tool refused the call");
             }
-            if tool == "save_memory" {
+            if tool.writes() {
                 engine.notify_worker();
             }
             answer
         })
         .await;
         answer.unwrap_or_else(|_| {
-            serde_json::json!({"error": {"kind": "internal", "tool": name, "message": "the tool failed unexpectedly"}})
+            serde_json::json!({"error": {"kind": "internal", "tool": tool.name(), "message": "the tool failed unexpectedly"}})
         })
     }
+
+    fn tool_context(&self, embedder: EmbedderState) -> ToolContext {
+        let inner = &self.engine.inner;
+        ToolContext::new(inner.store.clone(), self.session.clone(), embedder, inner.config.recall.clone())
+    }
+}
+
+fn not_loaded() -> strata_recall::Error {
+    strata_recall::Error::SemanticUnavailable { reason: "the model is not loaded".into() }
 }

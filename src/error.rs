@@ -28,6 +28,12 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A message handed to `append` is not one strata can store; nothing was written.
+    #[error("invalid message: {0}")]
+    InvalidMessage(String),
+    /// The async runtime of the blocking facade could not be started.
+    #[error("cannot start the async runtime")]
+    Runtime(#[source] std::io::Error),
     /// The configuration is not valid.
     #[error("invalid configuration: {0}")]
     Config(String),

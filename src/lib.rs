@@ -42,6 +42,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod blocking;
 pub mod chat;
 pub mod config;
 mod engine;
@@ -54,7 +55,7 @@ mod message;
 pub use crate::config::{Config, SummarizerConfig, SummarizerKind};
 pub use crate::engine::{CompactedSession, Engine, EngineSession, PreparedContext, SentenceModel};
 pub use crate::error::{Error, Result};
-pub use crate::message::ChatMessage;
+pub use crate::message::{ChatMessage, Incoming};
 
 pub use strata_compactor as compactor;
 pub use strata_recall as recall;

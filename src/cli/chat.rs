@@ -4,9 +4,10 @@ use std::io::{BufRead, IsTerminal, Write};
 
 use anyhow::{Context, bail};
 use serde_json::Value;
+use strata::blocking::Engine;
 use strata::chat::{ChatError, ChatLoop, DEFAULT_MAX_TOOL_ROUNDS, ToolCall};
 use strata::llm::ChatClient;
-use strata::{ChatMessage, Engine, EngineSession};
+use strata::{ChatMessage, EngineSession};
 use strata_compactor::RetryPolicy;
 
 use crate::cli::Cli;
@@ -63,16 +64,17 @@ pub(crate) fn open_session(
     persona: Option<&str>,
     embed: bool,
 ) -> anyhow::Result<(Engine, EngineSession)> {
-    let engine =
-        Engine::open(&cli.db, config).with_context(|| format!("cannot use database {}", cli.db.display()))?;
+    let store = super::open(cli).with_context(|| format!("cannot use database {}", cli.db.display()))?;
+    let engine = Engine::from_store(store, config)?;
     let persona = match persona {
         Some(persona) => persona.to_owned(),
         None => {
             engine.store().find_session(key)?.map_or_else(|| "default".to_owned(), |session| session.persona)
         }
     };
-    let session = engine.session(key, &persona).with_context(|| format!("cannot open session {key:?}"))?;
-    if embed && let Err(error) = engine.start_embedding() {
+    let session =
+        engine.engine().session(key, &persona).with_context(|| format!("cannot open session {key:?}"))?;
+    if embed && let Err(error) = engine.engine().start_embedding() {
         // Everything but semantic search of new messages works without the model.
         tracing::info!(error = %error, "not embedding new messages");
     }
@@ -98,8 +100,7 @@ pub fn run(cli: &Cli, args: &ChatArgs, out: &mut impl Write) -> anyhow::Result<(
         .with_max_tokens(args.max_tokens)
         .with_temperature(args.temperature)
         .with_text_tool_calls(!args.no_text_tool_calls);
-    let chat = ChatLoop::new(&engine, client).max_tool_rounds(args.max_tool_rounds);
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let chat = ChatLoop::new(engine.engine(), client).max_tool_rounds(args.max_tool_rounds);
 
     let interactive = std::io::stdin().is_terminal();
     if interactive {
@@ -130,7 +131,7 @@ pub fn run(cli: &Cli, args: &ChatArgs, out: &mut impl Write) -> anyhow::Result<(
             _ => {}
         }
         turns += 1;
-        let outcome = runtime.block_on(chat.turn_with(&session, request, print_tool_call));
+        let outcome = engine.block_on(chat.turn_with(&session, request, print_tool_call));
         match outcome {
             Ok(turn) if cli.json => {
                 // One JSON object per turn (JSON Lines): the answer and every tool call.

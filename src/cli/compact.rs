@@ -6,7 +6,8 @@ use anyhow::Context;
 use chrono::{DateTime, Utc};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
-use strata::{CompactedSession, Config, Engine, SummarizerKind};
+use strata::blocking::Engine;
+use strata::{CompactedSession, Config, SummarizerKind};
 use strata_compactor::{AssembledContext, Compaction, Outcome};
 use strata_store::{Session, Store};
 
@@ -119,10 +120,6 @@ fn session(store: &Store, key: &str) -> anyhow::Result<Session> {
     store.find_session(key)?.with_context(|| format!("no session {key:?} in {}", store.path().display()))
 }
 
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_current_thread().enable_all().build()?)
-}
-
 pub fn compact(
     store: Store,
     args: &CompactArgs,
@@ -140,19 +137,21 @@ pub fn compact(
         .expect("static template")
         .progress_chars("=> "),
     );
-    let runtime = runtime()?;
     // `--once` is one bounded call (as before a model call); otherwise each call plans once and
     // folds up to BULK_ROUNDS chunks, until nothing is pending.
-    let (rounds, calls) =
-        if args.once { (engine.compactor().config().max_rounds, 1) } else { (BULK_ROUNDS, u32::MAX) };
+    let (rounds, calls) = if args.once {
+        (engine.engine().compactor().config().max_rounds, 1)
+    } else {
+        (BULK_ROUNDS, u32::MAX)
+    };
     let mut created = 0;
-    let done = runtime.block_on(engine.compact_until_done(session.id, rounds, calls, |done| {
+    let done = engine.compact_until_done(session.id, rounds, calls, |done| {
         progress.set_position(done.messages_folded);
         if let Some(tokens) = done.tokens_after {
             progress.set_message(format!("{} nodes, context {tokens} tokens", done.nodes_created));
         }
         created = done.nodes_created;
-    }));
+    });
     let done = match done {
         Ok(done) => done,
         Err(error) => {
@@ -252,14 +251,11 @@ pub fn resummarize(
         ProgressStyle::with_template("{spinner} re-summarizing: {pos} nodes ({per_sec}) {msg}")
             .expect("static template"),
     );
-    let runtime = runtime()?;
     let mut reports = Vec::new();
     for session in &sessions {
         progress.set_message(session.key.clone());
         let done =
-            runtime.block_on(
-                engine.resummarize(session.id, args.level.map(strata_store::Level), |_| progress.inc(1)),
-            )?;
+            engine.resummarize(session.id, args.level.map(strata_store::Level), |_| progress.inc(1))?;
         let stopped = done.stopped.clone();
         reports.push((session.key.clone(), done));
         if let Some(error) = stopped {
@@ -284,7 +280,7 @@ pub fn resummarize(
             out,
             "session {key}: {} nodes re-summarized by {}, {} unchanged",
             done.replaced,
-            engine.compactor().summarizer_name(),
+            engine.engine().compactor().summarizer_name(),
             done.unchanged
         )?;
     }
@@ -340,7 +336,7 @@ pub fn context(
         None => Utc::now(),
     };
     let engine = Engine::from_store(store, windowed(&args.common, settings))?;
-    let context = runtime()?.block_on(engine.assemble(session.id, now))?;
+    let context = engine.assemble(session.id, now)?;
     if json {
         return print_json(out, &context);
     }

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
-use strata::{Config, Engine, EngineSession};
+use strata::Config;
+use strata::blocking::{Engine, Session};
 use strata_compactor::Outcome;
 use strata_store::{Category, MemoryWrite, Writer};
 use strata_synth::{self as synth, TranscriptSpec};
@@ -61,7 +62,6 @@ pub fn run(
     if engine.store().find_session(SESSION)?.is_some() {
         bail!("{} already holds the demo; remove it or pass another --db", db.display());
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let session = engine.session(SESSION, PERSONA)?;
     writeln!(
         out,
@@ -80,7 +80,7 @@ pub fn run(
         min_chars: args.messages * synth::CHARS_PER_MESSAGE,
         ..TranscriptSpec::default()
     });
-    let counter = engine.compactor().counter().clone();
+    let counter = engine.engine().compactor().counter().clone();
     let progress = bar(transcript.messages.len() as u64, "storing");
     let mut total_tokens = 0u64;
     for chunk in transcript.messages.chunks(250) {
@@ -118,12 +118,12 @@ pub fn run(
     let spinner = ProgressBar::new_spinner()
         .with_style(ProgressStyle::with_template("  {spinner} compacting: {msg}").expect("static template"));
     spinner.enable_steady_tick(Duration::from_millis(120));
-    let done = runtime.block_on(engine.compact_until_done(session.id(), 256, 1_000, |done| {
+    let done = engine.compact_until_done(session.id(), 256, 1_000, |done| {
         spinner.set_message(format!(
             "{} messages folded into {} nodes",
             done.messages_folded, done.nodes_created
         ));
-    }))?;
+    })?;
     match done.compaction.last {
         Outcome::Compacted { .. } | Outcome::BelowThreshold { .. } | Outcome::NoCandidate => {}
         other => bail!("compaction stopped: {other:?}"),
@@ -143,7 +143,7 @@ pub fn run(
     )?;
 
     // 3. Embed everything for semantic search.
-    let embedder = match engine.embedder().get() {
+    let embedder = match engine.engine().embedder().get() {
         Ok(embedder) => Some(embedder.clone()),
         Err(err) => {
             writeln!(
@@ -175,7 +175,7 @@ pub fn run(
     // 4. The context for the next call.
     session
         .append(strata::ChatMessage::user("Where were we? Summarize the open work before we continue."))?;
-    let prepared = runtime.block_on(session.prepare_context())?;
+    let prepared = session.prepare_context()?;
     let context = &prepared.context;
     steps.done(
         "4/4",
@@ -242,9 +242,8 @@ pub fn run(
         )?;
     }
     let recall_started = Instant::now();
-    let call = |name: &str, arguments: Value| -> anyhow::Result<Value> {
-        Ok(runtime.block_on(session_call(&session, name, arguments)))
-    };
+    let call =
+        |name: &str, arguments: Value| -> anyhow::Result<Value> { Ok(session.call_tool(name, arguments)) };
 
     let grep = call("memory_grep", json!({"query": bug.grep, "limit": 3}))?;
     show_hits(out, "memory_grep", &json!({"query": bug.grep, "limit": 3}), &grep)?;
@@ -323,11 +322,7 @@ pub fn run(
     Ok(())
 }
 
-async fn session_call(session: &EngineSession, name: &str, arguments: Value) -> Value {
-    session.call_tool(name, arguments).await
-}
-
-fn message_id_of(engine: &Engine, session: &EngineSession, index: usize) -> anyhow::Result<i64> {
+fn message_id_of(engine: &Engine, session: &Session, index: usize) -> anyhow::Result<i64> {
     // The transcript was the first thing stored in this fresh session, so index == seq.
     let messages = engine.store().messages(session.id(), index as i64..=index as i64)?;
     Ok(messages.first().context("planted message missing")?.id.0)

@@ -26,10 +26,9 @@ pub fn run(cli: &Cli, args: &McpArgs) -> anyhow::Result<()> {
     let (engine, session) =
         open_session(cli, config, &args.session, args.persona.as_deref(), !args.no_embed)?;
     tracing::info!(session = %session.info().key, persona = %session.info().persona, "serving MCP on stdio");
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    runtime.block_on(strata::mcp::serve_stdio(&engine, session)).context("MCP server failed")?;
+    engine.block_on(strata::mcp::serve_stdio(engine.engine(), session)).context("MCP server failed")?;
     // Standard input may still be held by a blocking read after the client left; do not wait
     // for it.
-    runtime.shutdown_background();
+    engine.shutdown_background();
     Ok(())
 }

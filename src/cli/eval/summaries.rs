@@ -341,7 +341,8 @@ fn evaluate(
         EmbeddingClock(embedder.cloned()),
     )));
     let compactor = Compactor::new(store.clone(), compactor_config, summarizer.clone())?;
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    // A bare compactor (its summarizer timed), not an engine: driven by the facade's runtime.
+    let runtime = strata::blocking::runtime()?;
     let mut messages: HashMap<String, Vec<Message>> = HashMap::new();
     let mut nodes: HashMap<NodeId, SummaryNode> = HashMap::new();
     for session in store.sessions(None)? {

@@ -215,84 +215,185 @@ pub struct MemoryListArgs {
     pub limit: Option<u32>,
 }
 
-struct ToolSpec {
-    name: &'static str,
-    description: &'static str,
-    schema: fn() -> schemars::Schema,
+/// One of the tools the model may call. Its name, description, schema and effects live here
+/// only: the engine, the MCP server and the chat loop ask the type, so renaming a tool is one
+/// edit and a use of a removed one fails to compile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Tool {
+    /// `memory_grep`: keyword search.
+    MemoryGrep,
+    /// `memory_search`: semantic search fused with keyword ranking.
+    MemorySearch,
+    /// `view_message`: one stored message in full.
+    ViewMessage,
+    /// `expand_summary`: a node's children or source messages.
+    ExpandSummary,
+    /// `view_chat_history_summary`: the persona's timeline.
+    ViewChatHistorySummary,
+    /// `save_memory`: the agent's `progress` and `memo` memories.
+    SaveMemory,
+    /// `memory_list`: the persona's memories.
+    MemoryList,
 }
 
-const TOOLS: [ToolSpec; 7] = [
-    ToolSpec {
-        name: "memory_grep",
-        description: "Keyword search over this persona's past messages, conversation summaries and saved \
-                      memories, across all of its chats. Use it for exact words, names, identifiers, \
-                      error messages, file paths. Results are best match first, with the match marked «like this».",
-        schema: || schemars::schema_for!(MemoryGrepArgs),
-    },
-    ToolSpec {
-        name: "memory_search",
-        description: "Search this persona's past messages, summaries and memories by meaning (semantic, \
-                      combined with keyword ranking). Use it when you do not know the exact words, e.g. \
-                      'when did the deployment break'. Results carry a relevance score.",
-        schema: || schemars::schema_for!(MemorySearchArgs),
-    },
-    ToolSpec {
-        name: "view_message",
-        description: "Open one stored message: its text (a page of it when long: pass the answer's next_offset \
-                      as offset to read on), time and session, a few messages before and after it, and the summary \
-                      that covers it.",
-        schema: || schemars::schema_for!(ViewMessageArgs),
-    },
-    ToolSpec {
-        name: "expand_summary",
-        description: "Drill into a summary node: the child summaries of a higher-level node, or the original \
-                      messages of a Level-0 node (paged).",
-        schema: || schemars::schema_for!(ExpandSummaryArgs),
-    },
-    ToolSpec {
-        name: "view_chat_history_summary",
-        description: "The consolidated timeline of this persona's conversations across all of its chats: each \
-                      chat's summaries in time order, then each chat's newest messages not yet summarized. Call \
-                      it when the user refers to other chats or to events you cannot find in this conversation.",
-        schema: || schemars::schema_for!(HistoryArgs),
-    },
-    ToolSpec {
-        name: "save_memory",
-        description: "Save or update a memory (upsert by category and key): `progress` for task state, `memo` \
-                      for notes worth keeping. At most 500 characters. User preferences cannot be written by you.",
-        schema: || schemars::schema_for!(SaveMemoryArgs),
-    },
-    ToolSpec {
-        name: "memory_list",
-        description: "List this persona's saved memories, newest first: the user's preferences, your `progress` \
-                      (task state) and `memo` notes. Filter by category or key prefix; paged.",
-        schema: || schemars::schema_for!(MemoryListArgs),
-    },
-];
+impl Tool {
+    /// Every tool, in the order they are offered to the model.
+    pub const ALL: [Tool; 7] = [
+        Tool::MemoryGrep,
+        Tool::MemorySearch,
+        Tool::ViewMessage,
+        Tool::ExpandSummary,
+        Tool::ViewChatHistorySummary,
+        Tool::SaveMemory,
+        Tool::MemoryList,
+    ];
+
+    /// The name the model calls it by.
+    pub fn name(self) -> &'static str {
+        match self {
+            Tool::MemoryGrep => "memory_grep",
+            Tool::MemorySearch => "memory_search",
+            Tool::ViewMessage => "view_message",
+            Tool::ExpandSummary => "expand_summary",
+            Tool::ViewChatHistorySummary => "view_chat_history_summary",
+            Tool::SaveMemory => "save_memory",
+            Tool::MemoryList => "memory_list",
+        }
+    }
+
+    /// The tool called `name`, if there is one.
+    pub fn from_name(name: &str) -> Option<Tool> {
+        Tool::ALL.into_iter().find(|tool| tool.name() == name)
+    }
+
+    /// Whether a call may write to the database (MCP's `readOnlyHint` is its negation).
+    pub fn writes(self) -> bool {
+        matches!(self, Tool::SaveMemory)
+    }
+
+    /// Whether a call needs the embedding model loaded (the others use it only when it is).
+    pub fn needs_embedder(self) -> bool {
+        matches!(self, Tool::MemorySearch)
+    }
+
+    /// What the model reads about it.
+    pub fn description(self) -> &'static str {
+        match self {
+            Tool::MemoryGrep => {
+                "Keyword search over this persona's past messages, conversation summaries and saved \
+                 memories, across all of its chats. Use it for exact words, names, identifiers, \
+                 error messages, file paths. Results are best match first, with the match marked «like this»."
+            }
+            Tool::MemorySearch => {
+                "Search this persona's past messages, summaries and memories by meaning (semantic, \
+                 combined with keyword ranking). Use it when you do not know the exact words, e.g. \
+                 'when did the deployment break'. Results carry a relevance score."
+            }
+            Tool::ViewMessage => {
+                "Open one stored message: its text (a page of it when long: pass the answer's next_offset \
+                 as offset to read on), time and session, a few messages before and after it, and the summary \
+                 that covers it."
+            }
+            Tool::ExpandSummary => {
+                "Drill into a summary node: the child summaries of a higher-level node, or the original \
+                 messages of a Level-0 node (paged)."
+            }
+            Tool::ViewChatHistorySummary => {
+                "The consolidated timeline of this persona's conversations across all of its chats: each \
+                 chat's summaries in time order, then each chat's newest messages not yet summarized. Call \
+                 it when the user refers to other chats or to events you cannot find in this conversation."
+            }
+            Tool::SaveMemory => {
+                "Save or update a memory (upsert by category and key): `progress` for task state, `memo` \
+                 for notes worth keeping. At most 500 characters. User preferences cannot be written by you."
+            }
+            Tool::MemoryList => {
+                "List this persona's saved memories, newest first: the user's preferences, your `progress` \
+                 (task state) and `memo` notes. Filter by category or key prefix; paged."
+            }
+        }
+    }
+
+    /// The JSON schema of its arguments, generated from the argument type.
+    pub fn parameters(self) -> Value {
+        let schema = match self {
+            Tool::MemoryGrep => schemars::schema_for!(MemoryGrepArgs),
+            Tool::MemorySearch => schemars::schema_for!(MemorySearchArgs),
+            Tool::ViewMessage => schemars::schema_for!(ViewMessageArgs),
+            Tool::ExpandSummary => schemars::schema_for!(ExpandSummaryArgs),
+            Tool::ViewChatHistorySummary => schemars::schema_for!(HistoryArgs),
+            Tool::SaveMemory => schemars::schema_for!(SaveMemoryArgs),
+            Tool::MemoryList => schemars::schema_for!(MemoryListArgs),
+        };
+        let mut parameters = serde_json::to_value(schema).expect("a schema is JSON");
+        if let Some(object) = parameters.as_object_mut() {
+            object.remove("$schema");
+            object.remove("title");
+            object.entry("properties").or_insert_with(|| json!({}));
+        }
+        parameters
+    }
+
+    /// The tool in the OpenAI function-calling format.
+    pub fn spec(self) -> Value {
+        json!({
+            "type": "function",
+            "function": { "name": self.name(), "description": self.description(), "parameters": self.parameters() },
+        })
+    }
+
+    /// Runs one call for the persona of `ctx`; always answers JSON ([`call_tool`]).
+    pub fn call(self, ctx: &ToolContext, args: &Value) -> Value {
+        answer_of(self.name(), || self.dispatch(ctx, args))
+    }
+
+    fn dispatch(self, ctx: &ToolContext, args: &Value) -> Result<Value> {
+        let scope = ctx.scope();
+        let store = &ctx.store;
+        let config = &ctx.config;
+        match self {
+            Tool::MemoryGrep => {
+                let in_context = InContext::of_session(store, ctx.session.id)?;
+                answer(grep_outside(store, &scope, config, &parse_args(args)?, &in_context)?)
+            }
+            Tool::MemorySearch => {
+                let in_context = InContext::of_session(store, ctx.session.id)?;
+                answer(search_outside(store, &scope, config, &ctx.embedder, &parse_args(args)?, &in_context)?)
+            }
+            Tool::ViewMessage => {
+                let args: ViewMessageArgs = parse_args(args)?;
+                answer(view(store, &scope.persona, config, &args)?)
+            }
+            Tool::ExpandSummary => answer(expand(store, &scope.persona, config, &parse_args(args)?)?),
+            Tool::ViewChatHistorySummary => {
+                let _: HistoryArgs = parse_args(args)?;
+                answer(history(store, &scope.persona, config)?)
+            }
+            Tool::SaveMemory => {
+                answer(save(store, &scope.persona, config, ctx.embedder.ready(), &parse_args(args)?)?)
+            }
+            Tool::MemoryList => {
+                answer(list(store, &scope.persona, config, &parse_args(args)?, chrono::Utc::now())?)
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for Tool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 /// The tools in the OpenAI function-calling format:
 /// `{"type": "function", "function": {"name", "description", "parameters"}}`.
 pub fn tool_specs() -> Vec<Value> {
-    TOOLS
-        .iter()
-        .map(|tool| {
-            let mut parameters = serde_json::to_value((tool.schema)()).expect("a schema is JSON");
-            if let Some(object) = parameters.as_object_mut() {
-                object.remove("$schema");
-                object.remove("title");
-                object.entry("properties").or_insert_with(|| json!({}));
-            }
-            json!({
-                "type": "function",
-                "function": { "name": tool.name, "description": tool.description, "parameters": parameters },
-            })
-        })
-        .collect()
+    Tool::ALL.into_iter().map(Tool::spec).collect()
 }
 
 /// The names of every tool.
 pub fn tool_names() -> Vec<&'static str> {
-    TOOLS.iter().map(|tool| tool.name).collect()
+    Tool::ALL.into_iter().map(Tool::name).collect()
 }
 
 fn parse_args<T: for<'de> Deserialize<'de>>(args: &Value) -> Result<T> {
@@ -326,46 +427,23 @@ fn answer(value: impl serde::Serialize) -> Result<Value> {
     Ok(value)
 }
 
-fn dispatch(ctx: &ToolContext, name: &str, args: &Value) -> Result<Value> {
-    let scope = ctx.scope();
-    let store = &ctx.store;
-    let config = &ctx.config;
-    match name {
-        "memory_grep" => {
-            let in_context = InContext::of_session(store, ctx.session.id)?;
-            answer(grep_outside(store, &scope, config, &parse_args(args)?, &in_context)?)
-        }
-        "memory_search" => {
-            let in_context = InContext::of_session(store, ctx.session.id)?;
-            answer(search_outside(store, &scope, config, &ctx.embedder, &parse_args(args)?, &in_context)?)
-        }
-        "view_message" => {
-            let args: ViewMessageArgs = parse_args(args)?;
-            answer(view(store, &scope.persona, config, &args)?)
-        }
-        "expand_summary" => answer(expand(store, &scope.persona, config, &parse_args(args)?)?),
-        "view_chat_history_summary" => {
-            let _: HistoryArgs = parse_args(args)?;
-            answer(history(store, &scope.persona, config)?)
-        }
-        "save_memory" => {
-            answer(save(store, &scope.persona, config, ctx.embedder.ready(), &parse_args(args)?)?)
-        }
-        "memory_list" => answer(list(store, &scope.persona, config, &parse_args(args)?, chrono::Utc::now())?),
-        other => Err(Error::UnknownTool(other.chars().take(80).collect())),
-    }
-}
-
-/// Runs one tool call and answers JSON, always: a result object, or
+/// Runs one tool call by name and answers JSON, always: a result object, or
 /// `{"error": {"kind", "message", ...}}` for bad arguments, unknown tools, missing rows (another
 /// persona's rows are reported exactly like missing ones) and failures. Never panics.
 pub fn call_tool(ctx: &ToolContext, name: &str, args: &Value) -> Value {
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dispatch(ctx, name, args)));
-    match outcome {
+    match Tool::from_name(name) {
+        Some(tool) => tool.call(ctx, args),
+        None => error_json(name, &Error::UnknownTool(name.chars().take(80).collect())),
+    }
+}
+
+/// The answer of `work`, its error as the error object, a panic as an internal error.
+fn answer_of(tool: &str, work: impl FnOnce() -> Result<Value>) -> Value {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)) {
         Ok(Ok(value)) => value,
-        Ok(Err(err)) => error_json(name, &err),
+        Ok(Err(err)) => error_json(tool, &err),
         Err(_) => {
-            json!({"error": {"kind": "internal", "tool": name, "message": "the tool failed unexpectedly"}})
+            json!({"error": {"kind": "internal", "tool": tool, "message": "the tool failed unexpectedly"}})
         }
     }
 }
