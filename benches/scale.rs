@@ -17,63 +17,23 @@
 //! `target/criterion/<group>/<bench>/new/estimates.json`. Needs the embedding assets
 //! (`scripts/fetch-embed-assets.sh`) for the search group.
 
-use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::json;
-use strata_compactor::{Compactor, CompactorConfig, ExtractiveSummarizer, Outcome, TimedSummarizer};
+use strata_compactor::Outcome;
 use strata_recall::{Embedder, RecallConfig, ToolContext, call_tool};
 use strata_store::{HitKind, Scan, SearchFilter, Store};
 
 #[path = "support/appends.rs"]
 mod appends;
+#[path = "support/fixtures.rs"]
+mod fixtures;
 #[path = "support/word_corpus.rs"]
 mod word_corpus;
 
+use fixtures::{Vectors, extractive_compactor, fixture, session_fixture};
 use word_corpus::MODEL;
-
-/// Whether a fixture's messages get vectors.
-#[derive(Clone, Copy, PartialEq)]
-enum Vectors {
-    Yes,
-    No,
-}
-
-/// The database cached at `target/tmp/scale-fixtures/{name}-v{schema version}.db`, built on
-/// first use by `build` (into a side file, checkpointed and renamed when done, so an interrupted
-/// build is never taken for a fixture).
-fn cached_fixture(name: &str, build: impl FnOnce(&Store)) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("scale-fixtures");
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("{name}-v{}.db", strata_store::SCHEMA_VERSION));
-    if path.exists() {
-        return path;
-    }
-    let started = Instant::now();
-    let building = path.with_extension("building");
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", building.display()));
-    }
-    build(&Store::open(&building).unwrap());
-    let wal = rusqlite::Connection::open(&building).unwrap();
-    wal.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())).unwrap();
-    drop(wal);
-    std::fs::rename(&building, &path).unwrap();
-    eprintln!("built {} in {:.1} s", path.display(), started.elapsed().as_secs_f64());
-    path
-}
-
-/// A cached database of `messages` messages of persona `p` (sessions of 1,000) plus 10,000 of
-/// persona `q`, with a vector each when asked.
-fn fixture(messages: usize, vectors: Vectors) -> Store {
-    let kind = if vectors == Vectors::Yes { "recall" } else { "text" };
-    let path = cached_fixture(&format!("{kind}-{messages}"), |store| {
-        word_corpus::fill(store, messages, vectors == Vectors::Yes)
-    });
-    Store::open(&path).unwrap()
-}
 
 fn search(c: &mut Criterion) {
     let embedder = Embedder::load_default().expect("run scripts/fetch-embed-assets.sh first");
@@ -261,31 +221,6 @@ fn append(c: &mut Criterion) {
         });
     }
     group.finish();
-}
-
-/// A cached database holding one session `s` of `n` messages of the generated week, folded by
-/// the extractive summarizer when `compacted` (so nothing is left to compact).
-fn session_fixture(n: usize, compacted: bool) -> PathBuf {
-    let kind = if compacted { "compacted" } else { "session" };
-    cached_fixture(&format!("{kind}-{n}"), |store| {
-        let session = store.session("s", "default").unwrap();
-        for batch in appends::first_messages(n).chunks(5_000) {
-            store.append(session.id, batch).unwrap();
-        }
-        store.index_messages(usize::MAX >> 1).unwrap();
-        if compacted {
-            let (compactor, _) = extractive_compactor(store.clone());
-            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-            runtime.block_on(compactor.compact_rounds(session.id, u32::MAX)).unwrap();
-        }
-    })
-}
-
-/// A compactor with the default configuration and the extractive summarizer, timed.
-fn extractive_compactor(store: Store) -> (Compactor, Arc<TimedSummarizer<ExtractiveSummarizer>>) {
-    let config = CompactorConfig::default();
-    let summarizer = Arc::new(TimedSummarizer::new(ExtractiveSummarizer::new(config.token_counter())));
-    (Compactor::new(store, config, summarizer.clone()).unwrap(), summarizer)
 }
 
 /// Compaction of a fresh session of 20,000 messages (and 200,000 with `STRATA_BENCH_1M=1`),

@@ -1,0 +1,103 @@
+//! The Rust calls the Python binding wraps, through `strata::blocking` (what the binding calls),
+//! on the fixtures `benches/binding.py` measures from Python in the same run (`make
+//! bench-python` runs both and prints the ratios):
+//!
+//! - `prepare_context` of a 100,000-message session with nothing left to compact;
+//! - `append_many` of 1,000 messages of the demo's conversation, into a fresh database;
+//! - `call_tool("memory_search", ...)` over 100,000 vectors, query embedding included.
+//!
+//! ```sh
+//! cargo bench --bench binding
+//! ```
+
+use std::time::Duration;
+
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use serde_json::json;
+use strata::blocking::Engine;
+use strata::{ChatMessage, Config, Incoming};
+
+// Shared with the scale bench, which uses the parts this one does not.
+#[allow(dead_code)]
+#[path = "support/appends.rs"]
+mod appends;
+#[allow(dead_code)]
+#[path = "support/fixtures.rs"]
+mod fixtures;
+#[path = "support/word_corpus.rs"]
+mod word_corpus;
+
+use fixtures::{Vectors, fixture, session_fixture};
+
+/// The paths `benches/binding.py` reads, so both sides measure the same files.
+fn announce(name: &str, path: &std::path::Path) {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("binding");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join(name), path.display().to_string()).unwrap();
+}
+
+fn prepare_context(c: &mut Criterion) {
+    let path = session_fixture(100_000, true);
+    announce("prepare_context", &path);
+    let engine = Engine::open(&path, Config::default()).unwrap();
+    let session = engine.session("s", "default").unwrap();
+    let mut group = c.benchmark_group("binding");
+    group.sample_size(30);
+    group.bench_function("rust/prepare_context/100000", |b| b.iter(|| session.prepare_context().unwrap()));
+    group.finish();
+}
+
+/// The demo's first 1,000 messages as a bot hands them over.
+fn thousand() -> Vec<Incoming> {
+    appends::first_messages(1_000)
+        .into_iter()
+        .map(|message| Incoming {
+            message: ChatMessage {
+                role: message.role,
+                content: Some(message.content),
+                tool_calls: message.tool_calls,
+                tool_call_id: message.tool_call_id,
+                name: message.name,
+            },
+            timestamp: Some(message.created_at),
+            key: None,
+            pinned: false,
+        })
+        .collect()
+}
+
+fn append_many(c: &mut Criterion) {
+    let mut group = c.benchmark_group("binding");
+    group.sample_size(20).measurement_time(Duration::from_secs(15));
+    group.bench_function("rust/append_many/1000", |b| {
+        b.iter_batched(
+            || {
+                let dir = tempfile::tempdir().unwrap();
+                let engine = Engine::open(dir.path().join("append.db"), Config::default()).unwrap();
+                let session = engine.session("s", "default").unwrap();
+                (dir, engine, session, thousand())
+            },
+            |(_dir, _engine, session, messages)| session.append_many(messages).unwrap(),
+            BatchSize::PerIteration,
+        )
+    });
+    group.finish();
+}
+
+fn memory_search(c: &mut Criterion) {
+    let store = fixture(100_000, Vectors::Yes);
+    announce("memory_search", store.path());
+    let engine = Engine::open(store.path(), Config::default()).unwrap();
+    let session = engine.session("p-0", "p").unwrap();
+    let arguments = json!({"query": "deploy billing service", "limit": 10});
+    assert!(session.call_tool("memory_search", arguments.clone()).get("error").is_none());
+    let mut group = c.benchmark_group("binding");
+    group.sample_size(30);
+    group.bench_function("rust/memory_search/100000", |b| {
+        b.iter(|| session.call_tool("memory_search", arguments.clone()))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, prepare_context, append_many, memory_search);
+criterion_main!(benches);

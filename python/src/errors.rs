@@ -1,0 +1,123 @@
+//! strata's errors as the exceptions of `strata/_errors.py`, each carrying the one line the
+//! command line prints. The classes live in Python so that they can also be `ValueError`,
+//! `LookupError` or `PermissionError`, as Python code expects.
+
+use pyo3::prelude::*;
+use strata::compactor::Error as CompactorError;
+use strata::recall::Error as RecallError;
+use strata::store::Error as StoreError;
+
+/// What a call of the binding can fail with, before it is raised.
+#[derive(Debug)]
+pub enum Failure {
+    /// The engine refused or failed.
+    Engine(strata::Error),
+    /// An argument the binding reads itself is wrong.
+    BadInput(String),
+    /// The engine was closed.
+    Closed,
+    /// Python raised while the binding read an argument (a `model_dump` that failed, say).
+    Python(PyErr),
+    /// A bug: an answer that does not serialize, a task that panicked.
+    Internal(String),
+}
+
+impl From<strata::Error> for Failure {
+    fn from(error: strata::Error) -> Failure {
+        Failure::Engine(error)
+    }
+}
+
+impl From<StoreError> for Failure {
+    fn from(error: StoreError) -> Failure {
+        Failure::Engine(error.into())
+    }
+}
+
+impl From<CompactorError> for Failure {
+    fn from(error: CompactorError) -> Failure {
+        Failure::Engine(error.into())
+    }
+}
+
+impl From<PyErr> for Failure {
+    fn from(error: PyErr) -> Failure {
+        Failure::Python(error)
+    }
+}
+
+impl Failure {
+    /// The same failure, said of the message at `index` of a batch.
+    pub fn at(self, index: usize) -> Failure {
+        match self {
+            Failure::BadInput(reason) => Failure::BadInput(format!("message {index}: {reason}")),
+            Failure::Engine(strata::Error::InvalidMessage(reason)) => {
+                Failure::BadInput(format!("message {index}: invalid message: {reason}"))
+            }
+            other => other,
+        }
+    }
+}
+
+/// The error and its causes on one line, whitespace collapsed: what `strata` prints after
+/// `error: `.
+fn one_line(error: &strata::Error) -> String {
+    strata::store::error_chain(error).split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn engine_class(error: &strata::Error) -> &'static str {
+    match error {
+        strata::Error::Store(error)
+        | strata::Error::Compactor(CompactorError::Store(error))
+        | strata::Error::Recall(RecallError::Store(error)) => store_class(error),
+        strata::Error::InvalidMessage(_) | strata::Error::Config(_) => "BadInput",
+        strata::Error::Compactor(CompactorError::Config { .. } | CompactorError::EncodingMismatch { .. }) => {
+            "BadInput"
+        }
+        strata::Error::Summarizer(_) => "SummarizerUnavailable",
+        strata::Error::Recall(error) => match error {
+            RecallError::InvalidArgument { .. } | RecallError::NearDuplicateKey { .. } => "BadInput",
+            RecallError::UnknownTool(_) => "NotFound",
+            _ => "EmbedderUnavailable",
+        },
+        strata::Error::Io { .. } => "DatabaseError",
+        _ => "Error",
+    }
+}
+
+fn store_class(error: &StoreError) -> &'static str {
+    match error {
+        StoreError::Busy(_) => "Busy",
+        StoreError::Corrupt(_) | StoreError::Damaged { .. } => "DamagedDatabase",
+        StoreError::NotFound(_) | StoreError::Missing { .. } => "NotFound",
+        StoreError::ProtectedCategory | StoreError::PersonaMismatch { .. } => "Forbidden",
+        StoreError::Invalid { .. } => "BadInput",
+        // Another writer won the race for the same rows; calling again sees its work.
+        StoreError::AlreadyCovered { .. }
+        | StoreError::AlreadyMerged { .. }
+        | StoreError::AlreadyReplaced { .. } => "Busy",
+        _ => "DatabaseError",
+    }
+}
+
+/// The Python exception for `failure`.
+pub fn to_py(failure: Failure) -> PyErr {
+    let (class, message) = match failure {
+        Failure::Python(error) => return error,
+        Failure::Engine(error) => (engine_class(&error), one_line(&error)),
+        Failure::BadInput(reason) => ("BadInput", reason),
+        Failure::Closed => ("Error", "the engine is closed".to_owned()),
+        Failure::Internal(reason) => ("Error", format!("internal error: {reason}")),
+    };
+    Python::attach(|py| {
+        let exception = py
+            .import("strata._errors")
+            .and_then(|module| module.getattr(class))
+            .and_then(|class| class.call1((message.clone(),)));
+        match exception {
+            Ok(exception) => PyErr::from_value(exception),
+            // Only a broken installation lacks strata._errors: still say what went wrong.
+            Err(_) => pyo3::exceptions::PyRuntimeError::new_err(message),
+        }
+    })
+}
