@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use strata::Config;
 use strata::blocking::{Engine, Session};
 use strata_compactor::Outcome;
+use strata_recall::Tool;
 use strata_store::{Category, MemoryWrite, Writer};
 use strata_synth::{self as synth, TranscriptSpec};
 
@@ -242,18 +243,19 @@ pub fn run(
         )?;
     }
     let recall_started = Instant::now();
-    let call =
-        |name: &str, arguments: Value| -> anyhow::Result<Value> { Ok(session.call_tool(name, arguments)) };
+    let call = |tool: Tool, arguments: Value| -> anyhow::Result<Value> {
+        Ok(session.call_tool(tool.name(), arguments))
+    };
 
-    let grep = call("memory_grep", json!({"query": bug.grep, "limit": 3}))?;
-    show_hits(out, "memory_grep", &json!({"query": bug.grep, "limit": 3}), &grep)?;
+    let grep = call(Tool::MemoryGrep, json!({"query": bug.grep, "limit": 3}))?;
+    show_hits(out, Tool::MemoryGrep, &json!({"query": bug.grep, "limit": 3}), &grep)?;
     let search_args = json!({"query": paraphrase.paraphrase, "limit": 3});
-    let search = call("memory_search", search_args.clone())?;
-    show_hits(out, "memory_search", &search_args, &search)?;
+    let search = call(Tool::MemorySearch, search_args.clone())?;
+    show_hits(out, Tool::MemorySearch, &search_args, &search)?;
 
     let fix_id = message_id_of(&engine, &session, fix.index)?;
-    let view = call("view_message", json!({"message_id": fix_id}))?;
-    writeln!(out, "\n  ▸ view_message {{\"message_id\": {fix_id}}}")?;
+    let view = call(Tool::ViewMessage, json!({"message_id": fix_id}))?;
+    writeln!(out, "\n  ▸ {} {{\"message_id\": {fix_id}}}", Tool::ViewMessage)?;
     writeln!(out, "      {}", cut(&text_of(&view, "/message/content"), 110))?;
     if let Some(node) = view.pointer("/covering_summary").filter(|n| !n.is_null()) {
         writeln!(
@@ -268,8 +270,8 @@ pub fn run(
     let decision_id = message_id_of(&engine, &session, decision.index)?;
     let node_id = engine.store().message(strata_store::MessageId(decision_id))?.summary_id;
     if let Some(node_id) = node_id {
-        let expanded = call("expand_summary", json!({"node_id": node_id.0}))?;
-        writeln!(out, "\n  ▸ expand_summary {{\"node_id\": {node_id}}}")?;
+        let expanded = call(Tool::ExpandSummary, json!({"node_id": node_id.0}))?;
+        writeln!(out, "\n  ▸ {} {{\"node_id\": {node_id}}}", Tool::ExpandSummary)?;
         writeln!(out, "      {}", cut(&text_of(&expanded, "/node/headline"), 110))?;
         let sources = expanded.pointer("/messages").and_then(Value::as_array).cloned().unwrap_or_default();
         writeln!(out, "      {} source messages on this page; the planted one:", sources.len())?;
@@ -285,8 +287,8 @@ pub fn run(
         }
     }
 
-    let history = call("view_chat_history_summary", json!({}))?;
-    writeln!(out, "\n  ▸ view_chat_history_summary {{}}")?;
+    let history = call(Tool::ViewChatHistorySummary, json!({}))?;
+    writeln!(out, "\n  ▸ {} {{}}", Tool::ViewChatHistorySummary)?;
     for entry in history.pointer("/timeline").and_then(Value::as_array).into_iter().flatten().take(3) {
         writeln!(
             out,
@@ -299,10 +301,10 @@ pub fn run(
     }
 
     let refused = call(
-        "save_memory",
+        Tool::SaveMemory,
         json!({"category": "user_preferences", "key": "indentation", "title": "Indentation", "content": "Spaces."}),
     )?;
-    writeln!(out, "\n  ▸ save_memory {{\"category\": \"user_preferences\", ...}}")?;
+    writeln!(out, "\n  ▸ {} {{\"category\": \"user_preferences\", ...}}", Tool::SaveMemory)?;
     writeln!(out, "      refused: {}", cut(&text_of(&refused, "/error/message"), 100))?;
     writeln!(
         out,
@@ -351,7 +353,7 @@ fn cut(text: &str, max: usize) -> String {
     strata_store::truncate_chars(&line, max)
 }
 
-fn show_hits(out: &mut impl Write, tool: &str, arguments: &Value, answer: &Value) -> anyhow::Result<()> {
+fn show_hits(out: &mut impl Write, tool: Tool, arguments: &Value, answer: &Value) -> anyhow::Result<()> {
     writeln!(out, "\n  ▸ {tool} {arguments}")?;
     if let Some(error) = answer.get("error") {
         writeln!(out, "      error: {}", text_of(error, "/message"))?;

@@ -238,7 +238,7 @@ fn retrieval(
         Ok(bm25.rank(&q.persona, &q.question, 10))
     })?];
     let state = EmbedderState::from(embedder);
-    let mut variants = vec![("memory_search".to_owned(), recall.clone())];
+    let mut variants = vec![(strata_recall::Tool::MemorySearch.name().to_owned(), recall.clone())];
     if args.ablate {
         variants.push((
             "  semantic side only".to_owned(),
@@ -271,7 +271,7 @@ fn retrieval(
             Ok(positions(answer.results))
         })?);
     }
-    runs.push(run_each("memory_grep", &questions, |q| {
+    runs.push(run_each(strata_recall::Tool::MemoryGrep.name(), &questions, |q| {
         let args = MemoryGrepArgs {
             query: q.question.clone(),
             limit: Some(10),

@@ -26,7 +26,7 @@ pub fn run(cli: &Cli, args: &McpArgs) -> anyhow::Result<()> {
     let (engine, session) =
         open_session(cli, config, &args.session, args.persona.as_deref(), !args.no_embed)?;
     tracing::info!(session = %session.info().key, persona = %session.info().persona, "serving MCP on stdio");
-    engine.block_on(strata::mcp::serve_stdio(engine.engine(), session)).context("MCP server failed")?;
+    engine.block_on(strata::mcp::serve_stdio(session)).context("MCP server failed")?;
     // Standard input may still be held by a blocking read after the client left; do not wait
     // for it.
     engine.shutdown_background();
