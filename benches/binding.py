@@ -5,6 +5,7 @@ Python median beside the Rust median criterion measured, and their ratio."""
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -15,8 +16,9 @@ from typing import Callable, List
 import strata
 
 ROOT = Path(__file__).resolve().parents[1]
-TMP = ROOT / "target" / "tmp" / "binding"
-CRITERION = ROOT / "target" / "criterion" / "binding"
+TARGET = Path(os.environ.get("CARGO_TARGET_DIR") or ROOT / "target")
+TMP = TARGET / "tmp" / "binding"
+CRITERION = TARGET / "criterion" / "binding"
 
 
 def median_seconds(run: Callable[[], object], samples: int, setup: Callable[[], object] = lambda: None) -> float:
