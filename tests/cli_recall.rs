@@ -101,7 +101,34 @@ fn grep_filters_by_persona_session_limit_and_time() {
     assert_eq!(timed["count"], 2, "{timed:#}"); // the 09:00 summary end and the 10:00 fix
     let text = strata.run(&["grep", "merge conflict", "--persona", "coder"]).success();
     assert!(text.contains("billing#1") && text.contains("«merge» «conflict»"), "{text}");
-    let error = strata.run(&["grep", "*", "--persona", "coder"]).failure();
+    // A bare `*` lists what was said: the newest first, or a time range oldest first.
+    let newest = strata.run(&["grep", "*", "--persona", "coder", "--json"]).json();
+    assert_eq!(newest["order"], "newest first", "{newest:#}");
+    let times: Vec<&str> =
+        newest["results"].as_array().unwrap().iter().map(|hit| hit["timestamp"].as_str().unwrap()).collect();
+    assert!(!times.is_empty() && times.windows(2).all(|pair| pair[0] >= pair[1]), "{times:?}");
+    let window = strata
+        .run(&[
+            "grep",
+            "*",
+            "--persona",
+            "coder",
+            "--start",
+            "2024-05-01T09:00:00Z",
+            "--end",
+            "2024-05-01T11:00:00Z",
+            "--json",
+        ])
+        .json();
+    assert_eq!(window["order"], "oldest first within the time range", "{window:#}");
+    let times: Vec<&str> =
+        window["results"].as_array().unwrap().iter().map(|hit| hit["timestamp"].as_str().unwrap()).collect();
+    assert!(!times.is_empty() && times.windows(2).all(|pair| pair[0] <= pair[1]), "{times:?}");
+    assert!(
+        times.iter().all(|time| ("2024-05-01T09:00:00".."2024-05-01T11:00:00").contains(&&time[..19])),
+        "{times:?}"
+    );
+    let error = strata.run(&["grep", "\"\"", "--persona", "coder"]).failure();
     assert!(error.contains("no searchable text"), "{error}");
 }
 

@@ -278,6 +278,7 @@ fn retrieval(
             start_time: None,
             end_time: None,
             include_in_context: None,
+            offset: None,
         };
         Ok(match strata_recall::grep(&store, &Scope::persona(&q.persona), recall, &args) {
             Ok(answer) => positions(answer.results),

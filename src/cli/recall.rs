@@ -143,7 +143,8 @@ pub fn search(
     let (limit, include_in_context) = (command.filters.limit, None);
     let answer = match matching {
         Matching::Keywords => {
-            let args = MemoryGrepArgs { query, start_time, end_time, limit, include_in_context };
+            let args =
+                MemoryGrepArgs { query, start_time, end_time, limit, include_in_context, offset: None };
             strata_recall::grep(store, &scope, config, &args)?
         }
         Matching::Meaning => {

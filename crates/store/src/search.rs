@@ -409,6 +409,50 @@ fn grep_kind(
     Ok(())
 }
 
+/// The messages of `filter.persona` (and `filter.session`) sent within `filter.start` ..
+/// `filter.end`, in time order (oldest first when `oldest_first`, else newest first), skipping
+/// `offset`: what a bare `*` grep lists. Walks the `messages_created` index, so a page costs its
+/// rows and the ones skipped, not the history.
+pub fn said_between(
+    conn: &Connection,
+    filter: &SearchFilter,
+    oldest_first: bool,
+    offset: usize,
+) -> Result<Vec<TextHit>> {
+    let mut conditions = vec!["s.role = ?".to_owned()];
+    let mut values: Vec<Value> = vec![Value::Text(filter.persona.clone())];
+    if let Some(start) = filter.start {
+        conditions.push("m.created_at >= ?".to_owned());
+        values.push(Value::Real(to_unix(start)));
+    }
+    if let Some(end) = filter.end {
+        conditions.push("m.created_at < ?".to_owned());
+        values.push(Value::Real(to_unix(end)));
+    }
+    if let Some(session) = filter.session {
+        conditions.push("m.session_id = ?".to_owned());
+        values.push(Value::Integer(session.0));
+    }
+    values.push(Value::Integer(filter.limit.min(1000) as i64));
+    values.push(Value::Integer(offset.min(i64::MAX as usize) as i64));
+    let order = if oldest_first { "ASC" } else { "DESC" };
+    let statement = format!(
+        "SELECT {select}, 0.0 FROM messages m JOIN sessions s ON s.id = m.session_id WHERE {conditions} \
+         ORDER BY m.created_at {order}, m.id {order} LIMIT ? OFFSET ?",
+        select = MESSAGES.select,
+        conditions = conditions.join(" AND "),
+    );
+    let mut stmt = conn.prepare_cached(&statement)?;
+    let rows =
+        stmt.query_map(params_from_iter(values), |row| TextHit::from_row(HitKind::Message, row, Some(10)))?;
+    rows.map(|hit| {
+        let mut hit = hit?;
+        hit.snippet = crate::text::truncate_chars(&hit.snippet, EXCERPT_CHARS);
+        Ok(hit)
+    })
+    .collect()
+}
+
 /// How well a text matches a grep: for each (lowercased) term, its occurrences saturated as
 /// bm25 saturates term frequency (k1 = 1.2) and divided by the text's length relative to a
 /// 100-word message (b = 0.75), summed over the terms. Every term is in every candidate, so

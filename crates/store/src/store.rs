@@ -480,6 +480,17 @@ impl Store {
         self.read(|conn| search::grep(conn, query, filter))
     }
 
+    /// The messages of one persona sent in a time window, in time order, paged: what was said
+    /// then ([`search::said_between`]).
+    pub fn said_between(
+        &self,
+        filter: &SearchFilter,
+        oldest_first: bool,
+        offset: usize,
+    ) -> Result<Vec<TextHit>> {
+        self.read(|conn| search::said_between(conn, filter, oldest_first, offset))
+    }
+
     /// The token encoding the stored counts were made with (its name, such as `o200k_base`);
     /// `None` until a command that counts tokens recorded one.
     pub fn token_encoding(&self) -> Result<Option<String>> {

@@ -124,6 +124,8 @@ impl ToolContext {
 pub struct MemoryGrepArgs {
     /// Keywords, case-insensitive substrings that must all appear. "Quoted phrases" match as a
     /// whole; `*` stands for any text (`deploy*` finds deploying). Works for any script (CJK too).
+    /// A bare `*` lists the messages of the time range, oldest first (without a range: the
+    /// newest), paged with offset.
     pub query: String,
     /// Only items at or after this time: RFC 3339 (2024-05-01T09:30:00Z) or a date (2024-05-01, UTC).
     pub start_time: Option<String>,
@@ -134,6 +136,8 @@ pub struct MemoryGrepArgs {
     /// Also return messages of this conversation that are still in your context verbatim
     /// (left out by default; the answer counts them in left_out_in_context).
     pub include_in_context: Option<bool>,
+    /// With a bare `*`: skip this many messages (paging; use next_offset from the previous page).
+    pub offset: Option<u32>,
 }
 
 /// Arguments of `memory_search`.

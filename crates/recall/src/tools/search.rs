@@ -108,6 +108,9 @@ pub struct SearchAnswer {
     /// `include_in_context: true` returns them too.
     #[serde(skip_serializing_if = "is_zero")]
     pub left_out_in_context: usize,
+    /// Of a bare `*` listing with more to read: the `offset` of the next page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_offset: Option<usize>,
 }
 
 fn is_zero(count: &usize) -> bool {
@@ -218,6 +221,15 @@ pub fn grep_outside(
 ) -> Result<SearchAnswer> {
     let empty = InContext::default();
     let in_context = if args.include_in_context == Some(true) { &empty } else { in_context };
+    if is_bare_wildcard(&args.query) {
+        return said_between(store, scope, config, args, in_context);
+    }
+    if args.offset.is_some() {
+        return Err(Error::invalid(
+            "offset",
+            "pages only a bare `*` listing; a keyword search returns the best matches",
+        ));
+    }
     let query = TextQuery::parse(&cut_query(&args.query)?).map_err(|e| match e {
         strata_store::Error::Invalid { reason, .. } => Error::invalid("query", reason),
         other => Error::Store(other),
@@ -239,6 +251,46 @@ pub fn grep_outside(
         order: "best keyword match first (term frequency) among the newest 256 matches of each kind, then newest",
         semantic_coverage: None,
         left_out_in_context,
+        next_offset: None,
+    })
+}
+
+/// True for a query of nothing but `*` (and spaces): a listing, not a search.
+fn is_bare_wildcard(query: &str) -> bool {
+    query.contains('*') && query.chars().all(|c| c == '*' || c.is_whitespace())
+}
+
+/// A bare `*`: the persona's messages of the time range in time order, oldest first, or the
+/// newest first when no range is given ("what did we talk about on Tuesday afternoon"). Paged
+/// with `offset`; the messages the context holds verbatim are left out and counted, as in a
+/// search.
+fn said_between(
+    store: &Store,
+    scope: &Scope,
+    config: &RecallConfig,
+    args: &MemoryGrepArgs,
+    in_context: &InContext,
+) -> Result<SearchAnswer> {
+    let range = parse_range(args.start_time.as_deref(), args.end_time.as_deref())?;
+    let limit = config.limit(args.limit)?;
+    let oldest_first = range.0.is_some() || range.1.is_some();
+    let offset = args.offset.unwrap_or(0) as usize;
+    let filter = SearchFilter { kinds: vec![HitKind::Message], ..search_filter(scope, range, limit + 1) };
+    let mut page = store.said_between(&filter, oldest_first, offset)?;
+    let more = page.len() > limit;
+    page.truncate(limit);
+    let next_offset = more.then_some(offset + page.len());
+    let listed = page.len();
+    page.retain(|hit| !in_context.holds(hit.id));
+    let results: Vec<Hit> = page.into_iter().map(Hit::from_text_hit).collect();
+    Ok(SearchAnswer {
+        query: vec!["*".to_owned()],
+        count: results.len(),
+        left_out_in_context: listed - results.len(),
+        results,
+        order: if oldest_first { "oldest first within the time range" } else { "newest first" },
+        semantic_coverage: None,
+        next_offset,
     })
 }
 
@@ -582,6 +634,7 @@ pub fn search_outside(
         order: "fused relevance first (weighted sum of semantic and keyword scores, each scaled to 0..1)",
         semantic_coverage: coverage(store, scope, model)?,
         left_out_in_context,
+        next_offset: None,
     })
 }
 

@@ -282,3 +282,33 @@ fn a_huge_run_of_one_character_is_grepped() {
     let snippet = unfence(answer["results"][0]["snippet"].as_str().unwrap());
     assert!(snippet.starts_with("«xxx") && snippet.chars().count() < 1_000, "{}", snippet.len());
 }
+
+#[test]
+fn a_bare_wildcard_lists_what_was_said_in_a_time_range_oldest_first_paged() {
+    let fx = fixture();
+    let store = &fx.store;
+    let session = store.session("s", "p").unwrap();
+    let texts = filler(12);
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    // One message a minute from 09:00: 09:00 .. 09:11.
+    let ids = append_texts(store, &session, "2024-05-01T09:00:00Z", &texts);
+    let other = store.session("o", "other-persona").unwrap();
+    append_texts(store, &other, "2024-05-01T09:00:30Z", &["Another persona's words, never listed."]);
+    let ctx = ctx(store, &session);
+    let listed = |args: serde_json::Value| {
+        let answer = ok(&ctx, "memory_grep", args);
+        let ids: Vec<i64> = found(&answer).into_iter().map(|(_, id)| id).collect();
+        (ids, answer["next_offset"].as_u64())
+    };
+    let window = json!({"query": "*", "start_time": "2024-05-01T09:03:00Z", "end_time": "2024-05-01T09:10:00Z", "limit": 4});
+    assert_eq!(listed(window.clone()), (ids[3..7].to_vec(), Some(4)));
+    let mut next = window.clone();
+    next["offset"] = json!(4);
+    assert_eq!(listed(next), (ids[7..10].to_vec(), None));
+    // Without a range: the newest first.
+    let (newest, _) = listed(json!({"query": " * ", "limit": 3}));
+    assert_eq!(newest, [ids[11], ids[10], ids[9]]);
+    // An offset pages only a listing.
+    let error = err(&ctx, "memory_grep", json!({"query": "deploy", "offset": 2}));
+    assert!(error["message"].as_str().unwrap().contains("offset"), "{error}");
+}
