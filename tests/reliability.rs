@@ -4,6 +4,7 @@
 //! `STRATA_KILL_TRIALS` multiplies the number of kill trials (default 1: 20 imports, 20
 //! compactions and 10 embedding runs killed, 50 in all).
 
+use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::Instant;
 
@@ -214,4 +215,184 @@ fn writers_compaction_and_readers_at_once() {
         assert_eq!(messages_in(&store, &format!("writer-{i}")), *count);
     }
     eprintln!("concurrent: 2 writers x 3 imports, 4 compactions, {reads} reads, no lock error");
+}
+
+/// Every file beside `db` (the database, its `-wal`, `-shm` and `-journal`) with its bytes.
+fn files_of(db: &Path) -> Vec<(String, Vec<u8>)> {
+    let name = db.file_name().unwrap().to_str().unwrap().to_owned();
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(db.parent().unwrap())
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.file_name().unwrap().to_str().unwrap().starts_with(&name))
+        .map(|path| (path.file_name().unwrap().to_str().unwrap().to_owned(), std::fs::read(&path).unwrap()))
+        .collect();
+    files.sort();
+    files
+}
+
+/// Every command that opens the database, with arguments that get it as far as the open.
+fn every_command(strata: &Strata) -> Vec<Vec<String>> {
+    let transcript = strata.file("one.jsonl", "{\"role\":\"user\",\"content\":\"hello\"}\n");
+    let backup = strata.dir().join("never.db");
+    [
+        vec!["init"],
+        vec!["stats"],
+        vec!["doctor"],
+        vec!["doctor", "--full"],
+        vec!["grep", "hello"],
+        vec!["view", "1"],
+        vec!["memory", "list"],
+        vec!["memory", "get", "memo", "k"],
+        vec!["memory", "proposals"],
+        vec!["memory", "set", "memo", "k", "v"],
+        vec!["memory", "accept", "k"],
+        vec!["memory", "delete", "memo", "k"],
+        vec!["ingest", transcript.to_str().unwrap()],
+        vec!["compact", "--session", "s"],
+        vec!["context", "--session", "s"],
+        vec!["tree", "--session", "s"],
+        vec!["backup", backup.to_str().unwrap()],
+        vec!["mcp", "--no-embed"],
+    ]
+    .into_iter()
+    .map(|args| args.into_iter().map(str::to_owned).collect())
+    .collect()
+}
+
+/// Runs every command on `db`; each must fail with one clear error containing `expected`,
+/// and leave every file of the database byte for byte as it was, creating none.
+#[track_caller]
+fn assert_every_command_refuses(strata: &Strata, db: &Path, expected: &str) -> usize {
+    let before = files_of(db);
+    let commands = every_command(strata);
+    for args in &commands {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let error = strata.run_on(db, &args).failure();
+        assert!(error.contains(expected), "{args:?} on {}: {error}", db.display());
+        let after = files_of(db);
+        let names = |files: &[(String, Vec<u8>)]| files.iter().map(|f| f.0.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&after), names(&before), "{args:?} created or removed a file");
+        assert!(after == before, "{args:?} changed {}", db.display());
+    }
+    commands.len()
+}
+
+/// A SQLite file of another program: one table, `user_version`, `application_id` and journal
+/// mode as given.
+fn foreign_file(path: &Path, user_version: i64, application_id: i64, journal: &str) {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    let mode: String = conn.query_row(&format!("PRAGMA journal_mode = {journal}"), [], |r| r.get(0)).unwrap();
+    assert_eq!(mode, journal);
+    conn.execute_batch(&format!(
+        "CREATE TABLE invoices(id INTEGER PRIMARY KEY, total REAL);
+         INSERT INTO invoices VALUES (1, 9.5);
+         PRAGMA user_version = {user_version};
+         PRAGMA application_id = {application_id};"
+    ))
+    .unwrap();
+}
+
+#[test]
+fn foreign_sqlite_files_are_byte_identical_after_every_command() {
+    let strata = Strata::new();
+    let (mut files, mut runs) = (0, 0);
+    for journal in ["delete", "wal"] {
+        for user_version in [0, 1, 2, 5, 10, 11, 4242, -3, i32::MAX as i64] {
+            for application_id in [0, 0x1234_5678] {
+                let db = strata.dir().join(format!("app-{journal}-{user_version}-{application_id}.db"));
+                foreign_file(&db, user_version, application_id, journal);
+                runs += assert_every_command_refuses(&strata, &db, "not strata's");
+                files += 1;
+            }
+        }
+    }
+    eprintln!("foreign files: {files} files, {runs} commands, every one byte-identical");
+}
+
+#[test]
+fn a_newer_strata_file_is_refused_before_it_is_switched_to_wal() {
+    let strata = Strata::new();
+    for journal in ["delete", "wal"] {
+        let db = strata.dir().join(format!("newer-{journal}.db"));
+        drop(Store::open(&db).unwrap());
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        let mode: String =
+            conn.query_row(&format!("PRAGMA journal_mode = {journal}"), [], |r| r.get(0)).unwrap();
+        assert_eq!(mode, journal);
+        conn.pragma_update(None, "user_version", strata_store::SCHEMA_VERSION + 1).unwrap();
+        drop(conn);
+        assert_every_command_refuses(&strata, &db, "newer than this strata supports");
+    }
+}
+
+#[test]
+fn read_commands_never_create_or_rewrite_a_file() {
+    let strata = Strata::new();
+    let reads: [&[&str]; 8] = [
+        &["stats"],
+        &["doctor"],
+        &["grep", "hello"],
+        &["view", "1"],
+        &["memory", "list"],
+        &["memory", "get", "memo", "k"],
+        &["memory", "proposals"],
+        &["tree", "--session", "s"],
+    ];
+    // A mistyped path.
+    let missing = strata.dir().join("typo.db");
+    for args in reads {
+        let error = strata.run_on(&missing, args).failure();
+        assert!(error.contains("no database at"), "{args:?}: {error}");
+        assert!(files_of(&missing).is_empty(), "{args:?} created a file");
+    }
+    // An empty file.
+    let empty = strata.file("empty.db", "");
+    for args in reads {
+        let error = strata.run_on(&empty, args).failure();
+        assert!(error.contains("empty file"), "{args:?}: {error}");
+        assert_eq!(files_of(&empty), vec![("empty.db".to_owned(), Vec::new())], "{args:?}");
+    }
+    // A strata file whose schema version was set negative.
+    let negative = strata.dir().join("negative.db");
+    drop(Store::open(&negative).unwrap());
+    rusqlite::Connection::open(&negative).unwrap().pragma_update(None, "user_version", -3).unwrap();
+    assert_every_command_refuses(&strata, &negative, "schema version -3");
+}
+
+#[test]
+fn a_damaged_file_takes_no_writes() {
+    let strata = Strata::new();
+    let (file, _) = transcript(&strata, "chat.jsonl", 3, 400);
+    strata.run(&["ingest", file.to_str().unwrap(), "--session", "s"]).success();
+    strata.run(&["memory", "set", "memo", "k", "v"]).success();
+    let db = strata.db().to_path_buf();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)").unwrap();
+    drop(conn);
+    let mut bytes = std::fs::read(&db).unwrap();
+    let pages = bytes.len() / 4096;
+    for page in (pages / 2..pages).step_by(5) {
+        for byte in &mut bytes[page * 4096 + 8..page * 4096 + 40] {
+            *byte ^= 0x5A;
+        }
+    }
+    std::fs::write(&db, &bytes).unwrap();
+    let before = files_of(&db);
+    let writes: [&[&str]; 7] = [
+        &["memory", "set", "memo", "other", "v"],
+        &["memory", "accept", "k"],
+        &["memory", "delete", "memo", "k"],
+        &["ingest", file.to_str().unwrap(), "--session", "t"],
+        &["compact", "--session", "s"],
+        &["init"],
+        &["mcp", "--session", "s", "--no-embed"],
+    ];
+    for args in writes {
+        let error = strata.run(args).failure();
+        assert!(error.contains("damaged"), "{args:?}: {error}");
+        assert!(files_of(&db) == before, "{args:?} wrote to the damaged file");
+    }
+    // Reads still work or fail cleanly; doctor says what is wrong.
+    let doctor = strata.run(&["doctor"]).failure();
+    assert!(doctor.contains("not healthy") || doctor.contains("corrupt"), "{doctor}");
 }

@@ -117,10 +117,13 @@ pub struct Store {
 }
 
 impl Store {
-    /// Opens the database at `path`, creating it and bringing its schema up to date.
+    /// Opens the database at `path` for writing, creating it and bringing its schema up to
+    /// date.
     ///
-    /// A file written by a newer strata is refused with [`Error::SchemaTooNew`] and left alone;
-    /// a file that is not a SQLite database gives [`Error::Corrupt`].
+    /// Before anything is written: a file of another program is refused with
+    /// [`Error::NotStrata`], one written by a newer strata with [`Error::SchemaTooNew`], and a
+    /// damaged one (SQLite's `quick_check`, once per open) with [`Error::Damaged`], each left
+    /// byte for byte as it was; a file that is not a SQLite database gives [`Error::Corrupt`].
     pub fn open(path: impl AsRef<Path>) -> Result<Store> {
         Store::open_with_timeout(path, db::DEFAULT_BUSY_TIMEOUT)
     }
@@ -128,23 +131,28 @@ impl Store {
     /// Like [`Store::open`], with the time a writer waits for the lock before [`Error::Busy`]
     /// (at most about 24.8 days, the longest SQLite takes).
     pub fn open_with_timeout(path: impl AsRef<Path>, busy_timeout: Duration) -> Result<Store> {
-        let path = path.as_ref().to_path_buf();
-        // The first connection is opened by hand so that its errors keep their detail; the pool
-        // would reduce them to a message.
-        let mut conn = db::open_connection(&path, busy_timeout)?;
-        migrate::migrate(&mut conn)?;
-        drop(conn);
-        Ok(Store { pool: db::pool(&path, busy_timeout)?, path, rows_read: Arc::default() })
+        Store::open_as(path.as_ref(), busy_timeout, db::Access::Write)
     }
 
     /// Opens an existing database for a command that only reads: a missing file is
-    /// [`Error::Missing`] and nothing is created.
+    /// [`Error::Missing`], an empty one [`Error::Empty`], and nothing is created. The same
+    /// refusals as [`Store::open`] but the damage check, which `doctor` reports instead.
+    ///
+    /// The file is decided on through a read-only connection; the pool itself may write, since
+    /// a search first indexes the messages waiting for the index (schemas 8 and 10), and a file
+    /// of an older strata is brought up to date.
     pub fn open_existing(path: impl AsRef<Path>, busy_timeout: Duration) -> Result<Store> {
-        let path = path.as_ref();
-        if !path.exists() {
-            return Err(Error::Missing { path: path.to_path_buf() });
-        }
-        Store::open_with_timeout(path, busy_timeout)
+        Store::open_as(path.as_ref(), busy_timeout, db::Access::Read)
+    }
+
+    fn open_as(path: &Path, busy_timeout: Duration, access: db::Access) -> Result<Store> {
+        let path = path.to_path_buf();
+        // The first connection is opened by hand so that its errors keep their detail; the pool
+        // would reduce them to a message.
+        let mut conn = db::open_connection(&path, busy_timeout, access)?;
+        migrate::migrate(&mut conn)?;
+        drop(conn);
+        Ok(Store { pool: db::pool(&path, busy_timeout)?, path, rows_read: Arc::default() })
     }
 
     /// The database file.
@@ -170,8 +178,7 @@ impl Store {
     // Health.
 
     /// SQLite's `quick_check`: an error naming the first problems when the file is damaged.
-    /// Bulk writers (`strata ingest`, `strata compact`) run it first, so they never add to a
-    /// damaged file.
+    /// [`Store::open`] runs it once, so no writer adds to a damaged file.
     pub fn quick_check(&self) -> Result<()> {
         let check = self.read(|conn| check::sqlite_check(conn, false))?;
         match check.problems {
