@@ -26,8 +26,9 @@ pub struct CompactorConfig {
     /// `context_window_tokens - reserve_tokens` (default 4,000).
     pub reserve_tokens: u32,
     /// The first messages of a session, kept verbatim forever: typically the system prompt and
-    /// the first request (default 2). Extended past tool results so a call is never split
-    /// from its result.
+    /// the first request (default 2). Shortened to end before a tool call whose results it
+    /// would cut off, so a call is never split from its result and a tool's output is never
+    /// protected forever.
     pub head_messages: u32,
     /// At most this many of the newest turns are protected as the tail (default 4). The newest
     /// turn is always protected, whatever its size.
