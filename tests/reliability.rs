@@ -396,3 +396,35 @@ fn a_damaged_file_takes_no_writes() {
     let doctor = strata.run(&["doctor"]).failure();
     assert!(doctor.contains("not healthy") || doctor.contains("corrupt"), "{doctor}");
 }
+
+#[test]
+fn doctor_full_reports_a_tampered_schema() {
+    let strata = Strata::new();
+    let (file, _) = transcript(&strata, "chat.jsonl", 5, 40);
+    strata.run(&["ingest", file.to_str().unwrap(), "--session", "s"]).success();
+    strata.run(&["embed"]).success();
+    // Healthy with the vector tables the embedding model created.
+    strata.run(&["doctor", "--full"]).success();
+    let conn = rusqlite::Connection::open(strata.db()).unwrap();
+    conn.execute_batch(
+        "DROP TRIGGER messages_append_only;
+         DROP TABLE summary_rejections;
+         CREATE TRIGGER sneaky AFTER INSERT ON messages BEGIN SELECT 1; END;",
+    )
+    .unwrap();
+    drop(conn);
+    for full in [true, false] {
+        let args: &[&str] = if full { &["doctor", "--full", "--json"] } else { &["doctor", "--json"] };
+        let run = strata.run(args);
+        assert!(!run.ok, "a tampered schema is not healthy");
+        let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        let schema =
+            report["checks"].as_array().unwrap().iter().find(|c| c["name"] == "the schema is strata's");
+        let details = schema.unwrap()["details"].to_string();
+        for what in
+            ["trigger messages_append_only is missing", "table summary_rejections is missing", "sneaky"]
+        {
+            assert!(details.contains(what), "{what}: {details}");
+        }
+    }
+}

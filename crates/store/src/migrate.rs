@@ -55,6 +55,28 @@ pub(crate) fn migrate_to(conn: &mut Connection, target: i64) -> Result<()> {
     Ok(())
 }
 
+/// Every object (`type`, `name`) of the schema this build creates, with its SQL, as built from
+/// the migrations in a fresh in-memory database: what `doctor` compares a file against.
+pub(crate) fn expected_schema() -> Result<std::collections::BTreeMap<(String, String), Option<String>>> {
+    crate::vec::register();
+    let mut conn = Connection::open_in_memory()?;
+    migrate_to(&mut conn, SCHEMA_VERSION)?;
+    schema_objects(&conn)
+}
+
+/// The objects of `conn`'s main schema, SQLite's own (`sqlite_*`) left out.
+pub(crate) fn schema_objects(
+    conn: &Connection,
+) -> Result<std::collections::BTreeMap<(String, String), Option<String>>> {
+    let mut statement = conn.prepare(
+        "SELECT type, name, sql FROM main.sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'",
+    )?;
+    let objects = statement
+        .query_map([], |row| Ok(((row.get(0)?, row.get(1)?), row.get(2)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(objects)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
