@@ -428,3 +428,70 @@ fn doctor_full_reports_a_tampered_schema() {
         }
     }
 }
+
+/// Every JSON-RPC request gets an answer: positional params, malformed `tools/call` params and
+/// a frame over the 16 MiB limit were dropped in silence (the client hung) or answered
+/// "method not found".
+#[test]
+fn every_mcp_request_gets_an_answer() {
+    use std::io::{BufRead, Write};
+
+    use serde_json::{Value, json};
+
+    let strata = Strata::new();
+    let mut child = strata
+        .command()
+        .args(["mcp", "--session", "desktop", "--no-embed"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut exchange = |frame: &[u8]| -> Value {
+        stdin.write_all(frame).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON-RPC ({e}): {line:?}"))
+    };
+    let hello = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "fuzz", "version": "0"}}});
+    assert_eq!(exchange(hello.to_string().as_bytes())["id"], 1);
+    let padding = "x".repeat(strata::mcp::MAX_FRAME_BYTES);
+    let huge = json!({"jsonrpc": "2.0", "id": 9, "method": "ping", "params": {"pad": padding}}).to_string();
+    let hostile: Vec<(Vec<u8>, Value, i64, &str)> = vec![
+        (br#"{"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": [1, 2]}"#.to_vec(), json!(2), -32602, "array"),
+        (br#"{"jsonrpc": "2.0", "id": 3, "method": "ping", "params": []}"#.to_vec(), json!(3), -32602, "array"),
+        (br#"{"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": [{"name": "memory_grep"}]}"#.to_vec(), json!(4), -32602, "array"),
+        (br#"{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"arguments": {}}}"#.to_vec(), json!(5), -32602, "name"),
+        (br#"{"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "memory_grep", "arguments": [1]}}"#.to_vec(), json!(6), -32602, "map"),
+        (br#"{"jsonrpc": "2.0", "id": "seven", "method": "tools/call", "params": {"name": 7}}"#.to_vec(), json!("seven"), -32602, "string"),
+        (br#"{"jsonrpc": "2.0", "id": 8, "method": "tools/call"}"#.to_vec(), json!(8), -32602, "name"),
+        (huge.into_bytes(), Value::Null, -32600, "over the limit"),
+    ];
+    let mut answered = 1;
+    for (frame, id, code, why) in &hostile {
+        let answer = exchange(frame);
+        let shown = String::from_utf8_lossy(&frame[..frame.len().min(120)]).into_owned();
+        assert_eq!(answer["id"], *id, "{shown} -> {answer}");
+        assert_eq!(answer["error"]["code"], *code, "{shown} -> {answer}");
+        assert!(answer["error"]["message"].as_str().unwrap().contains(why), "{shown} -> {answer}");
+        answered += 1;
+    }
+    // A notification with positional params gets no answer (none is due); the next request
+    // still does, and the server serves on.
+    let notification = br#"{"jsonrpc": "2.0", "method": "notifications/initialized", "params": [1]}"#;
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let grep = json!({"jsonrpc": "2.0", "id": 10, "method": "tools/call",
+        "params": {"name": "memory_grep", "arguments": {"query": "canary"}}});
+    let frame = format!("{}\n{initialized}\n{grep}", String::from_utf8_lossy(notification));
+    let answer = exchange(frame.as_bytes());
+    assert_eq!(answer["id"], 10, "{answer}");
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    eprintln!("mcp: {} requests, {answered} answered, the 16 MiB frame included", hostile.len() + 2);
+}
