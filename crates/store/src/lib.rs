@@ -67,7 +67,7 @@ pub use crate::outline::{ConsistentReader, MessageOutline};
 pub use crate::overview::{Browsing, SessionOverview, VectorCounts};
 pub use crate::ranking::Ranking;
 pub use crate::search::{HitId, HitKind, STOPWORDS, SearchFilter, TextHit, TextQuery};
-pub use crate::sessions::validate_persona;
+pub use crate::sessions::{MAX_PERSONA_CHARS, validate_persona};
 pub use crate::store::{Imported, IncomingMessage, RejectionCount, Stats, Store, SummarizerStats};
 pub use crate::text::{prefix_within_bytes, truncate_chars};
 pub use crate::types::{
