@@ -82,6 +82,10 @@ enum Command {
         /// Run SQLite's full integrity_check (slower) instead of quick_check.
         #[arg(long)]
         full: bool,
+        /// Accept that the newest commits were lost with a damaged -wal (the report says how
+        /// many): carry on with what the file holds, which writers otherwise refuse.
+        #[arg(long)]
+        accept_lost_commits: bool,
     },
     /// Write a consistent copy of the database (safe while other processes write; a plain file
     /// copy can miss what is still in the write-ahead log).
@@ -227,7 +231,17 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             )?;
         }
         Command::Ingest(args) => ingest::run(&open(&cli)?, &config(&cli)?, args, cli.json, &mut out)?,
-        Command::Doctor { full } => doctor::doctor(&open_existing(&cli)?, *full, cli.json, &mut out)?,
+        Command::Doctor { full, accept_lost_commits } => {
+            let store = open_existing(&cli)?;
+            if *accept_lost_commits && let Some((found, recorded)) = store.lost_commits()? {
+                store.accept_lost_commits()?;
+                eprintln!(
+                    "accepted the loss of {} commits; writers may use the file again",
+                    recorded - found
+                );
+            }
+            doctor::doctor(&store, *full, cli.json, &mut out)?
+        }
         Command::Backup { dest } => doctor::backup(&open_existing(&cli)?, dest, cli.json, &mut out)?,
         Command::Stats => {
             let stats = open_existing(&cli)?.stats()?;

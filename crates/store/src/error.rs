@@ -130,6 +130,20 @@ pub enum Error {
         /// The first one, as SQLite words it.
         first: String,
     },
+    /// Commits recorded beside the database (`<db>-commits`) are missing from it: its WAL was
+    /// damaged or cut short and SQLite dropped the newest commits. strata writes nothing more
+    /// to it until told to carry on.
+    #[error(
+        "{} holds {found} commits but {recorded} were made: the newest {} were lost (a damaged or truncated -wal file); nothing was written. Restore a backup, or run `strata doctor --accept-lost-commits` to carry on with what is left", path.display(), recorded - found
+    )]
+    CommitsLost {
+        /// The database.
+        path: PathBuf,
+        /// The counter in the database.
+        found: u64,
+        /// The counter recorded beside it.
+        recorded: u64,
+    },
     /// Any other SQLite error.
     #[error("database error")]
     Sqlite(#[source] rusqlite::Error),

@@ -55,6 +55,7 @@ mod types;
 mod upkeep;
 mod vec;
 mod vectors;
+mod watermark;
 
 pub use crate::check::{Check, Report};
 pub use crate::db::DEFAULT_BUSY_TIMEOUT;

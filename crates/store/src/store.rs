@@ -21,7 +21,7 @@ use crate::types::{
     Category, Level, Memory, Message, MessageId, NewMessage, NewSummary, NodeId, Session, SessionId,
     SummaryNode, Writer,
 };
-use crate::{ingests, messages, migrate, nodes, sessions};
+use crate::{ingests, messages, migrate, nodes, sessions, watermark};
 
 /// Rows indexed per transaction when a search catches the indexes up.
 const INDEX_BATCH: usize = 2_000;
@@ -151,6 +151,14 @@ impl Store {
         // would reduce them to a message.
         let mut conn = db::open_connection(&path, busy_timeout, access)?;
         migrate::migrate(&mut conn)?;
+        if let Some((found, recorded)) = watermark::lost(&conn, &path)? {
+            let lost = Error::CommitsLost { path: path.clone(), found, recorded };
+            if access == db::Access::Write {
+                return Err(lost);
+            }
+            // A reader still reads what is left; `doctor` reports it as a problem.
+            tracing::warn!("{lost}");
+        }
         drop(conn);
         Ok(Store { pool: db::pool(&path, busy_timeout)?, path, rows_read: Arc::default() })
     }
@@ -167,12 +175,34 @@ impl Store {
 
     /// Runs `f` in an immediate transaction: it takes the write lock at the start, so a
     /// read-then-write inside it cannot fail half-way with `SQLITE_BUSY`.
+    ///
+    /// It bumps the commit watermark (see `watermark.rs`) and, once committed, records it
+    /// beside the file, so a commit lost with a damaged WAL is noticed.
     pub(crate) fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
         let mut conn = self.pool.get()?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let value = f(&tx)?;
+        let watermark = watermark::bump(&tx)?;
         tx.commit()?;
+        if let Some((file_id, commits)) = watermark {
+            watermark::write_copy(&self.path, &file_id, commits);
+        }
         Ok(value)
+    }
+
+    /// Commits recorded beside the file but missing from it, as `(in the database, recorded)`:
+    /// its WAL was damaged or cut short. `None` when nothing is missing.
+    pub fn lost_commits(&self) -> Result<Option<(u64, u64)>> {
+        self.read(|conn| watermark::lost(conn, &self.path))
+    }
+
+    /// Accepts that the commits [`Store::lost_commits`] names are gone: the record beside the
+    /// file is set to what the database holds, and writers are allowed again.
+    pub fn accept_lost_commits(&self) -> Result<()> {
+        if let Some((file_id, commits)) = self.read(watermark::in_database)? {
+            watermark::write_copy(&self.path, &file_id, commits);
+        }
+        Ok(())
     }
 
     // Health.
@@ -193,7 +223,21 @@ impl Store {
     /// Every health check (see [`Report`]); `full` runs SQLite's `integrity_check` instead of
     /// the quicker `quick_check`. Only reads.
     pub fn doctor(&self, full: bool) -> Result<Report> {
-        self.read(|conn| check::doctor(conn, full))
+        let mut report = self.read(|conn| check::doctor(conn, full))?;
+        let mut check =
+            check::Check { name: "no committed write is missing (WAL)", problems: 0, details: Vec::new() };
+        // A damaged file cannot be trusted to answer (the SQLite check said so already).
+        let lost = if report.healthy() { self.lost_commits()? } else { None };
+        if let Some((found, recorded)) = lost {
+            check.problems = recorded - found;
+            check.details.push(format!(
+                "the database holds {found} commits but {recorded} were made: the newest {} were lost with a \
+                 damaged or truncated -wal (restore a backup, or `strata doctor --accept-lost-commits`)",
+                recorded - found
+            ));
+        }
+        report.checks.push(check);
+        Ok(report)
     }
 
     /// A consistent copy of the database at `dest` (which must not exist), taken while other
