@@ -234,6 +234,7 @@ fn files_of(db: &Path) -> Vec<(String, Vec<u8>)> {
 fn every_command(strata: &Strata) -> Vec<Vec<String>> {
     let transcript = strata.file("one.jsonl", "{\"role\":\"user\",\"content\":\"hello\"}\n");
     let backup = strata.dir().join("never.db");
+    let export = strata.dir().join("never-exported");
     [
         vec!["init"],
         vec!["stats"],
@@ -253,6 +254,10 @@ fn every_command(strata: &Strata) -> Vec<Vec<String>> {
         vec!["tree", "--session", "s"],
         vec!["backup", backup.to_str().unwrap()],
         vec!["mcp", "--no-embed"],
+        vec!["embed"],
+        vec!["export", "--out", export.to_str().unwrap()],
+        vec!["resummarize"],
+        vec!["chat", "--base-url", "http://127.0.0.1:9"],
     ]
     .into_iter()
     .map(|args| args.into_iter().map(str::to_owned).collect())
