@@ -213,7 +213,12 @@ pub(crate) fn inject(
         (false, _, custom) => custom,
     };
     fill(template, |name| match name {
-        "active_role" => Some(fence::one_line(background.persona)),
+        // New personas are plain names (`validate_persona`); one stored by an older strata
+        // that is not goes in quoted, so it reads as a name and not as an instruction.
+        "active_role" => Some(match strata_store::validate_persona(background.persona) {
+            Ok(()) => background.persona.to_owned(),
+            Err(_) => format!("{:?}", fence::one_line(background.persona)),
+        }),
         "preferences" => Some(preferences.clone()),
         "memories" => Some(memories.clone()),
         "time" => Some(request.created_at.format("%Y-%m-%d %H:%M UTC").to_string()),
