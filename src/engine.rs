@@ -403,6 +403,8 @@ impl EngineSession {
     }
 
     fn store_message(&self, mut message: NewMessage) -> Result<MessageId> {
+        // Before counting: the count's cost follows the message's size.
+        self.engine.inner.compactor.config().check_message_size(&message)?;
         self.engine.inner.compactor.counter().count_new(&mut message);
         let ids = self.engine.inner.store.append(self.session.id, &[message])?;
         self.engine.notify_worker();

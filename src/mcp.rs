@@ -257,7 +257,36 @@ pub fn check_frame(line: &[u8]) -> Frame {
     if message.get("params").is_some_and(|params| !params.is_object() && !params.is_array()) {
         return invalid("\"params\" must be an object or an array");
     }
+    // rmcp drops a request whose params it cannot read (no answer: the client waits forever)
+    // or answers "method not found"; the gate answers -32602 with the reason instead.
+    if let (Some(Value::String(method)), Some(_)) = (message.get("method"), message.get("id")) {
+        if let Some(why) = invalid_params(method, message.get("params")) {
+            return rpc_error(id, -32602, format!("Invalid params: {why}"));
+        }
+    } else if message.get("params").is_some_and(Value::is_array) {
+        // A notification gets no answer; rmcp could not read it either.
+        return Frame::Skip;
+    }
     Frame::Forward
+}
+
+/// Why the params of a request for `method` cannot be read, if they cannot: MCP's methods take
+/// named parameters (an object), and the ones with required fields are checked against rmcp's
+/// own types.
+fn invalid_params(method: &str, params: Option<&Value>) -> Option<String> {
+    fn read<T: serde::de::DeserializeOwned>(params: Option<&Value>) -> Option<String> {
+        let params = params.cloned().unwrap_or_else(|| Value::Object(JsonObject::new()));
+        serde_json::from_value::<T>(params).err().map(|error| error.to_string())
+    }
+    if params.is_some_and(Value::is_array) {
+        return Some("MCP methods take named parameters: \"params\" must be an object, not an array".into());
+    }
+    match method {
+        "tools/call" => read::<CallToolRequestParams>(params),
+        "initialize" => read::<rmcp::model::InitializeRequestParams>(params),
+        "tools/list" => params.and_then(|_| read::<PaginatedRequestParams>(params)),
+        _ => None,
+    }
 }
 
 /// Reads the client's frames, forwards the JSON-RPC ones to rmcp and answers the others.
@@ -270,15 +299,20 @@ async fn gate<R: AsyncRead + Unpin>(
     let mut line = Vec::new();
     loop {
         line.clear();
-        match input.read_until(b'\n', &mut line).await {
-            Ok(0) => break,
-            Ok(_) => {}
+        let frame = match read_frame(&mut input, &mut line).await {
+            Ok(Read::End) => break,
+            Ok(Read::Line) => check_frame(&line),
+            Ok(Read::TooLong) => rpc_error(
+                Value::Null,
+                -32600,
+                format!("Invalid Request: the frame is over the limit of {MAX_FRAME_BYTES} bytes"),
+            ),
             Err(error) => {
                 tracing::warn!(%error, "cannot read the MCP client's input");
                 break;
             }
-        }
-        match check_frame(&line) {
+        };
+        match frame {
             Frame::Forward => {
                 if !line.ends_with(b"\n") {
                     line.push(b'\n');
@@ -297,6 +331,54 @@ async fn gate<R: AsyncRead + Unpin>(
         }
     }
     // Dropping `server` ends rmcp's input: it finishes what it was doing and stops.
+}
+
+/// The longest frame the server reads, newline excluded: rmcp's own line limit (16 MiB), over
+/// which it dropped the frame with no answer. A longer frame is answered -32600 and skipped
+/// without being held in memory.
+pub const MAX_FRAME_BYTES: usize = rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH;
+
+/// What [`read_frame`] found.
+enum Read {
+    /// The input ended.
+    End,
+    /// A line (its newline included, unless the input ended first) is in the buffer.
+    Line,
+    /// A line longer than [`MAX_FRAME_BYTES`] was read and dropped.
+    TooLong,
+}
+
+/// Reads one line into `line`, holding at most [`MAX_FRAME_BYTES`] of it.
+async fn read_frame<R: AsyncRead + Unpin>(
+    input: &mut BufReader<R>,
+    line: &mut Vec<u8>,
+) -> std::io::Result<Read> {
+    let mut too_long = false;
+    loop {
+        let buffer = input.fill_buf().await?;
+        if buffer.is_empty() {
+            return Ok(match (too_long, line.is_empty()) {
+                (true, _) => Read::TooLong,
+                (false, true) => Read::End,
+                (false, false) => Read::Line,
+            });
+        }
+        let newline = buffer.iter().position(|&byte| byte == b'\n');
+        let take = newline.map_or(buffer.len(), |at| at + 1);
+        let content = line.len() + newline.map_or(take, |at| at);
+        if !too_long && content > MAX_FRAME_BYTES {
+            too_long = true;
+            line.clear();
+            line.shrink_to(PIPE_BYTES);
+        }
+        if !too_long {
+            line.extend_from_slice(&buffer[..take]);
+        }
+        input.consume(take);
+        if newline.is_some() {
+            return Ok(if too_long { Read::TooLong } else { Read::Line });
+        }
+    }
 }
 
 /// Writes rmcp's answers and the gate's errors to the client, one whole line at a time.

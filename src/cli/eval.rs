@@ -214,7 +214,15 @@ fn retrieval(
     let store = Store::open(dir.path().join("eval.db"))?;
     let counter = TokenCounter::for_model(&config.compactor.model);
     let transcript = args.data.join("transcripts.jsonl");
-    let incoming = parse_file(&transcript, "default", "default", true, &counter, &ProgressBar::hidden())?;
+    let incoming = parse_file(
+        &transcript,
+        "default",
+        "default",
+        true,
+        &config.compactor,
+        &counter,
+        &ProgressBar::hidden(),
+    )?;
     store.append_many(&incoming).context("cannot store the transcripts")?;
     eprintln!("stored {} messages of {}", incoming.len(), transcript.display());
 

@@ -83,7 +83,7 @@ fn parse_line(
     allow_unknown_keys: bool,
     now: DateTime<Utc>,
 ) -> anyhow::Result<IncomingMessage> {
-    let value: serde_json::Value = serde_json::from_str(text).context("not valid JSON")?;
+    let Strict(value) = serde_json::from_str(text).context("not valid JSON")?;
     let Some(object) = value.as_object() else {
         bail!("not a message object (expected {{\"role\": ..., \"content\": ...}})")
     };
@@ -117,12 +117,85 @@ fn parse_line(
         pinned: line.pinned,
         external_id: line.id,
     };
+    message.validate()?;
+    if let Some(persona) = &line.persona {
+        strata_store::validate_persona(persona)?;
+    }
     Ok(IncomingMessage {
         session_key: line.session.unwrap_or_else(|| session.to_owned()),
         persona: line.persona.unwrap_or_else(|| persona.to_owned()),
         message,
         line_digest: Some(strata_store::line_digest(text)),
     })
+}
+
+/// A JSON value whose objects were checked for duplicate keys while it was read: serde_json
+/// keeps the last of two equal keys, so `{"role": "user", "role": "system"}` was stored as a
+/// system message, and nothing said so.
+struct Strict(serde_json::Value);
+
+impl<'de> Deserialize<'de> for Strict {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Strict, D::Error> {
+        deserializer.deserialize_any(StrictVisitor).map(Strict)
+    }
+}
+
+struct StrictVisitor;
+
+impl<'de> serde::de::Visitor<'de> for StrictVisitor {
+    type Value = serde_json::Value;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, value: bool) -> Result<serde_json::Value, E> {
+        Ok(value.into())
+    }
+
+    fn visit_i64<E>(self, value: i64) -> Result<serde_json::Value, E> {
+        Ok(value.into())
+    }
+
+    fn visit_u64<E>(self, value: u64) -> Result<serde_json::Value, E> {
+        Ok(value.into())
+    }
+
+    fn visit_f64<E>(self, value: f64) -> Result<serde_json::Value, E> {
+        Ok(serde_json::Number::from_f64(value).map_or(serde_json::Value::Null, serde_json::Value::Number))
+    }
+
+    fn visit_str<E>(self, value: &str) -> Result<serde_json::Value, E> {
+        Ok(value.into())
+    }
+
+    fn visit_string<E>(self, value: String) -> Result<serde_json::Value, E> {
+        Ok(value.into())
+    }
+
+    fn visit_unit<E>(self) -> Result<serde_json::Value, E> {
+        Ok(serde_json::Value::Null)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<serde_json::Value, A::Error> {
+        let mut values = Vec::new();
+        while let Some(Strict(value)) = seq.next_element()? {
+            values.push(value);
+        }
+        Ok(serde_json::Value::Array(values))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<serde_json::Value, A::Error> {
+        let mut object = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if object.contains_key(&key) {
+                return Err(serde::de::Error::custom(format_args!("duplicate key {key:?}")));
+            }
+            let Strict(value) = map.next_value()?;
+            object.insert(key, value);
+        }
+        Ok(serde_json::Value::Object(object))
+    }
 }
 
 fn read_lines(path: &Path) -> anyhow::Result<Vec<String>> {
@@ -141,12 +214,14 @@ fn read_lines(path: &Path) -> anyhow::Result<Vec<String>> {
 
 /// Reads and parses a whole JSON Lines file (nothing is written): the messages in file order.
 /// Lines without a session or persona get `session` and `persona`; every message is counted
-/// with `counter` (on every core). The error names the line. Files of more than [`PROGRESS_THRESHOLD`] lines show `progress`.
+/// with `counter` (on every core); a message over `limits.max_message_bytes` is refused. The
+/// error names the line. Files of more than [`PROGRESS_THRESHOLD`] lines show `progress`.
 pub fn parse_file(
     file: &Path,
     session: &str,
     persona: &str,
     allow_unknown_keys: bool,
+    limits: &strata_compactor::CompactorConfig,
     counter: &TokenCounter,
     progress: &ProgressBar,
 ) -> anyhow::Result<Vec<IncomingMessage>> {
@@ -165,8 +240,18 @@ pub fn parse_file(
         }
         // A byte-order mark (as some editors write) is not part of the first line's JSON.
         let text = if index == 0 { text.trim_start_matches('\u{feff}') } else { text };
-        let message = parse_line(text, session, persona, allow_unknown_keys, now)
-            .with_context(|| format!("{}: line {}", file.display(), index + 1))?;
+        let at = || format!("{}: line {}", file.display(), index + 1);
+        // A line this long holds a message over the limit however it is escaped (at most six
+        // bytes of JSON per byte of text): refused before it is parsed, whose cost is its size.
+        if text.len() > 6 * limits.max_message_bytes as usize + 65_536 {
+            return Err(anyhow::Error::new(strata_compactor::Error::MessageTooLarge {
+                bytes: text.len() as u64,
+                limit: limits.max_message_bytes,
+            })
+            .context(at()));
+        }
+        let message = parse_line(text, session, persona, allow_unknown_keys, now).with_context(at)?;
+        limits.check_message_size(&message.message).with_context(at)?;
         incoming.push(message);
     }
     progress.set_message("counting");
@@ -193,8 +278,15 @@ pub fn run(
             .progress_chars("=> "),
     );
     // Nothing is written until every line has parsed: a bad line leaves the database as it was.
-    let incoming =
-        parse_file(&args.file, &args.session, &args.persona, args.allow_unknown_keys, &counter, &progress)?;
+    let incoming = parse_file(
+        &args.file,
+        &args.session,
+        &args.persona,
+        args.allow_unknown_keys,
+        &config.compactor,
+        &counter,
+        &progress,
+    )?;
     progress.set_message("writing");
     let imported = store.append_many(&incoming).context("nothing was ingested")?;
     // Index for search now, with the bar, rather than in the first search after the import.

@@ -69,6 +69,16 @@ pub enum MemoryCommand {
     },
 }
 
+impl MemoryCommand {
+    /// Whether the command only reads, so it opens an existing database and never creates one.
+    pub fn reads_only(&self) -> bool {
+        matches!(
+            self,
+            MemoryCommand::Get { .. } | MemoryCommand::List { .. } | MemoryCommand::Proposals { .. }
+        )
+    }
+}
+
 fn key_of(raw: &str) -> anyhow::Result<String> {
     normalize_key(raw).with_context(|| format!("key {raw:?} has no letters or digits"))
 }

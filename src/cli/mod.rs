@@ -82,6 +82,10 @@ enum Command {
         /// Run SQLite's full integrity_check (slower) instead of quick_check.
         #[arg(long)]
         full: bool,
+        /// Accept that the newest commits were lost with a damaged -wal (the report says how
+        /// many): carry on with what the file holds, which writers otherwise refuse.
+        #[arg(long)]
+        accept_lost_commits: bool,
     },
     /// Write a consistent copy of the database (safe while other processes write; a plain file
     /// copy can miss what is still in the write-ahead log).
@@ -151,18 +155,11 @@ fn open_existing(cli: &Cli) -> anyhow::Result<Store> {
         .with_context(|| format!("cannot use database {}", cli.db.display()))
 }
 
-/// Opens (or creates) the database named on the command line, for a command that writes.
+/// Opens (or creates) the database named on the command line, for a command that writes: a
+/// damaged file is refused before anything is written to it (the store's open checks it).
 fn open(cli: &Cli) -> anyhow::Result<Store> {
     Store::open_with_timeout(&cli.db, std::time::Duration::from_millis(cli.busy_timeout_ms))
         .with_context(|| format!("cannot use database {}", cli.db.display()))
-}
-
-/// Opens the database for a bulk write (`ingest`, `compact`): a damaged file is refused before
-/// anything is written to it.
-fn open_checked(cli: &Cli) -> anyhow::Result<Store> {
-    let store = open(cli)?;
-    store.quick_check().with_context(|| format!("cannot use database {}", cli.db.display()))?;
-    Ok(store)
 }
 
 /// Loads the configuration: defaults, then the file, then `STRATA_*` variables.
@@ -233,8 +230,18 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 counter.encoding().as_str()
             )?;
         }
-        Command::Ingest(args) => ingest::run(&open_checked(&cli)?, &config(&cli)?, args, cli.json, &mut out)?,
-        Command::Doctor { full } => doctor::doctor(&open_existing(&cli)?, *full, cli.json, &mut out)?,
+        Command::Ingest(args) => ingest::run(&open(&cli)?, &config(&cli)?, args, cli.json, &mut out)?,
+        Command::Doctor { full, accept_lost_commits } => {
+            let store = open_existing(&cli)?;
+            if *accept_lost_commits && let Some((found, recorded)) = store.lost_commits()? {
+                store.accept_lost_commits()?;
+                eprintln!(
+                    "accepted the loss of {} commits; writers may use the file again",
+                    recorded - found
+                );
+            }
+            doctor::doctor(&store, *full, cli.json, &mut out)?
+        }
         Command::Backup { dest } => doctor::backup(&open_existing(&cli)?, dest, cli.json, &mut out)?,
         Command::Stats => {
             let stats = open_existing(&cli)?.stats()?;
@@ -291,17 +298,16 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         #[cfg(feature = "mcp")]
         Command::Mcp(_) => {} // served above, before standard output was locked
         Command::Memory(command) => {
-            memory::run(&open(&cli)?, &config(&cli)?.recall, command, cli.json, &mut out)?
+            let store = if command.reads_only() { open_existing(&cli)? } else { open(&cli)? };
+            memory::run(&store, &config(&cli)?.recall, command, cli.json, &mut out)?
         }
-        Command::Compact(args) => {
-            compact::compact(open_checked(&cli)?, args, &config(&cli)?, cli.json, &mut out)?
-        }
+        Command::Compact(args) => compact::compact(open(&cli)?, args, &config(&cli)?, cli.json, &mut out)?,
         Command::Context(args) => {
             compact::context(open_existing(&cli)?, args, &config(&cli)?, cli.json, &mut out)?
         }
         Command::Tree(args) => compact::tree(open_existing(&cli)?, args, cli.json, &mut out)?,
         Command::Resummarize(args) => {
-            compact::resummarize(open_checked(&cli)?, args, &config(&cli)?, cli.json, &mut out)?
+            compact::resummarize(open(&cli)?, args, &config(&cli)?, cli.json, &mut out)?
         }
     }
     out.flush()?;

@@ -1,5 +1,7 @@
 //! Context assembly: head, scaffold, acknowledgement, buffer, tail, inside the budget.
 
+use std::collections::HashSet;
+
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -211,7 +213,12 @@ pub(crate) fn inject(
         (false, _, custom) => custom,
     };
     fill(template, |name| match name {
-        "active_role" => Some(fence::one_line(background.persona)),
+        // New personas are plain names (`validate_persona`); one stored by an older strata
+        // that is not goes in quoted, so it reads as a name and not as an instruction.
+        "active_role" => Some(match strata_store::validate_persona(background.persona) {
+            Ok(()) => background.persona.to_owned(),
+            Err(_) => format!("{:?}", fence::one_line(background.persona)),
+        }),
         "preferences" => Some(preferences.clone()),
         "memories" => Some(memories.clone()),
         "time" => Some(request.created_at.format("%Y-%m-%d %H:%M UTC").to_string()),
@@ -274,33 +281,53 @@ pub(crate) const MISSING_RESULT: &str =
 /// process died between storing the call and its result) gets a placeholder result right
 /// after the results that do exist: providers reject a request holding an unanswered call,
 /// and the stored conversation itself is never rewritten.
-fn answer_every_call(messages: &[Message]) -> Vec<Message> {
+///
+/// A placeholder costs its own tokens (counted here), not its call's message, and is built
+/// without copying that message, so a turn of N parallel calls costs time linear in N (it was
+/// quadratic: each of 10,000 placeholders cloned and was counted at the size of the message
+/// holding all 10,000 calls).
+fn answer_every_call(messages: &[Message], counter: &TokenCounter) -> Vec<Message> {
     let mut out = Vec::with_capacity(messages.len());
-    let mut unanswered: Vec<(String, &Message)> = Vec::new();
-    let answer = |unanswered: &mut Vec<(String, &Message)>, out: &mut Vec<Message>| {
-        for (id, call) in unanswered.drain(..) {
-            out.push(Message {
-                role: Role::Tool,
-                content: MISSING_RESULT.to_owned(),
-                tool_calls: None,
-                tool_call_id: Some(id),
-                name: None,
-                ..call.clone()
-            });
-        }
-    };
+    // The calls of the latest assistant message with calls, in order, and the ids of the
+    // results seen since.
+    let mut unanswered: Vec<(&str, &Message)> = Vec::new();
+    let mut answered: HashSet<&str> = HashSet::new();
+    let answer =
+        |unanswered: &mut Vec<(&str, &Message)>, answered: &mut HashSet<&str>, out: &mut Vec<Message>| {
+            for (id, call) in unanswered.drain(..) {
+                if answered.contains(id) {
+                    continue;
+                }
+                out.push(Message {
+                    id: call.id,
+                    session_id: call.session_id,
+                    seq: call.seq,
+                    role: Role::Tool,
+                    content: MISSING_RESULT.to_owned(),
+                    tool_calls: None,
+                    tool_call_id: Some(id.to_owned()),
+                    name: None,
+                    created_at: call.created_at,
+                    token_count: counter.message(MISSING_RESULT, None, Some(id), None),
+                    pinned: call.pinned,
+                    summary_id: call.summary_id,
+                });
+            }
+            answered.clear();
+        };
     for message in messages {
         match (&message.role, &message.tool_call_id) {
-            (Role::Tool, Some(id)) => unanswered.retain(|(pending, _)| pending != id),
-            _ => answer(&mut unanswered, &mut out),
+            (Role::Tool, Some(id)) => {
+                answered.insert(id.as_str());
+            }
+            _ => answer(&mut unanswered, &mut answered, &mut out),
         }
         out.push(message.clone());
         if let Some(calls) = message.tool_calls.as_ref().and_then(Value::as_array) {
-            let ids = calls.iter().filter_map(|call| call["id"].as_str());
-            unanswered.extend(ids.map(|id| (id.to_owned(), message)));
+            unanswered.extend(calls.iter().filter_map(|call| call["id"].as_str()).map(|id| (id, message)));
         }
     }
-    answer(&mut unanswered, &mut out);
+    answer(&mut unanswered, &mut answered, &mut out);
     out
 }
 
@@ -493,9 +520,10 @@ pub(crate) fn assemble(
     let (memories, more_memories) =
         memories_within(snapshot.memories.clone(), config.injected_memory_tokens, counter);
     let layer = Layer::new(snapshot, &memories, more_memories, config, counter);
-    let messages = answer_every_call(&snapshot.messages);
-    let Parts { head, buffer, mut tail } = layer.split(snapshot, &messages);
-    layer.stub_oversized_tail(&head, &mut tail, budget);
+    let messages = answer_every_call(&snapshot.messages, counter);
+    let Parts { mut head, buffer, mut tail } = layer.split(snapshot, &messages);
+    layer.stub_oversized_protected(&mut head, &mut tail, budget);
+    let head: Vec<Slot> = head.into_iter().map(|(slot, _)| slot).collect();
     let protected = total(&head) + total_of(&tail);
     if protected > budget {
         return Err(Error::ContextTooLarge { session, needed: protected, budget });
@@ -536,7 +564,7 @@ struct Layer<'a> {
 /// A context's messages by part, before the budget is applied; buffer and tail slots keep
 /// their message.
 struct Parts<'m> {
-    head: Vec<Slot>,
+    head: Vec<(Slot, &'m Message)>,
     buffer: Vec<(Slot, &'m Message)>,
     tail: Vec<(Slot, &'m Message)>,
 }
@@ -595,7 +623,7 @@ impl<'a> Layer<'a> {
         let mut parts = Parts { head: Vec::new(), buffer: Vec::new(), tail: Vec::new() };
         for message in messages {
             if message.seq < head_end_seq {
-                parts.head.push(self.lay(message, Part::Head));
+                parts.head.push((self.lay(message, Part::Head), message));
             } else if message.seq >= tail_start_seq {
                 parts.tail.push((self.lay(message, Part::Tail), message));
             } else {
@@ -605,25 +633,41 @@ impl<'a> Layer<'a> {
         parts
     }
 
-    /// Head and tail are verbatim, unless a huge message of the tail (a tool result larger
-    /// than the window, say) would make the context impossible: then the largest oversized
-    /// ones, never the request being answered, become stubs, as they would in the buffer.
-    fn stub_oversized_tail(&self, head: &[Slot], tail: &mut [(Slot, &Message)], budget: u32) {
-        let mut oversized: Vec<usize> = (0..tail.len())
-            .filter(|&i| {
-                let (slot, message) = &tail[i];
-                Some(message.seq) != self.injected
-                    && !message.pinned
-                    && slot.entry.tokens > self.config.oversized_message_tokens
-            })
+    /// Head and tail are verbatim, unless a huge message of either (a tool result larger than
+    /// the window, say) would make the context impossible: then the largest oversized ones,
+    /// never the request being answered nor a pinned message, become stubs, as they would in
+    /// the buffer. Protected content is bounded this way: the head is as much at risk as the
+    /// tail (a first turn's tool result in a session with no system message).
+    fn stub_oversized_protected<'m>(
+        &self,
+        head: &mut [(Slot, &'m Message)],
+        tail: &mut [(Slot, &'m Message)],
+        budget: u32,
+    ) {
+        let stubbable = |(slot, message): &(Slot, &Message)| {
+            Some(message.seq) != self.injected
+                && !message.pinned
+                && slot.entry.tokens > self.config.oversized_message_tokens
+        };
+        let mut oversized: Vec<(bool, usize)> = (0..head.len())
+            .filter(|&i| stubbable(&head[i]))
+            .map(|i| (true, i))
+            .chain((0..tail.len()).filter(|&i| stubbable(&tail[i])).map(|i| (false, i)))
             .collect();
-        oversized.sort_by_key(|&i| std::cmp::Reverse(tail[i].0.entry.tokens));
-        for i in oversized {
-            if total(head) + total_of(tail) <= budget {
+        let tokens = |head: &[(Slot, &Message)], tail: &[(Slot, &Message)], (in_head, i): (bool, usize)| {
+            if in_head { head[i].0.entry.tokens } else { tail[i].0.entry.tokens }
+        };
+        oversized.sort_by_key(|&at| std::cmp::Reverse(tokens(head, tail, at)));
+        let mut protected = total_of(head) + TOKENS_PER_REPLY + total_of(tail);
+        for (in_head, i) in oversized {
+            if protected <= budget {
                 break;
             }
-            let (slot, message) = &mut tail[i];
-            *slot = self.stubbed(message, Part::Tail, slot.entry.tokens);
+            let (slot, message) = if in_head { &mut head[i] } else { &mut tail[i] };
+            let part = if in_head { Part::Head } else { Part::Tail };
+            let before = slot.entry.tokens;
+            *slot = self.stubbed(message, part, before);
+            protected = protected - before + slot.entry.tokens;
         }
     }
 }

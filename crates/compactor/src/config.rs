@@ -26,8 +26,9 @@ pub struct CompactorConfig {
     /// `context_window_tokens - reserve_tokens` (default 4,000).
     pub reserve_tokens: u32,
     /// The first messages of a session, kept verbatim forever: typically the system prompt and
-    /// the first request (default 2). Extended past tool results so a call is never split
-    /// from its result.
+    /// the first request (default 2). Shortened to end before a tool call whose results it
+    /// would cut off, so a call is never split from its result and a tool's output is never
+    /// protected forever.
     pub head_messages: u32,
     /// At most this many of the newest turns are protected as the tail (default 4). The newest
     /// turn is always protected, whatever its size.
@@ -77,6 +78,14 @@ pub struct CompactorConfig {
     /// A message outside head and tail larger than this is sent as a stub naming its id and
     /// how to read it (default 2,000).
     pub oversized_message_tokens: u32,
+    /// The largest message `append` and `strata ingest` accept, in bytes of its content, tool
+    /// calls, name and call id (default 1 MiB, about 250,000 tokens of English: more than
+    /// every model's window but the largest, so nothing a model could read whole is refused).
+    /// Larger ones are refused with an error naming this setting: counting one message costs
+    /// time and memory in proportion to its size (a 50 MB one took a minute and 2.6 GB), and a
+    /// context holds it only as a stub anyway. Store a huge tool output as a file and send its
+    /// path.
+    pub max_message_bytes: u32,
     /// A turn starting more than this many seconds after the previous message is a bootstrap
     /// turn (default 1,800: 30 minutes).
     pub idle_gap_secs: u64,
@@ -138,6 +147,7 @@ impl Default for CompactorConfig {
             summary_retries: 1,
             scaffold_body_tokens: 3_000,
             oversized_message_tokens: 2_000,
+            max_message_bytes: 1 << 20,
             idle_gap_secs: 30 * 60,
             injected_memory_tokens: 600,
             bootstrap_template: String::new(),
@@ -227,6 +237,19 @@ impl CompactorConfig {
             .unwrap_or(chrono::TimeDelta::MAX)
     }
 
+    /// Refuses a message larger than [`CompactorConfig::max_message_bytes`], before anything
+    /// counts or stores it.
+    pub fn check_message_size(&self, message: &strata_store::NewMessage) -> Result<()> {
+        let bytes = message.content.len()
+            + message.tool_calls.as_ref().map_or(0, |calls| calls.to_string().len())
+            + message.name.as_ref().map_or(0, String::len)
+            + message.tool_call_id.as_ref().map_or(0, String::len);
+        if bytes > self.max_message_bytes as usize {
+            return Err(Error::MessageTooLarge { bytes: bytes as u64, limit: self.max_message_bytes });
+        }
+        Ok(())
+    }
+
     /// Checks every rule between the settings; the first broken one is the error.
     pub fn validate(&self) -> Result<()> {
         if self.model.trim().is_empty() {
@@ -296,6 +319,9 @@ impl CompactorConfig {
                     self.request_overhead_tokens
                 ),
             ));
+        }
+        if self.max_message_bytes < 1024 {
+            return Err(invalid("max_message_bytes", "must be at least 1024 bytes"));
         }
         if self.oversized_message_tokens < 64 {
             return Err(invalid("oversized_message_tokens", "must be at least 64 tokens"));

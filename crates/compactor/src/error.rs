@@ -54,6 +54,17 @@ pub enum Error {
         /// The encoding the configuration implies.
         configured: crate::tokens::Encoding,
     },
+    /// A message is larger than `[compactor] max_message_bytes`; nothing was stored.
+    #[error(
+        "the message is {bytes} bytes, over [compactor] max_message_bytes = {limit} \
+         (STRATA_COMPACTOR_MAX_MESSAGE_BYTES); store a large output as a file and send its path, or raise the setting"
+    )]
+    MessageTooLarge {
+        /// Bytes of its content, tool calls, name and call id.
+        bytes: u64,
+        /// The setting.
+        limit: u32,
+    },
     /// A blocking store task panicked or was cancelled.
     #[error("a store task did not finish")]
     Join(#[source] tokio::task::JoinError),

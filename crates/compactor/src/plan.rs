@@ -59,10 +59,14 @@ pub(crate) struct Chunk {
 }
 
 impl Plan {
-    /// Cuts a session: the head is the first `head_messages` messages, extended over tool
-    /// results so no call is separated from its answer; after it, a cut falls before every user
-    /// message (a turn edge); the tail is the newest turns within `tail_turns` and
-    /// `tail_tokens`, the newest one always.
+    /// Cuts a session: the head is the first `head_messages` messages, shortened to end before
+    /// a tool call whose results it would cut off, so no call is separated from its answer;
+    /// after it, a cut falls before every user message (a turn edge); the tail is the newest
+    /// turns within `tail_turns` and `tail_tokens`, the newest one always.
+    ///
+    /// The head is shortened rather than extended: protected content must stay bounded, and a
+    /// head grown over the results of a first-turn call held a tool's output (of any size)
+    /// forever, never folded nor stubbed, so one large result made every context impossible.
     pub fn new(outline: &[MessageOutline], config: &CompactorConfig) -> Plan {
         let len = outline.len();
         let mut head_end = (config.head_messages as usize).min(len);
@@ -71,7 +75,12 @@ impl Plan {
             && outline[head_end].role == Role::Tool
             && !gap_before(outline, head_end)
         {
-            head_end += 1;
+            head_end -= 1;
+        }
+        // Once the rest of the first turn is folded, the head ends where the folded part
+        // begins: a covered message is never sent verbatim (nor its calls answered again).
+        if let Some(covered) = outline[..head_end].iter().position(|m| m.summary_id.is_some()) {
+            head_end = covered;
         }
         let make = |start: usize, end: usize| {
             let slice = &outline[start..end];
@@ -264,11 +273,12 @@ mod tests {
     #[test]
     fn turns_start_at_user_messages_and_head_never_ends_inside_a_tool_group() {
         let messages = outline("suattauaua", 10);
-        // Head of 3 would end between the call (seq 2) and its results (3, 4): it grows to 5.
+        // Head of 3 would end between the call (seq 2) and its results (3, 4): it ends before
+        // the call, which goes with its results into the rest of the first turn.
         let plan = Plan::new(&messages, &config(3, 1));
-        assert_eq!(plan.head_end, 5);
+        assert_eq!(plan.head_end, 2);
         let spans: Vec<(usize, usize)> = plan.units.iter().map(|u| (u.start, u.end)).collect();
-        assert_eq!(spans, vec![(5, 6), (6, 8), (8, 10)]);
+        assert_eq!(spans, vec![(2, 6), (6, 8), (8, 10)]);
         assert_eq!(plan.tail_unit, 2);
     }
 

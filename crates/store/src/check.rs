@@ -97,6 +97,44 @@ pub(crate) fn sqlite_check(conn: &Connection, full: bool) -> Result<Check> {
     })
 }
 
+/// The vector tables: created by the embedding model in use (`vectors::use_space`), not by the
+/// migrations, so present or not; their shadow tables start with their name and `_`.
+const VECTOR_TABLES: [&str; 3] = ["messages_vec", "summaries_vec", "memories_vec"];
+
+/// The file's schema against the one this build's migrations create (in a fresh in-memory
+/// database): every table, index, trigger and view there, with the same SQL, and nothing more
+/// but the vector tables. A dropped append-only trigger or table, or an added trigger, is a
+/// problem SQLite's own checks never see.
+fn schema_check(conn: &Connection) -> Result<Check> {
+    let expected = crate::migrate::expected_schema()?;
+    let found = crate::migrate::schema_objects(conn)?;
+    let mut check = Check { name: "the schema is strata's", problems: 0, details: Vec::new() };
+    let mut problem = |text: String| {
+        check.problems += 1;
+        if check.details.len() < MAX_LISTED {
+            check.details.push(text);
+        }
+    };
+    for ((kind, name), sql) in &expected {
+        match found.get(&(kind.clone(), name.clone())) {
+            None => problem(format!("{kind} {name} is missing")),
+            Some(found_sql) if found_sql != sql => problem(format!("{kind} {name} differs from strata's")),
+            Some(_) => {}
+        }
+    }
+    let vector = |name: &str| {
+        VECTOR_TABLES
+            .iter()
+            .any(|table| name == *table || name.strip_prefix(table).is_some_and(|rest| rest.starts_with('_')))
+    };
+    for (kind, name) in found.keys() {
+        if !expected.contains_key(&(kind.clone(), name.clone())) && !vector(name) {
+            problem(format!("{kind} {name} is not part of strata's schema"));
+        }
+    }
+    Ok(check)
+}
+
 fn fts_check(conn: &Connection) -> Result<Check> {
     let mut check = Check { name: "full-text indexes match their tables", problems: 0, details: Vec::new() };
     conn.execute_batch("SAVEPOINT fts_check")?;
@@ -140,6 +178,7 @@ pub(crate) fn doctor(conn: &Connection, full: bool) -> Result<Report> {
         // The tables cannot be trusted to answer the other checks.
         return Ok(Report { checks, embedding_backlog: 0 });
     }
+    checks.push(schema_check(conn)?);
     checks.push(fts_check(conn)?);
     checks.push(rows_check(
         conn,

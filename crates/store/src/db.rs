@@ -44,19 +44,60 @@ pub(crate) fn init_connection(conn: &Connection, busy_timeout: Duration) -> rusq
     Ok(())
 }
 
+/// What a command will do with the file it opens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// A command that writes: a missing or empty file becomes a new database, and a damaged
+    /// one is refused.
+    Write,
+    /// A command that only reads: a missing or empty file is an error, never created.
+    Read,
+}
+
 /// Opens one connection with the extension registered and WAL switched on.
 /// Used for the first connection of a store, whose errors must keep their detail.
-pub(crate) fn open_connection(path: &Path, busy_timeout: Duration) -> Result<Connection> {
+///
+/// Every decision to refuse a file is taken before the first pragma that writes: whose file it
+/// is and its schema version by a read-only probe ([`probe`]); for [`Access::Write`], SQLite's
+/// `quick_check`, so no write command adds to a damaged file. Only then is the file switched
+/// to WAL, which rewrites header bytes 18-19 of a file in rollback mode.
+pub(crate) fn open_connection(path: &Path, busy_timeout: Duration, access: Access) -> Result<Connection> {
     crate::vec::register();
+    let length = match std::fs::metadata(path) {
+        Ok(metadata) => Some(metadata.len()),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
+        // Unreadable metadata: the probe's open below says what is wrong.
+        Err(_) => Some(u64::MAX),
+    };
+    match (access, length) {
+        (Access::Read, None) => return Err(Error::Missing { path: path.to_path_buf() }),
+        (Access::Read, Some(0)) => return Err(Error::Empty { path: path.to_path_buf() }),
+        _ => {}
+    }
+    let existing = length.is_some_and(|length| length > 0);
+    if existing {
+        probe(path, busy_timeout)?;
+    }
     let conn = Connection::open_with_flags(path, FLAGS)
         .map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
     init_connection(&conn, busy_timeout)?;
-    check_ownership(&conn, path)?;
+    if existing && access == Access::Write {
+        let check = crate::check::sqlite_check(&conn, false)?;
+        if check.problems > 0 {
+            return Err(Error::Damaged {
+                problems: check.problems,
+                first: check.details.into_iter().next().unwrap_or_default(),
+            });
+        }
+    }
     // WAL is a property of the file, so setting it once is enough; it lets readers run while a
     // writer commits. The pragma answers with the mode now in force.
-    let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
+    let mode: String = conn.query_row("PRAGMA journal_mode", [], |row| row.get(0))?;
     if !mode.eq_ignore_ascii_case("wal") {
-        tracing::warn!(%mode, "database could not switch to WAL");
+        let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            tracing::warn!(%mode, "database could not switch to WAL");
+        }
     }
     Ok(conn)
 }
@@ -64,22 +105,97 @@ pub(crate) fn open_connection(path: &Path, busy_timeout: Duration) -> Result<Con
 /// strata's `PRAGMA application_id` ("STRA"), set by schema 3.
 pub(crate) const APPLICATION_ID: i64 = 0x5354_5241;
 
-/// Refuses a database that belongs to another program, before anything is written to it: one
-/// with tables but no strata schema version, or with another program's application id.
-/// Databases of strata before schema 3 carry no application id but a schema version.
-fn check_ownership(conn: &Connection, path: &Path) -> Result<()> {
-    let application_id: i64 = conn.query_row("PRAGMA application_id", [], |row| row.get(0))?;
-    let version: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0))?;
-    let tables: i64 = conn.query_row(
+/// The tables every strata schema has had since the first; a database of schema 1 or 2 (before
+/// the application id) is known by them.
+const FIRST_TABLES: [&str; 4] = ["sessions", "messages", "summary_nodes", "agent_memories"];
+
+/// Refuses a non-empty file that is not a strata database this build can open, without writing
+/// a byte to it or creating a file beside it.
+///
+/// A foreign application id in the header is refused from the bytes alone. Otherwise the
+/// answer needs SQLite (a WAL file's header can be older than its `-wal`), asked through a
+/// read-only connection: in rollback mode it creates nothing, and a file in WAL mode with no
+/// `-wal` beside it (so its header is the whole truth) is opened `immutable`, which creates no
+/// `-wal` and `-shm` either. Strata's own file is known by its application id ("STRA", schema
+/// 3 on) or, before schema 3, by its version and first tables; an empty database (no tables,
+/// version 0) is a new one.
+fn probe(path: &Path, busy_timeout: Duration) -> Result<()> {
+    let mut header = [0u8; 100];
+    let read = std::fs::File::open(path).and_then(|mut file| {
+        use std::io::Read;
+        file.read(&mut header)
+    });
+    let header = match read {
+        Ok(100) if header.starts_with(b"SQLite format 3\0") => Some(header),
+        _ => None, // not SQLite, or unreadable: the probe's own open says which
+    };
+    let be32 =
+        |at: usize| header.map_or(0, |h| i32::from_be_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]) as i64);
+    let (header_version, header_application_id) = (be32(60), be32(68));
+    if header_application_id != 0 && header_application_id != APPLICATION_ID {
+        return Err(Error::NotStrata {
+            path: path.to_path_buf(),
+            application_id: header_application_id,
+            user_version: header_version,
+        });
+    }
+    let in_wal_mode = header.is_some_and(|h| h[18] == 2);
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    let immutable = in_wal_mode && !Path::new(&wal).exists();
+    let uri = file_uri(path, immutable);
+    let probe = Connection::open_with_flags(
+        &uri,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
+    // A writer in rollback mode holds a lock that readers wait for.
+    probe.busy_timeout(busy_timeout.min(MAX_BUSY_TIMEOUT))?;
+    let application_id: i64 = probe.query_row("PRAGMA application_id", [], |row| row.get(0))?;
+    let version: i64 = probe.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+    let tables: i64 = probe.query_row(
         "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
         [],
         |row| row.get(0),
     )?;
-    let ours = application_id == APPLICATION_ID || (application_id == 0 && (version > 0 || tables == 0));
-    if !ours {
-        return Err(Error::NotStrata { path: path.to_path_buf(), application_id, tables });
+    let first_tables: i64 = probe.query_row(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN (?1, ?2, ?3, ?4)",
+        FIRST_TABLES,
+        |row| row.get(0),
+    )?;
+    let supported = crate::migrate::SCHEMA_VERSION;
+    if application_id == APPLICATION_ID {
+        return match version {
+            found if found > supported => Err(Error::SchemaTooNew { found, supported }),
+            found if found < 1 => Err(Error::SchemaUnknown { path: path.to_path_buf(), found }),
+            _ => Ok(()),
+        };
     }
-    Ok(())
+    let new = version == 0 && tables == 0;
+    let before_application_id =
+        application_id == 0 && (1..=2).contains(&version) && first_tables == FIRST_TABLES.len() as i64;
+    if new || before_application_id {
+        return Ok(());
+    }
+    Err(Error::NotStrata { path: path.to_path_buf(), application_id, user_version: version })
+}
+
+/// `path` as a SQLite `file:` URI (every byte but the unreserved ones percent-encoded), read
+/// only, `immutable` when asked.
+fn file_uri(path: &Path, immutable: bool) -> String {
+    let mut uri = String::from("file:");
+    for byte in path.to_string_lossy().bytes() {
+        if byte.is_ascii_alphanumeric() || b"/._-~".contains(&byte) {
+            uri.push(byte as char);
+        } else {
+            uri.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    uri.push_str("?mode=ro");
+    if immutable {
+        uri.push_str("&immutable=1");
+    }
+    uri
 }
 
 /// The pool for an already migrated file.

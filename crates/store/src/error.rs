@@ -27,15 +27,30 @@ pub enum Error {
         /// The path.
         path: PathBuf,
     },
+    /// The file is an empty file (0 bytes) and the command only reads: strata does not make it
+    /// a database.
+    #[error("{} is an empty file, not a strata database; strata leaves it untouched (`strata init` makes it one)", path.display())]
+    Empty {
+        /// The path.
+        path: PathBuf,
+    },
     /// The file is a SQLite database of some other program; strata leaves it untouched.
-    #[error("{} is a SQLite database but not strata's (application id {application_id:#x}, {tables} tables); strata leaves it untouched", path.display())]
+    #[error("{} is a SQLite database but not strata's (application id {application_id:#x}, user_version {user_version}); strata leaves it untouched", path.display())]
     NotStrata {
         /// The path.
         path: PathBuf,
         /// Its `PRAGMA application_id`.
         application_id: i64,
-        /// How many tables it holds.
-        tables: i64,
+        /// Its `PRAGMA user_version`.
+        user_version: i64,
+    },
+    /// A strata database whose schema version is one no strata ever wrote (negative, say).
+    #[error("{} carries strata's application id but schema version {found}, which no strata writes; strata leaves it untouched", path.display())]
+    SchemaUnknown {
+        /// The path.
+        path: PathBuf,
+        /// Its `PRAGMA user_version`.
+        found: i64,
     },
     /// Another writer held the database lock for longer than the busy timeout.
     #[error("database is locked by another writer (gave up after the busy timeout)")]
@@ -114,6 +129,20 @@ pub enum Error {
         problems: u64,
         /// The first one, as SQLite words it.
         first: String,
+    },
+    /// Commits recorded beside the database (`<db>-commits`) are missing from it: its WAL was
+    /// damaged or cut short and SQLite dropped the newest commits. strata writes nothing more
+    /// to it until told to carry on.
+    #[error(
+        "{} holds {found} commits but {recorded} were made: the newest {} were lost (a damaged or truncated -wal file); nothing was written. Restore a backup, or run `strata doctor --accept-lost-commits` to carry on with what is left", path.display(), recorded - found
+    )]
+    CommitsLost {
+        /// The database.
+        path: PathBuf,
+        /// The counter in the database.
+        found: u64,
+        /// The counter recorded beside it.
+        recorded: u64,
     },
     /// Any other SQLite error.
     #[error("database error")]

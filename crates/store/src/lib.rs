@@ -55,6 +55,7 @@ mod types;
 mod upkeep;
 mod vec;
 mod vectors;
+mod watermark;
 
 pub use crate::check::{Check, Report};
 pub use crate::db::DEFAULT_BUSY_TIMEOUT;
@@ -67,7 +68,7 @@ pub use crate::outline::{ConsistentReader, MessageOutline};
 pub use crate::overview::{Browsing, SessionOverview, VectorCounts};
 pub use crate::ranking::Ranking;
 pub use crate::search::{HitId, HitKind, STOPWORDS, SearchFilter, TextHit, TextQuery};
-pub use crate::sessions::validate_persona;
+pub use crate::sessions::{MAX_PERSONA_CHARS, validate_persona};
 pub use crate::store::{Imported, IncomingMessage, RejectionCount, Stats, Store, SummarizerStats};
 pub use crate::text::{prefix_within_bytes, truncate_chars};
 pub use crate::types::{

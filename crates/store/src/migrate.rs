@@ -17,6 +17,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../schema/0008_message_index_cursor.sql"),
     include_str!("../../../schema/0009_token_encoding.sql"),
     include_str!("../../../schema/0010_summary_index_cursor.sql"),
+    include_str!("../../../schema/0011_commit_watermark.sql"),
 ];
 
 /// The schema version this build creates and understands.
@@ -55,10 +56,32 @@ pub(crate) fn migrate_to(conn: &mut Connection, target: i64) -> Result<()> {
     Ok(())
 }
 
+/// Every object (`type`, `name`) of the schema this build creates, with its SQL, as built from
+/// the migrations in a fresh in-memory database: what `doctor` compares a file against.
+pub(crate) fn expected_schema() -> Result<std::collections::BTreeMap<(String, String), Option<String>>> {
+    crate::vec::register();
+    let mut conn = Connection::open_in_memory()?;
+    migrate_to(&mut conn, SCHEMA_VERSION)?;
+    schema_objects(&conn)
+}
+
+/// The objects of `conn`'s main schema, SQLite's own (`sqlite_*`) left out.
+pub(crate) fn schema_objects(
+    conn: &Connection,
+) -> Result<std::collections::BTreeMap<(String, String), Option<String>>> {
+    let mut statement = conn.prepare(
+        "SELECT type, name, sql FROM main.sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'",
+    )?;
+    let objects = statement
+        .query_map([], |row| Ok(((row.get(0)?, row.get(1)?), row.get(2)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(objects)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::db::{DEFAULT_BUSY_TIMEOUT, init_connection, open_connection};
+    use crate::db::{Access, DEFAULT_BUSY_TIMEOUT, init_connection, open_connection};
 
     fn schema_of(conn: &Connection) -> Vec<(String, String, Option<String>)> {
         let mut stmt = conn.prepare("SELECT type, name, sql FROM sqlite_master ORDER BY type, name").unwrap();
@@ -71,10 +94,12 @@ mod tests {
     #[test]
     fn upgraded_step_by_step_equals_fresh() {
         let dir = tempfile::tempdir().unwrap();
-        let mut fresh = open_connection(&dir.path().join("fresh.db"), DEFAULT_BUSY_TIMEOUT).unwrap();
+        let mut fresh =
+            open_connection(&dir.path().join("fresh.db"), DEFAULT_BUSY_TIMEOUT, Access::Write).unwrap();
         migrate(&mut fresh).unwrap();
 
-        let mut stepped = open_connection(&dir.path().join("stepped.db"), DEFAULT_BUSY_TIMEOUT).unwrap();
+        let mut stepped =
+            open_connection(&dir.path().join("stepped.db"), DEFAULT_BUSY_TIMEOUT, Access::Write).unwrap();
         for version in 1..=SCHEMA_VERSION {
             migrate_to(&mut stepped, version).unwrap();
             let found: i64 = stepped.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
@@ -106,12 +131,15 @@ mod tests {
     fn newer_database_is_refused_and_left_alone() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("new.db");
-        let mut conn = open_connection(&path, DEFAULT_BUSY_TIMEOUT).unwrap();
+        let mut conn = open_connection(&path, DEFAULT_BUSY_TIMEOUT, Access::Write).unwrap();
         migrate(&mut conn).unwrap();
         conn.pragma_update(None, "user_version", SCHEMA_VERSION + 7).unwrap();
         drop(conn);
 
-        let mut conn = open_connection(&path, DEFAULT_BUSY_TIMEOUT).unwrap();
+        // Refused on open, before anything is written, and by the migration itself.
+        let err = open_connection(&path, DEFAULT_BUSY_TIMEOUT, Access::Write).unwrap_err();
+        assert!(matches!(err, Error::SchemaTooNew { .. }), "{err:?}");
+        let mut conn = rusqlite::Connection::open(&path).unwrap();
         init_connection(&conn, DEFAULT_BUSY_TIMEOUT).unwrap();
         let err = migrate(&mut conn).unwrap_err();
         assert!(

@@ -7,9 +7,22 @@ use crate::db::query_all;
 use crate::error::{Error, Missing, Result};
 use crate::types::{Session, SessionId, to_unix};
 
-/// Checks a persona name: short, printable, not empty.
+/// The longest persona name.
+pub const MAX_PERSONA_CHARS: usize = 64;
+
+/// Checks a persona name a session or memory is created for: 1 to 64 letters, digits and
+/// `-_.:@+`. A persona's name reaches the model inside strata's own instructions (the sync
+/// guidelines: "You are playing the active persona role: {name}"), where it is not fenced, so
+/// it can hold no space, bracket or line break with which to write an instruction of its own.
 pub fn validate_persona(persona: &str) -> Result<()> {
-    validate_name("persona", persona, 64)
+    validate_name("persona", persona, MAX_PERSONA_CHARS)?;
+    if let Some(bad) = persona.chars().find(|c| !c.is_alphanumeric() && !"-_.:@+".contains(*c)) {
+        return Err(Error::invalid(
+            "persona",
+            format!("{persona:?} contains {bad:?}; a persona name is letters, digits and -_.:@+ only"),
+        ));
+    }
+    Ok(())
 }
 
 pub(crate) fn validate_name(field: &'static str, value: &str, max_chars: usize) -> Result<()> {
@@ -29,7 +42,9 @@ pub(crate) fn validate_name(field: &'static str, value: &str, max_chars: usize) 
 /// A key already bound to another persona is refused: personas never share a conversation.
 pub fn get_or_create(conn: &Connection, key: &str, persona: &str, now: DateTime<Utc>) -> Result<Session> {
     validate_name("session key", key, 256)?;
-    validate_persona(persona)?;
+    // An existing session is found by any name it was created with (older strata allowed
+    // more); a new one gets a name that is safe in front of the model.
+    validate_name("persona", persona, MAX_PERSONA_CHARS)?;
     if let Some(session) = by_key(conn, key)? {
         if session.persona != persona {
             return Err(Error::PersonaMismatch {
@@ -40,6 +55,7 @@ pub fn get_or_create(conn: &Connection, key: &str, persona: &str, now: DateTime<
         }
         return Ok(session);
     }
+    validate_persona(persona)?;
     let now = to_unix(now);
     conn.prepare_cached(
         "INSERT INTO sessions(key, role, created_at, last_active_at) VALUES (?1, ?2, ?3, ?3)",

@@ -21,7 +21,7 @@ use crate::types::{
     Category, Level, Memory, Message, MessageId, NewMessage, NewSummary, NodeId, Session, SessionId,
     SummaryNode, Writer,
 };
-use crate::{ingests, messages, migrate, nodes, sessions};
+use crate::{ingests, messages, migrate, nodes, sessions, watermark};
 
 /// Rows indexed per transaction when a search catches the indexes up.
 const INDEX_BATCH: usize = 2_000;
@@ -117,10 +117,13 @@ pub struct Store {
 }
 
 impl Store {
-    /// Opens the database at `path`, creating it and bringing its schema up to date.
+    /// Opens the database at `path` for writing, creating it and bringing its schema up to
+    /// date.
     ///
-    /// A file written by a newer strata is refused with [`Error::SchemaTooNew`] and left alone;
-    /// a file that is not a SQLite database gives [`Error::Corrupt`].
+    /// Before anything is written: a file of another program is refused with
+    /// [`Error::NotStrata`], one written by a newer strata with [`Error::SchemaTooNew`], and a
+    /// damaged one (SQLite's `quick_check`, once per open) with [`Error::Damaged`], each left
+    /// byte for byte as it was; a file that is not a SQLite database gives [`Error::Corrupt`].
     pub fn open(path: impl AsRef<Path>) -> Result<Store> {
         Store::open_with_timeout(path, db::DEFAULT_BUSY_TIMEOUT)
     }
@@ -128,23 +131,36 @@ impl Store {
     /// Like [`Store::open`], with the time a writer waits for the lock before [`Error::Busy`]
     /// (at most about 24.8 days, the longest SQLite takes).
     pub fn open_with_timeout(path: impl AsRef<Path>, busy_timeout: Duration) -> Result<Store> {
-        let path = path.as_ref().to_path_buf();
-        // The first connection is opened by hand so that its errors keep their detail; the pool
-        // would reduce them to a message.
-        let mut conn = db::open_connection(&path, busy_timeout)?;
-        migrate::migrate(&mut conn)?;
-        drop(conn);
-        Ok(Store { pool: db::pool(&path, busy_timeout)?, path, rows_read: Arc::default() })
+        Store::open_as(path.as_ref(), busy_timeout, db::Access::Write)
     }
 
     /// Opens an existing database for a command that only reads: a missing file is
-    /// [`Error::Missing`] and nothing is created.
+    /// [`Error::Missing`], an empty one [`Error::Empty`], and nothing is created. The same
+    /// refusals as [`Store::open`] but the damage check, which `doctor` reports instead.
+    ///
+    /// The file is decided on through a read-only connection; the pool itself may write, since
+    /// a search first indexes the messages waiting for the index (schemas 8 and 10), and a file
+    /// of an older strata is brought up to date.
     pub fn open_existing(path: impl AsRef<Path>, busy_timeout: Duration) -> Result<Store> {
-        let path = path.as_ref();
-        if !path.exists() {
-            return Err(Error::Missing { path: path.to_path_buf() });
+        Store::open_as(path.as_ref(), busy_timeout, db::Access::Read)
+    }
+
+    fn open_as(path: &Path, busy_timeout: Duration, access: db::Access) -> Result<Store> {
+        let path = path.to_path_buf();
+        // The first connection is opened by hand so that its errors keep their detail; the pool
+        // would reduce them to a message.
+        let mut conn = db::open_connection(&path, busy_timeout, access)?;
+        migrate::migrate(&mut conn)?;
+        if let Some((found, recorded)) = watermark::lost(&conn, &path)? {
+            let lost = Error::CommitsLost { path: path.clone(), found, recorded };
+            if access == db::Access::Write {
+                return Err(lost);
+            }
+            // A reader still reads what is left; `doctor` reports it as a problem.
+            tracing::warn!("{lost}");
         }
-        Store::open_with_timeout(path, busy_timeout)
+        drop(conn);
+        Ok(Store { pool: db::pool(&path, busy_timeout)?, path, rows_read: Arc::default() })
     }
 
     /// The database file.
@@ -159,19 +175,40 @@ impl Store {
 
     /// Runs `f` in an immediate transaction: it takes the write lock at the start, so a
     /// read-then-write inside it cannot fail half-way with `SQLITE_BUSY`.
+    ///
+    /// It bumps the commit watermark (see `watermark.rs`) and, once committed, records it
+    /// beside the file, so a commit lost with a damaged WAL is noticed.
     pub(crate) fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
         let mut conn = self.pool.get()?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let value = f(&tx)?;
+        let watermark = watermark::bump(&tx)?;
         tx.commit()?;
+        if let Some((file_id, commits)) = watermark {
+            watermark::write_copy(&self.path, &file_id, commits);
+        }
         Ok(value)
+    }
+
+    /// Commits recorded beside the file but missing from it, as `(in the database, recorded)`:
+    /// its WAL was damaged or cut short. `None` when nothing is missing.
+    pub fn lost_commits(&self) -> Result<Option<(u64, u64)>> {
+        self.read(|conn| watermark::lost(conn, &self.path))
+    }
+
+    /// Accepts that the commits [`Store::lost_commits`] names are gone: the record beside the
+    /// file is set to what the database holds, and writers are allowed again.
+    pub fn accept_lost_commits(&self) -> Result<()> {
+        if let Some((file_id, commits)) = self.read(watermark::in_database)? {
+            watermark::write_copy(&self.path, &file_id, commits);
+        }
+        Ok(())
     }
 
     // Health.
 
     /// SQLite's `quick_check`: an error naming the first problems when the file is damaged.
-    /// Bulk writers (`strata ingest`, `strata compact`) run it first, so they never add to a
-    /// damaged file.
+    /// [`Store::open`] runs it once, so no writer adds to a damaged file.
     pub fn quick_check(&self) -> Result<()> {
         let check = self.read(|conn| check::sqlite_check(conn, false))?;
         match check.problems {
@@ -186,7 +223,21 @@ impl Store {
     /// Every health check (see [`Report`]); `full` runs SQLite's `integrity_check` instead of
     /// the quicker `quick_check`. Only reads.
     pub fn doctor(&self, full: bool) -> Result<Report> {
-        self.read(|conn| check::doctor(conn, full))
+        let mut report = self.read(|conn| check::doctor(conn, full))?;
+        let mut check =
+            check::Check { name: "no committed write is missing (WAL)", problems: 0, details: Vec::new() };
+        // A damaged file cannot be trusted to answer (the SQLite check said so already).
+        let lost = if report.healthy() { self.lost_commits()? } else { None };
+        if let Some((found, recorded)) = lost {
+            check.problems = recorded - found;
+            check.details.push(format!(
+                "the database holds {found} commits but {recorded} were made: the newest {} were lost with a \
+                 damaged or truncated -wal (restore a backup, or `strata doctor --accept-lost-commits`)",
+                recorded - found
+            ));
+        }
+        report.checks.push(check);
+        Ok(report)
     }
 
     /// A consistent copy of the database at `dest` (which must not exist), taken while other

@@ -256,6 +256,12 @@ pub struct NewMessage {
 }
 
 impl NewMessage {
+    /// Checks what every append checks (tool calls only on assistant messages, one-line speaker
+    /// names and call ids, string call ids), so a reader of a file can name the line at fault.
+    pub fn validate(&self) -> crate::Result<()> {
+        crate::messages::validate(self)
+    }
+
     /// A plain text message sent now, with its token count still to be filled in.
     pub fn text(role: Role, content: impl Into<String>) -> NewMessage {
         NewMessage {

@@ -205,7 +205,15 @@ pub fn run(
 
     // The dev conversations: each persona's sessions, in file order, as one session.
     let transcript = args.data.join("transcripts.jsonl");
-    let mut incoming = parse_file(&transcript, "default", "default", true, &counter, &ProgressBar::hidden())?;
+    let mut incoming = parse_file(
+        &transcript,
+        "default",
+        "default",
+        true,
+        &config.compactor,
+        &counter,
+        &ProgressBar::hidden(),
+    )?;
     let mut positions: HashMap<(String, i64), i64> = HashMap::new();
     let mut next_in_session: HashMap<String, i64> = HashMap::new();
     let mut next_in_persona: HashMap<String, i64> = HashMap::new();

@@ -130,8 +130,13 @@ fn check_context(fx: &Fixture, config: &CompactorConfig, context: &AssembledCont
             assert_eq!(sent, messages[seq].content, "seq {seq} is verbatim");
         }
     };
-    // The head: the first head_messages messages.
-    for seq in 0..(config.head_messages as usize).min(messages.len()) {
+    // The head: the first head_messages messages, ending before a tool call whose results it
+    // would cut off.
+    let mut head_end = (config.head_messages as usize).min(messages.len());
+    while head_end > 0 && head_end < messages.len() && messages[head_end].role == Role::Tool {
+        head_end -= 1;
+    }
+    for seq in 0..head_end {
         assert_eq!(shown[&(seq as i64)].1, Part::Head);
         verbatim(seq);
     }

@@ -5,6 +5,7 @@ mod faults;
 mod injection;
 mod invariants;
 mod openai;
+mod protected;
 mod scale;
 mod untrusted;
 mod util;
