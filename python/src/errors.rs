@@ -71,9 +71,11 @@ fn engine_class(error: &strata::Error) -> &'static str {
         | strata::Error::Compactor(CompactorError::Store(error))
         | strata::Error::Recall(RecallError::Store(error)) => store_class(error),
         strata::Error::InvalidMessage(_) | strata::Error::Config(_) => "BadInput",
-        strata::Error::Compactor(CompactorError::Config { .. } | CompactorError::EncodingMismatch { .. }) => {
-            "BadInput"
-        }
+        strata::Error::Compactor(
+            CompactorError::Config { .. }
+            | CompactorError::EncodingMismatch { .. }
+            | CompactorError::MessageTooLarge { .. },
+        ) => "BadInput",
         strata::Error::Summarizer(_) => "SummarizerUnavailable",
         strata::Error::Recall(error) => match error {
             RecallError::InvalidArgument { .. } | RecallError::NearDuplicateKey { .. } => "BadInput",
@@ -88,7 +90,9 @@ fn engine_class(error: &strata::Error) -> &'static str {
 fn store_class(error: &StoreError) -> &'static str {
     match error {
         StoreError::Busy(_) => "Busy",
-        StoreError::Corrupt(_) | StoreError::Damaged { .. } => "DamagedDatabase",
+        StoreError::Corrupt(_) | StoreError::Damaged { .. } | StoreError::CommitsLost { .. } => {
+            "DamagedDatabase"
+        }
         StoreError::NotFound(_) | StoreError::Missing { .. } => "NotFound",
         StoreError::ProtectedCategory | StoreError::PersonaMismatch { .. } => "Forbidden",
         StoreError::Invalid { .. } => "BadInput",
