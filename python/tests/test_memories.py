@@ -39,13 +39,18 @@ def test_the_agent_saves_progress_but_not_a_preference(engine):
     assert "migration" in str(listed)
 
 
+def said_british_english(engine: strata.Engine) -> None:
+    """A chat in which the user states a preference, compacted so that it is proposed."""
+    session = engine.session("s", "coder")
+    messages = transcript(400)
+    messages.insert(5, {"role": "user", "content": "From now on, answer in British English."})
+    session.append_many(messages)
+    session.compact()
+
+
 def test_a_proposed_preference_waits_for_the_user(db_path):
     with strata.Engine(db_path, SMALL_WINDOW) as engine:
-        session = engine.session("s", "coder")
-        messages = transcript(400)
-        messages.insert(5, {"role": "user", "content": "From now on, answer in British English."})
-        session.append_many(messages)
-        session.compact()
+        said_british_english(engine)
         proposals = engine.proposals("coder")
         assert proposals, "the extractive summarizer proposes what is said in so many words"
         key = proposals[0]["key"]
@@ -59,11 +64,7 @@ def test_a_proposed_preference_waits_for_the_user(db_path):
 
 def test_rejecting_a_proposal_deletes_it(db_path):
     with strata.Engine(db_path, SMALL_WINDOW) as engine:
-        session = engine.session("s", "coder")
-        messages = transcript(400)
-        messages.insert(5, {"role": "user", "content": "From now on, answer in British English."})
-        session.append_many(messages)
-        session.compact()
+        said_british_english(engine)
         key = engine.proposals("coder")[0]["key"]
         engine.reject_proposal("coder", key)
         assert all(p["key"] != key for p in engine.proposals("coder"))

@@ -189,6 +189,24 @@ fn planted(
     Ok(())
 }
 
+/// The dev set's conversations (`transcripts.jsonl` in `data`), read as `strata ingest` reads
+/// a file (each line names its session and persona), tokens counted.
+pub(crate) fn dev_transcripts(
+    data: &Path,
+    limits: &strata_compactor::CompactorConfig,
+    counter: &TokenCounter,
+) -> anyhow::Result<Vec<strata_store::IncomingMessage>> {
+    parse_file(
+        &data.join("transcripts.jsonl"),
+        "default",
+        "default",
+        true,
+        limits,
+        counter,
+        &ProgressBar::hidden(),
+    )
+}
+
 fn read_questions(path: &Path) -> anyhow::Result<Vec<Question>> {
     let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     text.lines()
@@ -213,18 +231,9 @@ fn retrieval(
     let dir = tempfile::tempdir().context("cannot create a temporary directory")?;
     let store = Store::open(dir.path().join("eval.db"))?;
     let counter = TokenCounter::for_model(&config.compactor.model);
-    let transcript = args.data.join("transcripts.jsonl");
-    let incoming = parse_file(
-        &transcript,
-        "default",
-        "default",
-        true,
-        &config.compactor,
-        &counter,
-        &ProgressBar::hidden(),
-    )?;
+    let incoming = dev_transcripts(&args.data, &config.compactor, &counter)?;
     store.append_many(&incoming).context("cannot store the transcripts")?;
-    eprintln!("stored {} messages of {}", incoming.len(), transcript.display());
+    eprintln!("stored {} messages of {}", incoming.len(), args.data.join("transcripts.jsonl").display());
 
     let recall = &config.recall;
     let embedder = Embedder::for_config(recall).context("the evaluation needs the embedding model")?;

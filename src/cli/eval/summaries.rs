@@ -23,7 +23,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use indicatif::ProgressBar;
 use serde::Serialize;
 use strata::SentenceModel;
 use strata_compactor::{
@@ -33,7 +32,6 @@ use strata_compactor::{
 use strata_store::{IncomingMessage, Message, NodeId, Store, SummaryNode};
 
 use super::{Question, read_questions};
-use crate::cli::ingest::parse_file;
 use crate::cli::output::print_json;
 
 #[derive(Debug, clap::Args)]
@@ -204,16 +202,7 @@ pub fn run(
     };
 
     // The dev conversations: each persona's sessions, in file order, as one session.
-    let transcript = args.data.join("transcripts.jsonl");
-    let mut incoming = parse_file(
-        &transcript,
-        "default",
-        "default",
-        true,
-        &config.compactor,
-        &counter,
-        &ProgressBar::hidden(),
-    )?;
+    let mut incoming = super::dev_transcripts(&args.data, &config.compactor, &counter)?;
     let mut positions: HashMap<(String, i64), i64> = HashMap::new();
     let mut next_in_session: HashMap<String, i64> = HashMap::new();
     let mut next_in_persona: HashMap<String, i64> = HashMap::new();
