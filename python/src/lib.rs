@@ -376,9 +376,12 @@ impl PySession {
         Ok(ids.into_iter().map(|id| id.0).collect())
     }
 
-    fn prepare_context(&self, py: Python<'_>) -> PyResult<Json> {
+    fn prepare_context<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let session = self.open()?;
-        detached(py, move || Ok(session.prepare_context()?))
+        let prepared = py.detach(move || session.prepare_context()).map_err(|error| to_py(error.into()))?;
+        // Straight from the Rust types into Python objects: the hot call skips the JSON value
+        // in between, which copied every message once more.
+        Ok(pythonize(py, &prepared)?)
     }
 
     #[pyo3(signature = (name, arguments = None))]
