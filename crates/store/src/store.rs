@@ -532,7 +532,7 @@ impl Store {
     }
 
     /// The messages of one persona sent in a time window, in time order, paged: what was said
-    /// then ([`search::said_between`]).
+    /// then, oldest first (or newest first), skipping `offset`; it walks the `messages_created` index.
     pub fn said_between(
         &self,
         filter: &SearchFilter,
