@@ -104,8 +104,7 @@ fn grep_filters_by_persona_session_limit_and_time() {
     // A bare `*` lists what was said: the newest first, or a time range oldest first.
     let newest = strata.run(&["grep", "*", "--persona", "coder", "--json"]).json();
     assert_eq!(newest["order"], "newest first", "{newest:#}");
-    let times: Vec<&str> =
-        newest["results"].as_array().unwrap().iter().map(|hit| hit["timestamp"].as_str().unwrap()).collect();
+    let times = timestamps(&newest);
     assert!(!times.is_empty() && times.windows(2).all(|pair| pair[0] >= pair[1]), "{times:?}");
     let window = strata
         .run(&[
@@ -121,8 +120,7 @@ fn grep_filters_by_persona_session_limit_and_time() {
         ])
         .json();
     assert_eq!(window["order"], "oldest first within the time range", "{window:#}");
-    let times: Vec<&str> =
-        window["results"].as_array().unwrap().iter().map(|hit| hit["timestamp"].as_str().unwrap()).collect();
+    let times = timestamps(&window);
     assert!(!times.is_empty() && times.windows(2).all(|pair| pair[0] <= pair[1]), "{times:?}");
     assert!(
         times.iter().all(|time| ("2024-05-01T09:00:00".."2024-05-01T11:00:00").contains(&&time[..19])),
@@ -266,4 +264,9 @@ fn memory_purge_removes_only_expired_memories() {
     let list = strata.run(&["memory", "list", "--persona", "p", "--json"]).json();
     assert_eq!(list.as_array().unwrap().len(), 1);
     assert_eq!(list[0]["key"], "tone");
+}
+
+/// The `timestamp` of each result of a search answer, in order.
+fn timestamps(answer: &serde_json::Value) -> Vec<&str> {
+    answer["results"].as_array().unwrap().iter().map(|hit| hit["timestamp"].as_str().unwrap()).collect()
 }
