@@ -149,6 +149,16 @@ impl Engine {
         self.block_on(self.engine.assemble(session, now))
     }
 
+    /// See [`crate::Engine::preview`].
+    pub fn preview(
+        &self,
+        session: SessionId,
+        request: Option<strata_store::NewMessage>,
+        now: DateTime<Utc>,
+    ) -> Result<AssembledContext> {
+        self.block_on(self.engine.preview(session, request, now))
+    }
+
     /// [`crate::Engine::resummarize`], blocking.
     pub fn resummarize(
         &self,

@@ -144,6 +144,8 @@ impl Config {
         // Every chat request carries strata's tool definitions: the context leaves room for them,
         // whether an engine or `strata context` assembles it.
         compactor.request_overhead_tokens = compactor.token_counter().tools(&strata_recall::tool_specs());
+        // The recalled block's search is recall's; its size is the context's.
+        compactor.proactive_tokens = if self.recall.proactive { self.recall.proactive_tokens } else { 0 };
         compactor
     }
 
@@ -203,10 +205,17 @@ impl Config {
             ("min_similarity", recall.min_similarity),
             ("near_duplicate_similarity", recall.near_duplicate_similarity),
             ("near_duplicate_meaning", recall.near_duplicate_meaning),
+            ("proactive_min_similarity", recall.proactive_min_similarity),
         ] {
             if !(-1.0..=1.0).contains(&value) {
                 return invalid(key, "must be a cosine similarity between -1 and 1");
             }
+        }
+        if !(recall.proactive_min_keyword_match.is_finite() && recall.proactive_min_keyword_match >= 0.0) {
+            return invalid("proactive_min_keyword_match", "must be a number of zero or more");
+        }
+        if recall.proactive && recall.proactive_hits == 0 {
+            return invalid("proactive_hits", "must be at least 1 (or set proactive = false)");
         }
         if !(1..=strata_store::MAX_CHUNKS).contains(&recall.embed_max_chunks) {
             return invalid("embed_max_chunks", "must be between 1 and 32");

@@ -9,7 +9,8 @@ use chrono::Utc;
 use serde::Serialize;
 use serde_json::Value;
 use strata_compactor::{
-    AssembledContext, Compaction, Compactor, EmbedError, Outcome, Resummarized, SentenceEmbedder, Summarizer,
+    AssembledContext, AssemblyOptions, Compaction, Compactor, EmbedError, Outcome, Recalled, RecalledHit,
+    Recaller, Resummarized, SentenceEmbedder, Summarizer,
 };
 use strata_recall::{EmbedWorker, Embedder, EmbedderState, RecallConfig, Settled, Tool, ToolContext};
 use strata_store::{
@@ -46,6 +47,8 @@ struct Inner {
     worker: OnceLock<EmbedWorker>,
     /// Compactions running in the background (`[summarizer] background`), one per session.
     background: Mutex<HashMap<SessionId, JoinHandle<Result<Outcome>>>>,
+    /// The search behind every context's recalled block; `None` with `[recall] proactive` off.
+    recaller: Option<Arc<HistorySearch>>,
 }
 
 /// The context to send to the model, and what compaction did to get there.
@@ -111,6 +114,9 @@ impl Engine {
     ) -> Result<Engine> {
         config.validate()?;
         let compactor = Compactor::new(store.clone(), config.compactor(), summarizer)?;
+        let recaller = config.recall.proactive.then(|| {
+            Arc::new(HistorySearch { store: store.clone(), config: config.recall.clone(), embedder: embedder.clone() })
+        });
         Ok(Engine {
             inner: Arc::new(Inner {
                 store,
@@ -119,6 +125,7 @@ impl Engine {
                 embedder,
                 worker: OnceLock::new(),
                 background: Mutex::new(HashMap::new()),
+                recaller,
             }),
         })
     }
@@ -238,7 +245,44 @@ impl Engine {
     /// without compacting first: what [`EngineSession::prepare_context`] sends when nothing
     /// is left to fold. For inspection (`strata context`); it writes nothing.
     pub async fn assemble(&self, session: SessionId, now: chrono::DateTime<Utc>) -> Result<AssembledContext> {
-        Ok(self.inner.compactor.assemble(session, now).await?)
+        self.preview(session, None, now).await
+    }
+
+    /// The context `session` would be sent at `now` for `request`, a new request that is not
+    /// stored (a dry run: nothing is written, nothing is compacted), or for its latest stored
+    /// request when `None`, recalled block included: exactly what the model would get. Unlike
+    /// [`EngineSession::prepare_context`] it waits for the embedding model to load, so the
+    /// block is the one a warm engine would send.
+    pub async fn preview(
+        &self,
+        session: SessionId,
+        request: Option<NewMessage>,
+        now: chrono::DateTime<Utc>,
+    ) -> Result<AssembledContext> {
+        if self.inner.recaller.is_some() {
+            let engine = self.clone();
+            tokio::task::spawn_blocking(move || {
+                engine.embedder();
+            }).await.map_err(Error::Background)?;
+        }
+        let options = AssemblyOptions { now, request, recaller: self.recaller() };
+        Ok(self.inner.compactor.assemble_with(session, options).await?)
+    }
+
+    /// The recalled block's search, as the compactor takes it.
+    fn recaller(&self) -> Option<Arc<dyn Recaller>> {
+        self.inner.recaller.clone().map(|search| search as Arc<dyn Recaller>)
+    }
+
+    /// Loads the embedding model on the blocking pool unless it is loaded (or loading), so that
+    /// the recalled block, which never waits for it, has semantic search from a later request on.
+    fn warm_embedder(&self) {
+        if self.inner.recaller.is_some() && self.inner.embedder.get().is_none() {
+            let engine = self.clone();
+            tokio::task::spawn_blocking(move || {
+                engine.embedder();
+            });
+        }
     }
 
     /// Settles the queued facts on the blocking pool. A failure leaves them queued for the
@@ -429,7 +473,9 @@ impl EngineSession {
             } else {
                 Some(self.engine.compact(self.session.id).await?)
             };
-            let context = compactor.assemble(self.session.id, Utc::now()).await?;
+            self.engine.warm_embedder();
+            let options = AssemblyOptions { now: Utc::now(), request: None, recaller: self.engine.recaller() };
+            let context = compactor.assemble_with(self.session.id, options).await?;
             tracing::debug!(
                 tokens = context.tokens.total,
                 budget = context.tokens.budget,
@@ -515,6 +561,46 @@ impl EngineSession {
     fn tool_context(&self, embedder: EmbedderState) -> ToolContext {
         let inner = &self.engine.inner;
         ToolContext::new(inner.store.clone(), self.session.clone(), embedder, inner.config.recall.clone())
+    }
+}
+
+/// recall's hybrid search as the compactor's [`Recaller`]: it uses the embedding model only
+/// once loaded, and never fails a context (a failed search is a note in the block).
+#[derive(Debug)]
+struct HistorySearch {
+    store: Store,
+    config: RecallConfig,
+    embedder: Arc<OnceLock<EmbedderState>>,
+}
+
+impl Recaller for HistorySearch {
+    fn recall(&self, persona: &str, request: &str, exclude: &std::collections::HashSet<MessageId>) -> Recalled {
+        let embedder = self.embedder.get().and_then(|state| state.get().ok());
+        match strata_recall::proactive(&self.store, persona, &self.config, embedder, request, exclude) {
+            Ok(found) => Recalled {
+                hits: found
+                    .hits
+                    .into_iter()
+                    .map(|hit| RecalledHit {
+                        message_id: hit.message_id,
+                        session: hit.session,
+                        seq: hit.seq,
+                        timestamp: hit.timestamp,
+                        speaker: hit.speaker,
+                        text: hit.text,
+                        score: hit.score,
+                        similarity: hit.similarity,
+                    })
+                    .collect(),
+                memories: found.memories,
+                partial: found.partial,
+                how_to_open: found.how_to_open,
+            },
+            Err(error) => {
+                tracing::warn!(%error, "the recalled block's search failed");
+                Recalled { partial: Some(format!("the search of the history failed: {error}")), ..Recalled::default() }
+            }
+        }
     }
 }
 

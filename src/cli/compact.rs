@@ -101,18 +101,30 @@ pub struct ContextArgs {
     /// Defaults to now.
     #[arg(long)]
     now: Option<String>,
+    /// A new user request to show the context for, as the session's next message, without
+    /// storing it (a dry run): exactly what the model would get, the recalled block included.
+    #[arg(long)]
+    request: Option<String>,
 }
 
 /// The loaded configuration with `--window` applied.
 fn windowed(args: &CompactorArgs, config: &Config) -> Config {
-    let mut config = config.clone();
-    if let Some(window) = args.window {
-        let compactor = &mut config.compactor;
-        compactor.context_window_tokens = window;
-        // Keep the reserve and the scaffold proportionate in a small window.
-        compactor.reserve_tokens = compactor.reserve_tokens.min(window / 8);
-        compactor.scaffold_body_tokens = compactor.scaffold_body_tokens.min(window / 8);
+    match args.window {
+        Some(window) => for_window(config, window),
+        None => config.clone(),
     }
+}
+
+/// `config` for a model with a `window`-token context.
+pub(crate) fn for_window(config: &Config, window: u32) -> Config {
+    let mut config = config.clone();
+    let compactor = &mut config.compactor;
+    compactor.context_window_tokens = window;
+    // Keep the reserve and the scaffold proportionate in a small window: at 4,000 tokens the
+    // tool definitions take about half, and bodies of window / 8 left the recalled block no
+    // room (benches/README.md, "The context").
+    compactor.reserve_tokens = compactor.reserve_tokens.min(window / 8);
+    compactor.scaffold_body_tokens = compactor.scaffold_body_tokens.min(window / 16);
     config
 }
 
@@ -336,7 +348,12 @@ pub fn context(
         None => Utc::now(),
     };
     let engine = Engine::from_store(store, windowed(&args.common, settings))?;
-    let context = engine.assemble(session.id, now)?;
+    let request = args.request.as_ref().map(|text| {
+        let mut request = strata_store::NewMessage::text(strata_store::Role::User, text.clone());
+        request.created_at = now;
+        request
+    });
+    let context = engine.preview(session.id, request, now)?;
     if json {
         return print_json(out, &context);
     }
@@ -370,8 +387,10 @@ fn print_context(context: &AssembledContext, out: &mut impl Write) -> anyhow::Re
     writeln!(out, "head             {:>7}", t.head)?;
     writeln!(out, "scaffold         {:>7}", t.scaffold)?;
     writeln!(out, "acknowledgement  {:>7}", t.acknowledgement)?;
+    writeln!(out, "recent (folded)  {:>7}", t.recent)?;
     writeln!(out, "buffer           {:>7}", t.buffer)?;
     writeln!(out, "tail             {:>7}", t.tail)?;
+    writeln!(out, "  recalled block {:>7}", t.recalled)?;
     writeln!(out, "reply priming    {:>7}", t.reply_priming)?;
     writeln!(
         out,
@@ -386,6 +405,20 @@ fn print_context(context: &AssembledContext, out: &mut impl Write) -> anyhow::Re
         "injection: {:?}; elided messages: {}; stubbed messages: {}",
         context.injection, context.elided_messages, context.stubbed_messages
     )?;
+    if let Some(block) = &context.recalled {
+        writeln!(out, "recalled block: {} hits shown, {} did not fit", block.hits.len(), block.not_shown)?;
+        for hit in &block.hits {
+            let similarity = hit.similarity.map_or("-".to_owned(), |s| format!("{s:.3}"));
+            writeln!(
+                out,
+                "  message {} ({} #{}) score {:.3} similarity {similarity} · {} tokens",
+                hit.message_id, hit.session, hit.seq, hit.score, hit.tokens
+            )?;
+        }
+        if let Some(partial) = &block.partial {
+            writeln!(out, "  note: {partial}")?;
+        }
+    }
     Ok(())
 }
 

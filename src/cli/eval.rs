@@ -25,6 +25,7 @@ use crate::cli::ingest::parse_file;
 
 use crate::cli::output::print_json;
 
+mod context;
 mod summaries;
 
 /// The cut-offs recall is reported at.
@@ -41,6 +42,10 @@ pub enum EvalCommand {
     /// compression and the summarizer's time per node, on the annotated conversations and two
     /// generated ones.
     Summaries(summaries::SummariesArgs),
+    /// How much of each question's evidence the assembled context holds, asked as the next
+    /// request of its conversation: a plain sliding window of the same budget, strata without
+    /// the recalled block, and strata with it.
+    Context(context::ContextArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -111,6 +116,7 @@ pub fn run(
         EvalCommand::Retrieval(args) => retrieval(config, args, json, out),
         EvalCommand::Planted(args) => planted(config, args, json, out),
         EvalCommand::Summaries(args) => summaries::run(config, args, json, out),
+        EvalCommand::Context(args) => context::run(config, args, json, out),
     }
 }
 
@@ -205,6 +211,47 @@ pub(crate) fn dev_transcripts(
         counter,
         &ProgressBar::hidden(),
     )
+}
+
+/// Makes each persona's sessions one session, keyed by the persona, in file order; returns where
+/// each (session key, seq) of the file went in its persona's session.
+pub(crate) fn one_session_per_persona(
+    incoming: &mut [strata_store::IncomingMessage],
+) -> HashMap<(String, i64), i64> {
+    let mut positions = HashMap::new();
+    let mut next_in_session: HashMap<String, i64> = HashMap::new();
+    let mut next_in_persona: HashMap<String, i64> = HashMap::new();
+    for message in incoming {
+        let seq = next_in_session.entry(message.session_key.clone()).or_insert(0);
+        let position = next_in_persona.entry(message.persona.clone()).or_insert(0);
+        positions.insert((message.session_key.clone(), *seq), *position);
+        *seq += 1;
+        *position += 1;
+        message.session_key = message.persona.clone();
+    }
+    positions
+}
+
+/// Lowercase word tokens (letters, digits, `_`).
+pub(crate) fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty()).map(str::to_lowercase)
+}
+
+/// The content words of an answer: its word tokens without stop words.
+pub(crate) fn content_words(answer: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for word in words(answer) {
+        if !strata_store::STOPWORDS.contains(&word.as_str()) && !out.contains(&word) {
+            out.push(word);
+        }
+    }
+    out
+}
+
+/// Whether `text` holds every one of `wanted` as a word.
+pub(crate) fn holds_all(text: &str, wanted: &[String]) -> bool {
+    let present: HashSet<String> = words(text).collect();
+    wanted.iter().all(|word| present.contains(word))
 }
 
 fn read_questions(path: &Path) -> anyhow::Result<Vec<Question>> {

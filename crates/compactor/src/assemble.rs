@@ -1,18 +1,20 @@
 //! Context assembly: head, scaffold, acknowledgement, buffer, tail, inside the budget.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::{Value, json};
 use strata_store::{
-    Category, ConsistentReader, Memory, Message, MessageId, MessageOutline, Role, SessionId, Store,
-    SummaryNode, fence,
+    Category, ConsistentReader, Memory, Message, MessageId, MessageOutline, NewMessage, Role, SessionId,
+    Store, SummaryNode, fence,
 };
 
 use crate::config::CompactorConfig;
 use crate::error::{Error, Result};
 use crate::plan::Plan;
+use crate::recalled::{self, Recalled, RecalledBlock, Recaller};
 use crate::scaffold::{self, ACKNOWLEDGEMENT};
 use crate::tokens::{TOKENS_PER_REPLY, TokenCounter};
 
@@ -26,6 +28,10 @@ pub enum Part {
     Scaffold,
     /// The assistant's acknowledgement of the scaffold.
     Acknowledgement,
+    /// The newest turns a summary already covers, verbatim again while the budget has room
+    /// (`[compactor] refill_folded_turns`): after a compaction the context is filled, not left
+    /// at the target.
+    Recent,
     /// Uncompacted messages between the forest and the tail (oversized ones as stubs).
     Buffer,
     /// The newest turns, verbatim (the latest request with its injected background).
@@ -69,10 +75,14 @@ pub struct TokenAccounting {
     pub scaffold: u32,
     /// The acknowledgement.
     pub acknowledgement: u32,
+    /// The folded turns shown verbatim again.
+    pub recent: u32,
     /// The uncompacted buffer.
     pub buffer: u32,
     /// The tail.
     pub tail: u32,
+    /// Of the tail, the recalled block in the latest request's injection.
+    pub recalled: u32,
     /// The tokens that prime the reply.
     pub reply_priming: u32,
     /// Everything: what the request costs.
@@ -104,6 +114,9 @@ pub struct AssembledContext {
     pub elided_messages: u32,
     /// Oversized messages sent as stubs.
     pub stubbed_messages: u32,
+    /// What the recalled block of the latest request holds; `None` when no search was asked
+    /// for (proactive recall off, or no user request).
+    pub recalled: Option<RecalledBlock>,
 }
 
 impl AssembledContext {
@@ -124,15 +137,16 @@ pub const BOOTSTRAP_TEMPLATE: &str = "[Background Context: Sync Guidelines]
 - 💡 If the user's current request below refers to external threads, other chats, or events you cannot locate in this session's history, you MUST call `view_chat_history_summary` to read the global context and synchronize before providing a response.
 ======
 
-{preferences}{memories}[Current Request]
+{preferences}{memories}{recalled}[Current Request]
 {request}";
 
 /// The latest request of a regular turn (with preferences to carry). `[compactor]
 /// regular_template` replaces it.
-pub const REGULAR_TEMPLATE: &str = "{preferences}[Current Request]\n{request}";
+pub const REGULAR_TEMPLATE: &str = "{preferences}{recalled}[Current Request]\n{request}";
 
-/// The placeholders a template may use; any other text in braces is literal.
-pub const PLACEHOLDERS: [&str; 5] = ["active_role", "preferences", "memories", "time", "request"];
+/// The placeholders a template may use; any other text in braces is literal. A template
+/// without `{recalled}` gets the recalled block right before the request's text.
+pub const PLACEHOLDERS: [&str; 6] = ["active_role", "preferences", "memories", "recalled", "time", "request"];
 
 /// What the latest request carries besides its text.
 pub(crate) struct Background<'a> {
@@ -141,6 +155,8 @@ pub(crate) struct Background<'a> {
     /// Long-term memories shown on a bootstrap turn, and how many more exist.
     pub memories: &'a [Memory],
     pub more_memories: usize,
+    /// The recalled block's text (empty for none).
+    pub recalled: String,
 }
 
 /// Fills a template in one pass, so a placeholder inside a filled-in value (a preference that
@@ -212,6 +228,7 @@ pub(crate) fn inject(
         (false, _, "") => REGULAR_TEMPLATE,
         (false, _, custom) => custom,
     };
+    let own_place = template.contains("{recalled}");
     fill(template, |name| match name {
         // New personas are plain names (`validate_persona`); one stored by an older strata
         // that is not goes in quoted, so it reads as a name and not as an instruction.
@@ -221,8 +238,10 @@ pub(crate) fn inject(
         }),
         "preferences" => Some(preferences.clone()),
         "memories" => Some(memories.clone()),
+        "recalled" => Some(background.recalled.clone()),
         "time" => Some(request.created_at.format("%Y-%m-%d %H:%M UTC").to_string()),
-        "request" => Some(request.content.clone()),
+        "request" if own_place => Some(request.content.clone()),
+        "request" => Some(format!("{}{}", background.recalled, request.content)),
         _ => None,
     })
 }
@@ -345,6 +364,7 @@ fn stub(message: &Message, tokens: u32) -> String {
 }
 
 /// A message being laid out: wire form, token cost and origin.
+#[derive(Clone)]
 struct Slot {
     value: Value,
     entry: ContextEntry,
@@ -423,8 +443,38 @@ impl Assembler {
     /// this process or another) lands wholly before or after it, and assembly never waits for
     /// a summarizer that a running compaction is waiting on.
     pub fn assemble_blocking(&self, session: SessionId, now: DateTime<Utc>) -> Result<AssembledContext> {
-        let snapshot = Snapshot::read(&self.store, session, &self.config, now)?;
-        assemble(session, &snapshot, &self.config, &self.counter)
+        self.assemble_with(session, &AssemblyOptions::at(now))
+    }
+
+    /// [`Assembler::assemble_blocking`] with a request not stored (a dry run) and the search
+    /// for the recalled block, as `options` say.
+    pub fn assemble_with(&self, session: SessionId, options: &AssemblyOptions) -> Result<AssembledContext> {
+        let mut request = options.request.clone();
+        if let Some(request) = request.as_mut() {
+            self.config.check_message_size(request)?;
+            self.counter.count_new(request);
+        }
+        let snapshot = Snapshot::read(&self.store, session, &self.config, options.now, request)?;
+        assemble(session, &snapshot, &self.config, &self.counter, options.recaller.as_deref())
+    }
+}
+
+/// What one assembly is asked for besides the stored session.
+#[derive(Clone, Debug)]
+pub struct AssemblyOptions {
+    /// The time of the request: it decides which preferences have expired.
+    pub now: DateTime<Utc>,
+    /// A request that is not stored: the context is laid out as if it were the session's next
+    /// message, nothing is written (a dry run). Its entry has no message id.
+    pub request: Option<NewMessage>,
+    /// The search behind the recalled block of the latest request; `None` leaves it out.
+    pub recaller: Option<Arc<dyn Recaller>>,
+}
+
+impl AssemblyOptions {
+    /// The stored session at `now`, no recalled block.
+    pub fn at(now: DateTime<Utc>) -> AssemblyOptions {
+        AssemblyOptions { now, request: None, recaller: None }
     }
 }
 
@@ -440,25 +490,59 @@ pub(crate) struct Snapshot {
     pub memories: Vec<Memory>,
     /// The latest user message (index in `outline`) and whether it opens a bootstrap turn.
     pub latest_request: Option<(usize, bool)>,
+    /// The newest folded messages right before the live part, in seq order, about as many as
+    /// the budget could have room for (`[compactor] refill_folded_turns`).
+    pub folded: Vec<Message>,
+    /// The seq given to a request that is not stored (a dry run).
+    pub pending: Option<i64>,
 }
 
 impl Snapshot {
+    /// What assembly reads of `session` at `now`; `pending`, a request that is not stored,
+    /// joins it as the next message.
     pub fn read(
         store: &Store,
         session: SessionId,
         config: &CompactorConfig,
         now: DateTime<Utc>,
+        pending: Option<NewMessage>,
     ) -> Result<Snapshot> {
         // One read snapshot: a compaction committed by another process between these reads
         // could otherwise show the same messages verbatim and inside a new node.
         Ok(store.read_consistent(|reader| {
             let persona = reader.session(session)?.persona;
             // Only the live part of the session: the head and what no summary covers.
-            let outline = reader.live_outline(session, i64::from(config.head_messages))?;
+            let mut outline = reader.live_outline(session, i64::from(config.head_messages))?;
+            let pending = match pending {
+                Some(new) => Some(unstored(session, reader.next_seq(session)?, new)),
+                None => None,
+            };
+            if let Some(message) = &pending {
+                outline.push(MessageOutline {
+                    id: message.id,
+                    seq: message.seq,
+                    role: message.role,
+                    token_count: message.token_count,
+                    pinned: message.pinned,
+                    summary_id: None,
+                    created_at: message.created_at,
+                });
+            }
             let plan = Plan::new(&outline, config);
             let latest_request = latest_request(reader, session, &outline, config)?;
-            let messages = reader.context_messages(session, plan.head_end_seq(&outline))?;
+            let head_end_seq = plan.head_end_seq(&outline);
+            let mut messages = reader.context_messages(session, head_end_seq)?;
+            let pending_seq = pending.as_ref().map(|message| message.seq);
+            messages.extend(pending);
             let roots = reader.roots(session, None)?;
+            // The folded turns that could be shown again: the newest messages before the first
+            // live one after the head.
+            let room = u64::from(refill_room(config));
+            let folded = match outline.iter().map(|m| m.seq).find(|&seq| seq >= head_end_seq) {
+                _ if !config.refill_folded_turns || roots.is_empty() || room == 0 => Vec::new(),
+                Some(live_start) => reader.folded_before(session, head_end_seq..live_start, room)?,
+                None => reader.folded_before(session, head_end_seq..reader.next_seq(session)?, room)?,
+            };
             let live = |memory: &Memory| {
                 let max_age = match memory.category {
                     Category::UserPreferences => config.preferences_max_age,
@@ -478,8 +562,45 @@ impl Snapshot {
                 }
                 memories.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(b.id.0.cmp(&a.id.0)));
             }
-            Ok(Snapshot { persona, plan, outline, messages, roots, preferences, memories, latest_request })
+            Ok(Snapshot {
+                persona,
+                plan,
+                outline,
+                messages,
+                roots,
+                preferences,
+                memories,
+                latest_request,
+                folded,
+                pending: pending_seq,
+            })
         })?)
+    }
+
+    /// The text of the latest user request, if any.
+    fn request_text(&self) -> Option<&str> {
+        let (index, _) = self.latest_request?;
+        let seq = self.outline[index].seq;
+        self.messages.iter().find(|m| m.seq == seq).map(|m| m.content.as_str())
+    }
+}
+
+/// A request that is not stored, as the message it would be at `seq`. Its id is 0, which no
+/// stored message has (SQLite's row ids start at 1); assembly reports it without one.
+fn unstored(session: SessionId, seq: i64, new: NewMessage) -> Message {
+    Message {
+        id: MessageId(0),
+        session_id: session,
+        seq,
+        role: new.role,
+        content: new.content,
+        tool_calls: new.tool_calls,
+        tool_call_id: new.tool_call_id,
+        name: new.name,
+        created_at: new.created_at,
+        token_count: new.token_count,
+        pinned: new.pinned,
+        summary_id: None,
     }
 }
 
@@ -509,17 +630,28 @@ fn latest_request(
     Ok(Some((latest, bootstrap)))
 }
 
-/// Builds the context for `snapshot` (read at the time of the request).
+/// Builds the context for `snapshot` (read at the time of the request), with the recalled
+/// block `recaller` finds for the latest request.
 pub(crate) fn assemble(
     session: SessionId,
     snapshot: &Snapshot,
     config: &CompactorConfig,
     counter: &TokenCounter,
+    recaller: Option<&dyn Recaller>,
 ) -> Result<AssembledContext> {
     let budget = config.budget();
-    let (memories, more_memories) =
-        memories_within(snapshot.memories.clone(), config.injected_memory_tokens, counter);
-    let layer = Layer::new(snapshot, &memories, more_memories, config, counter);
+    // Asked before the layout, which it changes (the memories shown): what it leaves out is
+    // what the context may show verbatim, the head and every live message.
+    let found = match (recaller, snapshot.request_text()) {
+        (Some(recaller), Some(request)) if config.proactive_tokens > 0 => {
+            let shown: HashSet<MessageId> = snapshot.messages.iter().map(|m| m.id).collect();
+            Some(recaller.recall(&snapshot.persona, request, &shown))
+        }
+        _ => None,
+    };
+    let by_relevance = relevant_first(snapshot.memories.clone(), found.as_ref());
+    let (memories, more_memories) = memories_within(by_relevance, config.injected_memory_tokens, counter);
+    let mut layer = Layer::new(snapshot, &memories, more_memories, config, counter);
     let messages = answer_every_call(&snapshot.messages, counter);
     let Parts { mut head, buffer, mut tail } = layer.split(snapshot, &messages);
     layer.stub_oversized_protected(&mut head, &mut tail, budget);
@@ -528,16 +660,42 @@ pub(crate) fn assemble(
     if protected > budget {
         return Err(Error::ContextTooLarge { session, needed: protected, budget });
     }
-    let tail: Vec<Slot> = tail.into_iter().map(|(slot, _)| slot).collect();
-    let (scaffold, elided) = fit_buffer_and_scaffold(snapshot, &head, &buffer, &tail, config, counter);
-    let joined = join(head, scaffold, buffer, &elided, tail, counter);
-    let tokens = account(&joined.slots, config);
+    let tail_slots = |tail: &[(Slot, &Message)]| tail.iter().map(|(slot, _)| slot.clone()).collect::<Vec<_>>();
+    let (scaffold, elided) =
+        fit_buffer_and_scaffold(snapshot, &head, &buffer, &tail_slots(&tail), config, counter);
+    let base = layout_tokens(&head, &scaffold, &buffer, &elided, &tail_slots(&tail));
+    // The room the base leaves (none where something had to be left out) goes first to the
+    // recalled block, up to its own budget, then to the newest folded turns. In a large window
+    // both fit whatever the block holds, so the refill is the same on every request; in a small
+    // one the block, chosen for the request, is worth more than the turns before the buffer.
+    let room = if elided.contains(&true) { 0 } else { budget.saturating_sub(base) };
+    let cap = config.proactive_tokens.min(room);
+    let mut block = found.as_ref().and_then(|found| layer.lay_recalled(snapshot, &mut tail, found, cap));
+    let used = block.as_ref().map_or(0, |block| block.tokens);
+    let recent = layer.refill(snapshot, (room - used).min(refill_room(config)));
+    if let Some(mut found) = found {
+        // A hit the refill shows verbatim is not shown twice; the block only shrinks.
+        let refilled: HashSet<MessageId> = recent.iter().filter_map(|slot| slot.entry.message_id).collect();
+        if block.as_ref().is_some_and(|block| block.hits.iter().any(|hit| refilled.contains(&hit.message_id))) {
+            found.hits.retain(|hit| !refilled.contains(&hit.message_id));
+            block = layer.lay_recalled(snapshot, &mut tail, &found, used);
+        }
+    }
+    let tail = tail_slots(&tail);
+    let joined = join(head, scaffold, recent, buffer, &elided, tail, counter);
+    let mut tokens = account(&joined.slots, config);
+    tokens.recalled = block.as_ref().map_or(0, |block| block.tokens);
     if tokens.total > budget {
         return Err(Error::ContextTooLarge { session, needed: tokens.total, budget });
     }
     let stubbed_messages =
         joined.slots.iter().filter(|s| s.entry.abridged && s.entry.message_id.is_some()).count() as u32;
-    let (messages, entries) = joined.slots.into_iter().map(|slot| (slot.value, slot.entry)).unzip();
+    let (messages, mut entries): (Vec<Value>, Vec<ContextEntry>) =
+        joined.slots.into_iter().map(|slot| (slot.value, slot.entry)).unzip();
+    // The request of a dry run is not stored: it has no id.
+    for entry in entries.iter_mut().filter(|entry| entry.seq.is_some() && entry.seq == snapshot.pending) {
+        entry.message_id = None;
+    }
     Ok(AssembledContext {
         session_id: session,
         messages,
@@ -547,7 +705,40 @@ pub(crate) fn assemble(
         injection: layer.injection,
         elided_messages: joined.elided_messages,
         stubbed_messages,
+        recalled: block,
     })
+}
+
+/// The room for folded turns shown again: the part of the budget above the compaction trigger.
+/// A context under the trigger always has it free, so the same turns are shown on every request
+/// until the next compaction, and everything up to the newest messages stays byte-identical
+/// (what providers' prompt caches reuse). Sized by what is left instead, the refill would lose
+/// its oldest turn whenever the buffer grew.
+fn refill_room(config: &CompactorConfig) -> u32 {
+    let (trigger, _) = config.trigger_and_target();
+    config.budget().saturating_sub(u32::try_from(trigger).unwrap_or(u32::MAX))
+}
+
+/// The memories the search ranked first, in its order, then the others as they came (newest
+/// first): a bootstrap turn shows what bears on the request before what is merely recent.
+fn relevant_first(mut memories: Vec<Memory>, found: Option<&Recalled>) -> Vec<Memory> {
+    let Some(found) = found else { return memories };
+    let rank = |memory: &Memory| found.memories.iter().position(|id| *id == memory.id).unwrap_or(usize::MAX);
+    // A stable sort: the unranked keep their order.
+    memories.sort_by_key(rank);
+    memories
+}
+
+/// What the latest request carries, and its seq: an injection always on a bootstrap turn, on
+/// a regular turn only when there are preferences or a recalled block to show.
+fn injection_of(snapshot: &Snapshot, recalled: bool) -> (Injection, Option<i64>) {
+    match snapshot.latest_request {
+        Some((index, true)) => (Injection::Bootstrap, Some(snapshot.outline[index].seq)),
+        Some((index, false)) if recalled || !snapshot.preferences.is_empty() => {
+            (Injection::Regular, Some(snapshot.outline[index].seq))
+        }
+        _ => (Injection::None, None),
+    }
 }
 
 /// Lays messages out as slots: the latest request with its injection, an oversized buffer
@@ -577,22 +768,78 @@ impl<'a> Layer<'a> {
         config: &'a CompactorConfig,
         counter: &'a TokenCounter,
     ) -> Layer<'a> {
-        // The latest request carries the injection: always on a bootstrap turn, on a regular
-        // turn only when there are preferences to show.
-        let (injection, injected) = match snapshot.latest_request {
-            Some((index, true)) => (Injection::Bootstrap, Some(snapshot.outline[index].seq)),
-            Some((index, false)) if !snapshot.preferences.is_empty() => {
-                (Injection::Regular, Some(snapshot.outline[index].seq))
-            }
-            _ => (Injection::None, None),
-        };
+        let (injection, injected) = injection_of(snapshot, false);
         let background = Background {
             persona: &snapshot.persona,
             preferences: &snapshot.preferences,
             memories,
             more_memories,
+            recalled: String::new(),
         };
         Layer { background, config, counter, injection, injected }
+    }
+
+    /// The newest folded turns, whole, that fit `room` tokens, laid out as the buffer's
+    /// messages are (an oversized one as a stub).
+    fn refill(&self, snapshot: &Snapshot, room: u32) -> Vec<Slot> {
+        let folded = answer_every_call(&snapshot.folded, self.counter);
+        let slots: Vec<Slot> = folded.iter().map(|message| self.lay(message, Part::Recent)).collect();
+        // The earliest start of a turn (a user message, or the first message after the head)
+        // from which everything to the live part fits.
+        let head_end_seq = snapshot.plan.head_end_seq(&snapshot.outline);
+        let mut spent = 0;
+        let mut start = slots.len();
+        for index in (0..slots.len()).rev() {
+            spent += slots[index].entry.tokens;
+            if spent > room {
+                break;
+            }
+            if folded[index].role == Role::User || folded[index].seq == head_end_seq {
+                start = index;
+            }
+        }
+        slots.into_iter().skip(start).collect()
+    }
+
+    /// Puts the recalled block in the latest request (found in `tail`), as many of `found`'s
+    /// hits as fit `cap` tokens of growth of that message; what it holds, or `None` when the
+    /// request is not in the tail whole.
+    fn lay_recalled(
+        &mut self,
+        snapshot: &Snapshot,
+        tail: &mut [(Slot, &Message)],
+        found: &Recalled,
+        cap: u32,
+    ) -> Option<RecalledBlock> {
+        let (index, _) = snapshot.latest_request?;
+        let seq = snapshot.outline[index].seq;
+        let at = tail.iter().position(|(slot, message)| message.seq == seq && !slot.entry.abridged)?;
+        // Measured against the request without a block (it may hold an earlier one).
+        self.set_recalled(snapshot, String::new());
+        tail[at].0 = self.lay(tail[at].1, Part::Tail);
+        let before = tail[at].0.entry.tokens;
+        let mut shown = recalled::fitting(found, cap, self.counter);
+        loop {
+            self.set_recalled(snapshot, recalled::render(found, shown));
+            tail[at].0 = self.lay(tail[at].1, Part::Tail);
+            let added = tail[at].0.entry.tokens.saturating_sub(before);
+            if added <= cap {
+                return Some(recalled::report(found, shown, added, self.counter));
+            }
+            if shown == 0 {
+                // Not even the note fits: the request goes as it was.
+                self.set_recalled(snapshot, String::new());
+                tail[at].0 = self.lay(tail[at].1, Part::Tail);
+                return Some(recalled::report(found, 0, 0, self.counter));
+            }
+            shown -= 1;
+        }
+    }
+
+    /// Sets the recalled block's text; a regular turn carries an injection when it has one.
+    fn set_recalled(&mut self, snapshot: &Snapshot, text: String) {
+        (self.injection, self.injected) = injection_of(snapshot, !text.is_empty());
+        self.background.recalled = text;
     }
 
     fn lay(&self, message: &Message, part: Part) -> Slot {
@@ -602,8 +849,8 @@ impl<'a> Layer<'a> {
             return Slot::message(message, &content, part, false, self.counter);
         }
         let slot = Slot::message(message, &message.content, part, false, self.counter);
-        if part == Part::Buffer && !message.pinned && slot.entry.tokens > self.config.oversized_message_tokens
-        {
+        let folded_away = matches!(part, Part::Buffer | Part::Recent);
+        if folded_away && !message.pinned && slot.entry.tokens > self.config.oversized_message_tokens {
             return self.stubbed(message, part, slot.entry.tokens);
         }
         slot
@@ -761,10 +1008,11 @@ struct Joined {
     elided_messages: u32,
 }
 
-/// Head, scaffold, the buffer with each run of left-out messages as one elision note, tail.
+/// Head, scaffold, the refilled folded turns, the buffer with each run of left-out messages as one elision note, tail.
 fn join(
     head: Vec<Slot>,
     scaffold: Vec<Slot>,
+    recent: Vec<Slot>,
     buffer: Vec<(Slot, &Message)>,
     elided: &[bool],
     tail: Vec<Slot>,
@@ -773,6 +1021,7 @@ fn join(
     let mut slots = head;
     let prefix_len = slots.len() + scaffold.len();
     slots.extend(scaffold);
+    slots.extend(recent);
     let mut elided_messages = 0u32;
     let mut gap: Vec<&Message> = Vec::new();
     let flush = |gap: &mut Vec<&Message>, slots: &mut Vec<Slot>| {
@@ -810,6 +1059,7 @@ fn account(slots: &[Slot], config: &CompactorConfig) -> TokenAccounting {
             Part::Head => &mut tokens.head,
             Part::Scaffold => &mut tokens.scaffold,
             Part::Acknowledgement => &mut tokens.acknowledgement,
+            Part::Recent => &mut tokens.recent,
             Part::Buffer => &mut tokens.buffer,
             Part::Tail => &mut tokens.tail,
         };

@@ -10,7 +10,7 @@ use strata_store::{
 };
 use tracing::Instrument;
 
-use crate::assemble::{self, AssembledContext, Assembler};
+use crate::assemble::{self, AssembledContext, Assembler, AssemblyOptions};
 use crate::config::CompactorConfig;
 use crate::error::{Error, Result, SummarizeError};
 use crate::extractive::{ExtractiveSummarizer, RAW_ARCHIVE};
@@ -565,6 +565,13 @@ impl Compactor {
     pub async fn assemble(&self, session: SessionId, now: DateTime<Utc>) -> Result<AssembledContext> {
         let assembler = self.inner.assembler.clone();
         self.blocking(move |_| assembler.assemble_blocking(session, now)).await
+    }
+
+    /// [`Compactor::assemble`] as `options` ask: a request that is not stored (a dry run), the
+    /// search behind the recalled block ([`Assembler::assemble_with`]).
+    pub async fn assemble_with(&self, session: SessionId, options: AssemblyOptions) -> Result<AssembledContext> {
+        let assembler = self.inner.assembler.clone();
+        self.blocking(move |_| assembler.assemble_with(session, &options)).await
     }
 
     /// [`Compactor::assemble`] for callers without an async runtime (tests).

@@ -96,10 +96,15 @@ pub struct CompactorConfig {
     /// The latest request of a regular turn; empty for the default
     /// ([`crate::REGULAR_TEMPLATE`]). Same placeholders; `{memories}` is always empty here.
     pub regular_template: String,
-    /// Tokens of long-term memories (`progress`, `memo`; newest first) shown on bootstrap turns
-    /// after the preferences; the rest are named as available through `memory_list`. 0 shows
-    /// none (default 600).
+    /// Tokens of long-term memories (`progress`, `memo`) shown on bootstrap turns after the
+    /// preferences, those the recalled block's search ranks first, then the newest; the rest
+    /// are named as available through `memory_list`. 0 shows none (default 600).
     pub injected_memory_tokens: u32,
+    /// After a compaction, the room the budget has left is filled with the newest folded
+    /// turns, verbatim (their summaries stay in the scaffold, which keeps the prefix stable).
+    /// Folding stops at `target_ratio` so that the context can grow for a while without a
+    /// compaction; until it has, the room holds the turns just folded (default true).
+    pub refill_folded_turns: bool,
     /// After this many consecutive failed summarizer calls, chunks are archived as flagged
     /// `raw-archive` digests so the context still fits (default 3).
     pub failures_before_raw_archive: u32,
@@ -120,6 +125,10 @@ pub struct CompactorConfig {
     /// `[recall.memory_ttls]`.
     #[serde(skip)]
     pub memories_max_age: [Option<chrono::TimeDelta>; 2],
+    /// The most tokens the recalled block may add to the latest request; 0 asks for none. Not
+    /// read from the `[compactor]` table: it is `[recall] proactive_tokens`, with the search.
+    #[serde(skip)]
+    pub proactive_tokens: u32,
 }
 
 impl Default for CompactorConfig {
@@ -150,6 +159,7 @@ impl Default for CompactorConfig {
             max_message_bytes: 1 << 20,
             idle_gap_secs: 30 * 60,
             injected_memory_tokens: 600,
+            refill_folded_turns: true,
             bootstrap_template: String::new(),
             regular_template: String::new(),
             failures_before_raw_archive: 3,
@@ -157,6 +167,7 @@ impl Default for CompactorConfig {
             request_overhead_tokens: 0,
             preferences_max_age: None,
             memories_max_age: [None, None],
+            proactive_tokens: 0,
         }
     }
 }

@@ -59,14 +59,15 @@ mod extractive;
 mod facts;
 mod openai;
 mod plan;
+mod recalled;
 mod scaffold;
 mod summarizer;
 mod tokens;
 mod tree;
 
 pub use crate::assemble::{
-    AssembledContext, Assembler, BOOTSTRAP_TEMPLATE, ContextEntry, Injection, PLACEHOLDERS, Part,
-    REGULAR_TEMPLATE, TokenAccounting,
+    AssembledContext, Assembler, AssemblyOptions, BOOTSTRAP_TEMPLATE, ContextEntry, Injection, PLACEHOLDERS,
+    Part, REGULAR_TEMPLATE, TokenAccounting,
 };
 pub use crate::bulk::Compaction;
 pub use crate::capped::CappedSummarizer;
@@ -76,6 +77,7 @@ pub use crate::endpoint::{ChatEndpoint, api_key};
 pub use crate::error::{Error, LlmError, Result, SummarizeError};
 pub use crate::extractive::{EXTRACTIVE, EmbedError, ExtractiveSummarizer, RAW_ARCHIVE, SentenceEmbedder};
 pub use crate::openai::{OpenAiConfig, OpenAiSummarizer};
+pub use crate::recalled::{Recalled, RecalledBlock, RecalledHit, Recaller, ShownHit};
 pub use crate::summarizer::{
     BoxFuture, MAX_MEMORY_UPDATES, Origin, RejectReason, RetryNote, SourceCall, SourceItem, SourceKind,
     Stopwatch, Summarizer, Summary, SummaryRequest, TimedSummarizer, WallClock,

@@ -86,6 +86,21 @@ pub struct RecallConfig {
     pub near_duplicate_meaning: f64,
     /// Time-to-live of memories per category.
     pub memory_ttls: MemoryTtls,
+    /// Proactive recall: every context's latest request is searched for in the persona's whole
+    /// history, and the best messages the context does not already show go in a recalled block
+    /// of its injection. Default true.
+    pub proactive: bool,
+    /// The most tokens the recalled block takes, within the room the budget has left. Default
+    /// 1,000.
+    pub proactive_tokens: u32,
+    /// The most messages the block shows. Default 8.
+    pub proactive_hits: usize,
+    /// A message enters the block when its cosine similarity to the request is at least this
+    /// ... Default 0.5 (calibrated on the evaluation set; see benches/README.md).
+    pub proactive_min_similarity: f64,
+    /// ... or when its keywords come this near to holding every word of the request once (1
+    /// is all of them). Default 0.6.
+    pub proactive_min_keyword_match: f64,
 }
 
 impl Default for RecallConfig {
@@ -114,6 +129,11 @@ impl Default for RecallConfig {
             near_duplicate_similarity: 0.8,
             near_duplicate_meaning: 0.78,
             memory_ttls: MemoryTtls::default(),
+            proactive: true,
+            proactive_tokens: 1_000,
+            proactive_hits: 8,
+            proactive_min_similarity: 0.5,
+            proactive_min_keyword_match: 0.6,
         }
     }
 }

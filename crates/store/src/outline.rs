@@ -163,6 +163,36 @@ impl ConsistentReader<'_> {
         Ok(time.map(from_unix))
     }
 
+    /// The seq the session's next message will have.
+    pub fn next_seq(&self, session: SessionId) -> Result<i64> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE session_id = ?1")?
+            .query_row(params![session], |row| row.get(0))?)
+    }
+
+    /// The newest messages of a session with a seq in `seqs`, in seq order: as many as it takes
+    /// to pass `tokens` tokens (one more than fit, so the caller can cut at a turn edge). Read
+    /// newest first and stopped there, so the rows read follow `tokens`, not the history.
+    pub fn folded_before(&self, session: SessionId, seqs: std::ops::Range<i64>, tokens: u64) -> Result<Vec<Message>> {
+        let sql = format!(
+            "SELECT {} FROM messages m WHERE m.session_id = ?1 AND m.seq >= ?2 AND m.seq < ?3 ORDER BY m.seq DESC",
+            Message::COLUMNS
+        );
+        let mut statement = self.conn.prepare_cached(&sql)?;
+        let mut rows = statement.query(params![session, seqs.start, seqs.end])?;
+        let (mut messages, mut spent) = (Vec::new(), 0u64);
+        while spent <= tokens
+            && let Some(row) = rows.next()?
+        {
+            let message = Message::from_row(row)?;
+            spent += u64::from(message.token_count);
+            messages.push(message);
+        }
+        messages.reverse();
+        self.counted(Ok(messages))
+    }
+
     /// Whether a session holds a user message before `seq`. The scan stops at the first one,
     /// which is nearly always among the session's first messages.
     pub fn has_request_before(&self, session: SessionId, seq: i64) -> Result<bool> {

@@ -31,7 +31,7 @@ use strata_compactor::{
 };
 use strata_store::{IncomingMessage, Message, NodeId, Store, SummaryNode};
 
-use super::{Question, read_questions};
+use super::{Question, content_words, holds_all, read_questions, words};
 use crate::cli::output::print_json;
 
 #[derive(Debug, clap::Args)]
@@ -83,27 +83,6 @@ impl Stopwatch for EmbeddingClock {
     fn read(&self) -> Duration {
         self.0.as_ref().map_or(Duration::ZERO, |embedder| embedder.spent())
     }
-}
-
-/// Lowercase word tokens (letters, digits, `_`).
-fn words(text: &str) -> impl Iterator<Item = String> + '_ {
-    text.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty()).map(str::to_lowercase)
-}
-
-/// The content words of an answer: its word tokens without stop words.
-fn content_words(answer: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for word in words(answer) {
-        if !strata_store::STOPWORDS.contains(&word.as_str()) && !out.contains(&word) {
-            out.push(word);
-        }
-    }
-    out
-}
-
-fn holds_all(text: &str, wanted: &[String]) -> bool {
-    let present: HashSet<String> = words(text).collect();
-    wanted.iter().all(|word| present.contains(word))
 }
 
 /// Why a Level-0 node lost an answer, on one line: the answer's words the node lacks, how much
@@ -203,17 +182,7 @@ pub fn run(
 
     // The dev conversations: each persona's sessions, in file order, as one session.
     let mut incoming = super::dev_transcripts(&args.data, &config.compactor, &counter)?;
-    let mut positions: HashMap<(String, i64), i64> = HashMap::new();
-    let mut next_in_session: HashMap<String, i64> = HashMap::new();
-    let mut next_in_persona: HashMap<String, i64> = HashMap::new();
-    for message in &mut incoming {
-        let seq = next_in_session.entry(message.session_key.clone()).or_insert(0);
-        let position = next_in_persona.entry(message.persona.clone()).or_insert(0);
-        positions.insert((message.session_key.clone(), *seq), *position);
-        *seq += 1;
-        *position += 1;
-        message.session_key = message.persona.clone();
-    }
+    let positions = super::one_session_per_persona(&mut incoming);
     let questions: Vec<Question> = read_questions(&args.data.join("questions.jsonl"))?;
     let probes = questions
         .iter()

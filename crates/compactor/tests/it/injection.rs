@@ -156,8 +156,9 @@ fn the_default_templates_are_the_users_byte_for_byte() {
     assert_eq!(
         strata_compactor::BOOTSTRAP_TEMPLATE
             .replace("{active_role}", "coder")
-            .replace("{preferences}{memories}", ""),
+            .replace("{preferences}{memories}{recalled}", ""),
         format!("{GUIDELINES}[Current Request]\n{{request}}")
     );
-    assert_eq!(strata_compactor::REGULAR_TEMPLATE, "{preferences}[Current Request]\n{request}");
+    // The recalled block sits where the user's template puts background: before the request.
+    assert_eq!(strata_compactor::REGULAR_TEMPLATE, "{preferences}{recalled}[Current Request]\n{request}");
 }

@@ -3,6 +3,7 @@
 
 mod browse;
 mod memory;
+mod proactive;
 mod search;
 
 use std::sync::Arc;
@@ -22,6 +23,7 @@ pub use self::browse::{
     ViewAnswer, expand, history, view,
 };
 pub use self::memory::{ListAnswer, SaveAnswer, Settled, list, purge_expired, save, settle_memory_updates};
+pub use self::proactive::{Proactive, ProactiveHit, proactive};
 pub use self::search::{Coverage, Hit, SearchAnswer, grep, search};
 use self::search::{InContext, grep_outside, search_outside};
 

@@ -56,6 +56,11 @@ pub struct Hit {
     /// 1-based rank in the keyword list.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub keyword_rank: Option<usize>,
+    /// How near the keyword match comes to holding every word of the query once (its bm25
+    /// over that of such a row; 1 or more is a full match): an absolute measure, unlike
+    /// `score`, which is relative to the other candidates.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keyword_match: Option<f64>,
     /// Other results that hold the same part of the conversation (the summary covering a
     /// message, a message inside a summary), left out of the list.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -83,6 +88,7 @@ impl Hit {
             similarity: None,
             semantic_rank: None,
             keyword_rank: None,
+            keyword_match: None,
             also_in: Vec::new(),
         }
     }
@@ -135,7 +141,7 @@ impl InContext {
     }
 }
 
-fn cut_query(query: &str) -> Result<String> {
+pub(crate) fn cut_query(query: &str) -> Result<String> {
     let query: String = query.chars().take(MAX_QUERY_CHARS).collect();
     if query.trim().is_empty() {
         return Err(Error::invalid("query", "is empty; say what to look for"));
@@ -402,6 +408,7 @@ pub(crate) fn query_words(text: &str) -> Vec<String> {
 
 /// The semantic candidates: nearest vectors of each kind within the persona, the scope's
 /// session and the time range, expired memories left out, nearest first.
+#[allow(clippy::too_many_arguments)]
 fn semantic_hits(
     store: &Store,
     scope: &Scope,
@@ -410,13 +417,14 @@ fn semantic_hits(
     query: &[f32],
     range: TimeRange,
     wanted: usize,
+    kinds: &[HitKind],
 ) -> Result<Vec<(TextHit, f64)>> {
     let now = Utc::now();
     // The store searches within the session and time range itself (a sparse window is
     // searched among its own rows), so every row it returns is in scope.
     let filter = search_filter(scope, range, wanted);
     let mut candidates = Vec::new();
-    for kind in [HitKind::Message, HitKind::Summary, HitKind::Memory] {
+    for &kind in kinds {
         if kind == HitKind::Memory && scope.session.is_some() {
             continue;
         }
@@ -458,7 +466,7 @@ pub struct Coverage {
     pub note: String,
 }
 
-fn coverage(store: &Store, scope: &Scope, model: &str) -> Result<Option<Coverage>> {
+pub(crate) fn coverage(store: &Store, scope: &Scope, model: &str) -> Result<Option<Coverage>> {
     let space = store.embeddings().space()?;
     if space.as_ref().is_some_and(|space| space.model != model) {
         let stored = space.map(|space| space.model).unwrap_or_default();
@@ -551,13 +559,61 @@ pub fn search_outside(
     let embedder = embedder.get()?;
     let vector = embedder.embed_query(&text)?;
     let model = embedder.spec().id;
-    let candidates = config.search_candidates.max(limit);
-    let now = Utc::now();
+    let query = FusionQuery { text: &text, vector: Some((model, &vector)), range, kinds: &ALL_KINDS };
+    let Fusion { mut results, texts } = fuse(store, scope, config, &query, config.search_candidates.max(limit))?;
+    let found = results.len();
+    results.retain(|hit| !in_context.holds(hit.id));
+    let left_out_in_context = found - results.len();
+    let results = one_hit_per_source(store, results, &texts, limit)?;
+    Ok(SearchAnswer {
+        query: vec![text],
+        count: results.len(),
+        results,
+        order: "fused relevance first (weighted sum of semantic and keyword scores, each scaled to 0..1)",
+        semantic_coverage: coverage(store, scope, model)?,
+        left_out_in_context,
+        next_offset: None,
+    })
+}
 
+const ALL_KINDS: [HitKind; 3] = [HitKind::Message, HitKind::Summary, HitKind::Memory];
+
+/// What a fused search looks for.
+pub(crate) struct FusionQuery<'a> {
+    /// The query's text (already cut).
+    pub text: &'a str,
+    /// The embedding model's id and the query's vector; `None` ranks by keywords alone.
+    pub vector: Option<(&'a str, &'a [f32])>,
+    pub range: TimeRange,
+    /// The kinds of rows searched.
+    pub kinds: &'a [HitKind],
+}
+
+/// Every candidate of a fused search, best first, and a key of each one's whole text.
+pub(crate) struct Fusion {
+    pub results: Vec<Hit>,
+    pub texts: HashMap<HitId, u64>,
+}
+
+/// The heart of `memory_search`: up to `candidates` rows from each side, each side's scores
+/// scaled to 0..=1 and summed with the configured weights, best first.
+pub(crate) fn fuse(
+    store: &Store,
+    scope: &Scope,
+    config: &RecallConfig,
+    query: &FusionQuery<'_>,
+    candidates: usize,
+) -> Result<Fusion> {
+    let now = Utc::now();
     let mut found: HashMap<HitId, Hit> = HashMap::new();
     // Each candidate's whole text, reduced to a key: the same words said twice are one fact.
     let mut texts: HashMap<HitId, u64> = HashMap::new();
-    let semantic = semantic_hits(store, scope, config, model, &vector, range, candidates)?;
+    let semantic = match query.vector {
+        Some((model, vector)) => {
+            semantic_hits(store, scope, config, model, vector, query.range, candidates, query.kinds)?
+        }
+        None => Vec::new(),
+    };
     let semantic_scores: Vec<_> = semantic.iter().map(|(hit, distance)| (hit.id, 1.0 - distance)).collect();
     for (rank, (hit, distance)) in semantic.into_iter().enumerate() {
         let mut entry = Hit::from_text_hit(hit);
@@ -568,10 +624,10 @@ pub fn search_outside(
         found.insert(entry.id, entry);
     }
 
-    let words = query_words(&text);
-    let filter = search_filter(scope, range, candidates);
+    let words = query_words(query.text);
+    let filter = search_filter(scope, query.range, candidates);
     let mut keyword_scores = Vec::new();
-    for kind in [HitKind::Message, HitKind::Summary, HitKind::Memory] {
+    for &kind in query.kinds {
         let ranked = store.ranking().rank_words(kind, &words, &filter)?;
         if ranked.is_empty() {
             continue;
@@ -583,10 +639,13 @@ pub fn search_outside(
             if expired(config, &hit, now) {
                 continue;
             }
-            keyword_scores.push((hit.id, scores[&hit.id] / ideal));
+            let matched = scores[&hit.id] / ideal;
+            keyword_scores.push((hit.id, matched));
             texts.insert(hit.id, text_key(&hit.snippet));
             let snippet = excerpt_around(&hit.snippet, &words, config.excerpt_chars);
-            found.entry(hit.id).or_insert_with(|| Hit::from_text_hit(hit)).snippet = snippet;
+            let entry = found.entry(hit.id).or_insert_with(|| Hit::from_text_hit(hit));
+            entry.snippet = snippet;
+            entry.keyword_match = Some(matched);
         }
     }
     keyword_scores.sort_by(|a, b| b.1.total_cmp(&a.1));
@@ -623,19 +682,7 @@ pub fn search_outside(
             .then(b.similarity.unwrap_or(-1.0).total_cmp(&a.similarity.unwrap_or(-1.0)))
             .then(b.timestamp.cmp(&a.timestamp))
     });
-    let found = results.len();
-    results.retain(|hit| !in_context.holds(hit.id));
-    let left_out_in_context = found - results.len();
-    let results = one_hit_per_source(store, results, &texts, limit)?;
-    Ok(SearchAnswer {
-        query: vec![text],
-        count: results.len(),
-        results,
-        order: "fused relevance first (weighted sum of semantic and keyword scores, each scaled to 0..1)",
-        semantic_coverage: coverage(store, scope, model)?,
-        left_out_in_context,
-        next_offset: None,
-    })
+    Ok(Fusion { results, texts })
 }
 
 /// The part of a conversation a hit holds: a message's position, or a summary's range.
@@ -670,7 +717,7 @@ impl Span {
 /// named in the better hit's `also_in`. Where a message and a summary covering it both
 /// match, the message is shown (at the better of the two ranks), since it is the verbatim
 /// source; the summary is named.
-fn one_hit_per_source(
+pub(crate) fn one_hit_per_source(
     store: &Store,
     ranked: Vec<Hit>,
     texts: &HashMap<HitId, u64>,

@@ -1,0 +1,125 @@
+//! The search behind a context's recalled block: `memory_search`'s fusion over the persona's
+//! whole history, run by assembly for the newest request, so the model has what bears on it
+//! without a tool round.
+//!
+//! Unlike a tool call it must know when to say nothing: fused scores are relative (the best
+//! candidate of any search scores 1), so a hit enters only above an absolute floor, its cosine
+//! similarity to the request (`[recall] proactive_min_similarity`) or how near its keywords
+//! come to the whole request (`proactive_min_keyword_match`); the floors were calibrated on the
+//! evaluation set (see benches/README.md, "The context"). It never waits: without the model
+//! (not loaded yet, or absent) the keyword side serves alone, and the answer says so.
+
+use std::collections::HashSet;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use strata_store::{HitId, HitKind, MemoryId, MessageId, Store};
+
+use super::Tool;
+use super::search::{FusionQuery, cut_query, coverage, fuse, one_hit_per_source};
+use crate::config::RecallConfig;
+use crate::embed::Embedder;
+use crate::error::Result;
+use crate::tools::Scope;
+
+/// What the search found on a request.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Proactive {
+    /// Messages above the floor, best first, at most `proactive_hits`.
+    pub hits: Vec<ProactiveHit>,
+    /// The persona's memories above the floor, most relevant first.
+    pub memories: Vec<MemoryId>,
+    /// What semantic search did not cover, in words; `None` when it covered everything.
+    pub partial: Option<String>,
+    /// How the model opens a hit whole: one sentence naming the tool.
+    pub how_to_open: String,
+}
+
+/// One message found.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ProactiveHit {
+    /// The message.
+    pub message_id: MessageId,
+    /// Its session's key.
+    pub session: String,
+    /// Its position in the session.
+    pub seq: i64,
+    /// When it was sent.
+    pub timestamp: DateTime<Utc>,
+    /// Its participant's name, else its role.
+    pub speaker: String,
+    /// Its whole text.
+    pub text: String,
+    /// The fused score (relative to the other candidates).
+    pub score: f64,
+    /// Cosine similarity to the request, when the semantic side found it.
+    pub similarity: Option<f64>,
+}
+
+/// The messages and memories of `persona` that bear on `request`, leaving out the messages in
+/// `exclude` (what the context shows verbatim). `embedder` is the loaded model, if any.
+pub fn proactive(
+    store: &Store,
+    persona: &str,
+    config: &RecallConfig,
+    embedder: Option<&Embedder>,
+    request: &str,
+    exclude: &HashSet<MessageId>,
+) -> Result<Proactive> {
+    let how_to_open = format!(
+        "{}(message_id) shows a message whole, with what was said around it.",
+        Tool::ViewMessage.name()
+    );
+    let Ok(text) = cut_query(request) else { return Ok(Proactive { how_to_open, ..Proactive::default() }) };
+    let scope = Scope::persona(persona);
+    let vector = embedder.map(|embedder| embedder.embed_query(&text)).transpose()?;
+    let model = embedder.map(|embedder| embedder.spec().id);
+    let query = FusionQuery {
+        text: &text,
+        vector: model.zip(vector.as_deref()),
+        range: (None, None),
+        kinds: &[HitKind::Message, HitKind::Memory],
+    };
+    let fusion = fuse(store, &scope, config, &query, config.search_candidates.max(config.proactive_hits))?;
+    let relevant = |hit: &super::Hit| {
+        hit.similarity.is_some_and(|similarity| similarity >= config.proactive_min_similarity)
+            || hit.keyword_match.is_some_and(|matched| matched >= config.proactive_min_keyword_match)
+    };
+    let (messages, memories): (Vec<_>, Vec<_>) =
+        fusion.results.into_iter().filter(relevant).partition(|hit| hit.kind() == HitKind::Message);
+    let memories = memories
+        .iter()
+        .filter_map(|hit| match hit.id {
+            HitId::Memory(id) => Some(id),
+            _ => None,
+        })
+        .collect();
+    let messages: Vec<_> = messages
+        .into_iter()
+        .filter(|hit| !matches!(hit.id, HitId::Message(id) if exclude.contains(&id)))
+        .collect();
+    let mut hits = Vec::new();
+    for hit in one_hit_per_source(store, messages, &fusion.texts, config.proactive_hits)? {
+        let HitId::Message(id) = hit.id else { continue };
+        let (message, session) = store.browsing().message(persona, id)?;
+        hits.push(ProactiveHit {
+            message_id: id,
+            session: session.key,
+            seq: message.seq,
+            timestamp: message.created_at,
+            speaker: message.name.unwrap_or_else(|| message.role.as_str().to_owned()),
+            text: message.content,
+            score: hit.score.unwrap_or(0.0),
+            similarity: hit.similarity,
+        });
+    }
+    let partial = match model {
+        Some(model) => coverage(store, &scope, model)?.map(|coverage| coverage.note),
+        None => Some(
+            "semantic search was not available (the embedding model is not loaded yet); these were found by \
+             keywords only"
+                .to_owned(),
+        ),
+    };
+    Ok(Proactive { hits, memories, partial, how_to_open })
+}
