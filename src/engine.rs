@@ -1,4 +1,10 @@
 //! The `Engine`: one database, one compactor, the recall tools, wired together.
+//!
+//! The command line goes through the same engine (`Engine::from_store`,
+//! `Engine::compact_until_done`, `Engine::assemble`), so it assembles with exactly the budget,
+//! encoding and summarizer a bot's engine has. Assembly takes no compaction lock: its reads are
+//! one snapshot, so it never waits for a summarizer. The embedding model is loaded on first
+//! need, so opening an engine is fast and a machine without the model loses only semantic search.
 
 use std::collections::HashMap;
 use std::path::Path;

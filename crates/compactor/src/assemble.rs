@@ -1,4 +1,17 @@
 //! Context assembly: head, scaffold, acknowledgement, buffer, tail, inside the budget.
+//!
+//! Everything assembly reads comes from one snapshot (`Store::read_consistent`, a deferred read
+//! transaction), so another process's compaction never lands between two of its reads, and it
+//! reads only the live session (head, uncovered messages, roots), never the summarized history.
+//! The scaffold depends only on the forest and the configuration, never on the buffer: that
+//! keeps head + scaffold + acknowledgement byte-identical between compactions, the prompt-cache
+//! prefix. The injection goes into the latest request, so it lives in the tail. Over budget,
+//! the oldest buffer turns are replaced by one note, then the scaffold drops its bodies and
+//! oldest lines; an oversized protected message becomes a stub naming the exact `view_message`
+//! paging calls only when head and tail would not fit otherwise (never the request being
+//! answered); if head + tail alone do not fit, `Error::ContextTooLarge`. A call whose result
+//! was never stored (a crash mid-turn) gets a placeholder answer, since providers reject
+//! unanswered calls.
 
 use std::collections::HashSet;
 use std::sync::Arc;

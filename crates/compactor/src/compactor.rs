@@ -1,4 +1,16 @@
 //! The compaction cycle: Level-0 nodes, 2K -> K merges, failures, typed outcomes.
+//!
+//! Folding is window-aware: a call folds only when the unabridged context is over
+//! `trigger_ratio` of the budget, and then until its running estimate is under `target_ratio`,
+//! so a short chat in a large window is never folded and a full one is not folded to nothing;
+//! `leaf_min_tokens` / `leaf_min_turns` remain a floor against tiny nodes. The summarizer is
+//! awaited with no connection held: store calls go through one `spawn_blocking` helper, a
+//! per-session mutex serializes compactions in a process, and the store's atomic refusals
+//! (`AlreadyCovered`, `AlreadyMerged`, `AlreadyReplaced`) make a second process harmless: a
+//! refused write is re-planned, twice refused is `NoProgress`. Any other error of a write, busy
+//! or corrupt included, is an error, never a refusal. Failures are counted per session in the
+//! database, so `strata compact` re-run against a dead server reaches the `raw-archive`
+//! fallback; the first success resets the count and later rounds re-summarize raw archives.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};

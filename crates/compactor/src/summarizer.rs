@@ -1,4 +1,10 @@
 //! The summarizer interface shared by the LLM client and the offline extractive summarizer.
+//!
+//! Every summary passes one quality gate before it is stored, whoever wrote it: headline and
+//! body not empty, at most `summary_max_tokens`, at most `summary_max_share` of its sources'
+//! tokens, and, for a summarizer that paraphrases (an LLM), not a near-copy of its sources. A
+//! rejection carries `detail` (figures, for the log) and `advice` (for the model, which is asked
+//! again with it), so a bad summary is retried or counted, never stored.
 
 use std::fmt;
 use std::future::Future;

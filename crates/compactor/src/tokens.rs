@@ -1,4 +1,9 @@
 //! Exact token counting with tiktoken, chosen by model name.
+//!
+//! o200k_base for the gpt-4o/4.1/5/o-series names, cl100k_base otherwise; a message counts its
+//! content, tool-call JSON, tool_call_id, name and the per-message overhead, and a request its
+//! tool definitions. A database records the encoding its counts were made with, and a counter
+//! of another encoding is refused (`TokenCounter::claim` / `check`) rather than mixing counts.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};

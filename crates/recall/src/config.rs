@@ -41,7 +41,7 @@ pub struct RecallConfig {
     pub embed_model: String,
     /// Weight of the semantic score in `memory_search`'s fusion (each side's scores are first
     /// scaled to 0..=1 over its candidates). Fitted on the evaluation set, where weights from
-    /// 0.2 to 0.4 are within 2 points of the best; see ARCHITECTURE.md. Default 0.3.
+    /// 0.2 to 0.4 are within 2 points of the best; see benches/README.md. Default 0.3.
     pub semantic_weight: f64,
     /// Weight of the keyword (bm25) score in `memory_search`'s fusion. Default 0.7.
     pub keyword_weight: f64,

@@ -66,7 +66,7 @@ pub const MINILM_L6_V2: ModelSpec = ModelSpec {
 /// Every model strata can load, by id.
 pub const MODELS: &[ModelSpec] = &[MINILM_L6_V2];
 
-/// The default model (see ARCHITECTURE.md for the measurements that chose it).
+/// The default model (see benches/README.md, "Embedding models", for the measurements that chose it).
 pub const DEFAULT_MODEL: &str = MINILM_L6_V2.id;
 
 /// The model with this id.

@@ -1,4 +1,12 @@
 //! Opening connections: pragmas, extensions, the pool.
+//!
+//! A file is judged before the first pragma that writes (`journal_mode = WAL` rewrites header
+//! bytes 18-19): a foreign application id from the header bytes alone, then a read-only probe
+//! (`immutable` for a WAL file with no `-wal`, so it creates no side file) for the id,
+//! `user_version` and tables. strata's file has application id "STRA" (schema 3 on) and a
+//! version in 1..=current or, before schema 3, version 1-2 and the first four tables; an empty
+//! database is a new one. Anything else is refused with the file untouched, so strata never
+//! writes to another program's database.
 
 use std::path::Path;
 use std::time::Duration;

@@ -1,4 +1,9 @@
 //! Schema migrations: numbered SQL files applied by `PRAGMA user_version`.
+//!
+//! `schema/current.sql` is the schema they build, in one file; the store's test
+//! `every_earlier_schema_upgrades_to_schema_current_sql` upgrades a database of every earlier
+//! version, built from that version's own files (`scripts/snapshot-schema-history.sh`), and
+//! checks that it ends up exactly so.
 
 use rusqlite::{Connection, TransactionBehavior};
 
@@ -82,50 +87,6 @@ pub(crate) fn schema_objects(
 mod tests {
     use super::*;
     use crate::db::{Access, DEFAULT_BUSY_TIMEOUT, init_connection, open_connection};
-
-    fn schema_of(conn: &Connection) -> Vec<(String, String, Option<String>)> {
-        let mut stmt = conn.prepare("SELECT type, name, sql FROM sqlite_master ORDER BY type, name").unwrap();
-        stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
-            .unwrap()
-            .collect::<rusqlite::Result<_>>()
-            .unwrap()
-    }
-
-    #[test]
-    fn upgraded_step_by_step_equals_fresh() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut fresh =
-            open_connection(&dir.path().join("fresh.db"), DEFAULT_BUSY_TIMEOUT, Access::Write).unwrap();
-        migrate(&mut fresh).unwrap();
-
-        let mut stepped =
-            open_connection(&dir.path().join("stepped.db"), DEFAULT_BUSY_TIMEOUT, Access::Write).unwrap();
-        for version in 1..=SCHEMA_VERSION {
-            migrate_to(&mut stepped, version).unwrap();
-            let found: i64 = stepped.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
-            assert_eq!(found, version);
-            if version == 1 {
-                // Data written under an old schema must survive and be indexed by later ones.
-                stepped
-                    .execute_batch(
-                        "INSERT INTO sessions(key, role, created_at, last_active_at) VALUES ('s', 'p', 0, 0);
-                         INSERT INTO messages(session_id, seq, role, content, created_at, token_count)
-                             VALUES (1, 0, 'user', 'needle in the haystack', 0, 5);",
-                    )
-                    .unwrap();
-            }
-        }
-        assert_eq!(schema_of(&fresh), schema_of(&stepped));
-        let hits: i64 = stepped
-            .query_row("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH '\"needle\"'", [], |r| {
-                r.get(0)
-            })
-            .unwrap();
-        assert_eq!(hits, 1, "migration 2 indexes rows written under version 1");
-        let backlog: i64 =
-            stepped.query_row("SELECT count(*) FROM embedding_backlog", [], |r| r.get(0)).unwrap();
-        assert_eq!(backlog, 1, "migration 2 queues old rows for embedding");
-    }
 
     #[test]
     fn newer_database_is_refused_and_left_alone() {

@@ -1,5 +1,9 @@
 //! The store's contracts: atomic coverage and merges, persona isolation, protected memories,
-//! concurrent appends.
+//! concurrent appends; the schema and its upgrades (`schema.rs`).
+
+mod store {
+    mod schema;
+}
 
 use std::sync::{Arc, Barrier};
 use std::thread;

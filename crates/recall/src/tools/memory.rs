@@ -1,4 +1,9 @@
 //! `save_memory`, memory expiry and purge.
+//!
+//! The agent writes `progress` and `memo` only; `user_preferences` are the user's. A new key
+//! close to a live key of the persona (edit distance, word set, or key-embedding cosine) is
+//! refused with the existing key named unless `allow_new_key`, so a memory is updated rather
+//! than forked into near-twins. Queued facts from summaries are settled through the same rules.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;

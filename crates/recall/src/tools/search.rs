@@ -1,4 +1,15 @@
 //! `memory_grep` (keywords) and `memory_search` (meaning, fused with keywords).
+//!
+//! `memory_search` fuses two rankings per kind (messages, summaries, memories): the nearest
+//! chunk vectors within the persona and window, and bm25 over the word index. Scores are fused
+//! rather than ranks (reciprocal-rank fusion gives a weak list as much say as a strong one): the
+//! semantic scores min-max scaled, the keyword scores divided by the query's *ideal* score (what
+//! a row holding every word once would score) before scaling, so a question whose words are
+//! all common in the history does not bury the one row that answers it in other words. A hit
+//! whose span overlaps a better hit's (a message and the summary covering it) is dropped and
+//! named in the better hit's `also_in`. Both tools leave out the messages the calling session's
+//! context already holds verbatim unless asked (`include_in_context`), and say how many.
+//! The measurements behind each choice are in `benches/README.md`.
 
 use std::collections::HashMap;
 
