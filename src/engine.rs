@@ -121,7 +121,11 @@ impl Engine {
         config.validate()?;
         let compactor = Compactor::new(store.clone(), config.compactor(), summarizer)?;
         let recaller = config.recall.proactive.then(|| {
-            Arc::new(HistorySearch { store: store.clone(), config: config.recall.clone(), embedder: embedder.clone() })
+            Arc::new(HistorySearch {
+                store: store.clone(),
+                config: config.recall.clone(),
+                embedder: embedder.clone(),
+            })
         });
         Ok(Engine {
             inner: Arc::new(Inner {
@@ -269,7 +273,9 @@ impl Engine {
             let engine = self.clone();
             tokio::task::spawn_blocking(move || {
                 engine.embedder();
-            }).await.map_err(Error::Background)?;
+            })
+            .await
+            .map_err(Error::Background)?;
         }
         let options = AssemblyOptions { now, request, recaller: self.recaller() };
         Ok(self.inner.compactor.assemble_with(session, options).await?)
@@ -480,7 +486,8 @@ impl EngineSession {
                 Some(self.engine.compact(self.session.id).await?)
             };
             self.engine.warm_embedder();
-            let options = AssemblyOptions { now: Utc::now(), request: None, recaller: self.engine.recaller() };
+            let options =
+                AssemblyOptions { now: Utc::now(), request: None, recaller: self.engine.recaller() };
             let context = compactor.assemble_with(self.session.id, options).await?;
             tracing::debug!(
                 tokens = context.tokens.total,
@@ -580,7 +587,12 @@ struct HistorySearch {
 }
 
 impl Recaller for HistorySearch {
-    fn recall(&self, persona: &str, request: &str, exclude: &std::collections::HashSet<MessageId>) -> Recalled {
+    fn recall(
+        &self,
+        persona: &str,
+        request: &str,
+        exclude: &std::collections::HashSet<MessageId>,
+    ) -> Recalled {
         let embedder = self.embedder.get().and_then(|state| state.get().ok());
         match strata_recall::proactive(&self.store, persona, &self.config, embedder, request, exclude) {
             Ok(found) => Recalled {
@@ -604,7 +616,10 @@ impl Recaller for HistorySearch {
             },
             Err(error) => {
                 tracing::warn!(%error, "the recalled block's search failed");
-                Recalled { partial: Some(format!("the search of the history failed: {error}")), ..Recalled::default() }
+                Recalled {
+                    partial: Some(format!("the search of the history failed: {error}")),
+                    ..Recalled::default()
+                }
             }
         }
     }

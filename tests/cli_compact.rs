@@ -44,7 +44,7 @@ fn compact_then_context_fits_the_window_and_tree_reaches_every_message() {
         parts.contains(&"scaffold") && parts.contains(&"acknowledgement") && parts.contains(&"tail"),
         "{parts:?}"
     );
-    let sum: u64 = ["head", "scaffold", "acknowledgement", "buffer", "tail", "reply_priming"]
+    let sum: u64 = ["head", "scaffold", "acknowledgement", "recent", "buffer", "tail", "reply_priming"]
         .iter()
         .map(|part| tokens[part].as_u64().unwrap())
         .sum();

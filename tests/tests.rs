@@ -15,5 +15,6 @@ mod cli_store;
 mod crash;
 mod llm_recorded;
 mod memory_life;
+mod recalled;
 mod reliability;
 mod summaries;

@@ -673,7 +673,8 @@ pub(crate) fn assemble(
     if protected > budget {
         return Err(Error::ContextTooLarge { session, needed: protected, budget });
     }
-    let tail_slots = |tail: &[(Slot, &Message)]| tail.iter().map(|(slot, _)| slot.clone()).collect::<Vec<_>>();
+    let tail_slots =
+        |tail: &[(Slot, &Message)]| tail.iter().map(|(slot, _)| slot.clone()).collect::<Vec<_>>();
     let (scaffold, elided) =
         fit_buffer_and_scaffold(snapshot, &head, &buffer, &tail_slots(&tail), config, counter);
     let base = layout_tokens(&head, &scaffold, &buffer, &elided, &tail_slots(&tail));
@@ -689,7 +690,8 @@ pub(crate) fn assemble(
     if let Some(mut found) = found {
         // A hit the refill shows verbatim is not shown twice; the block only shrinks.
         let refilled: HashSet<MessageId> = recent.iter().filter_map(|slot| slot.entry.message_id).collect();
-        if block.as_ref().is_some_and(|block| block.hits.iter().any(|hit| refilled.contains(&hit.message_id))) {
+        if block.as_ref().is_some_and(|block| block.hits.iter().any(|hit| refilled.contains(&hit.message_id)))
+        {
             found.hits.retain(|hit| !refilled.contains(&hit.message_id));
             block = layer.lay_recalled(snapshot, &mut tail, &found, used);
         }

@@ -581,7 +581,11 @@ impl Compactor {
 
     /// [`Compactor::assemble`] as `options` ask: a request that is not stored (a dry run), the
     /// search behind the recalled block ([`Assembler::assemble_with`]).
-    pub async fn assemble_with(&self, session: SessionId, options: AssemblyOptions) -> Result<AssembledContext> {
+    pub async fn assemble_with(
+        &self,
+        session: SessionId,
+        options: AssemblyOptions,
+    ) -> Result<AssembledContext> {
         let assembler = self.inner.assembler.clone();
         self.blocking(move |_| assembler.assemble_with(session, &options)).await
     }

@@ -159,7 +159,12 @@ pub(crate) fn fitting(recalled: &Recalled, budget: u32, counter: &TokenCounter) 
 }
 
 /// The report of a block showing the first `shown` hits, `tokens` its exact cost.
-pub(crate) fn report(recalled: &Recalled, shown: usize, tokens: u32, counter: &TokenCounter) -> RecalledBlock {
+pub(crate) fn report(
+    recalled: &Recalled,
+    shown: usize,
+    tokens: u32,
+    counter: &TokenCounter,
+) -> RecalledBlock {
     let hits: Vec<ShownHit> = recalled.hits[..shown]
         .iter()
         .map(|hit| ShownHit {

@@ -56,8 +56,8 @@ pub use crate::pipeline::{
 };
 pub use crate::tools::{
     ChildView, Coverage, EmbedderState, ExpandAnswer, ExpandSummaryArgs, HistoryAnswer, HistoryArgs, Hit,
-    ListAnswer, MemoryGrepArgs, MemoryListArgs, MemorySearchArgs, MessageExcerpt, NodeView, Proactive, ProactiveHit, RecentMessages,
-    SaveAnswer, SaveMemoryArgs, Scope, SearchAnswer, Settled, TimelineEntry, Tool, ToolContext, ViewAnswer,
-    ViewMessageArgs, call_tool, expand, grep, history, list, proactive, purge_expired, save, search,
-    settle_memory_updates, tool_names, tool_specs, view,
+    ListAnswer, MemoryGrepArgs, MemoryListArgs, MemorySearchArgs, MessageExcerpt, NodeView, Proactive,
+    ProactiveHit, RecentMessages, SaveAnswer, SaveMemoryArgs, Scope, SearchAnswer, Settled, TimelineEntry,
+    Tool, ToolContext, ViewAnswer, ViewMessageArgs, call_tool, expand, grep, history, list, proactive,
+    purge_expired, save, search, settle_memory_updates, tool_names, tool_specs, view,
 };

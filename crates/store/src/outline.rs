@@ -174,7 +174,12 @@ impl ConsistentReader<'_> {
     /// The newest messages of a session with a seq in `seqs`, in seq order: as many as it takes
     /// to pass `tokens` tokens (one more than fit, so the caller can cut at a turn edge). Read
     /// newest first and stopped there, so the rows read follow `tokens`, not the history.
-    pub fn folded_before(&self, session: SessionId, seqs: std::ops::Range<i64>, tokens: u64) -> Result<Vec<Message>> {
+    pub fn folded_before(
+        &self,
+        session: SessionId,
+        seqs: std::ops::Range<i64>,
+        tokens: u64,
+    ) -> Result<Vec<Message>> {
         let sql = format!(
             "SELECT {} FROM messages m WHERE m.session_id = ?1 AND m.seq >= ?2 AND m.seq < ?3 ORDER BY m.seq DESC",
             Message::COLUMNS

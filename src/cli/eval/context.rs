@@ -87,7 +87,12 @@ struct Probe<'q> {
     evidence: Vec<i64>,
 }
 
-pub fn run(config: &strata::Config, args: &ContextArgs, json: bool, out: &mut impl Write) -> anyhow::Result<()> {
+pub fn run(
+    config: &strata::Config,
+    args: &ContextArgs,
+    json: bool,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
     let counter = TokenCounter::for_model(&config.compactor.model);
     let mut incoming = super::dev_transcripts(&args.data, &config.compactor, &counter)?;
     let positions = super::one_session_per_persona(&mut incoming);
@@ -139,7 +144,8 @@ pub fn run(config: &strata::Config, args: &ContextArgs, json: bool, out: &mut im
             let window_of = sliding_window(&conversation.messages, &request, budget);
             sliding.add(probe, conversation, &window_of.0, &window_of.1, window_of.2, None);
             for (engine, tally) in [(&without_block, &mut plain), (&with_block, &mut recalled)] {
-                let context = engine.preview(conversation.session, Some(request.clone()), conversation.next_at)?;
+                let context =
+                    engine.preview(conversation.session, Some(request.clone()), conversation.next_at)?;
                 let (shown, text) = shown(&context, &request.content);
                 tally.add(probe, conversation, &shown, &text, context.tokens.total, Some(&context));
             }
@@ -162,7 +168,15 @@ pub fn run(config: &strata::Config, args: &ContextArgs, json: bool, out: &mut im
     writeln!(
         out,
         "{:>7} {:>7}  {:<24} {:>9} {:>13} {:>8} {:>7} {:>11} {:>12}",
-        "window", "budget", "context", "evidence", "answer words", "tokens", "block", "block empty", "elsewhere"
+        "window",
+        "budget",
+        "context",
+        "evidence",
+        "answer words",
+        "tokens",
+        "block",
+        "block empty",
+        "elsewhere"
     )?;
     for report in &reports {
         for scores in &report.contexts {
@@ -205,7 +219,11 @@ fn request_at(request: &NewMessage, at: DateTime<Utc>) -> NewMessage {
 /// The newest messages that fit `budget` with the request after them: their ids, their text
 /// (the request's own left out: it is not an answer), and their tokens (counted as strata counts a context: each message's
 /// stored count, plus the reply priming).
-fn sliding_window(messages: &[Message], request: &NewMessage, budget: u32) -> (HashSet<MessageId>, String, u32) {
+fn sliding_window(
+    messages: &[Message],
+    request: &NewMessage,
+    budget: u32,
+) -> (HashSet<MessageId>, String, u32) {
     let mut spent = request.token_count + strata_compactor::TOKENS_PER_REPLY;
     let mut shown = HashSet::new();
     let mut text = String::new();
@@ -224,12 +242,8 @@ fn sliding_window(messages: &[Message], request: &NewMessage, budget: u32) -> (H
 /// The stored messages a context shows verbatim (refilled, buffer, tail and the recalled
 /// block's hits) and all of its text but the request's own (what was injected before it stays).
 fn shown(context: &AssembledContext, request: &str) -> (HashSet<MessageId>, String) {
-    let mut shown: HashSet<MessageId> = context
-        .entries
-        .iter()
-        .filter(|entry| !entry.abridged)
-        .filter_map(|entry| entry.message_id)
-        .collect();
+    let mut shown: HashSet<MessageId> =
+        context.entries.iter().filter(|entry| !entry.abridged).filter_map(|entry| entry.message_id).collect();
     if let Some(block) = &context.recalled {
         shown.extend(block.hits.iter().map(|hit| hit.message_id));
     }
@@ -305,7 +319,8 @@ impl Tally {
 
     fn elsewhere(&mut self, context: &AssembledContext) {
         self.elsewhere += 1;
-        self.elsewhere_empty += usize::from(context.recalled.as_ref().is_none_or(|block| block.hits.is_empty()));
+        self.elsewhere_empty +=
+            usize::from(context.recalled.as_ref().is_none_or(|block| block.hits.is_empty()));
     }
 
     fn scores(&self) -> Scores {

@@ -16,7 +16,7 @@ use serde::Serialize;
 use strata_store::{HitId, HitKind, MemoryId, MessageId, Store};
 
 use super::Tool;
-use super::search::{FusionQuery, cut_query, coverage, fuse, one_hit_per_source};
+use super::search::{FusionQuery, coverage, cut_query, fuse, one_hit_per_source};
 use crate::config::RecallConfig;
 use crate::embed::Embedder;
 use crate::error::Result;

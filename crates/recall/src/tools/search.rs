@@ -571,7 +571,8 @@ pub fn search_outside(
     let vector = embedder.embed_query(&text)?;
     let model = embedder.spec().id;
     let query = FusionQuery { text: &text, vector: Some((model, &vector)), range, kinds: &ALL_KINDS };
-    let Fusion { mut results, texts } = fuse(store, scope, config, &query, config.search_candidates.max(limit))?;
+    let Fusion { mut results, texts } =
+        fuse(store, scope, config, &query, config.search_candidates.max(limit))?;
     let found = results.len();
     results.retain(|hit| !in_context.holds(hit.id));
     let left_out_in_context = found - results.len();
