@@ -76,8 +76,9 @@ class Context:
 
     #: The messages in the OpenAI chat format, ready for ``chat.completions.create``.
     messages: List[Dict[str, Any]]
-    #: Tokens per part (``head``, ``scaffold``, ``acknowledgement``, ``buffer``, ``tail``,
-    #: ``reply_priming``, ``tools``), their ``total`` and the ``budget`` it fits.
+    #: Tokens per part (``head``, ``scaffold``, ``acknowledgement``, ``recent``, ``buffer``,
+    #: ``tail``, ``reply_priming``, ``tools``; ``recalled``, the recalled block, is part of
+    #: ``tail``), their ``total`` and the ``budget`` it fits.
     tokens: Dict[str, int]
     #: What the compaction before it did (``{"outcome": "compacted", "nodes_created": ...}``,
     #: ``"below_threshold"``, ...); ``None`` when compaction runs in the background.
@@ -89,6 +90,10 @@ class Context:
     entries: List[Dict[str, Any]] = field(repr=False)
     #: What was prepended to the newest user message (guidelines, preferences, memories).
     injection: Dict[str, Any] = field(repr=False)
+    #: What the recalled block of the newest request holds (``hits`` with their ``message_id``,
+    #: ``session``, ``seq``, ``score`` and ``similarity``; ``tokens``; ``partial``, what semantic
+    #: search could not cover); ``None`` when proactive recall is off.
+    recalled: Optional[Dict[str, Any]] = field(default=None, repr=False)
 
     @classmethod
     def _from_native(cls, prepared: Dict[str, Any]) -> "Context":
@@ -100,6 +105,7 @@ class Context:
             prefix_len=context["prefix_len"],
             entries=context["entries"],
             injection=context["injection"],
+            recalled=context.get("recalled"),
         )
 
 

@@ -140,3 +140,15 @@ def test_doctor_and_backup(folded, tmp_path):
     engine.backup(copy)
     with strata.Engine(copy) as restored:
         assert restored.stats()["messages"] == engine.stats()["messages"]
+
+
+def test_the_recalled_block_puts_a_folded_fact_in_front_of_the_model(folded):
+    # Last in this module: it appends a request the other tests would see.
+    _, session, _, _ = folded
+    session.append({"role": "user", "content": "Which port does the staging database listen on now?"})
+    context = session.prepare_context()
+    assert context.recalled is not None and context.recalled["hits"], context.recalled
+    assert context.tokens["recalled"] > 0 and context.tokens["total"] <= context.tokens["budget"]
+    request = context.messages[-1]["content"]
+    assert "[Recalled From Earlier Messages]" in request and "6543" in request
+    assert request.endswith("Which port does the staging database listen on now?")
