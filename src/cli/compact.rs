@@ -335,8 +335,10 @@ pub fn context(
             .with_timezone(&Utc),
         None => Utc::now(),
     };
-    let engine = Engine::from_store(store, windowed(&args.common, settings))?;
-    let context = engine.assemble(session.id, now)?;
+    // An assembler, not an engine: a read command checks the token encoding without claiming
+    // it (the compactor's claim writes) and opens no summarizer.
+    let assembler = strata_compactor::Assembler::new(store, windowed(&args.common, settings).compactor())?;
+    let context = assembler.assemble_blocking(session.id, now)?;
     if json {
         return print_json(out, &context);
     }
