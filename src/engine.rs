@@ -577,13 +577,25 @@ impl EngineSession {
     }
 }
 
-/// recall's hybrid search as the compactor's [`Recaller`]: it uses the embedding model only
-/// once loaded, and never fails a context (a failed search is a note in the block).
+/// recall's hybrid search as the compactor's [`Recaller`], behind every context's recalled
+/// block: it uses the embedding model only once loaded, and never fails a context (a failed
+/// search is a note in the block). An [`Engine`] holds one; a reader that assembles without an
+/// engine (`strata context`) makes its own.
 #[derive(Debug)]
-struct HistorySearch {
+pub struct HistorySearch {
     store: Store,
     config: RecallConfig,
     embedder: Arc<OnceLock<EmbedderState>>,
+}
+
+impl HistorySearch {
+    /// The search over `store` with the model `config` names, loaded now (or found absent:
+    /// then keywords serve alone).
+    pub fn loaded(store: Store, config: &RecallConfig) -> HistorySearch {
+        let embedder = Arc::new(OnceLock::new());
+        embedder.get_or_init(|| Embedder::for_config(config).into());
+        HistorySearch { store, config: config.clone(), embedder }
+    }
 }
 
 impl Recaller for HistorySearch {

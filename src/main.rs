@@ -19,7 +19,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("error: {}", one_line(&err));
+            eprintln!("error: {}", error_line(&err));
             ExitCode::FAILURE
         }
     }
@@ -30,11 +30,10 @@ const MAX_CAUSE_CHARS: usize = 300;
 
 /// One line naming the problem and its causes, `ingest failed: line 7: ...`: whitespace
 /// collapsed, each cause cut at [`MAX_CAUSE_CHARS`].
-fn one_line(err: &anyhow::Error) -> String {
+fn error_line(err: &anyhow::Error) -> String {
     err.chain()
         .map(|cause| {
-            let text = cause.to_string().split_whitespace().collect::<Vec<_>>().join(" ");
-            strata_store::truncate_chars(&text, MAX_CAUSE_CHARS)
+            strata_store::truncate_chars(&strata_store::fence::one_line(&cause.to_string()), MAX_CAUSE_CHARS)
         })
         .collect::<Vec<_>>()
         .join(": ")

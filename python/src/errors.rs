@@ -61,8 +61,8 @@ impl Failure {
 
 /// The error and its causes on one line, whitespace collapsed: what `strata` prints after
 /// `error: `.
-fn one_line(error: &strata::Error) -> String {
-    strata::store::error_chain(error).split_whitespace().collect::<Vec<_>>().join(" ")
+fn error_line(error: &strata::Error) -> String {
+    strata::store::fence::one_line(&strata::store::error_chain(error))
 }
 
 fn engine_class(error: &strata::Error) -> &'static str {
@@ -108,7 +108,7 @@ fn store_class(error: &StoreError) -> &'static str {
 pub fn to_py(failure: Failure) -> PyErr {
     let (class, message) = match failure {
         Failure::Python(error) => return error,
-        Failure::Engine(error) => (engine_class(&error), one_line(&error)),
+        Failure::Engine(error) => (engine_class(&error), error_line(&error)),
         Failure::BadInput(reason) => ("BadInput", reason),
         Failure::Closed => ("Error", "the engine is closed".to_owned()),
         Failure::Internal(reason) => ("Error", format!("internal error: {reason}")),

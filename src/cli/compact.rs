@@ -347,13 +347,23 @@ pub fn context(
             .with_timezone(&Utc),
         None => Utc::now(),
     };
-    let engine = Engine::from_store(store, windowed(&args.common, settings))?;
+    // An assembler, not an engine: a read command checks the token encoding without claiming
+    // it (the compactor's claim writes) and opens no summarizer.
+    let settings = windowed(&args.common, settings);
+    let assembler = strata_compactor::Assembler::new(store.clone(), settings.compactor())?;
     let request = args.request.as_ref().map(|text| {
         let mut request = strata_store::NewMessage::text(strata_store::Role::User, text.clone());
         request.created_at = now;
         request
     });
-    let context = engine.preview(session.id, request, now)?;
+    // The model loaded first, so the block is the one a warm engine would send.
+    let recaller = settings.recall.proactive.then(|| strata::HistorySearch::loaded(store, &settings.recall));
+    let options = strata_compactor::AssemblyOptions {
+        now,
+        request,
+        recaller: recaller.map(|search| std::sync::Arc::new(search) as std::sync::Arc<dyn strata_compactor::Recaller>),
+    };
+    let context = assembler.assemble_with(session.id, &options)?;
     if json {
         return print_json(out, &context);
     }

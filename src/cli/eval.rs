@@ -280,6 +280,7 @@ fn retrieval(
     let counter = TokenCounter::for_model(&config.compactor.model);
     let incoming = dev_transcripts(&args.data, &config.compactor, &counter)?;
     store.append_many(&incoming).context("cannot store the transcripts")?;
+    store.catch_up_search_index().context("cannot index the transcripts for search")?;
     eprintln!("stored {} messages of {}", incoming.len(), args.data.join("transcripts.jsonl").display());
 
     let recall = &config.recall;

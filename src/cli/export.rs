@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
+use strata_store::fence::one_line;
 use strata_store::{Category, Session, Store, SummaryNode};
 
 use anyhow::{Context, Result};
@@ -24,11 +25,6 @@ pub struct ExportReport {
 
 fn minute(time: DateTime<Utc>) -> String {
     time.format("%Y-%m-%d %H:%M").to_string()
-}
-
-/// The body on one line, so that each history entry is one grep-able paragraph.
-fn one_line(text: &str) -> String {
-    text.lines().map(str::trim).filter(|line| !line.is_empty()).collect::<Vec<_>>().join(" ")
 }
 
 fn write(dir: &Path, name: &str, contents: &str, report: &mut ExportReport) -> Result<()> {

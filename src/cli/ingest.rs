@@ -296,7 +296,7 @@ pub fn run(
     loop {
         let indexed = store
             .index_messages(INDEX_BATCH)
-            .context("the messages are stored; indexing them for search failed (the next search retries)")?;
+            .context("the messages are stored; indexing them for search failed (the next compaction or ingest retries)")?;
         progress.inc(indexed as u64);
         if indexed < INDEX_BATCH {
             break;

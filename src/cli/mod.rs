@@ -149,7 +149,8 @@ fn message_count(min: u64, max: u64) -> clap::builder::RangedU64ValueParser<usiz
 }
 
 /// Opens the database named on the command line for a command that only reads: a missing
-/// file is an error, never created.
+/// file is an error, never created, and the store's connections are read-only, so the command
+/// never takes the write lock (a search finds unindexed rows without writing).
 fn open_existing(cli: &Cli) -> anyhow::Result<Store> {
     Store::open_existing(&cli.db, std::time::Duration::from_millis(cli.busy_timeout_ms))
         .with_context(|| format!("cannot use database {}", cli.db.display()))
@@ -232,7 +233,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Ingest(args) => ingest::run(&open(&cli)?, &config(&cli)?, args, cli.json, &mut out)?,
         Command::Doctor { full, accept_lost_commits } => {
-            let store = open_existing(&cli)?;
+            let store =
+                Store::open_to_inspect(&cli.db, std::time::Duration::from_millis(cli.busy_timeout_ms))
+                    .with_context(|| format!("cannot use database {}", cli.db.display()))?;
             if *accept_lost_commits && let Some((found, recorded)) = store.lost_commits()? {
                 store.accept_lost_commits()?;
                 eprintln!(

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::config::RetryPolicy;
 use crate::error::LlmError;
-use crate::summarizer::one_line;
+use crate::summarizer::one_line_within;
 
 /// The variable a key is read from when the configured one is unset.
 const FALLBACK_KEY_VARIABLE: &str = "OPENAI_API_KEY";
@@ -164,7 +164,7 @@ fn error_message(body: &str) -> String {
         .filter(|message| !message.trim().is_empty())
         .unwrap_or_else(|| body.to_owned());
     let message = validation_digest(&message).unwrap_or(message);
-    let shown = one_line(&message, ERROR_BODY_CHARS);
+    let shown = one_line_within(&message, ERROR_BODY_CHARS);
     if shown.is_empty() { "(empty body)".to_owned() } else { shown }
 }
 

@@ -284,10 +284,10 @@ impl<S: Summarizer, W: Stopwatch> Summarizer for TimedSummarizer<S, W> {
     }
 }
 
-/// The one-line form of a headline: whitespace collapsed, at most `max_chars` characters.
-pub(crate) fn one_line(text: &str, max_chars: usize) -> String {
-    let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    truncate_chars(&collapsed, max_chars)
+/// The one-line form of a headline: [`strata_store::fence::one_line`] (whitespace collapsed),
+/// cut to at most `max_chars` characters.
+pub(crate) fn one_line_within(text: &str, max_chars: usize) -> String {
+    truncate_chars(&strata_store::fence::one_line(text), max_chars)
 }
 
 /// The store's rule of cutting text, under the name the summarizers' modules import.
@@ -430,7 +430,7 @@ pub(crate) fn check(
 ) -> Result<(Summary, u32), SummarizeError> {
     let rejected =
         |reason, detail: String, advice: String| Err(SummarizeError::Rejected { reason, detail, advice });
-    let headline = one_line(&summary.headline, HEADLINE_MAX_CHARS);
+    let headline = one_line_within(&summary.headline, HEADLINE_MAX_CHARS);
     let body = summary.body.trim().to_owned();
     if headline.is_empty() || body.is_empty() {
         let part = if headline.is_empty() { "headline" } else { "body" };

@@ -58,8 +58,19 @@ pub(crate) enum Access {
     /// A command that writes: a missing or empty file becomes a new database, and a damaged
     /// one is refused.
     Write,
-    /// A command that only reads: a missing or empty file is an error, never created.
+    /// A command that only reads: a missing or empty file is an error, never created, and
+    /// every connection of the pool is read-only.
     Read,
+    /// `doctor`: opened as for [`Access::Read`], but writable, since its full-text check
+    /// indexes the rows waiting for the index inside a savepoint it rolls back.
+    Inspect,
+}
+
+impl Access {
+    /// Whether the file must exist already.
+    fn existing_only(self) -> bool {
+        matches!(self, Access::Read | Access::Inspect)
+    }
 }
 
 /// Opens one connection with the extension registered and WAL switched on.
@@ -78,8 +89,8 @@ pub(crate) fn open_connection(path: &Path, busy_timeout: Duration, access: Acces
         Err(_) => Some(u64::MAX),
     };
     match (access, length) {
-        (Access::Read, None) => return Err(Error::Missing { path: path.to_path_buf() }),
-        (Access::Read, Some(0)) => return Err(Error::Empty { path: path.to_path_buf() }),
+        (access, None) if access.existing_only() => return Err(Error::Missing { path: path.to_path_buf() }),
+        (access, Some(0)) if access.existing_only() => return Err(Error::Empty { path: path.to_path_buf() }),
         _ => {}
     }
     let existing = length.is_some_and(|length| length > 0);
@@ -206,10 +217,19 @@ fn file_uri(path: &Path, immutable: bool) -> String {
     uri
 }
 
-/// The pool for an already migrated file.
-pub(crate) fn pool(path: &Path, busy_timeout: Duration) -> Result<Pool> {
+/// The flags of a reader's connections: no write can reach the file through them, so a read
+/// command never takes the write lock (and never waits for it).
+const READ_ONLY_FLAGS: OpenFlags =
+    OpenFlags::SQLITE_OPEN_READ_ONLY.union(OpenFlags::SQLITE_OPEN_URI).union(OpenFlags::SQLITE_OPEN_NO_MUTEX);
+
+/// The pool for an already migrated file: read-only connections for [`Access::Read`].
+pub(crate) fn pool(path: &Path, busy_timeout: Duration, access: Access) -> Result<Pool> {
+    let flags = match access {
+        Access::Write | Access::Inspect => FLAGS,
+        Access::Read => READ_ONLY_FLAGS,
+    };
     let manager = SqliteConnectionManager::file(path)
-        .with_flags(FLAGS)
+        .with_flags(flags)
         .with_init(move |conn| init_connection(conn, busy_timeout));
     Ok(r2d2::Pool::builder()
         .max_size(16)

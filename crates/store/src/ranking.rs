@@ -39,8 +39,9 @@ impl Ranking<'_> {
 
     /// How many rows of `kind` hold each word (counted up to `cap`), and about how many rows
     /// there are: the statistics to weigh a bm25 score against the query's best possible one.
+    /// Like every ranked read, it reads the word index as it is: rows a bulk writer has not
+    /// indexed yet are not counted (see `search_index.rs`).
     pub fn word_frequencies(&self, kind: HitKind, words: &[String], cap: usize) -> Result<(u64, Vec<u64>)> {
-        self.store.searchable()?;
         self.store.read(|conn| search::word_frequencies(conn, kind, words, cap))
     }
 
@@ -53,7 +54,6 @@ impl Ranking<'_> {
         words: &[String],
         filter: &SearchFilter,
     ) -> Result<Vec<(HitId, f64)>> {
-        self.store.searchable()?;
         let ranked = self.store.read(|conn| search::rank_words(conn, kind, words, filter))?;
         Ok(ranked.into_iter().map(|(id, score)| (HitId::new(kind, id), score)).collect())
     }

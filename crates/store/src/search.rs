@@ -9,7 +9,10 @@ use rusqlite::types::Value;
 use rusqlite::{Connection, params_from_iter};
 use serde::Serialize;
 
+use unicode_normalization::UnicodeNormalization;
+
 use crate::error::{Error, Result};
+use crate::search_index::Deferred;
 use crate::types::{Category, Level, MemoryId, MessageId, NodeId, SessionId, from_unix, to_unix};
 
 /// Most fragments a query may have; more are dropped (the search only gets broader).
@@ -283,6 +286,17 @@ struct KindSql {
     persona: &'static str,
     /// The columns the short-fragment `LIKE`s test (any of them may hold the fragment).
     text_columns: &'static [&'static str],
+    /// The rows written before they are indexed, if the kind has any (see `search_index.rs`).
+    tail: Option<TailSql>,
+}
+
+/// How `grep` reads the rows of a kind past its index cursor: the base tables alone, aliased
+/// as in [`KindSql::select`], so the same selection, filters and short-fragment `LIKE`s apply.
+struct TailSql {
+    deferred: Deferred,
+    from: &'static str,
+    id: &'static str,
+    text_columns: &'static [&'static str],
 }
 
 const MESSAGES: KindSql = KindSql {
@@ -294,6 +308,12 @@ const MESSAGES: KindSql = KindSql {
     session: "m.session_id",
     persona: "s.role",
     text_columns: &["messages_fts.content"],
+    tail: Some(TailSql {
+        deferred: Deferred::Messages,
+        from: "messages m JOIN sessions s ON s.id = m.session_id",
+        id: "m.id",
+        text_columns: &["m.content"],
+    }),
 };
 
 const SUMMARIES: KindSql = KindSql {
@@ -305,6 +325,12 @@ const SUMMARIES: KindSql = KindSql {
     session: "n.session_id",
     persona: "s.role",
     text_columns: &["summaries_fts.headline", "summaries_fts.body"],
+    tail: Some(TailSql {
+        deferred: Deferred::Summaries,
+        from: "summary_nodes n JOIN sessions s ON s.id = n.session_id",
+        id: "n.id",
+        text_columns: &["n.headline", "n.body"],
+    }),
 };
 
 const MEMORIES: KindSql = KindSql {
@@ -316,6 +342,8 @@ const MEMORIES: KindSql = KindSql {
     session: "NULL",
     persona: "a.role",
     text_columns: &["memories_fts.key", "memories_fts.title", "memories_fts.content"],
+    // Memories are indexed by triggers, in the transaction that writes them.
+    tail: None,
 };
 
 fn kind_sql(kind: HitKind) -> &'static KindSql {
@@ -349,19 +377,73 @@ fn grep_kind(
     filter: &SearchFilter,
     hits: &mut Vec<TextHit>,
 ) -> Result<()> {
-    // The statement text depends only on the shape of the query (how many short fragments,
-    // whether there is a MATCH); every value, the user's text included, is a bound parameter.
+    let limit = filter.limit.min(1000);
+    let wanted = GREP_SCAN_ROWS.max(limit as i64) as usize;
+    // The newest rows are the unindexed ones, if any (ids only grow): they come first. A
+    // query without a MATCH reads the base table through the external-content index, every
+    // row included, and needs no tail.
+    let match_expression = query.match_expression();
+    let mut found = match (&sql.tail, &match_expression) {
+        (Some(tail), Some(_)) => grep_tail(conn, kind, sql, tail, query, filter, wanted)?,
+        _ => Vec::new(),
+    };
+    if found.len() < wanted {
+        let (mut conditions, mut values) = filters(sql, sql.text_columns, query, filter);
+        if let Some(expression) = match_expression {
+            conditions.push(format!("{} MATCH ?", sql.fts));
+            values.push(Value::Text(expression));
+        }
+        values.push(Value::Integer((wanted - found.len()) as i64));
+        // The newest GREP_SCAN_ROWS matching rows, newest first: FTS5 walks its index that way
+        // and stops there, so a word in most of a million rows costs what a rare one does.
+        // They are ranked here, not by FTS5's bm25(), which counts every row holding each
+        // phrase (the whole index for a common word: 100 ms at 1,000,000 messages) before it
+        // scores the first one.
+        let statement = format!(
+            "SELECT {select}, 0.0 FROM {from} WHERE {conditions} ORDER BY {fts}.rowid DESC LIMIT ?",
+            select = sql.select,
+            from = sql.from,
+            conditions = conditions.join(" AND "),
+            fts = sql.fts,
+        );
+        let mut stmt = conn.prepare_cached(&statement)?;
+        let rows = stmt.query_map(params_from_iter(values), |row| TextHit::from_row(kind, row, Some(10)))?;
+        for hit in rows {
+            found.push(hit?);
+        }
+    }
+    let terms: Vec<String> = query.terms().iter().map(|term| term.to_lowercase()).collect();
+    for hit in &mut found {
+        hit.rank = -match_score(&hit.snippet, &terms);
+    }
+    // Best first, then newest (the rows arrive newest first and the sort is stable).
+    found.sort_by(|a, b| a.rank.total_cmp(&b.rank));
+    found.truncate(limit);
+    for mut hit in found {
+        // The query selects the whole text; the excerpt is cut here, in time linear in what it
+        // scans (FTS5's snippet() is quadratic on long runs of one character).
+        hit.snippet = excerpt(&hit.snippet, query.terms(), EXCERPT_CHARS);
+        hits.push(hit);
+    }
+    Ok(())
+}
+
+/// The persona, time, session and short-fragment conditions of a grep, with their values.
+/// The statement text depends only on the shape of the query (how many short fragments);
+/// every value, the user's text included, is a bound parameter.
+fn filters(
+    sql: &KindSql,
+    text_columns: &[&str],
+    query: &TextQuery,
+    filter: &SearchFilter,
+) -> (Vec<String>, Vec<Value>) {
     let mut conditions = vec![format!("{} = ?", sql.persona)];
     let mut values: Vec<Value> = vec![Value::Text(filter.persona.clone())];
-    if let Some(expression) = query.match_expression() {
-        conditions.push(format!("{} MATCH ?", sql.fts));
-        values.push(Value::Text(expression));
-    }
     for pattern in query.like_patterns() {
         let any_column: Vec<String> =
-            sql.text_columns.iter().map(|column| format!("{column} LIKE ? ESCAPE '\\'")).collect();
+            text_columns.iter().map(|column| format!("{column} LIKE ? ESCAPE '\\'")).collect();
         conditions.push(format!("({})", any_column.join(" OR ")));
-        values.extend(sql.text_columns.iter().map(|_| Value::Text(pattern.clone())));
+        values.extend(text_columns.iter().map(|_| Value::Text(pattern.clone())));
     }
     if let Some(start) = filter.start {
         conditions.push(format!("{} >= ?", sql.time));
@@ -375,38 +457,67 @@ fn grep_kind(
         conditions.push(format!("{} = ?", sql.session));
         values.push(Value::Integer(session.0));
     }
-    let limit = filter.limit.min(1000);
-    values.push(Value::Integer(GREP_SCAN_ROWS.max(limit as i64)));
-    // The newest GREP_SCAN_ROWS matching rows, newest first: FTS5 walks its index that way and
-    // stops there, so a word in most of a million rows costs what a rare one does. They are
-    // ranked here, not by FTS5's bm25(), which counts every row holding each phrase (the whole
-    // index for a common word: 100 ms at 1,000,000 messages) before it scores the first one.
+    (conditions, values)
+}
+
+/// The newest `wanted` rows past the index cursor that the query matches, newest first:
+/// what the index will answer for them once a writer has caught it up. The short fragments
+/// are the same `LIKE`s as over the index; the long ones, which the trigram index matches
+/// as substrings after folding case and diacritics, are matched here on [`fold`]ed text.
+/// The scan reads every unindexed row of the persona (within the filter) until it has found
+/// `wanted`: nothing, in the common case of a caught-up index.
+fn grep_tail(
+    conn: &Connection,
+    kind: HitKind,
+    sql: &KindSql,
+    tail: &TailSql,
+    query: &TextQuery,
+    filter: &SearchFilter,
+    wanted: usize,
+) -> Result<Vec<TextHit>> {
+    let (mut conditions, values) = filters(sql, tail.text_columns, query, filter);
+    conditions.push(tail.deferred.tail_condition(tail.id));
     let statement = format!(
-        "SELECT {select}, 0.0 FROM {from} WHERE {conditions} ORDER BY {fts}.rowid DESC LIMIT ?",
+        "SELECT {select}, 0.0 FROM {from} WHERE {conditions} ORDER BY {id} DESC",
         select = sql.select,
-        from = sql.from,
+        from = tail.from,
         conditions = conditions.join(" AND "),
-        fts = sql.fts,
+        id = tail.id,
     );
+    let long_terms: Vec<String> =
+        query.terms().iter().filter(|term| term.chars().count() >= TRIGRAM).map(|term| fold(term)).collect();
     let mut stmt = conn.prepare_cached(&statement)?;
-    let rows = stmt.query_map(params_from_iter(values), |row| TextHit::from_row(kind, row, Some(10)))?;
-    let terms: Vec<String> = query.terms().iter().map(|term| term.to_lowercase()).collect();
+    let mut rows = stmt.query(params_from_iter(values))?;
     let mut found = Vec::new();
-    for hit in rows {
-        let mut hit = hit?;
-        hit.rank = -match_score(&hit.snippet, &terms);
-        found.push(hit);
+    while found.len() < wanted
+        && let Some(row) = rows.next()?
+    {
+        let hit = TextHit::from_row(kind, row, Some(10))?;
+        // A fragment holds no line break, so one found in the summary's `headline \n body`
+        // lies within one of the two columns, as the index requires.
+        let text = fold(&hit.snippet);
+        if long_terms.iter().all(|term| text.contains(term.as_str())) {
+            found.push(hit);
+        }
     }
-    // Best first, then newest (the rows arrive newest first and the sort is stable).
-    found.sort_by(|a, b| a.rank.total_cmp(&b.rank));
-    found.truncate(limit);
-    for mut hit in found {
-        // The query selects the whole text; the excerpt is cut here, in time linear in what it
-        // scans (FTS5's snippet() is quadratic on long runs of one character).
-        hit.snippet = excerpt(&hit.snippet, query.terms(), EXCERPT_CHARS);
-        hits.push(hit);
-    }
-    Ok(())
+    Ok(found)
+}
+
+/// Text folded as the trigram index folds it (`case_sensitive 0 remove_diacritics 1`,
+/// schema 2): diacritics taken off (canonical decomposition without its combining marks),
+/// then each character lowercased where its lowercase is one character. SQLite's tables
+/// may fold a rare character otherwise; such a row is found once it is indexed.
+fn fold(text: &str) -> String {
+    text.nfd()
+        .filter(|c| !unicode_normalization::char::is_combining_mark(*c))
+        .map(|c| {
+            let mut lower = c.to_lowercase();
+            match (lower.next(), lower.next()) {
+                (Some(single), None) => single,
+                _ => c,
+            }
+        })
+        .collect()
 }
 
 /// The messages of `filter.persona` (and `filter.session`) sent within `filter.start` ..
@@ -748,6 +859,13 @@ mod tests {
         let shown = excerpt(&text, &["xxx".to_owned()], 300);
         assert!(shown.starts_with("«xxx»") && shown.chars().count() < 1_000, "{}", shown.len());
         assert!(shown.ends_with('…'));
+    }
+
+    #[test]
+    fn folding_takes_off_case_and_diacritics_as_the_trigram_index_does() {
+        assert_eq!(fold("Café ZÜRICH"), "cafe zurich");
+        assert_eq!(fold("Ärger über Ölpreise"), "arger uber olpreise");
+        assert_eq!(fold("数据库 Ωmega"), "数据库 ωmega");
     }
 
     #[test]

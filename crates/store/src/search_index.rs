@@ -2,7 +2,28 @@
 //! (schema 10) are written without their full-text index entries and indexed afterwards, in
 //! batches, by one statement per index. Rows of both tables are never deleted and their ids
 //! only grow, so a cursor says what is indexed: every row with `id <= indexed_through`.
-//! Every search brings the indexes up to date before it reads.
+//!
+//! Readers never write: the indexes are caught up by writers, in batches of their own
+//! transactions, never by a search.
+//!
+//! - `Store::append` of more than a bot's few messages catches up before it returns;
+//!   `Store::append_many` (the bulk import) leaves it to its caller, which `strata ingest`
+//!   does with a progress bar (`Store::index_messages` in a loop) and every other caller
+//!   through `Store::catch_up_search_index`. A million-message import is thus one transaction
+//!   for the rows (all or nothing) and then short ones of a few thousand rows, between which
+//!   other writers get the lock.
+//! - Every compaction call ends by catching up both indexes, so rows a crashed writer left
+//!   behind are indexed by the next compaction.
+//!
+//! A search in the meantime is complete without writing: `memory_grep` reads the rows past
+//! the cursor (the unindexed tail, newest first, within its persona, session and time) and
+//! matches them in Rust, folding case and diacritics as the trigram index does, before it
+//! asks the index for the rest; since ids only grow, the tail holds the newest rows and the
+//! two parts together are what the caught-up index would answer. The ranked side of
+//! `memory_search` (bm25 over the word index) reads the index alone: bm25 needs the index's
+//! statistics, and the same rows reach the semantic side only once they have vectors, later
+//! still; a row appended in bulk is ranked once its writer's catch-up, seconds after its
+//! commit, reaches it.
 
 use rusqlite::{Connection, params};
 
@@ -52,6 +73,11 @@ impl Deferred {
                  WHERE id > ?1 AND id <= ?2 ORDER BY id",
             ],
         }
+    }
+
+    /// The statement's clause for the rows past the cursor, for a base-table `id` column.
+    pub(crate) fn tail_condition(self, id: &str) -> String {
+        format!("{id} > (SELECT indexed_through FROM {} WHERE id = 1)", self.cursor_table())
     }
 
     /// Rows not yet in the search indexes.

@@ -23,7 +23,8 @@ use crate::types::{
 };
 use crate::{ingests, messages, migrate, nodes, sessions, watermark};
 
-/// Rows indexed per transaction when a search catches the indexes up.
+/// Rows indexed per transaction when a writer catches the search indexes up: short enough
+/// that other writers wait milliseconds for the lock, not the whole catch-up.
 const INDEX_BATCH: usize = 2_000;
 
 /// Appends of at most this many messages are indexed for search in their own transaction
@@ -138,11 +139,20 @@ impl Store {
     /// [`Error::Missing`], an empty one [`Error::Empty`], and nothing is created. The same
     /// refusals as [`Store::open`] but the damage check, which `doctor` reports instead.
     ///
-    /// The file is decided on through a read-only connection; the pool itself may write, since
-    /// a search first indexes the messages waiting for the index (schemas 8 and 10), and a file
-    /// of an older strata is brought up to date.
+    /// The file is decided on through a read-only connection, and a file of an older strata is
+    /// brought up to date (once, the only write); then every connection is read-only, so
+    /// nothing the store is asked writes or waits for the write lock: a method that writes
+    /// fails with SQLite's read-only error. Searches find rows not indexed yet without
+    /// writing (see `search_index.rs`).
     pub fn open_existing(path: impl AsRef<Path>, busy_timeout: Duration) -> Result<Store> {
         Store::open_as(path.as_ref(), busy_timeout, db::Access::Read)
+    }
+
+    /// Like [`Store::open_existing`], for `doctor`: the pool may write, since the full-text
+    /// check indexes the rows waiting for the index inside a savepoint it rolls back (so it
+    /// takes the write lock for a moment, and leaves the file as it was).
+    pub fn open_to_inspect(path: impl AsRef<Path>, busy_timeout: Duration) -> Result<Store> {
+        Store::open_as(path.as_ref(), busy_timeout, db::Access::Inspect)
     }
 
     fn open_as(path: &Path, busy_timeout: Duration, access: db::Access) -> Result<Store> {
@@ -160,7 +170,7 @@ impl Store {
             tracing::warn!("{lost}");
         }
         drop(conn);
-        Ok(Store { pool: db::pool(&path, busy_timeout)?, path, rows_read: Arc::default() })
+        Ok(Store { pool: db::pool(&path, busy_timeout, access)?, path, rows_read: Arc::default() })
     }
 
     /// The database file.
@@ -273,18 +283,26 @@ impl Store {
 
     /// Appends messages to a session in one transaction; returns their ids in order (for a
     /// message whose `external_id` the session already holds, the stored message's id).
+    ///
+    /// A bot's message or two is indexed for search in the same transaction; a larger append
+    /// is indexed after it commits, in batches of their own transactions, before this returns
+    /// (see `search_index.rs`). A small append behind rows another writer is still indexing
+    /// leaves its own to that writer, so a chat turn never does a bulk import's work.
     pub fn append(&self, session: SessionId, messages: &[NewMessage]) -> Result<Vec<MessageId>> {
-        self.write(|tx| {
+        let small = messages.len() <= SYNC_INDEX_MAX;
+        let ids = self.write(|tx| {
             sessions::by_id(tx, session)?;
-            // A bot's message or two is indexed at once, so its searches never wait to write;
-            // a bulk append leaves indexing to the next search (or its caller), in batches.
-            let index_now = messages.len() <= SYNC_INDEX_MAX && Deferred::Messages.caught_up(tx)?;
+            let index_now = small && Deferred::Messages.caught_up(tx)?;
             let ids = messages::append(tx, session, messages)?.ids;
             if index_now {
                 Deferred::Messages.index(tx, ids.len())?;
             }
             Ok(ids)
-        })
+        })?;
+        if !small {
+            self.catch_up_messages()?;
+        }
+        Ok(ids)
     }
 
     /// Appends messages to sessions named by key, creating sessions as needed, all in one
@@ -295,6 +313,11 @@ impl Store {
     /// lines that an earlier call stored for that session (the same transcript, or a shorter
     /// version of it) are skipped, and the call is recorded; a message whose `external_id` its
     /// session already holds is skipped too.
+    ///
+    /// The messages are not indexed for search: the caller catches the index up once the call
+    /// returns, with [`Store::catch_up_search_index`] or, to show progress,
+    /// [`Store::index_messages`] in a loop. Until then `memory_grep` still finds them (it reads
+    /// the unindexed rows) but `memory_search` ranks only indexed ones.
     pub fn append_many(&self, incoming: &[IncomingMessage]) -> Result<Imported> {
         let now = Utc::now();
         // Each session's messages, in order of the session's first appearance.
@@ -479,8 +502,8 @@ impl Store {
 
     // Search.
 
-    /// Messages appended but not yet in the search indexes (schema 8): appends write only the
-    /// row; every search indexes what is waiting before it reads.
+    /// Messages appended but not yet in the search indexes (schema 8): a bulk append writes
+    /// only the rows, and its writer indexes them afterwards (see `search_index.rs`).
     pub fn unindexed_messages(&self) -> Result<u64> {
         self.read(|conn| Deferred::Messages.unindexed(conn))
     }
@@ -510,25 +533,42 @@ impl Store {
         }
     }
 
-    /// Brings the search indexes up to date before a search reads them, so a search never
-    /// misses a message or a node; nothing to do (two cheap reads) in the common case.
-    pub(crate) fn searchable(&self) -> Result<()> {
-        // Both cursors in one read: this runs before every search.
-        let (messages, summaries) = self
-            .read(|conn| Ok((Deferred::Messages.caught_up(conn)?, Deferred::Summaries.caught_up(conn)?)))?;
-        if !messages {
-            while self.index_messages(INDEX_BATCH)? == INDEX_BATCH {}
+    /// Indexes every message and summary node waiting for the search indexes, in batches of
+    /// their own transactions; returns how many rows. Writers call it (the bulk writer after
+    /// its append, every compaction at its end), never a search; nothing to do (one cheap
+    /// read per index) in the common case.
+    pub fn catch_up_search_index(&self) -> Result<usize> {
+        let summaries =
+            if self.read(|conn| Deferred::Summaries.caught_up(conn))? { 0 } else { self.index_summaries()? };
+        Ok(self.catch_up_messages()? + summaries)
+    }
+
+    /// Indexes every message waiting for the search indexes, in batches; returns how many.
+    fn catch_up_messages(&self) -> Result<usize> {
+        if self.read(|conn| Deferred::Messages.caught_up(conn))? {
+            return Ok(0);
         }
-        if !summaries {
-            self.index_summaries()?;
+        let mut indexed = 0;
+        loop {
+            let batch = self.index_messages(INDEX_BATCH)?;
+            indexed += batch;
+            if batch < INDEX_BATCH {
+                return Ok(indexed);
+            }
         }
-        Ok(())
     }
 
     /// Keyword search within one persona (see [`TextQuery`] for the query language).
+    ///
+    /// It only reads: rows a bulk writer has not indexed yet are read and matched past the
+    /// index, within the same snapshot, so they are found all the same.
     pub fn grep(&self, query: &TextQuery, filter: &SearchFilter) -> Result<Vec<TextHit>> {
-        self.searchable()?;
-        self.read(|conn| search::grep(conn, query, filter))
+        self.read(|conn| {
+            // One snapshot for the unindexed rows, the cursor and the index, so a batch
+            // indexed meanwhile is neither found twice nor missed.
+            let snapshot = conn.unchecked_transaction()?;
+            search::grep(&snapshot, query, filter)
+        })
     }
 
     /// The messages of one persona sent in a time window, in time order, paged: what was said

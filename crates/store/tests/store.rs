@@ -915,46 +915,60 @@ fn a_sparse_window_is_searched_within() {
     assert_eq!(near[0].0, backlog[10].id, "{near:?}");
 }
 
-/// Schema 8: a bulk append leaves search indexing for later, a bot-sized append indexes at
-/// once, and no search ever misses a message; doctor checks whole tables and writes nothing.
+/// Schema 8: a bulk import leaves search indexing to its caller, `append` catches up before it
+/// returns, and a search finds the unindexed rows without writing: the same hits before and
+/// after the catch-up. Doctor checks whole tables and writes nothing.
 #[test]
-fn bulk_appends_are_indexed_before_any_search_reads() {
+fn a_search_finds_unindexed_messages_without_writing() {
     let (_dir, store) = temp_store();
     let small = session_with(&store, "small", "p", 2);
     assert_eq!(store.unindexed_messages().unwrap(), 0, "a bot's message is indexed with its append");
-    session_with(&store, "bulk", "p", 100);
-    assert_eq!(store.unindexed_messages().unwrap(), 100, "a bulk append defers indexing");
+    session_with(&store, "appended", "p", 100);
+    assert_eq!(store.unindexed_messages().unwrap(), 0, "a bulk append catches the index up");
+    let incoming: Vec<IncomingMessage> = (0..100)
+        .map(|i| IncomingMessage {
+            session_key: "bulk".to_owned(),
+            persona: "p".to_owned(),
+            message: text(Role::User, &format!("message {i} of bulk, Café Zürich")),
+            line_digest: None,
+        })
+        .collect();
+    store.append_many(&incoming).unwrap();
+    assert_eq!(store.unindexed_messages().unwrap(), 100, "a bulk import leaves indexing to its caller");
     assert!(store.doctor(false).unwrap().healthy());
     assert_eq!(store.unindexed_messages().unwrap(), 100, "doctor writes nothing");
     // A small append behind a waiting backlog must not skip it: it waits too.
     store.append(small.id, &[text(Role::User, "message late of small")]).unwrap();
-    assert_eq!(store.unindexed_messages().unwrap(), 101);
-    let hits =
-        store.grep(&TextQuery::parse("message 99 of bulk").unwrap(), &SearchFilter::persona("p")).unwrap();
-    assert_eq!(hits.len(), 1, "{hits:?}");
+    let waiting = store.unindexed_messages().unwrap();
+    let queries = ["message 99 of bulk", "late", "cafe zurich", "CAFÉ", "of", "of app*", "e 9"];
+    let grep = |query: &str| {
+        let hits = store.grep(&TextQuery::parse(query).unwrap(), &SearchFilter::persona("p")).unwrap();
+        hits.into_iter().map(|hit| (hit.id, hit.snippet)).collect::<Vec<_>>()
+    };
+    let before: Vec<_> = queries.iter().map(|query| grep(query)).collect();
+    assert_eq!(before[0].len(), 1, "{:?}", before[0]);
+    assert_eq!(before[1].len(), 1, "{:?}", before[1]);
+    assert_eq!(before[2].len(), 20, "a page of rows folded as the index folds: {:?}", before[2]);
+    assert_eq!(store.unindexed_messages().unwrap(), waiting, "a search writes nothing");
+    // The word ranking reads the index as it is.
+    let ranked =
+        store.ranking().rank_words(HitKind::Message, &["bulk".into()], &SearchFilter::persona("p")).unwrap();
+    assert!(ranked.is_empty(), "{ranked:?}");
+    assert_eq!(store.catch_up_search_index().unwrap(), waiting as usize);
     assert_eq!(store.unindexed_messages().unwrap(), 0);
-    let late = store.grep(&TextQuery::parse("late").unwrap(), &SearchFilter::persona("p")).unwrap();
-    assert_eq!(late.len(), 1);
-    // The word ranking catches the indexes up by itself too.
-    session_with(&store, "other", "p", 50);
-    assert_eq!(store.unindexed_messages().unwrap(), 50);
-    let ranked = store
-        .ranking()
-        .rank_words(strata_store::HitKind::Message, &["other".into()], &SearchFilter::persona("p"))
-        .unwrap();
+    let after: Vec<_> = queries.iter().map(|query| grep(query)).collect();
+    assert_eq!(before, after, "the unindexed rows are found as the index finds them");
+    let ranked =
+        store.ranking().rank_words(HitKind::Message, &["bulk".into()], &SearchFilter::persona("p")).unwrap();
     assert!(!ranked.is_empty());
-    assert!(
-        ranked.iter().all(|(id, _)| id.raw() > 103),
-        "only the new session's rows (ids after the first 103)"
-    );
-    assert_eq!(store.unindexed_messages().unwrap(), 0);
 }
 
-/// Schema 10: summary nodes are written without their index entries and indexed at the next
-/// search (or by the compactor's `index_summaries`); a node replaced before or after it was
-/// indexed is found by its new text only, and doctor finds the indexes whole either way.
+/// Schema 10: summary nodes are written without their index entries and indexed by the
+/// compactor's `index_summaries`; a search finds them before that without writing; a node
+/// replaced before or after it was indexed is found by its new text only, and doctor finds
+/// the indexes whole either way.
 #[test]
-fn summaries_are_indexed_before_any_search_reads_and_replacements_follow() {
+fn unindexed_summaries_are_found_and_replacements_follow() {
     let (_dir, store) = temp_store();
     let session = session_with(&store, "s", "p", 6);
     let find = |q: &str| {
@@ -973,7 +987,10 @@ fn summaries_are_indexed_before_any_search_reads_and_replacements_follow() {
     store.replace_summary(early.id, "extractive", &summary("walrus early")).unwrap();
     assert_eq!(find("zeppelin"), 0);
     assert_eq!(find("walrus"), 1);
-    assert_eq!(store.unindexed_summaries().unwrap(), 0, "the search caught the index up");
+    assert_eq!(store.unindexed_summaries().unwrap(), 1, "a search writes nothing");
+    assert_eq!(store.index_summaries().unwrap(), 1);
+    assert_eq!(find("zeppelin"), 0);
+    assert_eq!(find("walrus"), 1);
     // Replaced after it was indexed: the triggers swap the entries.
     store.replace_summary(early.id, "extractive", &summary("narwhal early")).unwrap();
     assert_eq!(find("walrus"), 0);

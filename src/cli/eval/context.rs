@@ -119,6 +119,7 @@ pub fn run(
         let dir = tempfile::tempdir().context("cannot create a temporary directory")?;
         let store = Store::open(dir.path().join("eval.db"))?;
         store.append_many(&incoming).context("cannot store the transcripts")?;
+        store.catch_up_search_index()?;
         let with_block = Engine::from_store(store.clone(), windowed.clone())?;
         let mut without = windowed.clone();
         without.recall.proactive = false;

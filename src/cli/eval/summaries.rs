@@ -294,6 +294,7 @@ fn evaluate(
     let dir = tempfile::tempdir().context("cannot create a temporary directory")?;
     let store = Store::open(dir.path().join("eval.db"))?;
     store.append_many(incoming).context("cannot store the transcript")?;
+    store.catch_up_search_index().context("cannot index the transcript for search")?;
     // Fidelity is measured on every chunk the floor allows, whatever the window: with the
     // window-aware trigger most of these short conversations would never be folded at all.
     let compactor_config =

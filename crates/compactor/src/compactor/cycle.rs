@@ -415,8 +415,9 @@ impl Compactor {
         }
         if created > 0 {
             // Nodes are written without their search-index entries (FTS5 writes a segment at
-            // every statement that touches it); the call indexes them once, at its end.
-            self.blocking(|store| Ok(store.index_summaries()?)).await?;
+            // every statement that touches it); the call indexes them once, at its end, with
+            // any messages a bulk writer left unindexed (searches never write).
+            self.blocking(|store| Ok(store.catch_up_search_index()?)).await?;
         }
         if created == 0 && resummarized == 0 {
             return Ok(stop.unwrap_or(Outcome::NoProgress { refused: None }));

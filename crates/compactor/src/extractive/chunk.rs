@@ -12,7 +12,7 @@ use super::segment::{
     headline_clauses, is_content, is_path, looks_like_code, sentences, speaker_of, split_date, split_people,
     split_speaker, trim_clause_end, trim_interjections, trim_request_opener, trim_token, truncate_words,
 };
-use crate::summarizer::{SourceItem, one_line};
+use crate::summarizer::{SourceItem, one_line_within};
 
 /// Longest quoted unit, in characters; longer sentences are cut into clauses first.
 pub(super) const UNIT_CHARS: usize = 240;
@@ -216,7 +216,7 @@ impl Chunk {
                 }
             }
             if chunk.fallback.is_empty() {
-                chunk.fallback = one_line(headline, 160);
+                chunk.fallback = one_line_within(headline, 160);
             }
             let mut section = Some(Section::Timeline);
             let mut list_heading = String::new();

@@ -30,7 +30,7 @@ use std::sync::Arc;
 
 use self::chunk::Chunk;
 use crate::error::SummarizeError;
-use crate::summarizer::{BoxFuture, SourceKind, Summarizer, Summary, SummaryRequest, one_line};
+use crate::summarizer::{BoxFuture, SourceKind, Summarizer, Summary, SummaryRequest, one_line_within};
 use crate::tokens::{Encoding, TokenCounter};
 
 /// The name extractive nodes carry in `summary_nodes.summarizer`.
@@ -141,7 +141,7 @@ impl ExtractiveSummarizer {
     /// later pass knows to re-summarize it.
     pub fn raw_archive(&self, request: &SummaryRequest) -> Summary {
         let mut summary = self.summarize_sync(request);
-        summary.headline = one_line(&format!("[raw archive] {}", summary.headline), 240);
+        summary.headline = one_line_within(&format!("[raw archive] {}", summary.headline), 240);
         summary
     }
 }

@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 
 use chrono::{Datelike, NaiveDate};
 
-use crate::summarizer::{SourceItem, one_line, truncate_chars};
+use crate::summarizer::{SourceItem, one_line_within, truncate_chars};
 
 /// Common English function words: they carry no fact of their own.
 pub(super) const STOPWORDS: &[&str] = &[
@@ -713,7 +713,7 @@ pub(super) fn truncate_words(text: &str, max: usize) -> String {
 
 /// The first sentence of a text, on one line.
 pub(super) fn first_sentence(text: &str, max_chars: usize) -> String {
-    sentences(text).next().map(|s| one_line(s, max_chars)).unwrap_or_default()
+    sentences(text).next().map(|s| one_line_within(s, max_chars)).unwrap_or_default()
 }
 
 /// Sentences and lines of a text: split at line breaks and at `.`, `!`, `?` followed by a space.
