@@ -4,7 +4,10 @@
 //!
 //! - `prepare_context` of a 100,000-message session with nothing left to compact;
 //! - `append_many` of 1,000 messages of the demo's conversation, into a fresh database;
-//! - `call_tool("memory_search", ...)` over 100,000 vectors, query embedding included.
+//! - `call_tool("memory_search", ...)` over 100,000 vectors, query embedding included;
+//! - `prepare_context` of a session among those 100,000 messages, the recalled block off and
+//!   on (what proactive recall adds: the request's embedding and the search of the persona's
+//!   whole history), Rust only.
 //!
 //! ```sh
 //! cargo bench --bench binding
@@ -100,5 +103,32 @@ fn memory_search(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, prepare_context, append_many, memory_search);
+fn recalled(c: &mut Criterion) {
+    let store = fixture(100_000, Vectors::Yes);
+    // A copy: the first call compacts the session, and the cached fixture must stay as built.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("recalled.db");
+    std::fs::copy(store.path(), &path).unwrap();
+    drop(store);
+    let mut group = c.benchmark_group("recalled");
+    group.sample_size(30);
+    for proactive in [false, true] {
+        let mut config = Config::default();
+        config.recall.proactive = proactive;
+        let engine = Engine::open(&path, config).unwrap();
+        // Loaded, as in a bot that has served a request.
+        assert!(engine.engine().embedder().get().is_ok());
+        let session = engine.session("p-0", "p").unwrap();
+        if !proactive {
+            session.append(ChatMessage::user("How did we deploy the billing service last time?")).unwrap();
+        }
+        let warm = session.prepare_context().unwrap();
+        assert_eq!(warm.context.recalled.is_some(), proactive);
+        let name = if proactive { "prepare_context/100000/on" } else { "prepare_context/100000/off" };
+        group.bench_function(name, |b| b.iter(|| session.prepare_context().unwrap()));
+    }
+    group.finish();
+}
+
+criterion_group!(benches, prepare_context, append_many, memory_search, recalled);
 criterion_main!(benches);

@@ -53,7 +53,9 @@ pub mod mcp;
 mod message;
 
 pub use crate::config::{Config, SummarizerConfig, SummarizerKind};
-pub use crate::engine::{CompactedSession, Engine, EngineSession, HistorySearch, PreparedContext, SentenceModel};
+pub use crate::engine::{
+    CompactedSession, Engine, EngineSession, HistorySearch, PreparedContext, SentenceModel,
+};
 pub use crate::error::{Error, Result};
 pub use crate::message::{ChatMessage, Incoming};
 

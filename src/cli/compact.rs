@@ -120,11 +120,12 @@ pub(crate) fn for_window(config: &Config, window: u32) -> Config {
     let mut config = config.clone();
     let compactor = &mut config.compactor;
     compactor.context_window_tokens = window;
-    // Keep the reserve and the scaffold proportionate in a small window: at 4,000 tokens the
-    // tool definitions take about half, and bodies of window / 8 left the recalled block no
-    // room (benches/README.md, "The context").
+    // Keep the reserve and the scaffold's bodies proportionate in a small window: the bodies
+    // get at most an eighth of what the messages may use (at 4,000 tokens the tool definitions
+    // take about half of the window, and bodies of window / 8 took most of the rest).
     compactor.reserve_tokens = compactor.reserve_tokens.min(window / 8);
-    compactor.scaffold_body_tokens = compactor.scaffold_body_tokens.min(window / 16);
+    let budget = config.compactor().budget();
+    config.compactor.scaffold_body_tokens = config.compactor.scaffold_body_tokens.min(budget / 8);
     config
 }
 
@@ -361,7 +362,8 @@ pub fn context(
     let options = strata_compactor::AssemblyOptions {
         now,
         request,
-        recaller: recaller.map(|search| std::sync::Arc::new(search) as std::sync::Arc<dyn strata_compactor::Recaller>),
+        recaller: recaller
+            .map(|search| std::sync::Arc::new(search) as std::sync::Arc<dyn strata_compactor::Recaller>),
     };
     let context = assembler.assemble_with(session.id, &options)?;
     if json {

@@ -200,8 +200,10 @@ pub fn run(
         ("head", tokens.head),
         ("scaffold", tokens.scaffold),
         ("acknowledgement", tokens.acknowledgement),
+        ("recent (folded)", tokens.recent),
         ("buffer", tokens.buffer),
         ("tail", tokens.tail),
+        ("  recalled block", tokens.recalled),
         ("reply priming", tokens.reply_priming),
     ] {
         writeln!(out, "  {part:<16} {value:>8} tokens")?;
@@ -240,6 +242,29 @@ pub fn run(
             fact.kind,
             if sent.contains(fact.text) { "yes" } else { "no" },
             cut(fact.text, 70)
+        )?;
+    }
+    // Proactive recall: the next request, asked in other words than the fact, as a dry run.
+    let request = strata_store::NewMessage::text(strata_store::Role::User, paraphrase.paraphrase);
+    let ahead = engine.preview(session.id(), Some(request), chrono::Utc::now())?;
+    let secret_id = message_id_of(&engine, &session, paraphrase.index)?;
+    writeln!(
+        out,
+        "
+  Before any tool call: the request \"{}\" gets a recalled block",
+        paraphrase.paraphrase
+    )?;
+    if let Some(block) = &ahead.recalled {
+        let found = block.hits.iter().position(|hit| hit.message_id.0 == secret_id);
+        writeln!(
+            out,
+            "      of {} messages ({} tokens); the planted fact {}",
+            block.hits.len(),
+            block.tokens,
+            match found {
+                Some(rank) => format!("is hit {} (message {secret_id}), in front of the model", rank + 1),
+                None => "is not among them".to_owned(),
+            }
         )?;
     }
     let recall_started = Instant::now();

@@ -549,8 +549,9 @@ impl Snapshot {
             messages.extend(pending);
             let roots = reader.roots(session, None)?;
             // The folded turns that could be shown again: the newest messages before the first
-            // live one after the head.
-            let room = u64::from(refill_room(config));
+            // live one after the head, as many as the live part leaves room for.
+            let live_tokens: u64 = outline.iter().map(|m| u64::from(m.token_count)).sum();
+            let room = u64::from(config.budget()).saturating_sub(live_tokens);
             let folded = match outline.iter().map(|m| m.seq).find(|&seq| seq >= head_end_seq) {
                 _ if !config.refill_folded_turns || roots.is_empty() || room == 0 => Vec::new(),
                 Some(live_start) => reader.folded_before(session, head_end_seq..live_start, room)?,
@@ -679,14 +680,14 @@ pub(crate) fn assemble(
         fit_buffer_and_scaffold(snapshot, &head, &buffer, &tail_slots(&tail), config, counter);
     let base = layout_tokens(&head, &scaffold, &buffer, &elided, &tail_slots(&tail));
     // The room the base leaves (none where something had to be left out) goes first to the
-    // recalled block, up to its own budget, then to the newest folded turns. In a large window
-    // both fit whatever the block holds, so the refill is the same on every request; in a small
-    // one the block, chosen for the request, is worth more than the turns before the buffer.
+    // recalled block, up to its own budget (chosen for the request, it is worth more than the
+    // turns before the buffer), then to the newest folded turns. The refill loses its oldest
+    // turn as the buffer grows, as a sliding window would; the prefix before it never changes.
     let room = if elided.contains(&true) { 0 } else { budget.saturating_sub(base) };
     let cap = config.proactive_tokens.min(room);
     let mut block = found.as_ref().and_then(|found| layer.lay_recalled(snapshot, &mut tail, found, cap));
     let used = block.as_ref().map_or(0, |block| block.tokens);
-    let recent = layer.refill(snapshot, (room - used).min(refill_room(config)));
+    let recent = layer.refill(snapshot, room - used);
     if let Some(mut found) = found {
         // A hit the refill shows verbatim is not shown twice; the block only shrinks.
         let refilled: HashSet<MessageId> = recent.iter().filter_map(|slot| slot.entry.message_id).collect();
@@ -722,16 +723,6 @@ pub(crate) fn assemble(
         stubbed_messages,
         recalled: block,
     })
-}
-
-/// The room for folded turns shown again: the part of the budget above the compaction trigger.
-/// A context under the trigger always has it free, so the same turns are shown on every request
-/// until the next compaction, and everything up to the newest messages stays byte-identical
-/// (what providers' prompt caches reuse). Sized by what is left instead, the refill would lose
-/// its oldest turn whenever the buffer grew.
-fn refill_room(config: &CompactorConfig) -> u32 {
-    let (trigger, _) = config.trigger_and_target();
-    config.budget().saturating_sub(u32::try_from(trigger).unwrap_or(u32::MAX))
 }
 
 /// The memories the search ranked first, in its order, then the others as they came (newest

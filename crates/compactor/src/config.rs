@@ -100,8 +100,8 @@ pub struct CompactorConfig {
     /// preferences, those the recalled block's search ranks first, then the newest; the rest
     /// are named as available through `memory_list`. 0 shows none (default 600).
     pub injected_memory_tokens: u32,
-    /// After a compaction, the room the budget has left is filled with the newest folded
-    /// turns, verbatim (their summaries stay in the scaffold, which keeps the prefix stable).
+    /// The room the budget has left is filled with the newest folded turns, verbatim, whole
+    /// turns only (their summaries stay in the scaffold, which keeps the prefix stable).
     /// Folding stops at `target_ratio` so that the context can grow for a while without a
     /// compaction; until it has, the room holds the turns just folded (default true).
     pub refill_folded_turns: bool,
