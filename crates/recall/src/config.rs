@@ -93,13 +93,13 @@ pub struct RecallConfig {
     /// The most tokens the recalled block takes, within the room the budget has left. Default
     /// 1,000.
     pub proactive_tokens: u32,
-    /// The most messages the block shows. Default 8.
+    /// The most messages the block shows. Default 12.
     pub proactive_hits: usize,
     /// A message enters the block when its cosine similarity to the request is at least this
-    /// ... Default 0.5 (calibrated on the evaluation set; see benches/README.md).
+    /// ... Default 0.45 (calibrated on the evaluation set: benches/README.md, "The context").
     pub proactive_min_similarity: f64,
     /// ... or when its keywords come this near to holding every word of the request once (1
-    /// is all of them). Default 0.6.
+    /// is all of them). Default 0.5.
     pub proactive_min_keyword_match: f64,
 }
 
@@ -131,9 +131,9 @@ impl Default for RecallConfig {
             memory_ttls: MemoryTtls::default(),
             proactive: true,
             proactive_tokens: 1_000,
-            proactive_hits: 8,
-            proactive_min_similarity: 0.5,
-            proactive_min_keyword_match: 0.6,
+            proactive_hits: 12,
+            proactive_min_similarity: 0.45,
+            proactive_min_keyword_match: 0.5,
         }
     }
 }
