@@ -150,7 +150,13 @@ pub struct Embedder {
     model: Arc<Mutex<TextEmbedding>>,
     spec: &'static ModelSpec,
     assets: PathBuf,
+    /// The newest queries' vectors: the recalled block embeds each request, and a model that
+    /// then calls `memory_search` with the same text does not wait for the model again.
+    queries: Arc<Mutex<std::collections::VecDeque<(String, Vec<f32>)>>>,
 }
+
+/// Queries whose vectors [`Embedder::embed_query`] keeps.
+const REMEMBERED_QUERIES: usize = 16;
 
 impl std::fmt::Debug for Embedder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -201,7 +207,12 @@ impl Embedder {
             .with_environment(environment(&library)?)
             .with_max_length(spec.max_tokens);
         let model = TextEmbedding::try_new_from_user_defined(model, options).map_err(Error::Model)?;
-        let embedder = Embedder { model: Arc::new(Mutex::new(model)), spec, assets: assets.to_path_buf() };
+        let embedder = Embedder {
+            model: Arc::new(Mutex::new(model)),
+            spec,
+            assets: assets.to_path_buf(),
+            queries: Arc::default(),
+        };
         // A model file that loads but computes garbage (wrong model, wrong shape) fails here.
         embedder.embed(&["strata"])?;
         Ok(embedder)
@@ -269,9 +280,22 @@ impl Embedder {
         Ok(self.embed(&[text])?.remove(0))
     }
 
-    /// Embeds a search query, with the model's query prefix.
+    /// Embeds a search query, with the model's query prefix; one of the last 16 is answered
+    /// from memory.
     pub fn embed_query(&self, query: &str) -> Result<Vec<f32>> {
-        self.embed_one(&format!("{}{query}", self.spec.query_prefix))
+        let remembered = |queries: &std::collections::VecDeque<(String, Vec<f32>)>| {
+            queries.iter().find(|(text, _)| text == query).map(|(_, vector)| vector.clone())
+        };
+        if let Some(vector) = remembered(&self.queries.lock().unwrap_or_else(PoisonError::into_inner)) {
+            return Ok(vector);
+        }
+        let vector = self.embed_one(&format!("{}{query}", self.spec.query_prefix))?;
+        let mut queries = self.queries.lock().unwrap_or_else(PoisonError::into_inner);
+        if queries.len() == REMEMBERED_QUERIES {
+            queries.pop_front();
+        }
+        queries.push_back((query.to_owned(), vector.clone()));
+        Ok(vector)
     }
 
     /// Embeds stored texts, with the model's passage prefix.
