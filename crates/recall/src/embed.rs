@@ -152,8 +152,11 @@ pub struct Embedder {
     assets: PathBuf,
     /// The newest queries' vectors: the recalled block embeds each request, and a model that
     /// then calls `memory_search` with the same text does not wait for the model again.
-    queries: Arc<Mutex<std::collections::VecDeque<(String, Vec<f32>)>>>,
+    queries: Arc<Mutex<RememberedQueries>>,
 }
+
+/// Query texts and their vectors, oldest first.
+type RememberedQueries = std::collections::VecDeque<(String, Vec<f32>)>;
 
 /// Queries whose vectors [`Embedder::embed_query`] keeps.
 const REMEMBERED_QUERIES: usize = 16;
@@ -283,7 +286,7 @@ impl Embedder {
     /// Embeds a search query, with the model's query prefix; one of the last 16 is answered
     /// from memory.
     pub fn embed_query(&self, query: &str) -> Result<Vec<f32>> {
-        let remembered = |queries: &std::collections::VecDeque<(String, Vec<f32>)>| {
+        let remembered = |queries: &RememberedQueries| {
             queries.iter().find(|(text, _)| text == query).map(|(_, vector)| vector.clone())
         };
         if let Some(vector) = remembered(&self.queries.lock().unwrap_or_else(PoisonError::into_inner)) {
