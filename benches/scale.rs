@@ -23,7 +23,7 @@ use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_mai
 use serde_json::json;
 use strata_compactor::Outcome;
 use strata_recall::{Embedder, RecallConfig, ToolContext, call_tool};
-use strata_store::{HitKind, Scan, SearchFilter, Store};
+use strata_store::{CandidateQuery, HitKind, Scan, SearchFilter, Store};
 
 #[path = "support/appends.rs"]
 mod appends;
@@ -89,9 +89,15 @@ fn search(c: &mut Criterion) {
             })
         });
     }
-    let filter = SearchFilter { limit: 50, ..SearchFilter::persona("p") };
-    group.bench_function("part_rank_words_messages", |b| {
-        b.iter(|| store.ranking().rank_words(HitKind::Message, &words, &filter).unwrap())
+    let keywords_only = CandidateQuery {
+        filter: SearchFilter { limit: 50, kinds: vec![HitKind::Message], ..SearchFilter::persona("p") },
+        words: &words,
+        vector: None,
+        scan: Scan::Exact,
+        frequency_cap: 1000,
+    };
+    group.bench_function("part_keyword_candidates_messages", |b| {
+        b.iter(|| store.ranking().candidates(&keywords_only).unwrap())
     });
     group.bench_function("memory_search_question", |b| {
         b.iter(|| call_tool(&ctx, "memory_search", &json!({"query": question, "limit": 10})))

@@ -222,7 +222,7 @@ fn writers_compaction_and_readers_at_once() {
 /// catch the deferred search index up, and a search reads the unindexed rows instead.
 #[test]
 fn readers_never_wait_for_the_write_lock() {
-    use strata_store::{HitKind, IncomingMessage, NewMessage, Role, SearchFilter, TextQuery};
+    use strata_store::{CandidateQuery, IncomingMessage, NewMessage, Role, Scan, SearchFilter, TextQuery};
     let strata = Strata::new();
     let (seed_file, _) = transcript(&strata, "seed.jsonl", 7, 800);
     strata.run(&["ingest", seed_file.to_str().unwrap(), "--session", "busy"]).success();
@@ -286,7 +286,13 @@ fn readers_never_wait_for_the_write_lock() {
                         1 => store.grep(&TextQuery::parse("the").unwrap(), &filter).map(drop),
                         2 => store
                             .ranking()
-                            .rank_words(HitKind::Message, &["deploy".into()], &filter)
+                            .candidates(&CandidateQuery {
+                                filter: filter.clone(),
+                                words: &["deploy".into()],
+                                vector: None,
+                                scan: Scan::Exact,
+                                frequency_cap: 1000,
+                            })
                             .map(drop),
                         _ => store.stats().map(drop),
                     };

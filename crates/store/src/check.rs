@@ -9,7 +9,7 @@ use rusqlite::{Connection, OptionalExtension};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::search_index::Deferred;
+use crate::search::index::Deferred;
 
 /// The full-text indexes, each checked against its content.
 const FTS_TABLES: [&str; 6] =

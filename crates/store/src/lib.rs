@@ -37,22 +37,19 @@ mod check;
 mod db;
 mod error;
 pub mod fence;
+mod forest;
 mod ingests;
+mod kinds;
 mod memories;
-mod memory_updates;
 mod messages;
 mod migrate;
-mod nodes;
 mod outline;
-mod overview;
-mod ranking;
+mod queues;
 mod search;
-mod search_index;
 mod sessions;
 mod store;
 mod text;
 mod types;
-mod upkeep;
 mod vec;
 mod vectors;
 mod watermark;
@@ -60,20 +57,21 @@ mod watermark;
 pub use crate::check::{Check, Report};
 pub use crate::db::DEFAULT_BUSY_TIMEOUT;
 pub use crate::error::{Error, Missing, Result, error_chain};
+pub use crate::forest::Upkeep;
 pub use crate::ingests::line_digest;
 pub use crate::memories::{MAX_CONTENT_CHARS, MAX_KEY_CHARS, MemoryWrite, normalize_key};
-pub use crate::memory_updates::MemoryUpdates;
 pub use crate::migrate::SCHEMA_VERSION;
 pub use crate::outline::{ConsistentReader, MessageOutline};
-pub use crate::overview::{Browsing, SessionOverview, VectorCounts};
-pub use crate::ranking::Ranking;
-pub use crate::search::{HitId, HitKind, STOPWORDS, SearchFilter, TextHit, TextQuery};
-pub use crate::sessions::{MAX_PERSONA_CHARS, validate_persona};
+pub use crate::queues::MemoryUpdates;
+pub use crate::search::{
+    CandidateQuery, Candidates, HitId, HitKind, Ranking, STOPWORDS, SearchFilter, TextHit, TextQuery,
+    WordStatistics,
+};
+pub use crate::sessions::{Browsing, MAX_PERSONA_CHARS, SessionOverview, validate_persona};
 pub use crate::store::{Imported, IncomingMessage, RejectionCount, Stats, Store, SummarizerStats};
 pub use crate::text::{prefix_within_bytes, truncate_chars};
 pub use crate::types::{
     Category, Level, Memory, MemoryId, MemoryUpdate, Message, MessageId, NewMessage, NewSummary, NodeId,
     QueuedUpdate, Role, Session, SessionId, SummaryNode, ToolCall, UpdateId, Writer, from_unix, to_unix,
 };
-pub use crate::upkeep::Upkeep;
-pub use crate::vectors::{BacklogItem, EmbeddingSpace, Embeddings, MAX_CHUNKS, Scan};
+pub use crate::vectors::{BacklogItem, EmbeddingSpace, Embeddings, MAX_CHUNKS, Scan, VectorCounts};

@@ -145,7 +145,7 @@ impl ConsistentReader<'_> {
 
     /// See [`Store::roots`].
     pub fn roots(&self, session: SessionId, level: Option<crate::Level>) -> Result<Vec<crate::SummaryNode>> {
-        self.counted(crate::nodes::roots(self.conn, session, level))
+        self.counted(crate::forest::roots(self.conn, session, level))
     }
 
     /// See [`Store::memories`].
@@ -213,11 +213,7 @@ impl ConsistentReader<'_> {
 impl Store {
     /// Runs `f` with reads that share one snapshot of the database (see [`ConsistentReader`]).
     pub fn read_consistent<T>(&self, f: impl FnOnce(&ConsistentReader<'_>) -> Result<T>) -> Result<T> {
-        let mut conn = self.pool.get()?;
-        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Deferred)?;
-        let value = f(&ConsistentReader { conn: &tx, rows_read: &self.rows_read })?;
-        tx.finish()?;
-        Ok(value)
+        self.read_snapshot(|conn| f(&ConsistentReader { conn, rows_read: &self.rows_read }))
     }
 
     /// The outline (everything but the text) of every message of a session, in seq order.

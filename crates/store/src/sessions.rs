@@ -1,11 +1,16 @@
-//! Sessions: get-or-create by key, bound to one persona.
+//! Sessions: get-or-create by key, bound to one persona, and [`Browsing`], the reads of the
+//! browsing tools as seen from a persona (a session carries the persona): another persona's
+//! row is [`Error::NotFound`], exactly like one that does not exist.
 
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
+use serde::Serialize;
 
 use crate::db::query_all;
 use crate::error::{Error, Missing, Result};
-use crate::types::{Session, SessionId, to_unix};
+use crate::store::Store;
+use crate::types::{Message, MessageId, NodeId, Session, SessionId, SummaryNode, from_unix, to_unix};
+use crate::{forest, messages};
 
 /// The longest persona name.
 pub const MAX_PERSONA_CHARS: usize = 64;
@@ -86,4 +91,101 @@ pub fn list(conn: &Connection, persona: Option<&str>) -> Result<Vec<Session>> {
         Session::COLUMNS
     );
     query_all(conn, &sql, [persona], Session::from_row)
+}
+
+/// A session as the persona's history overview shows it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SessionOverview {
+    /// Database id.
+    pub id: SessionId,
+    /// The caller's key.
+    pub key: String,
+    /// When the session was created.
+    pub created_at: DateTime<Utc>,
+    /// Time of its newest message.
+    pub last_active_at: DateTime<Utc>,
+    /// How many messages it holds.
+    pub messages: u64,
+    /// How many of them no summary covers yet.
+    pub uncompacted_messages: u64,
+}
+
+/// The sessions of a persona with their message counts, oldest first.
+pub(crate) fn overview(conn: &Connection, persona: &str) -> Result<Vec<SessionOverview>> {
+    query_all(
+        conn,
+        "SELECT s.id, s.key, s.created_at, s.last_active_at,
+                (SELECT count(*) FROM messages m WHERE m.session_id = s.id),
+                (SELECT count(*) FROM messages m WHERE m.session_id = s.id AND m.summary_id IS NULL)
+         FROM sessions s WHERE s.role = ?1 ORDER BY s.created_at, s.id",
+        [persona],
+        |row| {
+            Ok(SessionOverview {
+                id: row.get(0)?,
+                key: row.get(1)?,
+                created_at: from_unix(row.get(2)?),
+                last_active_at: from_unix(row.get(3)?),
+                messages: row.get::<_, i64>(4)? as u64,
+                uncompacted_messages: row.get::<_, i64>(5)? as u64,
+            })
+        },
+    )
+}
+
+/// The reads of the browsing tools over one [`Store`] ([`Store::browsing`]): lookups by id as
+/// seen from a persona (another persona's row is [`Error::NotFound`], exactly like one that does
+/// not exist), a persona's sessions, and a session's newest uncovered messages.
+#[derive(Clone, Copy, Debug)]
+pub struct Browsing<'a> {
+    store: &'a Store,
+}
+
+impl Store {
+    /// The reads of the browsing tools.
+    pub fn browsing(&self) -> Browsing<'_> {
+        Browsing { store: self }
+    }
+}
+
+impl Browsing<'_> {
+    /// One message by id, as seen from `persona`, with its session.
+    pub fn message(&self, persona: &str, id: MessageId) -> Result<(Message, Session)> {
+        self.store.read(|conn| {
+            let message = messages::by_id(conn, id)?;
+            let session = by_id(conn, message.session_id)?;
+            if session.persona != persona {
+                return Err(Error::NotFound(Missing::Message(id)));
+            }
+            Ok((message, session))
+        })
+    }
+
+    /// One node by id, as seen from `persona`, with its session.
+    pub fn node(&self, persona: &str, id: NodeId) -> Result<(SummaryNode, Session)> {
+        self.store.read(|conn| {
+            let node = forest::by_id(conn, id)?;
+            let session = by_id(conn, node.session_id)?;
+            if session.persona != persona {
+                return Err(Error::NotFound(Missing::Node(id)));
+            }
+            Ok((node, session))
+        })
+    }
+
+    /// The sessions of a persona with message counts, oldest first.
+    pub fn sessions(&self, persona: &str) -> Result<Vec<SessionOverview>> {
+        self.store.read(|conn| overview(conn, persona))
+    }
+
+    /// The newest `limit` messages of a session that no summary covers yet, oldest first.
+    pub fn recent_uncovered(&self, session: SessionId, limit: usize) -> Result<Vec<Message>> {
+        self.store.read(|conn| {
+            let sql = format!(
+                "SELECT * FROM (SELECT {} FROM messages m WHERE m.session_id = ?1 AND m.summary_id IS NULL
+                 ORDER BY m.seq DESC LIMIT ?2) ORDER BY seq",
+                Message::COLUMNS
+            );
+            query_all(conn, &sql, params![session, limit as i64], Message::from_row)
+        })
+    }
 }

@@ -15,13 +15,13 @@ use crate::check::{self, Report};
 use crate::db::{self, Pool};
 use crate::error::{Error, Result};
 use crate::memories::{self, MemoryWrite};
+use crate::search::index::Deferred;
 use crate::search::{self, SearchFilter, TextHit, TextQuery};
-use crate::search_index::Deferred;
 use crate::types::{
     Category, Level, Memory, Message, MessageId, NewMessage, NewSummary, NodeId, Session, SessionId,
     SummaryNode, Writer,
 };
-use crate::{ingests, messages, migrate, nodes, sessions, watermark};
+use crate::{forest, ingests, messages, migrate, sessions, watermark};
 
 /// Rows indexed per transaction when a writer catches the search indexes up: short enough
 /// that other writers wait milliseconds for the lock, not the whole catch-up.
@@ -181,6 +181,16 @@ impl Store {
     pub(crate) fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
         let conn = self.pool.get()?;
         f(&conn)
+    }
+
+    /// Runs `f` in a deferred transaction: every read in it sees one snapshot of the database
+    /// (WAL), whatever other processes commit meanwhile, and it never takes the write lock.
+    pub(crate) fn read_snapshot<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        let mut conn = self.pool.get()?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
+        let value = f(&tx)?;
+        tx.finish()?;
+        Ok(value)
     }
 
     /// Runs `f` in an immediate transaction: it takes the write lock at the start, so a
@@ -397,7 +407,7 @@ impl Store {
         last_seq: i64,
         summary: &NewSummary,
     ) -> Result<SummaryNode> {
-        self.write(|tx| nodes::insert_leaf(tx, session, first_seq, last_seq, summary, Utc::now()))
+        self.write(|tx| forest::insert_leaf(tx, session, first_seq, last_seq, summary, Utc::now()))
     }
 
     /// Inserts several Level-0 nodes of one session in one transaction (a bulk compaction
@@ -412,7 +422,7 @@ impl Store {
             leaves
                 .iter()
                 .map(|(first_seq, last_seq, summary)| {
-                    nodes::insert_leaf(tx, session, *first_seq, *last_seq, summary, now)
+                    forest::insert_leaf(tx, session, *first_seq, *last_seq, summary, now)
                 })
                 .collect()
         })
@@ -421,7 +431,7 @@ impl Store {
     /// Atomically merges adjacent roots of one level into a new node one level up; refused with
     /// [`Error::AlreadyMerged`] if any of them already has a parent.
     pub fn merge(&self, children: &[NodeId], summary: &NewSummary) -> Result<SummaryNode> {
-        self.write(|tx| nodes::merge(tx, children, summary, Utc::now()))
+        self.write(|tx| forest::merge(tx, children, summary, Utc::now()))
     }
 
     /// Replaces a node's text if it was written by `expected_summarizer`.
@@ -431,27 +441,27 @@ impl Store {
         expected_summarizer: &str,
         summary: &NewSummary,
     ) -> Result<SummaryNode> {
-        self.write(|tx| nodes::replace_summary(tx, id, expected_summarizer, summary, Utc::now()))
+        self.write(|tx| forest::replace_summary(tx, id, expected_summarizer, summary, Utc::now()))
     }
 
     /// One node by id.
     pub fn node(&self, id: NodeId) -> Result<SummaryNode> {
-        self.read(|conn| nodes::by_id(conn, id))
+        self.read(|conn| forest::by_id(conn, id))
     }
 
     /// The roots of a session's forest in time order, optionally of one level only.
     pub fn roots(&self, session: SessionId, level: Option<Level>) -> Result<Vec<SummaryNode>> {
-        crate::outline::count(&self.rows_read, self.read(|conn| nodes::roots(conn, session, level)))
+        crate::outline::count(&self.rows_read, self.read(|conn| forest::roots(conn, session, level)))
     }
 
     /// Every node of a session, by level then position.
     pub fn nodes(&self, session: SessionId) -> Result<Vec<SummaryNode>> {
-        self.read(|conn| nodes::all(conn, session))
+        self.read(|conn| forest::all(conn, session))
     }
 
     /// The children of a node in time order.
     pub fn children(&self, id: NodeId) -> Result<Vec<SummaryNode>> {
-        self.read(|conn| nodes::children(conn, id))
+        self.read(|conn| forest::children(conn, id))
     }
 
     // Agent memories.
@@ -642,7 +652,7 @@ impl Store {
                 message_tokens: count("SELECT COALESCE(SUM(token_count), 0) FROM messages")?,
                 nodes_per_level,
                 memories: count("SELECT count(*) FROM agent_memories")?,
-                embedding_backlog: crate::overview::backlog_count(conn, None, None)?,
+                embedding_backlog: crate::vectors::backlog_count(conn, None, None)?,
                 file_bytes: std::fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0),
                 summarizers,
                 rejections: rejections(conn)?,

@@ -15,11 +15,10 @@ use serde::Serialize;
 
 use crate::db::query_all;
 use crate::error::{Error, Result};
-use crate::overview::{self, VectorCounts};
+use crate::kinds::Kind;
 use crate::search::{HitId, HitKind, SearchFilter};
 use crate::store::Store;
 use crate::types::SessionId;
-use crate::types::to_unix;
 use crate::vec::to_blob;
 
 /// Most chunks (vectors) stored per row; text past them is not embedded.
@@ -45,24 +44,17 @@ pub struct EmbeddingSpace {
     pub dimensions: usize,
 }
 
-const KINDS: [HitKind; 3] = [HitKind::Message, HitKind::Summary, HitKind::Memory];
-
 pub(crate) fn table(kind: HitKind) -> &'static str {
-    match kind {
-        HitKind::Message => "messages_vec",
-        HitKind::Summary => "summaries_vec",
-        HitKind::Memory => "memories_vec",
-    }
+    Kind::of(kind).vectors
 }
 
-/// The text a summary or memory is embedded from, as the backlog queries build it (messages
+/// The text a summary or memory is embedded from now, to check a vector against (messages
 /// never change, so they need no check).
-fn current_text_sql(kind: HitKind) -> Option<&'static str> {
-    match kind {
-        HitKind::Message => None,
-        HitKind::Summary => Some("SELECT headline || char(10) || body FROM summary_nodes WHERE id = ?1"),
-        HitKind::Memory => Some("SELECT title || ': ' || content FROM agent_memories WHERE id = ?1"),
-    }
+fn current_text_sql(kind: HitKind) -> Option<String> {
+    let kind = Kind::of(kind);
+    (kind.kind != HitKind::Message).then(|| {
+        format!("SELECT {} FROM {} {} WHERE {} = ?1", kind.ranked_text, kind.table, kind.alias, kind.id())
+    })
 }
 
 /// The embedding space the vector tables were built for; `None` before anything was embedded.
@@ -92,8 +84,8 @@ pub fn use_space(conn: &Connection, wanted: &EmbeddingSpace) -> Result<bool> {
     if current.as_ref() == Some(wanted) {
         return Ok(false);
     }
-    for kind in KINDS {
-        let table = table(kind);
+    for kind in Kind::ALL {
+        let table = kind.vectors;
         conn.execute_batch(&format!(
             "DROP TABLE IF EXISTS {table};
              CREATE VIRTUAL TABLE {table} USING vec0(
@@ -110,13 +102,17 @@ pub fn use_space(conn: &Connection, wanted: &EmbeddingSpace) -> Result<bool> {
         params![wanted.model, wanted.dimensions as i64],
     )?;
     if current.is_some() {
-        conn.execute_batch(
-            "UPDATE agent_memories SET embedding = NULL;
-             DELETE FROM embedding_backlog;
-             INSERT INTO embedding_backlog(kind, item_id) SELECT 'message', id FROM messages;
-             INSERT INTO embedding_backlog(kind, item_id) SELECT 'summary', id FROM summary_nodes;
-             INSERT INTO embedding_backlog(kind, item_id) SELECT 'memory', id FROM agent_memories;",
-        )?;
+        conn.execute_batch("UPDATE agent_memories SET embedding = NULL; DELETE FROM embedding_backlog;")?;
+        for kind in Kind::ALL {
+            conn.execute(
+                &format!(
+                    "INSERT INTO embedding_backlog(kind, item_id) SELECT '{}', id FROM {}",
+                    kind.kind.as_str(),
+                    kind.table
+                ),
+                [],
+            )?;
+        }
     }
     Ok(true)
 }
@@ -167,7 +163,7 @@ pub fn put(conn: &Connection, model: &str, items: &[(BacklogItem, Vec<Vec<f32>>)
         // take it off. The embedded text may be a cut prefix of the stored one.
         if let Some(sql) = current_text_sql(kind) {
             let current: Option<String> =
-                conn.prepare_cached(sql)?.query_row([id], |row| row.get(0)).optional()?;
+                conn.prepare_cached(&sql)?.query_row([id], |row| row.get(0)).optional()?;
             if !current.is_some_and(|text| text.starts_with(&item.text)) {
                 continue;
             }
@@ -198,6 +194,101 @@ pub fn put(conn: &Connection, model: &str, items: &[(BacklogItem, Vec<Vec<f32>>)
         written += 1;
     }
     Ok(written)
+}
+
+/// How many vectors each table holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct VectorCounts {
+    /// Message vectors.
+    pub messages: u64,
+    /// Summary vectors.
+    pub summaries: u64,
+    /// Memory vectors.
+    pub memories: u64,
+}
+
+impl VectorCounts {
+    /// All vectors.
+    pub fn total(&self) -> u64 {
+        self.messages + self.summaries + self.memories
+    }
+}
+
+/// Up to `limit` backlog rows, optionally of one persona or one session only (a session has no
+/// memories: they belong to the persona), with the text to embed ([`Kind::ranked_text`]).
+/// Memories first, then summaries, then messages.
+pub fn backlog_filtered(
+    conn: &Connection,
+    persona: Option<&str>,
+    session: Option<SessionId>,
+    limit: usize,
+) -> Result<Vec<BacklogItem>> {
+    let mut items = Vec::new();
+    for kind in Kind::ALL.into_iter().rev() {
+        let left = limit.saturating_sub(items.len());
+        if left == 0 {
+            break;
+        }
+        let sql = format!(
+            "SELECT b.item_id, {persona_column}, {text} FROM embedding_backlog b JOIN {joined}
+             WHERE b.kind = '{name}' AND {within} ORDER BY b.item_id LIMIT ?1",
+            persona_column = kind.persona,
+            text = kind.ranked_text,
+            joined = kind.joined_on("b.item_id"),
+            name = kind.kind.as_str(),
+            within = backlog_window(kind),
+        );
+        items.extend(query_all(conn, &sql, params![left as i64, persona, session], |row| {
+            Ok(BacklogItem {
+                id: HitId::new(kind.kind, row.get(0)?),
+                persona: row.get(1)?,
+                text: row.get(2)?,
+            })
+        })?);
+    }
+    Ok(items)
+}
+
+/// The backlog queries' conditions on the persona (`?2`, or NULL for every persona) and the
+/// session (`?3`, or NULL); a kind without sessions matches only when no session is asked for.
+fn backlog_window(kind: &Kind) -> String {
+    let session = match kind.session {
+        Some(column) => format!("(?3 IS NULL OR {column} = ?3)"),
+        None => "?3 IS NULL".to_owned(),
+    };
+    format!("(?2 IS NULL OR {} = ?2) AND {session}", kind.persona)
+}
+
+/// How many backlog rows match the filter of [`backlog_filtered`].
+pub fn backlog_count(conn: &Connection, persona: Option<&str>, session: Option<SessionId>) -> Result<u64> {
+    let mut total = 0;
+    for kind in Kind::ALL {
+        let sql = format!(
+            "SELECT count(*) FROM embedding_backlog b JOIN {joined} WHERE b.kind = '{name}' AND {within}",
+            joined = kind.joined_on("b.item_id"),
+            name = kind.kind.as_str(),
+            within = backlog_window(kind).replace("?2", "?1").replace("?3", "?2"),
+        );
+        total +=
+            conn.prepare_cached(&sql)?.query_row(params![persona, session], |row| row.get::<_, i64>(0))?;
+    }
+    Ok(total as u64)
+}
+
+/// How many vectors (chunks) each table holds; zero before anything was embedded.
+pub fn vector_counts(conn: &Connection) -> Result<VectorCounts> {
+    if space(conn)?.is_none() {
+        return Ok(VectorCounts::default());
+    }
+    let count = |kind: HitKind| -> Result<u64> {
+        let sql = format!("SELECT count(*) FROM {}", table(kind));
+        Ok(conn.prepare_cached(&sql)?.query_row([], |row| row.get::<_, i64>(0))? as u64)
+    };
+    Ok(VectorCounts {
+        messages: count(HitKind::Message)?,
+        summaries: count(HitKind::Summary)?,
+        memories: count(HitKind::Memory)?,
+    })
 }
 
 /// How a k-nearest query scans.
@@ -292,44 +383,6 @@ pub fn nearest(
     Ok(rows)
 }
 
-/// The session and time columns of `kind` in window queries (alias `m`).
-fn window_columns(kind: HitKind) -> (Option<&'static str>, &'static str) {
-    match kind {
-        HitKind::Message => (Some("m.session_id"), "m.created_at"),
-        HitKind::Summary => (Some("m.session_id"), "m.end_time"),
-        HitKind::Memory => (None, "m.updated_at"),
-    }
-}
-
-/// The conditions and values that select the filter's window of `kind`.
-fn window_conditions(kind: HitKind, filter: &SearchFilter) -> (Vec<String>, Vec<Value>) {
-    let (session, time) = window_columns(kind);
-    let persona = if kind == HitKind::Memory { "m.role" } else { "s.role" };
-    let mut conditions = vec![format!("{persona} = ?")];
-    let mut values = vec![Value::Text(filter.persona.clone())];
-    if let (Some(id), Some(column)) = (filter.session, session) {
-        conditions.push(format!("{column} = ?"));
-        values.push(Value::Integer(id.0));
-    }
-    if let Some(start) = filter.start {
-        conditions.push(format!("{time} >= ?"));
-        values.push(Value::Real(to_unix(start)));
-    }
-    if let Some(end) = filter.end {
-        conditions.push(format!("{time} < ?"));
-        values.push(Value::Real(to_unix(end)));
-    }
-    (conditions, values)
-}
-
-fn window_from(kind: HitKind) -> &'static str {
-    match kind {
-        HitKind::Message => "messages m JOIN sessions s ON s.id = m.session_id",
-        HitKind::Summary => "summary_nodes m JOIN sessions s ON s.id = m.session_id",
-        HitKind::Memory => "agent_memories m",
-    }
-}
-
 /// The ids of `kind` inside the filter's window, or `None` when there are more than `cap`.
 fn window_ids(
     conn: &Connection,
@@ -337,9 +390,11 @@ fn window_ids(
     filter: &SearchFilter,
     cap: usize,
 ) -> Result<Option<HashSet<i64>>> {
-    let (conditions, mut values) = window_conditions(kind, filter);
+    let kind = Kind::of(kind);
+    let (conditions, mut values) = kind.window(filter);
     values.push(Value::Integer(cap as i64 + 1));
-    let sql = format!("SELECT m.id FROM {} WHERE {} LIMIT ?", window_from(kind), conditions.join(" AND "));
+    let sql =
+        format!("SELECT {} FROM {} WHERE {} LIMIT ?", kind.id(), kind.owned(), conditions.join(" AND "));
     let ids: HashSet<i64> =
         query_all(conn, &sql, params_from_iter(values), |row| row.get(0))?.into_iter().collect();
     Ok((ids.len() <= cap).then_some(ids))
@@ -347,12 +402,14 @@ fn window_ids(
 
 /// Which of `ids` lie inside the filter's window.
 fn in_window(conn: &Connection, kind: HitKind, filter: &SearchFilter, ids: &[i64]) -> Result<HashSet<i64>> {
-    let (conditions, mut values) = window_conditions(kind, filter);
+    let kind = Kind::of(kind);
+    let (conditions, mut values) = kind.window(filter);
     values.insert(0, Value::Text(serde_json::to_string(ids).expect("integers serialize")));
     // Start from the ids (primary-key lookups), not from the persona's rows.
     let sql = format!(
-        "SELECT m.id FROM (SELECT value AS id FROM json_each(?)) ids CROSS JOIN {} ON m.id = ids.id WHERE {}",
-        window_from(kind),
+        "SELECT {} FROM (SELECT value AS id FROM json_each(?)) ids CROSS JOIN {} WHERE {}",
+        kind.id(),
+        kind.joined_on("ids.id"),
         conditions.join(" AND ")
     );
     Ok(query_all(conn, &sql, params_from_iter(values), |row| row.get(0))?.into_iter().collect())
@@ -515,12 +572,12 @@ impl Embeddings<'_> {
         session: Option<SessionId>,
         limit: usize,
     ) -> Result<Vec<BacklogItem>> {
-        self.store.read(|conn| overview::backlog_filtered(conn, persona, session, limit))
+        self.store.read(|conn| backlog_filtered(conn, persona, session, limit))
     }
 
     /// How many rows wait for a vector, optionally of one persona or one session.
     pub fn backlog_count(&self, persona: Option<&str>, session: Option<SessionId>) -> Result<u64> {
-        self.store.read(|conn| overview::backlog_count(conn, persona, session))
+        self.store.read(|conn| backlog_count(conn, persona, session))
     }
 
     /// Stores the chunk vectors `model` computed for backlog items, exactly once each; returns
@@ -541,11 +598,13 @@ impl Embeddings<'_> {
         k: usize,
         scan: Scan,
     ) -> Result<Vec<(HitId, f64)>> {
-        self.store.ranking().nearest_within(model, kind, &SearchFilter::persona(persona), query, k, scan)
+        let filter = SearchFilter::persona(persona);
+        let nearest = self.store.read(|conn| nearest(conn, model, kind, &filter, query, k, scan))?;
+        Ok(nearest.into_iter().map(|(id, distance)| (HitId::new(kind, id), distance)).collect())
     }
 
     /// How many vectors each table holds.
     pub fn counts(&self) -> Result<VectorCounts> {
-        self.store.read(overview::vector_counts)
+        self.store.read(vector_counts)
     }
 }

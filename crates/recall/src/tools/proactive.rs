@@ -80,13 +80,16 @@ pub fn proactive(
         range: (None, None),
         kinds: &[HitKind::Message, HitKind::Memory],
     };
-    let fusion = fuse(store, &scope, config, &query, config.search_candidates.max(config.proactive_hits))?;
+    let mut fusion =
+        fuse(store, &scope, config, &query, config.search_candidates.max(config.proactive_hits))?;
     let relevant = |hit: &super::Hit| {
         hit.similarity.is_some_and(|similarity| similarity >= config.proactive_min_similarity)
             || hit.keyword_match.is_some_and(|matched| matched >= config.proactive_min_keyword_match)
     };
-    let (messages, memories): (Vec<_>, Vec<_>) =
-        fusion.results.into_iter().filter(relevant).partition(|hit| hit.kind() == HitKind::Message);
+    let (messages, memories): (Vec<_>, Vec<_>) = std::mem::take(&mut fusion.results)
+        .into_iter()
+        .filter(relevant)
+        .partition(|hit| hit.kind() == HitKind::Message);
     let memories = memories
         .iter()
         .filter_map(|hit| match hit.id {
@@ -99,7 +102,7 @@ pub fn proactive(
         .filter(|hit| !matches!(hit.id, HitId::Message(id) if exclude.contains(&id)))
         .collect();
     let mut hits = Vec::new();
-    for hit in one_hit_per_source(store, messages, &fusion.texts, config.proactive_hits)? {
+    for hit in one_hit_per_source(messages, &fusion, config.proactive_hits) {
         let HitId::Message(id) = hit.id else { continue };
         let (message, session) = store.browsing().message(persona, id)?;
         hits.push(ProactiveHit {
@@ -114,7 +117,7 @@ pub fn proactive(
         });
     }
     let partial = match model {
-        Some(model) => coverage(store, &scope, model)?.map(|coverage| coverage.note),
+        Some(model) => coverage(&fusion.read, model).map(|coverage| coverage.note),
         None => Some(
             "semantic search was not available (the embedding model is not loaded yet); these were found by \
              keywords only"

@@ -16,8 +16,8 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use strata_store::{
-    Category, HitId, HitKind, Level, MessageId, STOPWORDS, SearchFilter, Store, TextHit, TextQuery,
-    truncate_chars,
+    CandidateQuery, Candidates, Category, HitId, HitKind, Level, MessageId, NodeId, STOPWORDS, SearchFilter,
+    Store, TextHit, TextQuery, WordStatistics, truncate_chars,
 };
 
 use super::{EmbedderState, MemoryGrepArgs, MemorySearchArgs, Scope};
@@ -260,7 +260,7 @@ pub fn grep_outside(
     let left_out_in_context = found - hits.len();
     hits.truncate(limit);
     let mut results: Vec<Hit> = hits.into_iter().map(Hit::from_text_hit).collect();
-    whole_word_excerpts(store, &scope.persona, &mut results, query.terms(), config.excerpt_chars)?;
+    whole_word_excerpts(&mut results, query.terms(), config.excerpt_chars);
     Ok(SearchAnswer {
         query: query.terms().to_vec(),
         count: results.len(),
@@ -299,7 +299,13 @@ fn said_between(
     let next_offset = more.then_some(offset + page.len());
     let listed = page.len();
     page.retain(|hit| !in_context.holds(hit.id));
-    let results: Vec<Hit> = page.into_iter().map(Hit::from_text_hit).collect();
+    let results: Vec<Hit> = page
+        .into_iter()
+        .map(|mut hit| {
+            hit.snippet = truncate_chars(&hit.snippet, config.excerpt_chars);
+            Hit::from_text_hit(hit)
+        })
+        .collect();
     Ok(SearchAnswer {
         query: vec!["*".to_owned()],
         count: results.len(),
@@ -311,25 +317,13 @@ fn said_between(
     })
 }
 
-/// Gives each grep result an excerpt of its whole text centred on the first match of a
-/// fragment, the word holding it shown whole (`«limiter.rs»` for the fragment `limite`).
-fn whole_word_excerpts(
-    store: &Store,
-    persona: &str,
-    results: &mut [Hit],
-    fragments: &[String],
-    max: usize,
-) -> Result<()> {
+/// Cuts each grep result's whole text to an excerpt centred on the first match of a fragment,
+/// the word holding it shown whole (`«limiter.rs»` for the fragment `limite`).
+fn whole_word_excerpts(results: &mut [Hit], fragments: &[String], max: usize) {
     let fragments: Vec<String> = fragments.iter().map(|f| f.trim_matches('*').to_lowercase()).collect();
-    let ids: Vec<HitId> = results.iter().map(|hit| hit.id).collect();
-    let texts: HashMap<HitId, String> =
-        store.ranking().hits_by_ids(persona, &ids)?.into_iter().map(|hit| (hit.id, hit.snippet)).collect();
     for hit in results.iter_mut() {
-        if let Some(text) = texts.get(&hit.id) {
-            hit.snippet = excerpt_on_fragment(text, &fragments, max);
-        }
+        hit.snippet = excerpt_on_fragment(&hit.snippet, &fragments, max);
     }
-    Ok(())
 }
 
 /// A window of at most `max` characters of `text` centred on the first case-insensitive
@@ -417,45 +411,19 @@ pub(crate) fn query_words(text: &str) -> Vec<String> {
     words
 }
 
-/// The semantic candidates: nearest vectors of each kind within the persona, the scope's
-/// session and the time range, expired memories left out, nearest first.
-#[allow(clippy::too_many_arguments)]
-fn semantic_hits(
-    store: &Store,
-    scope: &Scope,
-    config: &RecallConfig,
-    model: &str,
-    query: &[f32],
-    range: TimeRange,
-    wanted: usize,
-    kinds: &[HitKind],
-) -> Result<Vec<(TextHit, f64)>> {
+/// The semantic candidates: the nearest rows of each kind within the persona, the scope's
+/// session and the time range (the store searches within the window itself, so every row is
+/// in scope), expired memories left out, nearest first, at most `wanted`, none below
+/// `min_similarity`.
+fn semantic_hits(read: &Candidates, config: &RecallConfig, wanted: usize) -> Vec<(TextHit, f64)> {
     let now = Utc::now();
-    // The store searches within the session and time range itself (a sparse window is
-    // searched among its own rows), so every row it returns is in scope.
-    let filter = search_filter(scope, range, wanted);
-    let mut candidates = Vec::new();
-    for &kind in kinds {
-        if kind == HitKind::Memory && scope.session.is_some() {
-            continue;
-        }
-        let nearest =
-            store.ranking().nearest_within(model, kind, &filter, query, wanted, config.vector_scan())?;
-        // In the store's order (nearest first), so equal distances keep a fixed order.
-        let ids: Vec<HitId> = nearest.iter().map(|&(id, _)| id).collect();
-        let distances: HashMap<HitId, f64> = nearest.into_iter().collect();
-        for hit in store.ranking().hits_by_ids(&scope.persona, &ids)? {
-            if !expired(config, &hit, now) {
-                let distance = distances[&hit.id];
-                candidates.push((hit, distance));
-            }
-        }
-    }
+    let mut candidates: Vec<(TextHit, f64)> =
+        read.semantic.iter().filter(|(hit, _)| !expired(config, hit, now)).cloned().collect();
     candidates.sort_by(|a, b| a.1.total_cmp(&b.1));
     candidates.truncate(wanted);
     // Below this similarity the model is saying "unrelated"; such rows would only dilute fusion.
     candidates.retain(|(_, distance)| 1.0 - distance >= config.min_similarity);
-    Ok(candidates)
+    candidates
 }
 
 /// A key of a text that ignores case and spacing: two texts with the same key say the same.
@@ -477,25 +445,26 @@ pub struct Coverage {
     pub note: String,
 }
 
-pub(crate) fn coverage(store: &Store, scope: &Scope, model: &str) -> Result<Option<Coverage>> {
-    let space = store.embeddings().space()?;
-    if space.as_ref().is_some_and(|space| space.model != model) {
-        let stored = space.map(|space| space.model).unwrap_or_default();
-        return Ok(Some(Coverage {
-            waiting: store.embeddings().backlog_count(Some(&scope.persona), scope.session)?,
+/// What the search did not cover semantically: rows waiting for a vector, or vectors of
+/// another model than `model` (then nothing was searched by meaning).
+pub(crate) fn coverage(read: &Candidates, model: &str) -> Option<Coverage> {
+    let waiting = read.waiting;
+    if let Some(space) = read.space.as_ref().filter(|space| space.model != model) {
+        return Some(Coverage {
+            waiting,
             note: format!(
-                "the stored vectors are of {stored}, not of {model}: semantic search is off until \
-                 `strata embed` re-embeds the history; these results come from keywords only"
+                "the stored vectors are of {}, not of {model}: semantic search is off until \
+                 `strata embed` re-embeds the history; these results come from keywords only",
+                space.model
             ),
-        }));
+        });
     }
-    let waiting = store.embeddings().backlog_count(Some(&scope.persona), scope.session)?;
-    Ok((waiting > 0).then(|| Coverage {
+    (waiting > 0).then(|| Coverage {
         waiting,
         note: format!(
             "{waiting} items are not embedded yet (run `strata embed`); they were searched by keywords only"
         ),
-    }))
+    })
 }
 
 /// Word counts are exact up to this many rows; a word in more rows is common, and its weight
@@ -507,17 +476,17 @@ const FREQUENCY_CAP: usize = 1000;
 /// scale: a row matching only the question's common words ("change", "test") scores low even
 /// when it is the best keyword match, so it cannot outrank a row that means the same as the
 /// question in other words.
-fn ideal_score(store: &Store, kind: HitKind, words: &[String]) -> Result<f64> {
-    let (rows, frequencies) = store.ranking().word_frequencies(kind, words, FREQUENCY_CAP)?;
-    let rows = rows as f64;
-    let ideal: f64 = frequencies
+fn ideal_score(statistics: &WordStatistics) -> f64 {
+    let rows = statistics.rows as f64;
+    let ideal: f64 = statistics
+        .frequencies
         .iter()
         .map(|&n| {
             let n = (n as f64).min(rows);
             ((rows - n + 0.5) / (n + 0.5)).ln().max(1e-6)
         })
         .sum();
-    Ok(ideal.max(1e-6))
+    ideal.max(1e-6)
 }
 
 /// One side's candidates with scores scaled to 0..=1 over that side (min-max: its best is 1,
@@ -571,18 +540,17 @@ pub fn search_outside(
     let vector = embedder.embed_query(&text)?;
     let model = embedder.spec().id;
     let query = FusionQuery { text: &text, vector: Some((model, &vector)), range, kinds: &ALL_KINDS };
-    let Fusion { mut results, texts } =
-        fuse(store, scope, config, &query, config.search_candidates.max(limit))?;
-    let found = results.len();
-    results.retain(|hit| !in_context.holds(hit.id));
-    let left_out_in_context = found - results.len();
-    let results = one_hit_per_source(store, results, &texts, limit)?;
+    let mut fusion = fuse(store, scope, config, &query, config.search_candidates.max(limit))?;
+    let found = fusion.results.len();
+    fusion.results.retain(|hit| !in_context.holds(hit.id));
+    let left_out_in_context = found - fusion.results.len();
+    let results = one_hit_per_source(std::mem::take(&mut fusion.results), &fusion, limit);
     Ok(SearchAnswer {
         query: vec![text],
         count: results.len(),
         results,
         order: "fused relevance first (weighted sum of semantic and keyword scores, each scaled to 0..1)",
-        semantic_coverage: coverage(store, scope, model)?,
+        semantic_coverage: coverage(&fusion.read, model),
         left_out_in_context,
         next_offset: None,
     })
@@ -601,10 +569,12 @@ pub(crate) struct FusionQuery<'a> {
     pub kinds: &'a [HitKind],
 }
 
-/// Every candidate of a fused search, best first, and a key of each one's whole text.
+/// Every candidate of a fused search, best first, a key of each one's whole text, and what the
+/// store read for them (the summaries' spans, where embedding stands).
 pub(crate) struct Fusion {
     pub results: Vec<Hit>,
     pub texts: HashMap<HitId, u64>,
+    pub read: Candidates,
 }
 
 /// The heart of `memory_search`: up to `candidates` rows from each side, each side's scores
@@ -617,15 +587,18 @@ pub(crate) fn fuse(
     candidates: usize,
 ) -> Result<Fusion> {
     let now = Utc::now();
+    let words = query_words(query.text);
+    let read = store.ranking().candidates(&CandidateQuery {
+        filter: SearchFilter { kinds: query.kinds.to_vec(), ..search_filter(scope, query.range, candidates) },
+        words: &words,
+        vector: query.vector,
+        scan: config.vector_scan(),
+        frequency_cap: FREQUENCY_CAP,
+    })?;
     let mut found: HashMap<HitId, Hit> = HashMap::new();
     // Each candidate's whole text, reduced to a key: the same words said twice are one fact.
     let mut texts: HashMap<HitId, u64> = HashMap::new();
-    let semantic = match query.vector {
-        Some((model, vector)) => {
-            semantic_hits(store, scope, config, model, vector, query.range, candidates, query.kinds)?
-        }
-        None => Vec::new(),
-    };
+    let semantic = semantic_hits(&read, config, candidates);
     let semantic_scores: Vec<_> = semantic.iter().map(|(hit, distance)| (hit.id, 1.0 - distance)).collect();
     for (rank, (hit, distance)) in semantic.into_iter().enumerate() {
         let mut entry = Hit::from_text_hit(hit);
@@ -636,29 +609,19 @@ pub(crate) fn fuse(
         found.insert(entry.id, entry);
     }
 
-    let words = query_words(query.text);
-    let filter = search_filter(scope, query.range, candidates);
     let mut keyword_scores = Vec::new();
-    for &kind in query.kinds {
-        let ranked = store.ranking().rank_words(kind, &words, &filter)?;
-        if ranked.is_empty() {
+    for (hit, score) in &read.keyword {
+        if expired(config, hit, now) {
             continue;
         }
-        let ideal = ideal_score(store, kind, &words)?;
-        let ids: Vec<HitId> = ranked.iter().map(|&(id, _)| id).collect();
-        let scores: HashMap<HitId, f64> = ranked.into_iter().collect();
-        for hit in store.ranking().hits_by_ids(&scope.persona, &ids)? {
-            if expired(config, &hit, now) {
-                continue;
-            }
-            let matched = scores[&hit.id] / ideal;
-            keyword_scores.push((hit.id, matched));
-            texts.insert(hit.id, text_key(&hit.snippet));
-            let snippet = excerpt_around(&hit.snippet, &words, config.excerpt_chars);
-            let entry = found.entry(hit.id).or_insert_with(|| Hit::from_text_hit(hit));
-            entry.snippet = snippet;
-            entry.keyword_match = Some(matched);
-        }
+        let ideal = read.words.get(&hit.kind()).map_or(1e-6, ideal_score);
+        let matched = score / ideal;
+        keyword_scores.push((hit.id, matched));
+        texts.insert(hit.id, text_key(&hit.snippet));
+        let snippet = excerpt_around(&hit.snippet, &words, config.excerpt_chars);
+        let entry = found.entry(hit.id).or_insert_with(|| Hit::from_text_hit(hit.clone()));
+        entry.snippet = snippet;
+        entry.keyword_match = Some(matched);
     }
     keyword_scores.sort_by(|a, b| b.1.total_cmp(&a.1));
     keyword_scores.truncate(candidates);
@@ -694,7 +657,7 @@ pub(crate) fn fuse(
             .then(b.similarity.unwrap_or(-1.0).total_cmp(&a.similarity.unwrap_or(-1.0)))
             .then(b.timestamp.cmp(&a.timestamp))
     });
-    Ok(Fusion { results, texts })
+    Ok(Fusion { results, texts, read })
 }
 
 /// The part of a conversation a hit holds: a message's position, or a summary's range.
@@ -706,16 +669,13 @@ struct Span {
 }
 
 impl Span {
-    fn of(store: &Store, hit: &Hit) -> Result<Option<Span>> {
-        let Some(session) = hit.session.clone() else { return Ok(None) };
-        Ok(match hit.id {
+    fn of(hit: &Hit, spans: &HashMap<NodeId, (i64, i64)>) -> Option<Span> {
+        let session = hit.session.clone()?;
+        match hit.id {
             HitId::Message(_) => hit.seq.map(|seq| Span { session, first: seq, last: seq }),
-            HitId::Summary(node) => {
-                let node = store.node(node)?;
-                Some(Span { session, first: node.first_seq, last: node.last_seq })
-            }
+            HitId::Summary(node) => spans.get(&node).map(|&(first, last)| Span { session, first, last }),
             HitId::Memory(_) => None,
-        })
+        }
     }
 
     fn overlaps(&self, other: &Span) -> bool {
@@ -729,16 +689,11 @@ impl Span {
 /// named in the better hit's `also_in`. Where a message and a summary covering it both
 /// match, the message is shown (at the better of the two ranks), since it is the verbatim
 /// source; the summary is named.
-pub(crate) fn one_hit_per_source(
-    store: &Store,
-    ranked: Vec<Hit>,
-    texts: &HashMap<HitId, u64>,
-    limit: usize,
-) -> Result<Vec<Hit>> {
+pub(crate) fn one_hit_per_source(ranked: Vec<Hit>, fusion: &Fusion, limit: usize) -> Vec<Hit> {
     let mut kept: Vec<(Hit, Option<Span>)> = Vec::new();
-    let key = |hit: &Hit| texts.get(&hit.id).copied();
+    let key = |hit: &Hit| fusion.texts.get(&hit.id).copied();
     for hit in ranked {
-        let span = Span::of(store, &hit)?;
+        let span = Span::of(&hit, &fusion.read.spans);
         let text = key(&hit);
         let holder = kept.iter().position(|(other, other_span)| {
             let same_text = text.is_some() && key(other) == text;
@@ -760,7 +715,7 @@ pub(crate) fn one_hit_per_source(
             None => {}
         }
     }
-    Ok(kept.into_iter().map(|(hit, _)| hit).collect())
+    kept.into_iter().map(|(hit, _)| hit).collect()
 }
 
 /// A window of at most `max` characters of `text` around the first word that starts with one

@@ -186,10 +186,12 @@ fn rows_written_under_schema_1_are_found_after_the_upgrade() {
     let store = Store::open(&path).unwrap();
     let hits = store.grep(&TextQuery::parse("needle").unwrap(), &SearchFilter::persona("p")).unwrap();
     assert_eq!(hits.len(), 1, "the trigram index (schema 2) holds the old row: {hits:?}");
-    let ranked = store
-        .ranking()
-        .rank_words(HitKind::Message, &["haystack".to_owned()], &SearchFilter::persona("p"))
-        .unwrap();
+    let ranked = super::super::rank_words(
+        &store,
+        HitKind::Message,
+        &["haystack".to_owned()],
+        &SearchFilter::persona("p"),
+    );
     assert_eq!(ranked.len(), 1, "the word index (schema 3) holds the old row: {ranked:?}");
     assert_eq!(store.embeddings().backlog_count(None, None).unwrap(), 1, "the old row waits for a vector");
     assert!(store.doctor(true).unwrap().healthy());

@@ -28,6 +28,8 @@
 use rusqlite::{Connection, params};
 
 use crate::error::Result;
+use crate::kinds::Kind;
+use crate::search::HitKind;
 
 /// A table whose rows are indexed after they are written.
 #[derive(Clone, Copy, Debug)]
@@ -41,12 +43,21 @@ pub(crate) enum Deferred {
 impl Deferred {
     pub(crate) const ALL: [Deferred; 2] = [Deferred::Messages, Deferred::Summaries];
 
+    /// What the table is.
+    fn kind(self) -> &'static Kind {
+        Kind::of(match self {
+            Deferred::Messages => HitKind::Message,
+            Deferred::Summaries => HitKind::Summary,
+        })
+    }
+
     /// The base table and the table holding its cursor.
     fn tables(self) -> (&'static str, &'static str) {
-        match self {
-            Deferred::Messages => ("messages", "message_index"),
-            Deferred::Summaries => ("summary_nodes", "summary_index"),
-        }
+        let cursor = match self {
+            Deferred::Messages => "message_index",
+            Deferred::Summaries => "summary_index",
+        };
+        (self.kind().table, cursor)
     }
 
     /// The table holding the cursor (absent before its schema version).
@@ -54,25 +65,34 @@ impl Deferred {
         self.tables().1
     }
 
-    /// The statements that index the rows with `?1 < id <= ?2`, one per index.
-    fn inserts(self) -> &'static [&'static str] {
-        match self {
-            Deferred::Messages => &[
-                "INSERT INTO messages_fts(rowid, content)
-                 SELECT id, content FROM messages WHERE id > ?1 AND id <= ?2 ORDER BY id",
-                // A message is indexed as `speaker: text`, since questions name people.
-                "INSERT INTO messages_words(rowid, text)
-                 SELECT id, coalesce(name, role) || ': ' || content FROM messages
-                 WHERE id > ?1 AND id <= ?2 ORDER BY id",
-            ],
-            Deferred::Summaries => &[
-                "INSERT INTO summaries_fts(rowid, headline, body)
-                 SELECT id, headline, body FROM summary_nodes WHERE id > ?1 AND id <= ?2 ORDER BY id",
-                "INSERT INTO summaries_words(rowid, text)
-                 SELECT id, headline || char(10) || body FROM summary_nodes
-                 WHERE id > ?1 AND id <= ?2 ORDER BY id",
-            ],
-        }
+    /// The statements that index the rows with `?1 < id <= ?2`: the trigram index takes the
+    /// columns it was declared with, the word index the kind's ranked text (a message with
+    /// its speaker).
+    fn inserts(self) -> [String; 2] {
+        let kind = self.kind();
+        let rows = format!(
+            "FROM {table} {alias} WHERE {id} > ?1 AND {id} <= ?2 ORDER BY {id}",
+            table = kind.table,
+            alias = kind.alias,
+            id = kind.id()
+        );
+        let trigram_columns: Vec<&str> =
+            kind.trigram_columns.iter().map(|column| column.rsplit('.').next().unwrap_or(column)).collect();
+        [
+            format!(
+                "INSERT INTO {trigram}(rowid, {columns}) SELECT {id}, {values} {rows}",
+                trigram = kind.trigram,
+                columns = trigram_columns.join(", "),
+                id = kind.id(),
+                values = kind.text_columns.join(", "),
+            ),
+            format!(
+                "INSERT INTO {words}(rowid, text) SELECT {id}, {text} {rows}",
+                words = kind.words,
+                id = kind.id(),
+                text = kind.ranked_text,
+            ),
+        ]
     }
 
     /// The statement's clause for the rows past the cursor, for a base-table `id` column.
@@ -118,7 +138,7 @@ impl Deferred {
         let Some(last) = last else { return Ok(0) };
         let mut indexed = 0;
         for insert in self.inserts() {
-            indexed = conn.prepare_cached(insert)?.execute(params![cursor, last])?;
+            indexed = conn.prepare_cached(&insert)?.execute(params![cursor, last])?;
         }
         conn.prepare_cached(&format!("UPDATE {cursor_table} SET indexed_through = ?1 WHERE id = 1"))?
             .execute([last])?;

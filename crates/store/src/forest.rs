@@ -1,11 +1,15 @@
-//! The summary forest: Level-0 nodes over messages, level L+1 nodes over level-L nodes.
+//! The summary forest: Level-0 nodes over messages, level L+1 nodes over level-L nodes, and
+//! the compactor's bookkeeping about it ([`Upkeep`]): consecutive summarizer failures per
+//! session, summaries the quality gate refused per reason, and the raw archives waiting for a
+//! real summary.
 
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::db::query_all;
 use crate::error::{Error, Missing, Result};
-use crate::memory_updates;
+use crate::queues;
+use crate::store::Store;
 use crate::types::{Level, NewSummary, NodeId, SessionId, SummaryNode, to_unix};
 
 fn validate(summary: &NewSummary) -> Result<()> {
@@ -179,7 +183,7 @@ pub fn replace_summary(
         let node = by_id(conn, id)?;
         return Err(Error::AlreadyReplaced { node: id, summarizer: node.summarizer });
     }
-    memory_updates::queue(conn, id, &summary.memory_updates, now)?;
+    queues::queue(conn, id, &summary.memory_updates, now)?;
     by_id(conn, id)
 }
 
@@ -214,7 +218,7 @@ fn insert(conn: &Connection, row: &Row, summary: &NewSummary, now: DateTime<Utc>
         to_unix(now),
     ])?;
     let id = NodeId(conn.last_insert_rowid());
-    memory_updates::queue(conn, id, &summary.memory_updates, now)?;
+    queues::queue(conn, id, &summary.memory_updates, now)?;
     Ok(id)
 }
 
@@ -266,4 +270,58 @@ pub fn children(conn: &Connection, id: NodeId) -> Result<Vec<SummaryNode>> {
         SummaryNode::COLUMNS
     );
     query_all(conn, &sql, [id], SummaryNode::from_row)
+}
+
+/// The compactor's bookkeeping in one [`Store`] ([`Store::upkeep`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Upkeep<'a> {
+    store: &'a Store,
+}
+
+impl Store {
+    /// The compactor's bookkeeping.
+    pub fn upkeep(&self) -> Upkeep<'_> {
+        Upkeep { store: self }
+    }
+}
+
+impl Upkeep<'_> {
+    /// Consecutive failed summarizer calls recorded for a session.
+    pub fn summarizer_failures(&self, session: SessionId) -> Result<u32> {
+        self.store.read(|conn| {
+            let failures: Option<i64> = conn
+                .prepare_cached("SELECT summarizer_failures FROM sessions WHERE id = ?1")?
+                .query_row([session], |row| row.get(0))
+                .optional()?;
+            failures
+                .map(|n| n.clamp(0, i64::from(u32::MAX)) as u32)
+                .ok_or_else(|| Error::NotFound(Missing::Session(session)))
+        })
+    }
+
+    /// Records the consecutive failed summarizer calls of a session (0 after a success).
+    pub fn set_summarizer_failures(&self, session: SessionId, failures: u32) -> Result<()> {
+        self.store.write(|tx| {
+            tx.prepare_cached("UPDATE sessions SET summarizer_failures = ?2 WHERE id = ?1")?
+                .execute(rusqlite::params![session, failures])?;
+            Ok(())
+        })
+    }
+
+    /// Counts one summary of `summarizer` refused by the quality gate for `reason`.
+    pub fn count_rejection(&self, summarizer: &str, reason: &str) -> Result<()> {
+        self.store.write(|tx| {
+            tx.prepare_cached(
+                "INSERT INTO summary_rejections (summarizer, reason, count, last_at) VALUES (?1, ?2, 1, ?3)
+                 ON CONFLICT (summarizer, reason) DO UPDATE SET count = count + 1, last_at = excluded.last_at",
+            )?
+            .execute(rusqlite::params![summarizer, reason, crate::types::to_unix(Utc::now())])?;
+            Ok(())
+        })
+    }
+
+    /// The first `raw-archive` node of a session, by level then position (an index lookup).
+    pub fn first_raw_archive(&self, session: SessionId) -> Result<Option<SummaryNode>> {
+        self.store.read(|conn| first_raw_archive(conn, session))
+    }
 }

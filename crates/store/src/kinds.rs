@@ -1,0 +1,211 @@
+//! What each kind of searchable row is in SQL, in one table: messages, summary nodes and
+//! agent memories each have a base table, a way to reach their persona, a time, perhaps a
+//! session, a text, two full-text indexes and a vector table. Every search, lookup by id,
+//! embedding backlog read and index catch-up builds its statements from [`Kind`], so a
+//! second backend, or a new column, has one place to read what a kind is.
+//!
+//! The aliases are fixed (`m` for messages, `n` for summary nodes, `a` for memories, `s` for
+//! the session that gives messages and nodes their persona), so that the fragments compose.
+//! Only the triggers of the schema (`schema/*.sql`) spell a kind's text again, for the
+//! indexes they keep in sync: a memory's word-index text, and the trigram index's columns.
+
+use rusqlite::types::Value;
+
+use crate::search::index::Deferred;
+use crate::search::{HitKind, SearchFilter};
+use crate::types::to_unix;
+
+/// One kind of searchable row, as SQL fragments.
+#[derive(Debug)]
+pub(crate) struct Kind {
+    /// Which kind.
+    pub kind: HitKind,
+    /// The base table.
+    pub table: &'static str,
+    /// The base table's alias in every fragment below.
+    pub alias: &'static str,
+    /// The join that gives a row its persona (empty for memories, which hold it).
+    pub persona_join: &'static str,
+    /// The persona's column.
+    pub persona: &'static str,
+    /// The session's column; memories belong to a persona, not a session.
+    pub session: Option<&'static str>,
+    /// The time a search's range filters on: a message's, a summary's end, a memory's update.
+    pub time: &'static str,
+    /// The text a hit shows and `view`s read: a message's content, a summary's headline and
+    /// body on two lines, a memory's `title: content`.
+    pub text: &'static str,
+    /// The text a keyword search cuts its excerpt from: [`Kind::text`], and a memory's key
+    /// before it (the trigram index holds the key too).
+    pub grep_text: &'static str,
+    /// The text the word index ranks and the model embeds: a message with its speaker
+    /// (`name: content`, since questions name people), the others as [`Kind::text`].
+    pub ranked_text: &'static str,
+    /// The hit columns every search selects, in [`TextHit::from_row`](crate::TextHit)'s order:
+    /// id, session id, session key, seq, sender role (or `summary` / `memory`), level,
+    /// category, key, time.
+    pub hit_columns: &'static str,
+    /// The trigram full-text table (`memory_grep`; substrings, CJK).
+    pub trigram: &'static str,
+    /// Its columns, qualified: a short fragment's `LIKE` may match any of them.
+    pub trigram_columns: &'static [&'static str],
+    /// The base table's columns the trigram index holds, qualified by the alias: what a `LIKE`
+    /// over rows not indexed yet tests.
+    pub text_columns: &'static [&'static str],
+    /// The word (Porter) full-text table (`memory_search`'s bm25).
+    pub words: &'static str,
+    /// The vector table (created for the embedding space in use).
+    pub vectors: &'static str,
+    /// Whether the rows are indexed after they are written, behind a cursor.
+    pub deferred: Option<Deferred>,
+}
+
+impl Kind {
+    /// Every kind.
+    pub const ALL: [&'static Kind; 3] = [&MESSAGES, &SUMMARIES, &MEMORIES];
+
+    /// The table of `kind`.
+    pub fn of(kind: HitKind) -> &'static Kind {
+        match kind {
+            HitKind::Message => &MESSAGES,
+            HitKind::Summary => &SUMMARIES,
+            HitKind::Memory => &MEMORIES,
+        }
+    }
+
+    /// The id column.
+    pub fn id(&self) -> String {
+        format!("{}.id", self.alias)
+    }
+
+    /// The base table with its alias, joined to what gives it a persona (`FROM` without the
+    /// keyword).
+    pub fn owned(&self) -> String {
+        format!("{} {} {}", self.table, self.alias, self.persona_join).trim_end().to_owned()
+    }
+
+    /// The base table with its alias, to be joined on `id` (an expression naming the row's
+    /// id), then joined to what gives it a persona: what follows a `JOIN` keyword.
+    pub fn joined_on(&self, id: &str) -> String {
+        format!("{} {alias} ON {alias}.id = {id} {}", self.table, self.persona_join, alias = self.alias)
+            .trim_end()
+            .to_owned()
+    }
+
+    /// `index`, a full-text table, joined to the rows it indexes and their persona.
+    pub fn indexed_by(&self, index: &str) -> String {
+        format!("{index} JOIN {}", self.joined_on(&format!("{index}.rowid")))
+    }
+
+    /// The conditions, joined by `AND`, that keep a search of this kind within the filter's
+    /// persona, session and time range (its kinds and limit are not used), with their values in
+    /// order. Memories have no session: a session filter leaves them out altogether, which the
+    /// caller decides before it asks. The statement text depends only on which bounds are set.
+    pub fn window(&self, filter: &SearchFilter) -> (Vec<String>, Vec<Value>) {
+        let mut conditions = vec![format!("{} = ?", self.persona)];
+        let mut values = vec![Value::Text(filter.persona.clone())];
+        if let (Some(session), Some(column)) = (filter.session, self.session) {
+            conditions.push(format!("{column} = ?"));
+            values.push(Value::Integer(session.0));
+        }
+        if let Some(start) = filter.start {
+            conditions.push(format!("{} >= ?", self.time));
+            values.push(Value::Real(to_unix(start)));
+        }
+        if let Some(end) = filter.end {
+            conditions.push(format!("{} < ?", self.time));
+            values.push(Value::Real(to_unix(end)));
+        }
+        (conditions, values)
+    }
+
+    /// The statement text that reads the rows of this kind whose ids are in the JSON array
+    /// bound to `?1`, belonging to the persona bound to `?2`: the hit columns, then `extra`.
+    /// It starts from the ids (a CROSS JOIN: primary-key lookups) rather than from the
+    /// persona's rows: with `IN (...)` SQLite chose to scan every message of the persona, 6 to
+    /// 10 ms for 50 ids over 100,000 messages.
+    pub fn by_ids(&self, extra: &str) -> String {
+        format!(
+            "SELECT {columns}, {extra} FROM (SELECT DISTINCT value AS id FROM json_each(?1)) ids
+             CROSS JOIN {joined} WHERE {persona} = ?2",
+            columns = self.hit_columns,
+            joined = self.joined_on("ids.id"),
+            persona = self.persona,
+        )
+    }
+}
+
+static MESSAGES: Kind = Kind {
+    kind: HitKind::Message,
+    table: "messages",
+    alias: "m",
+    persona_join: "JOIN sessions s ON s.id = m.session_id",
+    persona: "s.role",
+    session: Some("m.session_id"),
+    time: "m.created_at",
+    text: "m.content",
+    grep_text: "m.content",
+    ranked_text: "coalesce(m.name, m.role) || ': ' || m.content",
+    hit_columns: "m.id, m.session_id, s.key, m.seq, m.role, NULL, NULL, NULL, m.created_at",
+    trigram: "messages_fts",
+    trigram_columns: &["messages_fts.content"],
+    text_columns: &["m.content"],
+    words: "messages_words",
+    vectors: "messages_vec",
+    deferred: Some(Deferred::Messages),
+};
+
+static SUMMARIES: Kind = Kind {
+    kind: HitKind::Summary,
+    table: "summary_nodes",
+    alias: "n",
+    persona_join: "JOIN sessions s ON s.id = n.session_id",
+    persona: "s.role",
+    session: Some("n.session_id"),
+    time: "n.end_time",
+    text: "n.headline || char(10) || n.body",
+    grep_text: "n.headline || char(10) || n.body",
+    ranked_text: "n.headline || char(10) || n.body",
+    hit_columns: "n.id, n.session_id, s.key, NULL, 'summary', n.level, NULL, NULL, n.end_time",
+    trigram: "summaries_fts",
+    trigram_columns: &["summaries_fts.headline", "summaries_fts.body"],
+    text_columns: &["n.headline", "n.body"],
+    words: "summaries_words",
+    vectors: "summaries_vec",
+    deferred: Some(Deferred::Summaries),
+};
+
+static MEMORIES: Kind = Kind {
+    kind: HitKind::Memory,
+    table: "agent_memories",
+    alias: "a",
+    persona_join: "",
+    persona: "a.role",
+    session: None,
+    time: "a.updated_at",
+    text: "a.title || ': ' || a.content",
+    grep_text: "a.key || ' ' || a.title || ': ' || a.content",
+    ranked_text: "a.title || ': ' || a.content",
+    hit_columns: "a.id, NULL, NULL, NULL, 'memory', NULL, a.category, a.key, a.updated_at",
+    trigram: "memories_fts",
+    trigram_columns: &["memories_fts.key", "memories_fts.title", "memories_fts.content"],
+    text_columns: &["a.key", "a.title", "a.content"],
+    words: "memories_words",
+    vectors: "memories_vec",
+    // Memories are indexed by triggers, in the transaction that writes them.
+    deferred: None,
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_kind_is_found_under_its_own_name() {
+        for kind in Kind::ALL {
+            assert_eq!(Kind::of(kind.kind).table, kind.table);
+            assert!(kind.owned().starts_with(&format!("{} {}", kind.table, kind.alias)), "{}", kind.owned());
+            assert_eq!(kind.hit_columns.split(", ").count(), 9, "{}", kind.table);
+        }
+    }
+}

@@ -1,0 +1,170 @@
+//! The one read `memory_search` is built from: both sides' candidates with their whole text,
+//! the word statistics that scale bm25, the spans of the summaries among them, and where
+//! embedding stands, all from one snapshot of the database.
+//!
+//! Recall fuses and ranks; the store only reads. One read transaction instead of a call per
+//! kind and side (about 18 round trips, each its own snapshot) means a search never mixes rows
+//! from before and after another process's write, and pays one pool checkout.
+
+use std::collections::HashMap;
+
+use rusqlite::{Connection, params};
+
+use super::{HitId, HitKind, SearchFilter, TextHit, rank_words_in, word_frequencies_in};
+use crate::db::query_all;
+use crate::error::Result;
+use crate::kinds::Kind;
+use crate::store::Store;
+use crate::types::NodeId;
+use crate::vectors::{self, EmbeddingSpace, Scan};
+
+/// What a ranked search asks for ([`Ranking::candidates`]).
+#[derive(Clone, Debug)]
+pub struct CandidateQuery<'a> {
+    /// The persona, session and time range searched, the kinds, and how many candidates each
+    /// side keeps per kind (`limit`).
+    pub filter: SearchFilter,
+    /// The query's words for bm25 (its stop words already left out).
+    pub words: &'a [String],
+    /// The embedding model's id and the query's vector; `None` ranks by words alone.
+    pub vector: Option<(&'a str, &'a [f32])>,
+    /// How the vector side scans.
+    pub scan: Scan,
+    /// Word counts are exact up to this many rows.
+    pub frequency_cap: usize,
+}
+
+/// How many rows of a kind there are (about: the largest id) and how many hold each of the
+/// query's words (up to the cap), in the order of [`CandidateQuery::words`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct WordStatistics {
+    /// Rows of the kind.
+    pub rows: u64,
+    /// Rows holding each word.
+    pub frequencies: Vec<u64>,
+}
+
+/// Everything a ranked search needs, read in one snapshot.
+#[derive(Clone, Debug, Default)]
+pub struct Candidates {
+    /// The semantic side: each kind's nearest rows with the cosine distance of their nearest
+    /// chunk; each hit's snippet is its whole text.
+    pub semantic: Vec<(TextHit, f64)>,
+    /// The keyword side: each kind's bm25 matches with their score (higher is better); each
+    /// hit's snippet is its whole text.
+    pub keyword: Vec<(TextHit, f64)>,
+    /// The word statistics of each kind the keyword side found something in.
+    pub words: HashMap<HitKind, WordStatistics>,
+    /// The first and last seq of each summary among the candidates.
+    pub spans: HashMap<NodeId, (i64, i64)>,
+    /// The embedding space of the stored vectors; `None` before anything was embedded.
+    pub space: Option<EmbeddingSpace>,
+    /// Rows of the persona (and the session, if the filter has one) waiting for a vector.
+    pub waiting: u64,
+}
+
+/// The rows with these ids that belong to `persona`, as hits whose snippet is the whole text
+/// (unmarked) and whose rank is zero: messages first, then summaries, then memories, each in
+/// the order of `ids`. Ids of other personas are silently absent. The ids travel as one JSON
+/// array bound to a parameter, so the statement text never depends on how many there are.
+pub(crate) fn hits_by_ids(conn: &Connection, persona: &str, ids: &[HitId]) -> Result<Vec<TextHit>> {
+    let mut hits = Vec::new();
+    for kind in Kind::ALL {
+        let of_kind: Vec<i64> = ids.iter().filter(|id| id.kind() == kind.kind).map(|id| id.raw()).collect();
+        if of_kind.is_empty() {
+            continue;
+        }
+        let of_kind = serde_json::to_string(&of_kind).expect("integers serialize");
+        hits.extend(query_all(conn, &kind.by_ids(kind.text), params![of_kind, persona], |row| {
+            TextHit::from_row(kind.kind, row, None)
+        })?);
+    }
+    Ok(hits)
+}
+
+/// The first and last seq of the summaries among `ids`.
+fn spans(conn: &Connection, ids: impl Iterator<Item = HitId>) -> Result<HashMap<NodeId, (i64, i64)>> {
+    let nodes: Vec<i64> = ids.filter(|id| id.kind() == HitKind::Summary).map(HitId::raw).collect();
+    if nodes.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let nodes = serde_json::to_string(&nodes).expect("integers serialize");
+    let rows = query_all(
+        conn,
+        "SELECT n.id, n.first_seq, n.last_seq FROM (SELECT DISTINCT value AS id FROM json_each(?1)) ids
+         CROSS JOIN summary_nodes n ON n.id = ids.id",
+        [nodes],
+        |row| Ok((NodeId(row.get(0)?), (row.get(1)?, row.get(2)?))),
+    )?;
+    Ok(rows.into_iter().collect())
+}
+
+fn candidates(conn: &Connection, query: &CandidateQuery<'_>) -> Result<Candidates> {
+    let filter = &query.filter;
+    let kinds = filter.kinds.iter().map(|&kind| Kind::of(kind)).filter(|kind| {
+        // Memories belong to a persona, not a session.
+        kind.session.is_some() || filter.session.is_none()
+    });
+    let mut found = Candidates {
+        space: vectors::space(conn)?,
+        waiting: vectors::backlog_count(conn, Some(&filter.persona), filter.session)?,
+        ..Candidates::default()
+    };
+    for kind in kinds {
+        if let Some((model, vector)) = query.vector {
+            let nearest = vectors::nearest(conn, model, kind.kind, filter, vector, filter.limit, query.scan)?;
+            let ids: Vec<HitId> = nearest.iter().map(|&(id, _)| HitId::new(kind.kind, id)).collect();
+            let distances: HashMap<i64, f64> = nearest.into_iter().collect();
+            for hit in hits_by_ids(conn, &filter.persona, &ids)? {
+                let distance = distances[&hit.id.raw()];
+                found.semantic.push((hit, distance));
+            }
+        }
+        let ranked = rank_words_in(conn, kind, query.words, filter)?;
+        if ranked.is_empty() {
+            continue;
+        }
+        let (rows, frequencies) = word_frequencies_in(conn, kind, query.words, query.frequency_cap)?;
+        found.words.insert(kind.kind, WordStatistics { rows, frequencies });
+        let ids: Vec<HitId> = ranked.iter().map(|&(id, _)| HitId::new(kind.kind, id)).collect();
+        let scores: HashMap<i64, f64> = ranked.into_iter().collect();
+        for hit in hits_by_ids(conn, &filter.persona, &ids)? {
+            let score = scores[&hit.id.raw()];
+            found.keyword.push((hit, score));
+        }
+    }
+    found.spans = spans(conn, found.semantic.iter().chain(&found.keyword).map(|(hit, _)| hit.id))?;
+    Ok(found)
+}
+
+/// The reads a ranked search is built from, over one [`Store`] ([`Store::ranking`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Ranking<'a> {
+    store: &'a Store,
+}
+
+impl Store {
+    /// The reads a ranked search is built from.
+    pub fn ranking(&self) -> Ranking<'_> {
+        Ranking { store: self }
+    }
+}
+
+impl Ranking<'_> {
+    /// Both sides' candidates of a ranked search, with everything needed to fuse and show
+    /// them, from one snapshot (one deferred read transaction): for each kind of the filter,
+    /// the `limit` nearest rows to the vector (within the filter's window: a small window is
+    /// searched among its own rows, so rows outside it never crowd it out) and the `limit`
+    /// best bm25 matches of the words, with the word statistics of that kind. The word index
+    /// is read as it is: rows a bulk writer has not indexed yet are not ranked (see
+    /// `index.rs`).
+    pub fn candidates(&self, query: &CandidateQuery<'_>) -> Result<Candidates> {
+        self.store.read_snapshot(|conn| candidates(conn, query))
+    }
+
+    /// The rows with these ids that belong to `persona`, as unranked hits whose snippet is
+    /// the full text. Other personas' ids are dropped.
+    pub fn hits_by_ids(&self, persona: &str, ids: &[HitId]) -> Result<Vec<TextHit>> {
+        self.store.read(|conn| hits_by_ids(conn, persona, ids))
+    }
+}
