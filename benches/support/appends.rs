@@ -53,7 +53,7 @@ pub fn insert_bare(raw: &Connection, messages: &[NewMessage], seq: &mut i64) {
                     *seq,
                     message.role.as_str(),
                     message.content,
-                    strata_store::to_unix(message.created_at),
+                    message.created_at.timestamp_micros() as f64 / 1e6,
                     message.token_count
                 ])
                 .unwrap();

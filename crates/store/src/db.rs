@@ -17,7 +17,7 @@ use rusqlite::{Connection, OpenFlags};
 use crate::error::{Error, Result};
 
 /// How long a writer waits for the lock before [`Error::Busy`], unless told otherwise.
-pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub(crate) type Pool = r2d2::Pool<SqliteConnectionManager>;
 

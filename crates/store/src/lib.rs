@@ -55,7 +55,6 @@ mod vectors;
 mod watermark;
 
 pub use crate::check::{Check, Report};
-pub use crate::db::DEFAULT_BUSY_TIMEOUT;
 pub use crate::error::{Error, Missing, Result, error_chain};
 pub use crate::forest::Upkeep;
 pub use crate::ingests::line_digest;
@@ -67,11 +66,11 @@ pub use crate::search::{
     CandidateQuery, Candidates, HitId, HitKind, Ranking, STOPWORDS, SearchFilter, TextHit, TextQuery,
     WordStatistics,
 };
-pub use crate::sessions::{Browsing, MAX_PERSONA_CHARS, SessionOverview, validate_persona};
+pub use crate::sessions::{Browsing, SessionOverview, validate_persona};
 pub use crate::store::{Imported, IncomingMessage, RejectionCount, Stats, Store, SummarizerStats};
 pub use crate::text::{prefix_within_bytes, truncate_chars};
 pub use crate::types::{
     Category, Level, Memory, MemoryId, MemoryUpdate, Message, MessageId, NewMessage, NewSummary, NodeId,
-    QueuedUpdate, Role, Session, SessionId, SummaryNode, ToolCall, UpdateId, Writer, from_unix, to_unix,
+    QueuedUpdate, Role, Session, SessionId, SummaryNode, ToolCall, UpdateId, Writer,
 };
 pub use crate::vectors::{BacklogItem, EmbeddingSpace, Embeddings, MAX_CHUNKS, Scan, VectorCounts};

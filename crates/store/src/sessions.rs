@@ -13,7 +13,7 @@ use crate::types::{Message, MessageId, NodeId, Session, SessionId, SummaryNode, 
 use crate::{forest, messages};
 
 /// The longest persona name.
-pub const MAX_PERSONA_CHARS: usize = 64;
+pub(crate) const MAX_PERSONA_CHARS: usize = 64;
 
 /// Checks a persona name a session or memory is created for: 1 to 64 letters, digits and
 /// `-_.:@+`. A persona's name reaches the model inside strata's own instructions (the sync

@@ -78,7 +78,7 @@ impl TextQuery {
 
     /// The FTS5 MATCH expression for the long fragments: each one a quoted string, joined by
     /// spaces (implicit AND). `None` when every fragment is too short for the trigram index.
-    pub fn match_expression(&self) -> Option<String> {
+    pub(crate) fn match_expression(&self) -> Option<String> {
         let quoted: Vec<String> = self
             .terms
             .iter()
@@ -89,7 +89,7 @@ impl TextQuery {
     }
 
     /// `LIKE` patterns (escape character `\`) for the fragments too short for the index.
-    pub fn like_patterns(&self) -> Vec<String> {
+    pub(crate) fn like_patterns(&self) -> Vec<String> {
         self.terms
             .iter()
             .filter(|term| term.chars().count() < TRIGRAM)

@@ -161,10 +161,4 @@ impl Ranking<'_> {
     pub fn candidates(&self, query: &CandidateQuery<'_>) -> Result<Candidates> {
         self.store.read_snapshot(|conn| candidates(conn, query))
     }
-
-    /// The rows with these ids that belong to `persona`, as unranked hits whose snippet is
-    /// the full text. Other personas' ids are dropped.
-    pub fn hits_by_ids(&self, persona: &str, ids: &[HitId]) -> Result<Vec<TextHit>> {
-        self.store.read(|conn| hits_by_ids(conn, persona, ids))
-    }
 }
