@@ -150,7 +150,7 @@ impl ChatLoop {
             // One request per round; the last round's request is the one that must answer.
             for round in 0..=self.max_tool_rounds {
                 let context = session.prepare_context().await?;
-                let reply = self.client.complete(context.messages(), &self.tools).await?;
+                let reply = ChatMessage::from(self.client.complete(context.messages(), &self.tools).await?);
                 let calls = reply.calls();
                 let text = reply.content.clone().unwrap_or_default();
                 if calls.is_empty() && text.trim().is_empty() {

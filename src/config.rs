@@ -110,13 +110,13 @@ impl Default for SummarizerConfig {
 
 impl SummarizerConfig {
     /// The API key from the configured variable, else `OPENAI_API_KEY`
-    /// ([`strata_compactor::api_key`]); the summarizer and `strata chat` both use it.
+    /// ([`strata_llm::api_key`]); the summarizer and `strata chat` both use it.
     pub fn api_key(&self) -> Option<String> {
-        strata_compactor::api_key(&self.api_key_env)
+        strata_llm::api_key(&self.api_key_env)
     }
 
     /// The settings of the OpenAI-compatible client these settings describe.
-    pub fn openai(&self, retry: &strata_compactor::RetryPolicy) -> strata_compactor::OpenAiConfig {
+    pub fn openai(&self, retry: &strata_llm::RetryPolicy) -> strata_compactor::OpenAiConfig {
         strata_compactor::OpenAiConfig {
             base_url: self.base_url.clone(),
             model: self.model.clone(),

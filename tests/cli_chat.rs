@@ -334,7 +334,7 @@ async fn strata_chat_reports_a_failing_model_and_goes_on() {
         ("system", strata::chat::DEFAULT_SYSTEM_PROMPT)
     );
     assert_eq!((messages[1].0.as_str(), messages[1].1.as_str()), ("user", "hello"));
-    let attempts = strata_compactor::RetryPolicy::default().max_attempts as usize;
+    let attempts = strata::llm::RetryPolicy::default().max_attempts as usize;
     assert_eq!(server.received_requests().await.unwrap().len(), attempts);
 }
 

@@ -6,9 +6,8 @@ use anyhow::{Context, bail};
 use serde_json::Value;
 use strata::blocking::Engine;
 use strata::chat::{ChatError, ChatLoop, DEFAULT_MAX_TOOL_ROUNDS, ToolCall};
-use strata::llm::ChatClient;
+use strata::llm::{ChatClient, RetryPolicy};
 use strata::{ChatMessage, EngineSession};
-use strata_compactor::RetryPolicy;
 
 use crate::cli::Cli;
 

@@ -1,8 +1,7 @@
 //! The compactor's settings: one plain struct, validated once.
 
-use std::time::Duration;
-
 use serde::{Deserialize, Serialize};
+use strata_llm::RetryPolicy;
 
 use crate::error::{Error, Result};
 use crate::tokens::{Encoding, TokenCounter};
@@ -169,35 +168,6 @@ impl Default for CompactorConfig {
             memories_max_age: [None, None],
             proactive_tokens: 0,
         }
-    }
-}
-
-/// Retries of one summarizer request.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct RetryPolicy {
-    /// Attempts per request, the first included (default 4).
-    pub max_attempts: u32,
-    /// Wait before the first retry, in milliseconds; doubled each retry, with jitter
-    /// (default 500).
-    pub initial_backoff_ms: u64,
-    /// Longest wait between attempts, in milliseconds; also caps a server's `Retry-After`
-    /// (default 30,000).
-    pub max_backoff_ms: u64,
-    /// Timeout of one HTTP attempt, in milliseconds (default 120,000).
-    pub timeout_ms: u64,
-}
-
-impl Default for RetryPolicy {
-    fn default() -> RetryPolicy {
-        RetryPolicy { max_attempts: 4, initial_backoff_ms: 500, max_backoff_ms: 30_000, timeout_ms: 120_000 }
-    }
-}
-
-impl RetryPolicy {
-    /// The per-attempt timeout.
-    pub fn timeout(&self) -> Duration {
-        Duration::from_millis(self.timeout_ms)
     }
 }
 

@@ -4,7 +4,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use strata_compactor::{CompactorConfig, OpenAiConfig, OpenAiSummarizer, Outcome, RAW_ARCHIVE, RetryPolicy};
+use strata_compactor::{CompactorConfig, OpenAiConfig, OpenAiSummarizer, Outcome, RAW_ARCHIVE};
+use strata_llm::RetryPolicy;
 use wiremock::matchers::{body_partial_json, header, method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
