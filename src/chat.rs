@@ -37,13 +37,21 @@ use crate::message::ChatMessage;
 pub const DEFAULT_MAX_TOOL_ROUNDS: u32 = 8;
 
 /// The system message `strata chat` begins a new session with: when to reach for the memory
-/// tools. A model that is not told so (a small local one above all) answers from what it has,
-/// or guesses, instead of searching what the persona said in other chats.
-pub const DEFAULT_SYSTEM_PROMPT: &str = "You are a helpful assistant with a long-term memory: every \
-     conversation of this persona is stored, and you reach it through your tools. When a question needs \
-     something that is not in this conversation (a fact, number, name, date, decision or file from an earlier \
-     chat), first call memory_grep with two or three keywords from the question (or memory_search to look by \
-     meaning), then answer from what the tool returned. Do not guess: if the search finds nothing, say so.";
+/// tools (named by recall's [`Tool`](strata_recall::Tool)s). A model that is not told so (a
+/// small local one above all) answers from what it has, or guesses, instead of searching what
+/// the persona said in other chats.
+pub fn default_system_prompt() -> String {
+    use strata_recall::Tool;
+    format!(
+        "You are a helpful assistant with a long-term memory: every conversation of this persona is stored, and \
+         you reach it through your tools. When a question needs something that is not in this conversation (a \
+         fact, number, name, date, decision or file from an earlier chat), first call {} with two or three \
+         keywords from the question (or {} to look by meaning), then answer from what the tool returned. Do not \
+         guess: if the search finds nothing, say so.",
+        Tool::MemoryGrep.name(),
+        Tool::MemorySearch.name()
+    )
+}
 
 /// Why a turn failed. The messages stored before the failure stay stored.
 #[derive(Debug, thiserror::Error)]

@@ -2,8 +2,8 @@
 //! by the environment and by flags.
 
 use serde::{Deserialize, Serialize};
-use strata_compactor::CompactorConfig;
-use strata_recall::RecallConfig;
+use strata_compactor::{CompactorConfig, ToolNames};
+use strata_recall::{RecallConfig, Tool};
 
 use crate::error::{Error, Result};
 
@@ -128,10 +128,24 @@ impl SummarizerConfig {
     }
 }
 
+/// The names the compactor's texts point the model to, from recall's tools: renaming a tool
+/// renames it in every text, and renaming a [`Tool`] variant fails to compile here.
+fn tool_names() -> ToolNames {
+    ToolNames {
+        expand_summary: Tool::ExpandSummary.name().into(),
+        view_message: Tool::ViewMessage.name().into(),
+        memory_grep: Tool::MemoryGrep.name().into(),
+        memory_search: Tool::MemorySearch.name().into(),
+        memory_list: Tool::MemoryList.name().into(),
+        view_chat_history_summary: Tool::ViewChatHistorySummary.name().into(),
+    }
+}
+
 impl Config {
     /// The compactor's settings with what other sections decide: memories expire for the
-    /// injection exactly when they expire for the tools (`[recall.memory_ttls]`), and the tool
-    /// definitions sent with every request are counted against the budget.
+    /// injection exactly when they expire for the tools (`[recall.memory_ttls]`), the tool
+    /// definitions sent with every request are counted against the budget, and the texts that
+    /// point to a tool use recall's names.
     pub fn compactor(&self) -> strata_compactor::CompactorConfig {
         let mut compactor = self.compactor.clone();
         let max_age = |ttl: strata_recall::Ttl| match ttl {
@@ -144,6 +158,8 @@ impl Config {
         // Every chat request carries strata's tool definitions: the context leaves room for them,
         // whether an engine or `strata context` assembles it.
         compactor.request_overhead_tokens = compactor.token_counter().tools(&strata_recall::tool_specs());
+        // The texts that point the model to a tool name recall's tools, by recall's names.
+        compactor.tool_names = Some(tool_names());
         // The recalled block's search is recall's; its size is the context's.
         compactor.proactive_tokens = if self.recall.proactive { self.recall.proactive_tokens } else { 0 };
         compactor

@@ -331,7 +331,7 @@ async fn strata_chat_reports_a_failing_model_and_goes_on() {
     assert_eq!(messages.len(), 2, "{messages:?}");
     assert_eq!(
         (messages[0].0.as_str(), messages[0].1.as_str()),
-        ("system", strata::chat::DEFAULT_SYSTEM_PROMPT)
+        ("system", strata::chat::default_system_prompt().as_str())
     );
     assert_eq!((messages[1].0.as_str(), messages[1].1.as_str()), ("user", "hello"));
     let attempts = strata::llm::RetryPolicy::default().max_attempts as usize;

@@ -5,6 +5,7 @@ use strata_llm::RetryPolicy;
 
 use crate::error::{Error, Result};
 use crate::tokens::{Encoding, TokenCounter};
+use crate::tool_names::ToolNames;
 
 /// Every threshold of the compaction cycle and of context assembly.
 ///
@@ -89,7 +90,7 @@ pub struct CompactorConfig {
     /// turn (default 1,800: 30 minutes).
     pub idle_gap_secs: u64,
     /// The latest request of a bootstrap turn; empty for the default, the user's template of
-    /// DESIGN.md §3 ([`crate::BOOTSTRAP_TEMPLATE`]). Placeholders: `{active_role}`,
+    /// DESIGN.md §3 ([`crate::bootstrap_template`]). Placeholders: `{active_role}`,
     /// `{preferences}`, `{memories}`, `{time}`, `{request}` (required).
     pub bootstrap_template: String,
     /// The latest request of a regular turn; empty for the default
@@ -124,6 +125,11 @@ pub struct CompactorConfig {
     /// `[recall.memory_ttls]`.
     #[serde(skip)]
     pub memories_max_age: [Option<chrono::TimeDelta>; 2],
+    /// The names of the tools the context's texts point the model to (the scaffold, stubs,
+    /// notes, the bootstrap guidelines); `None` mentions no tool. Not read from the
+    /// `[compactor]` table: the engine fills it from `strata_recall::Tool`.
+    #[serde(skip)]
+    pub tool_names: Option<ToolNames>,
     /// The most tokens the recalled block may add to the latest request; 0 asks for none. Not
     /// read from the `[compactor]` table: it is `[recall] proactive_tokens`, with the search.
     #[serde(skip)]
@@ -166,6 +172,7 @@ impl Default for CompactorConfig {
             request_overhead_tokens: 0,
             preferences_max_age: None,
             memories_max_age: [None, None],
+            tool_names: None,
             proactive_tokens: 0,
         }
     }

@@ -62,11 +62,12 @@ mod recalled;
 mod scaffold;
 mod summarizer;
 mod tokens;
+mod tool_names;
 mod tree;
 
 pub use crate::assemble::{
-    AssembledContext, Assembler, AssemblyOptions, BOOTSTRAP_TEMPLATE, ContextEntry, Injection, PLACEHOLDERS,
-    Part, REGULAR_TEMPLATE, TokenAccounting,
+    AssembledContext, Assembler, AssemblyOptions, ContextEntry, Injection, PLACEHOLDERS, Part,
+    REGULAR_TEMPLATE, TokenAccounting, bootstrap_template,
 };
 pub use crate::bulk::Compaction;
 pub use crate::capped::CappedSummarizer;
@@ -81,4 +82,5 @@ pub use crate::summarizer::{
     Stopwatch, Summarizer, Summary, SummaryRequest, TimedSummarizer, WallClock,
 };
 pub use crate::tokens::{Encoding, TOKENS_PER_MESSAGE, TOKENS_PER_NAME, TOKENS_PER_REPLY, TokenCounter};
+pub use crate::tool_names::ToolNames;
 pub use crate::tree::render_tree;
