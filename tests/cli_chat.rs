@@ -134,7 +134,7 @@ async fn loop_runs_tools_feeds_results_back_and_records_the_calls() {
     let first: Value = requests[0].body_json().unwrap();
     let names: Vec<&str> =
         first["tools"].as_array().unwrap().iter().filter_map(|t| t["function"]["name"].as_str()).collect();
-    assert_eq!(names.len(), 7, "{names:?}");
+    assert_eq!(names.len(), strata_recall::Tool::ALL.len(), "{names:?}");
     assert!(names.contains(&"memory_grep"), "{names:?}");
     assert_eq!(requests[0].headers.get("authorization").unwrap(), "Bearer test-key");
     // What local servers need (llama.cpp's): tools offered with tool_choice, a reply cap, and
