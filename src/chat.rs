@@ -25,7 +25,7 @@
 //! ```
 
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tracing::Instrument;
 
 use crate::engine::{Engine, EngineSession};
@@ -94,13 +94,8 @@ impl ToolCall {
     /// True when the tool refused the call (bad arguments, unknown tool, ...): the answer is
     /// an object with an `error` member.
     pub fn is_error(&self) -> bool {
-        is_tool_error(&self.result)
+        strata_recall::is_refusal(&self.result)
     }
-}
-
-/// True for the `{"error": {...}}` answers of [`EngineSession::call_tool`].
-pub(crate) fn is_tool_error(result: &Value) -> bool {
-    result.get("error").is_some_and(Value::is_object)
 }
 
 /// What one turn produced.
@@ -176,15 +171,14 @@ impl ChatLoop {
                         self.max_tool_rounds
                     );
                     for call in calls {
-                        let kind = "tool_rounds_exceeded";
-                        let refusal = json!({"error": {"kind": kind, "tool": call.name, "message": message}});
+                        let refusal = strata_recall::refusal(&call.name, "tool_rounds_exceeded", &message);
                         session.append(ChatMessage::tool(call.id, call.name, refusal.to_string()))?;
                     }
                     break;
                 }
                 for strata_store::ToolCall { id, name, arguments } in calls {
                     let result = session.call_tool(&name, arguments.clone()).await;
-                    tracing::debug!(tool = %name, error = is_tool_error(&result), "tool call");
+                    tracing::debug!(tool = %name, error = strata_recall::is_refusal(&result), "tool call");
                     session.append(ChatMessage::tool(id.clone(), name.clone(), result.to_string()))?;
                     let call = ToolCall { id, name, arguments, result };
                     on_tool_call(&call);

@@ -2,7 +2,7 @@
 //! by the environment and by flags.
 
 use serde::{Deserialize, Serialize};
-use strata_compactor::{CompactorConfig, ToolNames};
+use strata_compactor::{CompactorConfig, CompactorSettings, ToolNames};
 use strata_recall::{RecallConfig, Tool};
 
 use crate::error::{Error, Result};
@@ -196,9 +196,11 @@ impl Config {
         })
     }
 
-    /// Checks the rules between settings.
-    pub fn validate(&self) -> Result<()> {
-        self.compactor.validate().map_err(|e| Error::Config(e.to_string()))?;
+    /// Checks every rule of the settings, once: the compactor's as they run
+    /// ([`Config::compactor`], with what other sections decide), the summarizer's and recall's.
+    /// Returns the compactor's settings, validated, for the engine to run on.
+    pub fn validate(&self) -> Result<CompactorSettings> {
+        let compactor = CompactorSettings::new(self.compactor())?;
         let temperature = self.summarizer.temperature;
         if !(temperature.is_finite() && (0.0..=2.0).contains(&temperature)) {
             return Err(Error::Config(format!(
@@ -251,6 +253,6 @@ impl Config {
                 );
             }
         }
-        Ok(())
+        Ok(compactor)
     }
 }

@@ -191,13 +191,13 @@ pub fn expand(
     if json {
         return print_json(out, &answer);
     }
-    let node = &answer.node;
+    let (node, session) = (&answer.node.brief, &answer.node.session);
     writeln!(
         out,
         "node {} · level {} · session {} · seq {}..={} · {} → {}",
         node.id,
         node.level,
-        node.session,
+        session,
         node.first_seq,
         node.last_seq,
         node.start_time.to_rfc3339_opts(SecondsFormat::Secs, true),
@@ -335,7 +335,7 @@ pub fn view(
     for neighbour in &view.after {
         writeln!(out, "  #{} {}: {}", neighbour.seq, neighbour.role, neighbour.content.replace('\n', " "))?;
     }
-    if let Some(node) = &view.covering_summary {
+    if let Some(node) = view.covering_summary.as_ref().map(|node| &node.brief) {
         writeln!(
             out,
             "\ncovered by summary node {} (level {}): {}\n{}",

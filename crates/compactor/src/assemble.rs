@@ -24,7 +24,7 @@ use strata_store::{
     Store, SummaryNode, fence,
 };
 
-use crate::config::CompactorConfig;
+use crate::config::{CompactorConfig, CompactorSettings};
 use crate::error::{Error, Result};
 use crate::plan::Plan;
 use crate::recalled::{self, Recalled, RecalledBlock, Recaller};
@@ -439,15 +439,14 @@ fn total(slots: &[Slot]) -> u32 {
 #[derive(Clone, Debug)]
 pub struct Assembler {
     store: Store,
-    config: CompactorConfig,
+    config: CompactorSettings,
     counter: TokenCounter,
 }
 
 impl Assembler {
-    /// An assembler over `store` with `config`'s budget and token encoding (refused when the
-    /// database counts with another, [`crate::Error::EncodingMismatch`]).
-    pub fn new(store: Store, config: CompactorConfig) -> Result<Assembler> {
-        config.validate()?;
+    /// An assembler over `store` with the budget and token encoding of `config` (refused when
+    /// the database counts with another, [`crate::Error::EncodingMismatch`]).
+    pub fn new(store: Store, config: CompactorSettings) -> Result<Assembler> {
         let counter = config.token_counter();
         counter.check(&store)?;
         Ok(Assembler { store, config, counter })

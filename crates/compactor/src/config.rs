@@ -178,6 +178,29 @@ impl Default for CompactorConfig {
     }
 }
 
+/// A [`CompactorConfig`] whose rules hold: what a [`crate::Compactor`] and an
+/// [`crate::Assembler`] run on. It is made only by validating ([`CompactorSettings::new`]) and
+/// only read afterwards, so the rules are checked once, where the settings are read (ripgrep's
+/// `LowArgs` -> `HiArgs`), and never again by what runs on them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompactorSettings(CompactorConfig);
+
+impl CompactorSettings {
+    /// `config` once it passed [`CompactorConfig::validate`].
+    pub fn new(config: CompactorConfig) -> Result<CompactorSettings> {
+        config.validate()?;
+        Ok(CompactorSettings(config))
+    }
+}
+
+impl std::ops::Deref for CompactorSettings {
+    type Target = CompactorConfig;
+
+    fn deref(&self) -> &CompactorConfig {
+        &self.0
+    }
+}
+
 fn invalid(field: &'static str, reason: impl Into<String>) -> Error {
     Error::Config { field, reason: reason.into() }
 }

@@ -72,7 +72,7 @@ pub use crate::assemble::{
 pub use crate::bulk::Compaction;
 pub use crate::capped::CappedSummarizer;
 pub use crate::compactor::{Compactor, Outcome, Refusal, Resummarized};
-pub use crate::config::CompactorConfig;
+pub use crate::config::{CompactorConfig, CompactorSettings};
 pub use crate::error::{Error, Result, SummarizeError};
 pub use crate::extractive::{EXTRACTIVE, EmbedError, ExtractiveSummarizer, RAW_ARCHIVE, SentenceEmbedder};
 pub use crate::openai::{OpenAiConfig, OpenAiSummarizer};

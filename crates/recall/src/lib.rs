@@ -55,9 +55,9 @@ pub use crate::pipeline::{
     BacklogFilter, EmbedProgress, EmbedWorker, WorkerStats, embed_backlog, embed_backlog_with,
 };
 pub use crate::tools::{
-    ChildView, Coverage, EmbedderState, ExpandAnswer, ExpandSummaryArgs, HistoryAnswer, HistoryArgs, Hit,
-    ListAnswer, MemoryGrepArgs, MemoryListArgs, MemorySearchArgs, MessageExcerpt, NodeView, Proactive,
+    Coverage, EmbedderState, ExpandAnswer, ExpandSummaryArgs, HistoryAnswer, HistoryArgs, Hit, ListAnswer,
+    MemoryGrepArgs, MemoryListArgs, MemorySearchArgs, MessageExcerpt, NodeBrief, NodeView, Proactive,
     ProactiveHit, RecentMessages, SaveAnswer, SaveMemoryArgs, Scope, SearchAnswer, Settled, TimelineEntry,
-    Tool, ToolContext, ViewAnswer, ViewMessageArgs, call_tool, expand, grep, history, list, proactive,
-    purge_expired, save, search, settle_memory_updates, tool_names, tool_specs, view,
+    Tool, ToolContext, ViewAnswer, ViewMessageArgs, call_tool, expand, grep, history, is_refusal, list,
+    proactive, purge_expired, refusal, save, search, settle_memory_updates, tool_names, tool_specs, view,
 };
