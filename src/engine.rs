@@ -14,9 +14,10 @@ use std::time::Duration;
 use chrono::Utc;
 use serde::Serialize;
 use serde_json::Value;
+use strata_compactor::summarize::{EmbedError, SentenceEmbedder};
 use strata_compactor::{
-    AssembledContext, AssemblyOptions, Compaction, Compactor, CompactorSettings, EmbedError, Outcome,
-    Recalled, RecalledHit, Recaller, Resummarized, SentenceEmbedder, Summarizer,
+    AssembledContext, AssemblyOptions, Compaction, Compactor, CompactorSettings, Outcome, Recalled,
+    RecalledHit, Recaller, Resummarized, Summarizer,
 };
 use strata_recall::{EmbedWorker, Embedder, EmbedderState, RecallConfig, Settled, Tool, ToolContext};
 use strata_store::{

@@ -90,11 +90,11 @@ pub struct CompactorConfig {
     /// turn (default 1,800: 30 minutes).
     pub idle_gap_secs: u64,
     /// The latest request of a bootstrap turn; empty for the default, the user's template of
-    /// DESIGN.md §3 ([`crate::bootstrap_template`]). Placeholders: `{active_role}`,
+    /// DESIGN.md §3 ([`crate::context::bootstrap_template`]). Placeholders: `{active_role}`,
     /// `{preferences}`, `{memories}`, `{time}`, `{request}` (required).
     pub bootstrap_template: String,
     /// The latest request of a regular turn; empty for the default
-    /// ([`crate::REGULAR_TEMPLATE`]). Same placeholders; `{memories}` is always empty here.
+    /// ([`crate::context::REGULAR_TEMPLATE`]). Same placeholders; `{memories}` is always empty here.
     pub regular_template: String,
     /// Tokens of long-term memories (`progress`, `memo`) shown on bootstrap turns after the
     /// preferences, those the recalled block's search ranks first, then the newest; the rest

@@ -2,7 +2,8 @@
 
 use std::sync::Arc;
 
-use strata_compactor::{CompactorConfig, ExtractiveSummarizer, Outcome, Part, ToolNames, render_tree};
+use strata_compactor::context::Part;
+use strata_compactor::{CompactorConfig, ExtractiveSummarizer, Outcome, ToolNames, render_tree};
 use strata_store::{NewMessage, Role};
 
 use crate::util::{Fixture, Turn, fixture, fixture_as_configured, t0, tool_names, words};
@@ -305,7 +306,7 @@ async fn the_context_names_the_tools_by_the_names_it_is_given() {
     ] {
         assert!(texts.contains(named), "{named}:\n{texts}");
     }
-    let guidelines = strata_compactor::bootstrap_template(Some(&renamed));
+    let guidelines = strata_compactor::context::bootstrap_template(Some(&renamed));
     assert_eq!(guidelines.matches("`timeline`").count(), 2, "{guidelines}");
 }
 
@@ -320,6 +321,6 @@ async fn a_compactor_given_no_tool_names_names_no_tool() {
     }
     assert!(texts.iter().any(|text| text == "Understood. I have the summaries of the earlier conversation."));
     assert!(all.contains("It is stored whole. It begins: "), "{all}");
-    let guidelines = strata_compactor::bootstrap_template(None);
+    let guidelines = strata_compactor::context::bootstrap_template(None);
     assert!(!guidelines.contains("tool") && guidelines.contains("{request}"), "{guidelines}");
 }
