@@ -12,10 +12,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
-use strata_compactor::{
-    Compactor, CompactorConfig, ExtractiveSummarizer, Origin, Outcome, SourceItem, SourceKind,
-    SummaryRequest, TimedSummarizer, TokenCounter,
-};
+use strata_compactor::summarize::{Origin, SourceItem, SourceKind, SummaryRequest, TimedSummarizer};
+use strata_compactor::{Compactor, CompactorConfig, ExtractiveSummarizer, Outcome, TokenCounter};
 use strata_store::{NewMessage, NewSummary, SessionId, Store};
 use strata_synth::{self as synth, TranscriptSpec};
 

@@ -3,9 +3,10 @@
 # none of the command line's dependencies: lists the library's normal dependency tree without
 # default features and fails on any crate only `strata` the binary (features `cli`, `mcp`)
 # needs. Then checks the layering ARCHITECTURE.md states as invariants: the store pulls in no
-# HTTP client and no tokio, recall no HTTP client, no tokio and not the compactor, and the
-# compactor not recall. Takes seconds (no build); `cargo build -p strata --no-default-features --example
-# chatbot` is the slower proof that the library alone compiles.
+# HTTP client and no tokio, recall no HTTP client, no tokio and not the compactor, the
+# compactor not recall, and the LLM client (strata-llm, the one HTTP client) no strata crate.
+# Takes seconds (no build); `cargo build -p strata --no-default-features --example chatbot` is
+# the slower proof that the library alone compiles.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,10 +22,11 @@ refuse() {
     exit 1
   fi
 }
-refuse strata-store '^(reqwest|hyper|tokio|strata-compactor|strata-recall)$'
-refuse strata-recall '^(reqwest|hyper|tokio|strata-compactor)$'
+refuse strata-store '^(reqwest|hyper|tokio|strata-llm|strata-compactor|strata-recall)$'
+refuse strata-recall '^(reqwest|hyper|tokio|strata-llm|strata-compactor)$'
 refuse strata-compactor '^(strata-recall)$'
-echo "layers: the store and recall hold no HTTP client and no tokio; compactor and recall stay apart"
+refuse strata-llm '^(rusqlite|strata-store|strata-compactor|strata-recall)$'
+echo "layers: the store and recall hold no HTTP client and no tokio; compactor and recall stay apart; strata-llm holds no store"
 
 CLI_ONLY='^(clap|indicatif|rmcp|toml|tracing-subscriber|strata-synth)$'
 found=$(cargo tree -p strata --no-default-features -e normal --prefix none --format '{p}' \

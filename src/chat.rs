@@ -25,7 +25,7 @@
 //! ```
 
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tracing::Instrument;
 
 use crate::engine::{Engine, EngineSession};
@@ -37,13 +37,21 @@ use crate::message::ChatMessage;
 pub const DEFAULT_MAX_TOOL_ROUNDS: u32 = 8;
 
 /// The system message `strata chat` begins a new session with: when to reach for the memory
-/// tools. A model that is not told so (a small local one above all) answers from what it has,
-/// or guesses, instead of searching what the persona said in other chats.
-pub const DEFAULT_SYSTEM_PROMPT: &str = "You are a helpful assistant with a long-term memory: every \
-     conversation of this persona is stored, and you reach it through your tools. When a question needs \
-     something that is not in this conversation (a fact, number, name, date, decision or file from an earlier \
-     chat), first call memory_grep with two or three keywords from the question (or memory_search to look by \
-     meaning), then answer from what the tool returned. Do not guess: if the search finds nothing, say so.";
+/// tools (named by recall's [`Tool`](strata_recall::Tool)s). A model that is not told so (a
+/// small local one above all) answers from what it has, or guesses, instead of searching what
+/// the persona said in other chats.
+pub fn default_system_prompt() -> String {
+    use strata_recall::Tool;
+    format!(
+        "You are a helpful assistant with a long-term memory: every conversation of this persona is stored, and \
+         you reach it through your tools. When a question needs something that is not in this conversation (a \
+         fact, number, name, date, decision or file from an earlier chat), first call {} with two or three \
+         keywords from the question (or {} to look by meaning), then answer from what the tool returned. Do not \
+         guess: if the search finds nothing, say so.",
+        Tool::MemoryGrep.name(),
+        Tool::MemorySearch.name()
+    )
+}
 
 /// Why a turn failed. The messages stored before the failure stay stored.
 #[derive(Debug, thiserror::Error)]
@@ -86,13 +94,8 @@ impl ToolCall {
     /// True when the tool refused the call (bad arguments, unknown tool, ...): the answer is
     /// an object with an `error` member.
     pub fn is_error(&self) -> bool {
-        is_tool_error(&self.result)
+        strata_recall::is_refusal(&self.result)
     }
-}
-
-/// True for the `{"error": {...}}` answers of [`EngineSession::call_tool`].
-pub(crate) fn is_tool_error(result: &Value) -> bool {
-    result.get("error").is_some_and(Value::is_object)
 }
 
 /// What one turn produced.
@@ -150,7 +153,7 @@ impl ChatLoop {
             // One request per round; the last round's request is the one that must answer.
             for round in 0..=self.max_tool_rounds {
                 let context = session.prepare_context().await?;
-                let reply = self.client.complete(context.messages(), &self.tools).await?;
+                let reply = ChatMessage::from(self.client.complete(context.messages(), &self.tools).await?);
                 let calls = reply.calls();
                 let text = reply.content.clone().unwrap_or_default();
                 if calls.is_empty() && text.trim().is_empty() {
@@ -168,15 +171,14 @@ impl ChatLoop {
                         self.max_tool_rounds
                     );
                     for call in calls {
-                        let kind = "tool_rounds_exceeded";
-                        let refusal = json!({"error": {"kind": kind, "tool": call.name, "message": message}});
+                        let refusal = strata_recall::refusal(&call.name, "tool_rounds_exceeded", &message);
                         session.append(ChatMessage::tool(call.id, call.name, refusal.to_string()))?;
                     }
                     break;
                 }
                 for strata_store::ToolCall { id, name, arguments } in calls {
                     let result = session.call_tool(&name, arguments.clone()).await;
-                    tracing::debug!(tool = %name, error = is_tool_error(&result), "tool call");
+                    tracing::debug!(tool = %name, error = strata_recall::is_refusal(&result), "tool call");
                     session.append(ChatMessage::tool(id.clone(), name.clone(), result.to_string()))?;
                     let call = ToolCall { id, name, arguments, result };
                     on_tool_call(&call);

@@ -2,8 +2,8 @@
 //! by the environment and by flags.
 
 use serde::{Deserialize, Serialize};
-use strata_compactor::CompactorConfig;
-use strata_recall::RecallConfig;
+use strata_compactor::{CompactorConfig, CompactorSettings, ToolNames};
+use strata_recall::{RecallConfig, Tool};
 
 use crate::error::{Error, Result};
 
@@ -110,13 +110,13 @@ impl Default for SummarizerConfig {
 
 impl SummarizerConfig {
     /// The API key from the configured variable, else `OPENAI_API_KEY`
-    /// ([`strata_compactor::api_key`]); the summarizer and `strata chat` both use it.
+    /// ([`strata_llm::api_key`]); the summarizer and `strata chat` both use it.
     pub fn api_key(&self) -> Option<String> {
-        strata_compactor::api_key(&self.api_key_env)
+        strata_llm::api_key(&self.api_key_env)
     }
 
     /// The settings of the OpenAI-compatible client these settings describe.
-    pub fn openai(&self, retry: &strata_compactor::RetryPolicy) -> strata_compactor::OpenAiConfig {
+    pub fn openai(&self, retry: &strata_llm::RetryPolicy) -> strata_compactor::OpenAiConfig {
         strata_compactor::OpenAiConfig {
             base_url: self.base_url.clone(),
             model: self.model.clone(),
@@ -128,10 +128,24 @@ impl SummarizerConfig {
     }
 }
 
+/// The names the compactor's texts point the model to, from recall's tools: renaming a tool
+/// renames it in every text, and renaming a [`Tool`] variant fails to compile here.
+fn tool_names() -> ToolNames {
+    ToolNames {
+        expand_summary: Tool::ExpandSummary.name().into(),
+        view_message: Tool::ViewMessage.name().into(),
+        memory_grep: Tool::MemoryGrep.name().into(),
+        memory_search: Tool::MemorySearch.name().into(),
+        memory_list: Tool::MemoryList.name().into(),
+        view_chat_history_summary: Tool::ViewChatHistorySummary.name().into(),
+    }
+}
+
 impl Config {
     /// The compactor's settings with what other sections decide: memories expire for the
-    /// injection exactly when they expire for the tools (`[recall.memory_ttls]`), and the tool
-    /// definitions sent with every request are counted against the budget.
+    /// injection exactly when they expire for the tools (`[recall.memory_ttls]`), the tool
+    /// definitions sent with every request are counted against the budget, and the texts that
+    /// point to a tool use recall's names.
     pub fn compactor(&self) -> strata_compactor::CompactorConfig {
         let mut compactor = self.compactor.clone();
         let max_age = |ttl: strata_recall::Ttl| match ttl {
@@ -144,6 +158,8 @@ impl Config {
         // Every chat request carries strata's tool definitions: the context leaves room for them,
         // whether an engine or `strata context` assembles it.
         compactor.request_overhead_tokens = compactor.token_counter().tools(&strata_recall::tool_specs());
+        // The texts that point the model to a tool name recall's tools, by recall's names.
+        compactor.tool_names = Some(tool_names());
         // The recalled block's search is recall's; its size is the context's.
         compactor.proactive_tokens = if self.recall.proactive { self.recall.proactive_tokens } else { 0 };
         compactor
@@ -180,9 +196,11 @@ impl Config {
         })
     }
 
-    /// Checks the rules between settings.
-    pub fn validate(&self) -> Result<()> {
-        self.compactor.validate().map_err(|e| Error::Config(e.to_string()))?;
+    /// Checks every rule of the settings, once: the compactor's as they run
+    /// ([`Config::compactor`], with what other sections decide), the summarizer's and recall's.
+    /// Returns the compactor's settings, validated, for the engine to run on.
+    pub fn validate(&self) -> Result<CompactorSettings> {
+        let compactor = CompactorSettings::new(self.compactor())?;
         let temperature = self.summarizer.temperature;
         if !(temperature.is_finite() && (0.0..=2.0).contains(&temperature)) {
             return Err(Error::Config(format!(
@@ -235,6 +253,6 @@ impl Config {
                 );
             }
         }
-        Ok(())
+        Ok(compactor)
     }
 }

@@ -14,9 +14,10 @@ use std::time::Duration;
 use chrono::Utc;
 use serde::Serialize;
 use serde_json::Value;
+use strata_compactor::summarize::{EmbedError, SentenceEmbedder};
 use strata_compactor::{
-    AssembledContext, AssemblyOptions, Compaction, Compactor, EmbedError, Outcome, Recalled, RecalledHit,
-    Recaller, Resummarized, SentenceEmbedder, Summarizer,
+    AssembledContext, AssemblyOptions, Compaction, Compactor, CompactorSettings, Outcome, Recalled,
+    RecalledHit, Recaller, Resummarized, Summarizer,
 };
 use strata_recall::{EmbedWorker, Embedder, EmbedderState, RecallConfig, Settled, Tool, ToolContext};
 use strata_store::{
@@ -87,19 +88,25 @@ pub struct CompactedSession {
 impl Engine {
     /// Opens (or creates) the database at `path` with the summarizer `config` names.
     pub fn open(path: impl AsRef<Path>, config: Config) -> Result<Engine> {
-        config.validate()?;
-        Engine::from_store(Store::open(path)?, config)
+        // Validated before the file is touched, and only here.
+        let settings = config.validate()?;
+        Engine::from_validated(Store::open(path)?, config, settings)
     }
 
     /// An engine over a database the caller opened (with its own busy timeout, say), with the
     /// summarizer `config` names.
     pub fn from_store(store: Store, config: Config) -> Result<Engine> {
+        let settings = config.validate()?;
+        Engine::from_validated(store, config, settings)
+    }
+
+    fn from_validated(store: Store, config: Config, settings: CompactorSettings) -> Result<Engine> {
         // The extractive summarizer's sentence vectors come from the model the tools use,
         // loaded once, on the first summary (or never, without its files: lexical selection).
         let embedder = Arc::new(OnceLock::new());
         let summarizer =
             config.summarizer_with(SentenceModel::sharing(embedder.clone(), config.recall.clone()))?;
-        Engine::build(store, config, summarizer, embedder)
+        Engine::build(store, config, settings, summarizer, embedder)
     }
 
     /// Opens the database at `path` with a summarizer of the caller's choosing.
@@ -108,18 +115,18 @@ impl Engine {
         config: Config,
         summarizer: Arc<dyn Summarizer>,
     ) -> Result<Engine> {
-        config.validate()?;
-        Engine::build(Store::open(path)?, config, summarizer, Arc::new(OnceLock::new()))
+        let settings = config.validate()?;
+        Engine::build(Store::open(path)?, config, settings, summarizer, Arc::new(OnceLock::new()))
     }
 
     fn build(
         store: Store,
         config: Config,
+        settings: CompactorSettings,
         summarizer: Arc<dyn Summarizer>,
         embedder: Arc<OnceLock<EmbedderState>>,
     ) -> Result<Engine> {
-        config.validate()?;
-        let compactor = Compactor::new(store.clone(), config.compactor(), summarizer)?;
+        let compactor = Compactor::with_settings(store.clone(), settings, summarizer)?;
         let recaller = config.recall.proactive.then(|| {
             Arc::new(HistorySearch {
                 store: store.clone(),
@@ -566,9 +573,7 @@ impl EngineSession {
             answer
         })
         .await;
-        answer.unwrap_or_else(|_| {
-            serde_json::json!({"error": {"kind": "internal", "tool": tool.name(), "message": "the tool failed unexpectedly"}})
-        })
+        answer.unwrap_or_else(|_| tool.failed_unexpectedly())
     }
 
     fn tool_context(&self, embedder: EmbedderState) -> ToolContext {

@@ -36,7 +36,6 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
 use tokio::sync::mpsc;
 
-use crate::chat::is_tool_error;
 use crate::engine::EngineSession;
 
 /// Why the MCP server stopped with an error.
@@ -81,7 +80,7 @@ impl McpServer {
         }
         let arguments = arguments.map_or(Value::Null, Value::Object);
         let answer = self.session.call_tool(name, arguments).await;
-        let refused = is_tool_error(&answer);
+        let refused = strata_recall::is_refusal(&answer);
         tracing::debug!(tool = name, error = refused, "MCP tool call");
         Some(if refused {
             CallToolResult::structured_error(answer)

@@ -70,6 +70,17 @@ impl ChatMessage {
     }
 }
 
+impl From<strata_llm::Reply> for ChatMessage {
+    /// The model's reply as the assistant message to append.
+    fn from(reply: strata_llm::Reply) -> ChatMessage {
+        ChatMessage {
+            content: reply.content,
+            tool_calls: reply.tool_calls,
+            ..ChatMessage::new(Role::Assistant, "")
+        }
+    }
+}
+
 /// A message as a bot hands it over: an OpenAI chat message, and what strata keeps beside it
 /// (when it was sent, the bot's own id for it, whether it is pinned).
 #[derive(Clone, Debug, PartialEq)]

@@ -134,7 +134,7 @@ async fn loop_runs_tools_feeds_results_back_and_records_the_calls() {
     let first: Value = requests[0].body_json().unwrap();
     let names: Vec<&str> =
         first["tools"].as_array().unwrap().iter().filter_map(|t| t["function"]["name"].as_str()).collect();
-    assert_eq!(names.len(), 7, "{names:?}");
+    assert_eq!(names.len(), strata_recall::Tool::ALL.len(), "{names:?}");
     assert!(names.contains(&"memory_grep"), "{names:?}");
     assert_eq!(requests[0].headers.get("authorization").unwrap(), "Bearer test-key");
     // What local servers need (llama.cpp's): tools offered with tool_choice, a reply cap, and
@@ -331,10 +331,10 @@ async fn strata_chat_reports_a_failing_model_and_goes_on() {
     assert_eq!(messages.len(), 2, "{messages:?}");
     assert_eq!(
         (messages[0].0.as_str(), messages[0].1.as_str()),
-        ("system", strata::chat::DEFAULT_SYSTEM_PROMPT)
+        ("system", strata::chat::default_system_prompt().as_str())
     );
     assert_eq!((messages[1].0.as_str(), messages[1].1.as_str()), ("user", "hello"));
-    let attempts = strata_compactor::RetryPolicy::default().max_attempts as usize;
+    let attempts = strata::llm::RetryPolicy::default().max_attempts as usize;
     assert_eq!(server.received_requests().await.unwrap().len(), attempts);
 }
 

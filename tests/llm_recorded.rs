@@ -8,12 +8,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use strata::chat::ChatLoop;
-use strata::llm::ChatClient;
+use strata::llm::{ChatClient, RetryPolicy};
 use strata::{ChatMessage, Config, Engine};
-use strata_compactor::{
-    Compactor, CompactorConfig, OpenAiConfig, OpenAiSummarizer, Outcome, RetryPolicy, TOKENS_PER_REPLY,
-    TokenCounter,
-};
+use strata_compactor::context::TOKENS_PER_REPLY;
+use strata_compactor::{Compactor, CompactorConfig, OpenAiConfig, OpenAiSummarizer, Outcome, TokenCounter};
 use strata_store::{NewMessage, Role, SessionId, Store};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};

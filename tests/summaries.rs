@@ -5,9 +5,8 @@ use std::sync::Arc;
 
 use chrono::{DateTime, TimeZone, Utc};
 use strata::SentenceModel;
-use strata::compactor::{
-    ExtractiveSummarizer, Origin, SourceItem, SourceKind, Summary, SummaryRequest, TokenCounter,
-};
+use strata::compactor::summarize::{Origin, SourceItem, SourceKind, Summary, SummaryRequest};
+use strata::compactor::{ExtractiveSummarizer, TokenCounter};
 use strata::recall::RecallConfig;
 use strata::store::Role;
 
@@ -60,7 +59,7 @@ fn sentence_vectors_keep_one_of_two_statements_that_mean_the_same() {
     let ready = model.state().ready().expect("the embedding model is missing: run make embed-assets");
     // The model takes the restatement for the same statement.
     let pair = ready.embed(&[&request.items[0].text, &request.items[4].text]).unwrap();
-    let similarity = strata::recall::cosine(&pair[0], &pair[1]);
+    let similarity = strata::recall::embedding::cosine(&pair[0], &pair[1]);
     assert!(similarity > 0.9, "{similarity}");
     let embedded =
         summarize(&ExtractiveSummarizer::new(counter.clone()).with_embedder(Arc::new(model)), &request);

@@ -18,3 +18,4 @@ mod memory_life;
 mod recalled;
 mod reliability;
 mod summaries;
+mod tool_names;

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use strata_compactor::{Compactor, CompactorConfig, ExtractiveSummarizer, TimedSummarizer};
+use strata_compactor::summarize::TimedSummarizer;
+use strata_compactor::{Compactor, CompactorConfig, ExtractiveSummarizer};
 use strata_store::Store;
 
 use crate::{appends, word_corpus};

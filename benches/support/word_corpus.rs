@@ -9,7 +9,7 @@ use strata_store::{EmbeddingSpace, NewMessage, Role, Store};
 
 /// The default model's id (the vectors are synthetic; their space is the model's).
 pub const MODEL: &str = strata_recall::DEFAULT_MODEL;
-const DIMS: usize = strata_recall::MINILM_L6_V2.dimensions;
+const DIMS: usize = strata_recall::embedding::MINILM_L6_V2.dimensions;
 
 const PER_SESSION: usize = 1_000;
 

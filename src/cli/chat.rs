@@ -6,9 +6,8 @@ use anyhow::{Context, bail};
 use serde_json::Value;
 use strata::blocking::Engine;
 use strata::chat::{ChatError, ChatLoop, DEFAULT_MAX_TOOL_ROUNDS, ToolCall};
-use strata::llm::ChatClient;
+use strata::llm::{ChatClient, RetryPolicy};
 use strata::{ChatMessage, EngineSession};
-use strata_compactor::RetryPolicy;
 
 use crate::cli::Cli;
 
@@ -88,7 +87,7 @@ pub fn run(cli: &Cli, args: &ChatArgs, out: &mut impl Write) -> anyhow::Result<(
     config.compactor.model = args.model.clone();
     let (engine, session) =
         open_session(cli, config.clone(), &args.session, args.persona.as_deref(), !args.no_embed)?;
-    let system = args.system.as_deref().unwrap_or(strata::chat::DEFAULT_SYSTEM_PROMPT);
+    let system = args.system.clone().unwrap_or_else(strata::chat::default_system_prompt);
     if !system.trim().is_empty() && engine.store().messages(session.id(), 0..=0)?.is_empty() {
         session.append(ChatMessage::system(system)).context("cannot store the system message")?;
     }

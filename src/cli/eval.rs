@@ -15,10 +15,8 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use strata_compactor::TokenCounter;
-use strata_recall::{
-    BacklogFilter, Embedder, EmbedderState, MemoryGrepArgs, MemorySearchArgs, RecallConfig, Scope,
-    embed_backlog_with,
-};
+use strata_recall::tools::{MemoryGrepArgs, MemorySearchArgs};
+use strata_recall::{BacklogFilter, Embedder, EmbedderState, RecallConfig, Scope, embed_backlog_with};
 use strata_store::Store;
 
 use crate::cli::ingest::parse_file;
@@ -173,7 +171,8 @@ fn planted(
                 end_time: None,
                 include_in_context: None,
             };
-            let answer = strata_recall::search(&store, &Scope::persona("eval"), recall, &embedder, &args)?;
+            let answer =
+                strata_recall::tools::search(&store, &Scope::persona("eval"), recall, &embedder, &args)?;
             let wanted = strata_store::HitId::Message(ids[fact.index]);
             let rank = answer.results.iter().position(|hit| hit.id == wanted);
             ranks.push(PlantedRank {
@@ -332,7 +331,8 @@ fn retrieval(
                 end_time: None,
                 include_in_context: None,
             };
-            let answer = strata_recall::search(&store, &Scope::persona(&q.persona), variant, &state, &args)?;
+            let answer =
+                strata_recall::tools::search(&store, &Scope::persona(&q.persona), variant, &state, &args)?;
             Ok(positions(answer.results))
         })?);
     }
@@ -345,7 +345,7 @@ fn retrieval(
             include_in_context: None,
             offset: None,
         };
-        Ok(match strata_recall::grep(&store, &Scope::persona(&q.persona), recall, &args) {
+        Ok(match strata_recall::tools::grep(&store, &Scope::persona(&q.persona), recall, &args) {
             Ok(answer) => positions(answer.results),
             // A question with nothing searchable (only punctuation) finds nothing.
             Err(strata_recall::Error::InvalidArgument { .. }) => Vec::new(),
@@ -382,7 +382,7 @@ fn retrieval(
 }
 
 /// The (session, seq) of each message result, in order (summaries and memories hold no turn).
-fn positions(results: Vec<strata_recall::Hit>) -> Vec<Evidence> {
+fn positions(results: Vec<strata_recall::tools::Hit>) -> Vec<Evidence> {
     results.into_iter().filter_map(|hit| Some(Evidence { session: hit.session?, seq: hit.seq? })).collect()
 }
 

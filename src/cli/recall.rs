@@ -8,10 +8,8 @@ use chrono::SecondsFormat;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
-use strata_recall::{
-    BacklogFilter, Embedder, EmbedderState, ExpandSummaryArgs, Hit, MemoryGrepArgs, MemorySearchArgs,
-    RecallConfig, Scope, SearchAnswer,
-};
+use strata_recall::tools::{ExpandSummaryArgs, Hit, MemoryGrepArgs, MemorySearchArgs, SearchAnswer};
+use strata_recall::{BacklogFilter, Embedder, EmbedderState, RecallConfig, Scope};
 use strata_store::{MessageId, NodeId, Store};
 
 use crate::cli::output::{MessageView, print_json};
@@ -145,12 +143,12 @@ pub fn search(
         Matching::Keywords => {
             let args =
                 MemoryGrepArgs { query, start_time, end_time, limit, include_in_context, offset: None };
-            strata_recall::grep(store, &scope, config, &args)?
+            strata_recall::tools::grep(store, &scope, config, &args)?
         }
         Matching::Meaning => {
             let embedder: EmbedderState = Embedder::for_config(config).into();
             let args = MemorySearchArgs { query, limit, start_time, end_time, include_in_context };
-            strata_recall::search(store, &scope, config, &embedder, &args)?
+            strata_recall::tools::search(store, &scope, config, &embedder, &args)?
         }
     };
     if json { print_json(out, &answer) } else { print_hits(out, &answer) }
@@ -175,7 +173,7 @@ pub fn expand(
     if let Some(limit) = command.filters.limit {
         config.expand_page_size = limit.max(1) as usize;
     }
-    let answer = strata_recall::expand(
+    let answer = strata_recall::tools::expand(
         store,
         &persona,
         &config,
@@ -191,13 +189,13 @@ pub fn expand(
     if json {
         return print_json(out, &answer);
     }
-    let node = &answer.node;
+    let (node, session) = (&answer.node.brief, &answer.node.session);
     writeln!(
         out,
         "node {} · level {} · session {} · seq {}..={} · {} → {}",
         node.id,
         node.level,
-        node.session,
+        session,
         node.first_seq,
         node.last_seq,
         node.start_time.to_rfc3339_opts(SecondsFormat::Secs, true),
@@ -301,9 +299,9 @@ pub fn purge(store: &Store, config: &RecallConfig, json: bool, out: &mut impl Wr
 struct FullView<'a> {
     #[serde(flatten)]
     message: MessageView<'a>,
-    before: Vec<strata_recall::MessageExcerpt>,
-    after: Vec<strata_recall::MessageExcerpt>,
-    covering_summary: Option<strata_recall::NodeView>,
+    before: Vec<strata_recall::tools::MessageExcerpt>,
+    after: Vec<strata_recall::tools::MessageExcerpt>,
+    covering_summary: Option<strata_recall::tools::NodeView>,
 }
 
 /// `strata view`.
@@ -317,8 +315,8 @@ pub fn view(
     let message = store.message(id)?;
     let session = store.session_by_id(message.session_id)?;
     // Only the neighbours and the covering summary: the message itself is printed whole.
-    let args = strata_recall::ViewMessageArgs { message_id: id, offset: None, max_chars: Some(1) };
-    let around = strata_recall::view(store, &session.persona, config, &args)?;
+    let args = strata_recall::tools::ViewMessageArgs { message_id: id, offset: None, max_chars: Some(1) };
+    let around = strata_recall::tools::view(store, &session.persona, config, &args)?;
     let view = FullView {
         message: MessageView::new(&message, &session),
         before: around.before,
@@ -335,7 +333,7 @@ pub fn view(
     for neighbour in &view.after {
         writeln!(out, "  #{} {}: {}", neighbour.seq, neighbour.role, neighbour.content.replace('\n', " "))?;
     }
-    if let Some(node) = &view.covering_summary {
+    if let Some(node) = view.covering_summary.as_ref().map(|node| &node.brief) {
         writeln!(
             out,
             "\ncovered by summary node {} (level {}): {}\n{}",

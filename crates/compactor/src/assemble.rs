@@ -24,12 +24,13 @@ use strata_store::{
     Store, SummaryNode, fence,
 };
 
-use crate::config::CompactorConfig;
+use crate::config::{CompactorConfig, CompactorSettings};
 use crate::error::{Error, Result};
 use crate::plan::Plan;
 use crate::recalled::{self, Recalled, RecalledBlock, Recaller};
-use crate::scaffold::{self, ACKNOWLEDGEMENT};
+use crate::scaffold;
 use crate::tokens::{TOKENS_PER_REPLY, TokenCounter};
+use crate::tool_names::{self, ToolNames};
 
 /// Which part of the context a message belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -141,17 +142,16 @@ impl AssembledContext {
 }
 
 /// The latest request of a bootstrap turn, as the user's template (DESIGN.md §3, step 6) has it
-/// byte for byte, each bullet one line. `[compactor] bootstrap_template` replaces it.
-pub const BOOTSTRAP_TEMPLATE: &str = "[Background Context: Sync Guidelines]
-======
-# Passive Synchronization Guidelines:
-- 💡 You are playing the active persona role: {active_role}.
-- 💡 You have access to the `view_chat_history_summary` tool, which retrieves a consolidated chat history summary and chronological timeline of recent events across active threads/channels.
-- 💡 If the user's current request below refers to external threads, other chats, or events you cannot locate in this session's history, you MUST call `view_chat_history_summary` to read the global context and synchronize before providing a response.
-======
-
-{preferences}{memories}{recalled}[Current Request]
-{request}";
+/// byte for byte, each bullet one line, with the history tool of `names`; without tools, its
+/// two bullets about that tool are left out. `[compactor] bootstrap_template` replaces it.
+pub fn bootstrap_template(names: Option<&ToolNames>) -> String {
+    format!(
+        "[Background Context: Sync Guidelines]\n======\n# Passive Synchronization Guidelines:\n\
+         - 💡 You are playing the active persona role: {{active_role}}.\n{}======\n\n\
+         {{preferences}}{{memories}}{{recalled}}[Current Request]\n{{request}}",
+        tool_names::history_tool_bullets(names)
+    )
+}
 
 /// The latest request of a regular turn (with preferences to carry). `[compactor]
 /// regular_template` replaces it.
@@ -229,14 +229,19 @@ pub(crate) fn inject(
         }
         if background.more_memories > 0 {
             memories.push_str(&format!(
-                "{} more saved memories are not shown: memory_list lists them all.\n",
-                background.more_memories
+                "{} more saved memories are not shown{}.\n",
+                background.more_memories,
+                tool_names::more_memories_hint(config.tool_names.as_ref())
             ));
         }
         memories.push('\n');
     }
+    let default_bootstrap;
     let template = match (bootstrap, config.bootstrap_template.as_str(), config.regular_template.as_str()) {
-        (true, "", _) => BOOTSTRAP_TEMPLATE,
+        (true, "", _) => {
+            default_bootstrap = bootstrap_template(config.tool_names.as_ref());
+            default_bootstrap.as_str()
+        }
         (true, custom, _) => custom,
         (false, _, "") => REGULAR_TEMPLATE,
         (false, _, custom) => custom,
@@ -363,13 +368,13 @@ fn answer_every_call(messages: &[Message], counter: &TokenCounter) -> Vec<Messag
     out
 }
 
-fn stub(message: &Message, tokens: u32) -> String {
+fn stub(message: &Message, tokens: u32, names: Option<&ToolNames>) -> String {
     let preview: String = message.content.split_whitespace().take(40).collect::<Vec<_>>().join(" ");
     let preview = crate::summarizer::truncate_chars(&preview, 240);
     format!(
-        "[message {id} (seq {seq}, {role}) is {tokens} tokens, too large to show here. It is stored whole: read it \
-         page by page with view_message(message_id={id}), then view_message(message_id={id}, offset=N) with the \
-         next_offset each answer gives, until next_offset is null. It begins: {preview}]",
+        "[message {id} (seq {seq}, {role}) is {tokens} tokens, too large to show here. It is stored whole{how}. \
+         It begins: {preview}]",
+        how = tool_names::read_whole(names, message.id),
         id = message.id,
         seq = message.seq,
         role = message.role,
@@ -434,15 +439,14 @@ fn total(slots: &[Slot]) -> u32 {
 #[derive(Clone, Debug)]
 pub struct Assembler {
     store: Store,
-    config: CompactorConfig,
+    config: CompactorSettings,
     counter: TokenCounter,
 }
 
 impl Assembler {
-    /// An assembler over `store` with `config`'s budget and token encoding (refused when the
-    /// database counts with another, [`crate::Error::EncodingMismatch`]).
-    pub fn new(store: Store, config: CompactorConfig) -> Result<Assembler> {
-        config.validate()?;
+    /// An assembler over `store` with the budget and token encoding of `config` (refused when
+    /// the database counts with another, [`crate::Error::EncodingMismatch`]).
+    pub fn new(store: Store, config: CompactorSettings) -> Result<Assembler> {
         let counter = config.token_counter();
         counter.check(&store)?;
         Ok(Assembler { store, config, counter })
@@ -698,7 +702,7 @@ pub(crate) fn assemble(
         }
     }
     let tail = tail_slots(&tail);
-    let joined = join(head, scaffold, recent, buffer, &elided, tail, counter);
+    let joined = join(head, scaffold, recent, buffer, &elided, tail, counter, config.tool_names.as_ref());
     let mut tokens = account(&joined.slots, config);
     tokens.recalled = block.as_ref().map_or(0, |block| block.tokens);
     if tokens.total > budget {
@@ -863,7 +867,13 @@ impl<'a> Layer<'a> {
     }
 
     fn stubbed(&self, message: &Message, part: Part, tokens: u32) -> Slot {
-        Slot::message(message, &stub(message, tokens), part, true, self.counter)
+        Slot::message(
+            message,
+            &stub(message, tokens, self.config.tool_names.as_ref()),
+            part,
+            true,
+            self.counter,
+        )
     }
 
     /// Head, buffer and tail by the plan's boundaries.
@@ -933,14 +943,20 @@ fn total_of(slots: &[(Slot, &Message)]) -> u32 {
 /// The scaffold and its acknowledgement, showing bodies within `body_budget` tokens and
 /// leaving out the `skip` oldest roots. It depends on the forest alone, never on the buffer,
 /// so it is byte-identical until the next compaction.
-fn scaffold_slots(snapshot: &Snapshot, body_budget: u32, skip: usize, counter: &TokenCounter) -> Vec<Slot> {
+fn scaffold_slots(
+    snapshot: &Snapshot,
+    body_budget: u32,
+    skip: usize,
+    counter: &TokenCounter,
+    names: Option<&ToolNames>,
+) -> Vec<Slot> {
     if snapshot.roots.is_empty() {
         return Vec::new();
     }
-    let text = scaffold::render(&snapshot.roots, body_budget, skip, counter);
+    let text = scaffold::render(&snapshot.roots, body_budget, skip, counter, names);
     vec![
         Slot::text(Role::User, text, Part::Scaffold, counter),
-        Slot::text(Role::Assistant, ACKNOWLEDGEMENT.to_owned(), Part::Acknowledgement, counter),
+        Slot::text(Role::Assistant, tool_names::acknowledgement(names), Part::Acknowledgement, counter),
     ]
 }
 
@@ -982,7 +998,8 @@ fn fit_buffer_and_scaffold(
     counter: &TokenCounter,
 ) -> (Vec<Slot>, Vec<bool>) {
     let budget = config.budget();
-    let mut scaffold = scaffold_slots(snapshot, config.scaffold_body_tokens, 0, counter);
+    let names = config.tool_names.as_ref();
+    let mut scaffold = scaffold_slots(snapshot, config.scaffold_body_tokens, 0, counter, names);
     let mut elided = vec![false; buffer.len()];
     let fits =
         |scaffold: &[Slot], elided: &[bool]| layout_tokens(head, scaffold, buffer, elided, tail) <= budget;
@@ -996,11 +1013,11 @@ fn fit_buffer_and_scaffold(
         elided[turn].fill(true);
     }
     if !fits(&scaffold, &elided) && !snapshot.roots.is_empty() {
-        scaffold = scaffold_slots(snapshot, 0, 0, counter);
+        scaffold = scaffold_slots(snapshot, 0, 0, counter, names);
         let mut skip = 0;
         while !fits(&scaffold, &elided) && skip < snapshot.roots.len() {
             skip = (skip + 1 + snapshot.roots.len() / 8).min(snapshot.roots.len());
-            scaffold = scaffold_slots(snapshot, 0, skip, counter);
+            scaffold = scaffold_slots(snapshot, 0, skip, counter, names);
         }
     }
     (scaffold, elided)
@@ -1015,6 +1032,8 @@ struct Joined {
 }
 
 /// Head, scaffold, the refilled folded turns, the buffer with each run of left-out messages as one elision note, tail.
+// The context's parts in their order, each its own argument, then how to count and word them.
+#[allow(clippy::too_many_arguments)]
 fn join(
     head: Vec<Slot>,
     scaffold: Vec<Slot>,
@@ -1023,6 +1042,7 @@ fn join(
     elided: &[bool],
     tail: Vec<Slot>,
     counter: &TokenCounter,
+    names: Option<&ToolNames>,
 ) -> Joined {
     let mut slots = head;
     let prefix_len = slots.len() + scaffold.len();
@@ -1033,7 +1053,7 @@ fn join(
     let flush = |gap: &mut Vec<&Message>, slots: &mut Vec<Slot>| {
         if let (Some(first), Some(last)) = (gap.first(), gap.last()) {
             let tokens: u64 = gap.iter().map(|m| u64::from(m.token_count)).sum();
-            let note = elision_note(first, last, gap.len(), tokens);
+            let note = elision_note(first, last, gap.len(), tokens, names);
             slots.push(Slot::text(Role::User, note, Part::Buffer, counter));
             gap.clear();
         }
@@ -1077,12 +1097,21 @@ fn account(slots: &[Slot], config: &CompactorConfig) -> TokenAccounting {
 
 const ELISION_NOTE_TOKENS: u32 = 90;
 
-fn elision_note(first: &Message, last: &Message, count: usize, tokens: u64) -> String {
+fn elision_note(
+    first: &Message,
+    last: &Message,
+    count: usize,
+    tokens: u64,
+    names: Option<&ToolNames>,
+) -> String {
     format!(
         "[{count} earlier messages (seq {}-{}, ids {}-{}, {tokens} tokens) are left out here to fit the context \
-         window; they are not summarized yet but stored whole. Read them with view_message(message_id) or find \
-         them with memory_grep.]",
-        first.seq, last.seq, first.id, last.id
+         window; they are not summarized yet but stored whole{}.]",
+        first.seq,
+        last.seq,
+        first.id,
+        last.id,
+        tool_names::find_left_out(names)
     )
 }
 
@@ -1104,9 +1133,11 @@ pub(crate) fn unabridged_tokens(
     let scaffold = if roots.is_empty() {
         0
     } else {
-        let text = scaffold::render(roots, config.scaffold_body_tokens, 0, counter);
+        let names = config.tool_names.as_ref();
+        let text = scaffold::render(roots, config.scaffold_body_tokens, 0, counter, names);
+        let acknowledgement = tool_names::acknowledgement(names);
         u64::from(
-            counter.message(&text, None, None, None) + counter.message(ACKNOWLEDGEMENT, None, None, None),
+            counter.message(&text, None, None, None) + counter.message(&acknowledgement, None, None, None),
         )
     };
     messages + scaffold + u64::from(TOKENS_PER_REPLY)

@@ -23,7 +23,7 @@ use strata_store::{
 use tracing::Instrument;
 
 use crate::assemble::{self, AssembledContext, Assembler, AssemblyOptions};
-use crate::config::CompactorConfig;
+use crate::config::{CompactorConfig, CompactorSettings};
 use crate::error::{Error, Result, SummarizeError};
 use crate::extractive::{ExtractiveSummarizer, RAW_ARCHIVE};
 use crate::summarizer::{
@@ -112,7 +112,7 @@ pub struct Compactor {
 struct Inner {
     store: Store,
     assembler: Assembler,
-    config: CompactorConfig,
+    config: CompactorSettings,
     counter: TokenCounter,
     summarizer: Arc<dyn Summarizer>,
     archiver: ExtractiveSummarizer,
@@ -247,11 +247,20 @@ fn node_item(node: &SummaryNode) -> SourceItem {
 }
 
 impl Compactor {
-    /// A compactor over `store`. The configuration is validated here, once, and its token
-    /// encoding recorded as the database's, or refused when the database counts with another
-    /// ([`Error::EncodingMismatch`]).
+    /// A compactor over `store` with `config`, validated here ([`CompactorSettings::new`]);
+    /// see [`Compactor::with_settings`].
     pub fn new(store: Store, config: CompactorConfig, summarizer: Arc<dyn Summarizer>) -> Result<Compactor> {
-        config.validate()?;
+        Compactor::with_settings(store, CompactorSettings::new(config)?, summarizer)
+    }
+
+    /// A compactor over `store` with settings validated before. Its token encoding is recorded
+    /// as the database's, or refused when the database counts with another
+    /// ([`Error::EncodingMismatch`]).
+    pub fn with_settings(
+        store: Store,
+        config: CompactorSettings,
+        summarizer: Arc<dyn Summarizer>,
+    ) -> Result<Compactor> {
         let counter = config.token_counter();
         // Compaction writes counts: the database's encoding is recorded if it has none.
         counter.claim(&store)?;

@@ -1,11 +1,11 @@
 //! The compactor's settings: one plain struct, validated once.
 
-use std::time::Duration;
-
 use serde::{Deserialize, Serialize};
+use strata_llm::RetryPolicy;
 
 use crate::error::{Error, Result};
 use crate::tokens::{Encoding, TokenCounter};
+use crate::tool_names::ToolNames;
 
 /// Every threshold of the compaction cycle and of context assembly.
 ///
@@ -90,11 +90,11 @@ pub struct CompactorConfig {
     /// turn (default 1,800: 30 minutes).
     pub idle_gap_secs: u64,
     /// The latest request of a bootstrap turn; empty for the default, the user's template of
-    /// DESIGN.md §3 ([`crate::BOOTSTRAP_TEMPLATE`]). Placeholders: `{active_role}`,
+    /// DESIGN.md §3 ([`crate::context::bootstrap_template`]). Placeholders: `{active_role}`,
     /// `{preferences}`, `{memories}`, `{time}`, `{request}` (required).
     pub bootstrap_template: String,
     /// The latest request of a regular turn; empty for the default
-    /// ([`crate::REGULAR_TEMPLATE`]). Same placeholders; `{memories}` is always empty here.
+    /// ([`crate::context::REGULAR_TEMPLATE`]). Same placeholders; `{memories}` is always empty here.
     pub regular_template: String,
     /// Tokens of long-term memories (`progress`, `memo`) shown on bootstrap turns after the
     /// preferences, those the recalled block's search ranks first, then the newest; the rest
@@ -125,6 +125,11 @@ pub struct CompactorConfig {
     /// `[recall.memory_ttls]`.
     #[serde(skip)]
     pub memories_max_age: [Option<chrono::TimeDelta>; 2],
+    /// The names of the tools the context's texts point the model to (the scaffold, stubs,
+    /// notes, the bootstrap guidelines); `None` mentions no tool. Not read from the
+    /// `[compactor]` table: the engine fills it from `strata_recall::Tool`.
+    #[serde(skip)]
+    pub tool_names: Option<ToolNames>,
     /// The most tokens the recalled block may add to the latest request; 0 asks for none. Not
     /// read from the `[compactor]` table: it is `[recall] proactive_tokens`, with the search.
     #[serde(skip)]
@@ -167,37 +172,32 @@ impl Default for CompactorConfig {
             request_overhead_tokens: 0,
             preferences_max_age: None,
             memories_max_age: [None, None],
+            tool_names: None,
             proactive_tokens: 0,
         }
     }
 }
 
-/// Retries of one summarizer request.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct RetryPolicy {
-    /// Attempts per request, the first included (default 4).
-    pub max_attempts: u32,
-    /// Wait before the first retry, in milliseconds; doubled each retry, with jitter
-    /// (default 500).
-    pub initial_backoff_ms: u64,
-    /// Longest wait between attempts, in milliseconds; also caps a server's `Retry-After`
-    /// (default 30,000).
-    pub max_backoff_ms: u64,
-    /// Timeout of one HTTP attempt, in milliseconds (default 120,000).
-    pub timeout_ms: u64,
-}
+/// A [`CompactorConfig`] whose rules hold: what a [`crate::Compactor`] and an
+/// [`crate::Assembler`] run on. It is made only by validating ([`CompactorSettings::new`]) and
+/// only read afterwards, so the rules are checked once, where the settings are read (ripgrep's
+/// `LowArgs` -> `HiArgs`), and never again by what runs on them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompactorSettings(CompactorConfig);
 
-impl Default for RetryPolicy {
-    fn default() -> RetryPolicy {
-        RetryPolicy { max_attempts: 4, initial_backoff_ms: 500, max_backoff_ms: 30_000, timeout_ms: 120_000 }
+impl CompactorSettings {
+    /// `config` once it passed [`CompactorConfig::validate`].
+    pub fn new(config: CompactorConfig) -> Result<CompactorSettings> {
+        config.validate()?;
+        Ok(CompactorSettings(config))
     }
 }
 
-impl RetryPolicy {
-    /// The per-attempt timeout.
-    pub fn timeout(&self) -> Duration {
-        Duration::from_millis(self.timeout_ms)
+impl std::ops::Deref for CompactorSettings {
+    type Target = CompactorConfig;
+
+    fn deref(&self) -> &CompactorConfig {
+        &self.0
     }
 }
 

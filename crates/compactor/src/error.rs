@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use strata_store::SessionId;
 
+use strata_llm::LlmError;
+
 use crate::summarizer::RejectReason;
 
 /// A specialized `Result` for compactor operations.
@@ -70,59 +72,6 @@ pub enum Error {
     Join(#[source] tokio::task::JoinError),
 }
 
-/// Why a request to an OpenAI-compatible endpoint ([`crate::ChatEndpoint`]) failed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum LlmError {
-    /// The request did not complete (connection refused, reset, ...).
-    #[error("request to {url} failed")]
-    Http {
-        /// The endpoint.
-        url: String,
-        /// What reqwest said.
-        #[source]
-        source: reqwest::Error,
-    },
-    /// No answer within the per-attempt timeout.
-    #[error("{url} did not answer within {after:?}")]
-    Timeout {
-        /// The endpoint.
-        url: String,
-        /// The timeout in force.
-        after: Duration,
-    },
-    /// The server answered with an error status.
-    #[error("{url} answered {status}: {body}")]
-    Status {
-        /// The endpoint.
-        url: String,
-        /// The HTTP status.
-        status: u16,
-        /// The server's own message (`error.message` of the OpenAI error shape) on one line, or
-        /// the start of the body when it has none.
-        body: String,
-    },
-    /// The answer was not what was asked for (not JSON, or not a chat completion).
-    #[error("{url} sent a malformed completion: {reason}")]
-    Malformed {
-        /// The endpoint.
-        url: String,
-        /// What was wrong.
-        reason: String,
-    },
-}
-
-impl LlmError {
-    /// True for failures worth retrying at once: 408, 429, server errors, timeouts, broken
-    /// connections and unreadable replies. Another 4xx is not.
-    pub fn is_transient(&self) -> bool {
-        match self {
-            LlmError::Http { .. } | LlmError::Timeout { .. } | LlmError::Malformed { .. } => true,
-            LlmError::Status { status, .. } => *status == 408 || *status == 429 || *status >= 500,
-        }
-    }
-}
-
 impl From<LlmError> for SummarizeError {
     fn from(error: LlmError) -> SummarizeError {
         match error {
@@ -130,6 +79,8 @@ impl From<LlmError> for SummarizeError {
             LlmError::Timeout { after, .. } => SummarizeError::Timeout(after),
             LlmError::Status { status, body, .. } => SummarizeError::Status { status, body },
             LlmError::Malformed { reason, .. } => SummarizeError::Malformed(reason),
+            // A failure strata-llm learns to tell apart later: unreadable, so retried.
+            other => SummarizeError::Malformed(other.to_string()),
         }
     }
 }

@@ -53,7 +53,6 @@ mod bulk;
 mod capped;
 mod compactor;
 mod config;
-mod endpoint;
 mod error;
 mod extractive;
 mod facts;
@@ -63,24 +62,38 @@ mod recalled;
 mod scaffold;
 mod summarizer;
 mod tokens;
+mod tool_names;
 mod tree;
 
-pub use crate::assemble::{
-    AssembledContext, Assembler, AssemblyOptions, BOOTSTRAP_TEMPLATE, ContextEntry, Injection, PLACEHOLDERS,
-    Part, REGULAR_TEMPLATE, TokenAccounting,
-};
+pub use crate::assemble::{AssembledContext, Assembler, AssemblyOptions};
 pub use crate::bulk::Compaction;
 pub use crate::capped::CappedSummarizer;
 pub use crate::compactor::{Compactor, Outcome, Refusal, Resummarized};
-pub use crate::config::{CompactorConfig, RetryPolicy};
-pub use crate::endpoint::{ChatEndpoint, api_key};
-pub use crate::error::{Error, LlmError, Result, SummarizeError};
-pub use crate::extractive::{EXTRACTIVE, EmbedError, ExtractiveSummarizer, RAW_ARCHIVE, SentenceEmbedder};
+pub use crate::config::{CompactorConfig, CompactorSettings};
+pub use crate::error::{Error, Result, SummarizeError};
+pub use crate::extractive::ExtractiveSummarizer;
 pub use crate::openai::{OpenAiConfig, OpenAiSummarizer};
-pub use crate::recalled::{Recalled, RecalledBlock, RecalledHit, Recaller, ShownHit};
-pub use crate::summarizer::{
-    BoxFuture, MAX_MEMORY_UPDATES, Origin, RejectReason, RetryNote, SourceCall, SourceItem, SourceKind,
-    Stopwatch, Summarizer, Summary, SummaryRequest, TimedSummarizer, WallClock,
-};
-pub use crate::tokens::{Encoding, TOKENS_PER_MESSAGE, TOKENS_PER_NAME, TOKENS_PER_REPLY, TokenCounter};
+pub use crate::recalled::{Recalled, RecalledHit, Recaller};
+pub use crate::summarizer::Summarizer;
+pub use crate::tokens::TokenCounter;
+pub use crate::tool_names::ToolNames;
 pub use crate::tree::render_tree;
+
+/// The parts of an [`AssembledContext`] and the texts it is laid out with.
+pub mod context {
+    pub use crate::assemble::{
+        ContextEntry, Injection, PLACEHOLDERS, Part, REGULAR_TEMPLATE, TokenAccounting, bootstrap_template,
+    };
+    pub use crate::recalled::{RecalledBlock, ShownHit};
+    pub use crate::tokens::{Encoding, TOKENS_PER_MESSAGE, TOKENS_PER_NAME, TOKENS_PER_REPLY};
+}
+
+/// What writing or wrapping a [`Summarizer`] takes: the request and its sources, the reply,
+/// the extractive summarizer's seams and names, and the timing wrapper.
+pub mod summarize {
+    pub use crate::extractive::{EXTRACTIVE, EmbedError, RAW_ARCHIVE, SentenceEmbedder};
+    pub use crate::summarizer::{
+        BoxFuture, MAX_MEMORY_UPDATES, Origin, RejectReason, RetryNote, SourceCall, SourceItem, SourceKind,
+        Stopwatch, Summary, SummaryRequest, TimedSummarizer, WallClock,
+    };
+}

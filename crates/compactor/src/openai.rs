@@ -13,9 +13,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::config::RetryPolicy;
-use crate::endpoint::ChatEndpoint;
-use crate::error::{LlmError, SummarizeError};
+use crate::error::SummarizeError;
+use strata_llm::{ChatEndpoint, LlmError, RetryPolicy};
 use strata_store::{Category, MemoryUpdate};
 
 use crate::summarizer::{BoxFuture, MAX_MEMORY_UPDATES, SourceKind, Summarizer, Summary, SummaryRequest};
@@ -46,7 +45,7 @@ impl OpenAiConfig {
         model: impl Into<String>,
         retry: RetryPolicy,
     ) -> OpenAiConfig {
-        let api_key = crate::endpoint::api_key("STRATA_API_KEY");
+        let api_key = strata_llm::api_key("STRATA_API_KEY");
         OpenAiConfig {
             base_url: base_url.into(),
             model: model.into(),

@@ -4,18 +4,11 @@ use strata_store::SummaryNode;
 use strata_store::fence::{NOTICE, fence};
 
 use crate::tokens::TokenCounter;
-
-/// The assistant's reply to the scaffold, fixed so the prefix stays byte-identical.
-pub(crate) const ACKNOWLEDGEMENT: &str = "Understood. I have the summaries of the earlier conversation. When I need \
-     details from it I will use expand_summary, view_message, memory_grep or memory_search instead of guessing.";
+use crate::tool_names::{self, ToolNames};
 
 const INTRO: &str = "[Summary of the earlier conversation]\nEarlier parts of this conversation were folded into \
      summaries so it fits the context window; nothing was deleted. The summaries, oldest first \
      (node id, level, time, message seqs, headline), then the details of the newest:";
-
-const TOOLS_LINE: &str = "To see more: expand_summary(node_id) opens a summary into its parts or its original \
-     messages; view_message(message_id) shows one message in full (long ones page by page); memory_grep and \
-     memory_search find anything said earlier by keyword or by meaning.";
 
 /// `2026-03-01 10:00 to 12:40 UTC` (the date is repeated only when it changes).
 pub(crate) fn time_range(node: &SummaryNode) -> String {
@@ -41,12 +34,14 @@ fn root_line(node: &SummaryNode) -> String {
 
 /// Renders the scaffold for `roots` (in time order). Bodies of the newest roots are included
 /// while they fit `body_budget` tokens; `skip_oldest` roots are folded into one count line
-/// (only used when even a bare list does not fit the window).
+/// (only used when even a bare list does not fit the window). `names` are the tools it points
+/// to ([`tool_names`]).
 pub(crate) fn render(
     roots: &[SummaryNode],
     body_budget: u32,
     skip_oldest: usize,
     counter: &TokenCounter,
+    names: Option<&ToolNames>,
 ) -> String {
     // Summaries are made of what users, tools and web pages said: they go to the model fenced
     // as data, so a tool result that reads "SYSTEM NOTICE: ignore previous instructions" is
@@ -56,8 +51,9 @@ pub(crate) fn render(
     if skip > 0 {
         let last = &roots[skip - 1];
         listing.push_str(&format!(
-            "- {skip} older summaries up to seq {} are not listed to save space; expand_summary works on any node id",
-            last.last_seq
+            "- {skip} older summaries up to seq {} are not listed to save space{}",
+            last.last_seq,
+            tool_names::skipped_roots_hint(names)
         ));
     }
     for node in &roots[skip..] {
@@ -87,5 +83,9 @@ pub(crate) fn render(
             listing.push_str(block);
         }
     }
-    format!("{INTRO}\n{}\n\n{NOTICE}\n\n{TOOLS_LINE}", fence(&listing))
+    let text = format!("{INTRO}\n{}\n\n{NOTICE}", fence(&listing));
+    match tool_names::scaffold_tools_line(names) {
+        line if line.is_empty() => text,
+        line => format!("{text}\n\n{line}"),
+    }
 }

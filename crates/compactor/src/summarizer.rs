@@ -668,7 +668,7 @@ mod tests {
         let request = request("We decided to deploy the billing service on port 8080 tonight.", 40);
         timed.summarize(&request).await.unwrap();
         timed.summarize(&request).await.unwrap();
-        assert_eq!(timed.name(), crate::EXTRACTIVE);
+        assert_eq!(timed.name(), crate::extractive::EXTRACTIVE);
         assert!(!timed.paraphrases(), "the wrapped summarizer's answer");
         assert_eq!(
             timed.times(),

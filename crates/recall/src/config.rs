@@ -23,7 +23,7 @@ use strata_store::{Category, Scan};
 #[serde(default, deny_unknown_fields)]
 pub struct RecallConfig {
     /// Directory holding `onnxruntime/` and `all-MiniLM-L6-v2-int8/` (see
-    /// `scripts/fetch-embed-assets.sh`). `None`: [`crate::default_assets_dir`].
+    /// `scripts/fetch-embed-assets.sh`). `None`: [`crate::embedding::default_assets_dir`].
     pub embed_assets: Option<PathBuf>,
     /// Results a search returns when the model gives no `limit`. Default 10.
     pub default_limit: usize,
@@ -141,7 +141,7 @@ impl Default for RecallConfig {
 impl RecallConfig {
     /// The embedding assets directory this config names, or the default one.
     pub fn assets_dir(&self) -> PathBuf {
-        self.embed_assets.clone().unwrap_or_else(crate::default_assets_dir)
+        self.embed_assets.clone().unwrap_or_else(crate::embed::default_assets_dir)
     }
 
     /// How vector searches scan: exact, or a 1-bit first pass then exact re-scoring.

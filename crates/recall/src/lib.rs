@@ -41,23 +41,23 @@ mod embed;
 mod error;
 mod pipeline;
 mod time;
-mod tools;
+pub mod tools;
 
 pub use strata_store::fence;
 
 pub use crate::config::{MemoryTtls, RecallConfig, Ttl};
-pub use crate::embed::{
-    ASSETS_ENV, DEFAULT_MODEL, Embedder, MINILM_L6_V2, MODELS, ModelSpec, PoolingKind, chunk_text, cosine,
-    default_assets_dir, model_spec,
-};
+pub use crate::embed::{DEFAULT_MODEL, Embedder, model_spec};
 pub use crate::error::{Error, Result};
-pub use crate::pipeline::{
-    BacklogFilter, EmbedProgress, EmbedWorker, WorkerStats, embed_backlog, embed_backlog_with,
-};
+pub use crate::pipeline::{BacklogFilter, EmbedWorker, embed_backlog, embed_backlog_with};
 pub use crate::tools::{
-    ChildView, Coverage, EmbedderState, ExpandAnswer, ExpandSummaryArgs, HistoryAnswer, HistoryArgs, Hit,
-    ListAnswer, MemoryGrepArgs, MemoryListArgs, MemorySearchArgs, MessageExcerpt, NodeView, Proactive,
-    ProactiveHit, RecentMessages, SaveAnswer, SaveMemoryArgs, Scope, SearchAnswer, Settled, TimelineEntry,
-    Tool, ToolContext, ViewAnswer, ViewMessageArgs, call_tool, expand, grep, history, list, proactive,
-    purge_expired, save, search, settle_memory_updates, tool_names, tool_specs, view,
+    EmbedderState, Proactive, Scope, Settled, Tool, ToolContext, call_tool, is_refusal, proactive,
+    purge_expired, refusal, settle_memory_updates, tool_names, tool_specs,
 };
+
+/// The local embedding model's catalogue and helpers, and the backlog worker's figures.
+pub mod embedding {
+    pub use crate::embed::{
+        ASSETS_ENV, MINILM_L6_V2, MODELS, ModelSpec, PoolingKind, chunk_text, cosine, default_assets_dir,
+    };
+    pub use crate::pipeline::{EmbedProgress, WorkerStats};
+}

@@ -225,7 +225,7 @@ fn sliding_window(
     request: &NewMessage,
     budget: u32,
 ) -> (HashSet<MessageId>, String, u32) {
-    let mut spent = request.token_count + strata_compactor::TOKENS_PER_REPLY;
+    let mut spent = request.token_count + strata_compactor::context::TOKENS_PER_REPLY;
     let mut shown = HashSet::new();
     let mut text = String::new();
     for message in messages.iter().rev() {

@@ -25,10 +25,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use serde::Serialize;
 use strata::SentenceModel;
-use strata_compactor::{
-    Compactor, EmbedError, ExtractiveSummarizer, SentenceEmbedder, SourceKind, Stopwatch, TimedSummarizer,
-    TokenCounter,
-};
+use strata_compactor::summarize::{EmbedError, SentenceEmbedder, SourceKind, Stopwatch, TimedSummarizer};
+use strata_compactor::{Compactor, ExtractiveSummarizer, TokenCounter};
 use strata_store::{IncomingMessage, Message, NodeId, Store, SummaryNode};
 
 use super::{Question, content_words, holds_all, read_questions, words};

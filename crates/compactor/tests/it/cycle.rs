@@ -1,9 +1,12 @@
 //! The cycle: 2K -> K merges, prefix stability, oversized stubs, snapshots.
 
-use strata_compactor::{CompactorConfig, Outcome, Part, render_tree};
+use std::sync::Arc;
+
+use strata_compactor::context::Part;
+use strata_compactor::{CompactorConfig, ExtractiveSummarizer, Outcome, ToolNames, render_tree};
 use strata_store::{NewMessage, Role};
 
-use crate::util::{Turn, fixture, t0, words};
+use crate::util::{Fixture, Turn, fixture, fixture_as_configured, t0, tool_names, words};
 
 /// Settings where every turn (about 150 tokens) becomes one Level-0 node of its own.
 fn one_turn_per_leaf() -> CompactorConfig {
@@ -241,4 +244,83 @@ async fn compaction_follows_the_window_it_fills() {
         "{tokens_after} vs target {target}"
     );
     assert!(tokens_after >= target / 2, "folded only down to the target, not everything: {tokens_after}");
+}
+
+/// Folded turns (a scaffold and its acknowledgement) and a huge tool result in the buffer (a
+/// stub): every text of the context that can point to a tool.
+async fn texts_that_point_to_tools(fx: &Fixture) -> Vec<String> {
+    let mut minute = 0;
+    for i in 0..7 {
+        minute = fx.push_turn(&big_turn(i), minute);
+    }
+    fx.compact_fully().await;
+    let huge = Turn {
+        request: "Show me the build log.".into(),
+        tool_results: vec![words(99, 3_000)],
+        reply: "The log shows one warning.".into(),
+        pin_request: false,
+    };
+    minute = fx.push_turn(&huge, minute);
+    fx.push_turn(&Turn::plain("Thanks, what next?", "Next we fix the warning."), minute);
+    let context = fx.compactor.assemble(fx.session, t0()).await.unwrap();
+    assert!(context.entries.iter().any(|e| e.part == Part::Scaffold), "a scaffold");
+    assert_eq!(context.stubbed_messages, 1, "a stub");
+    context.messages.iter().map(|m| m["content"].as_str().unwrap_or_default().to_owned()).collect()
+}
+
+fn every_name(names: &ToolNames) -> [&str; 6] {
+    [
+        &names.expand_summary,
+        &names.view_message,
+        &names.memory_grep,
+        &names.memory_search,
+        &names.memory_list,
+        &names.view_chat_history_summary,
+    ]
+}
+
+#[tokio::test]
+async fn the_context_names_the_tools_by_the_names_it_is_given() {
+    let renamed = ToolNames {
+        expand_summary: "open_node".into(),
+        view_message: "read_message".into(),
+        memory_grep: "grep_history".into(),
+        memory_search: "search_history".into(),
+        memory_list: "list_memories".into(),
+        view_chat_history_summary: "timeline".into(),
+    };
+    let config = CompactorConfig {
+        oversized_message_tokens: 200,
+        tool_names: Some(renamed.clone()),
+        ..one_turn_per_leaf()
+    };
+    let texts = texts_that_point_to_tools(&fixture(config)).await.join("\n");
+    for name in every_name(&tool_names()) {
+        assert!(!texts.contains(name), "{name} is not a tool here:\n{texts}");
+    }
+    for named in [
+        "open_node(node_id)",
+        "read_message(message_id=",
+        "grep_history and search_history",
+        "I will use open_node",
+    ] {
+        assert!(texts.contains(named), "{named}:\n{texts}");
+    }
+    let guidelines = strata_compactor::context::bootstrap_template(Some(&renamed));
+    assert_eq!(guidelines.matches("`timeline`").count(), 2, "{guidelines}");
+}
+
+#[tokio::test]
+async fn a_compactor_given_no_tool_names_names_no_tool() {
+    let config = CompactorConfig { oversized_message_tokens: 200, tool_names: None, ..one_turn_per_leaf() };
+    let fx = fixture_as_configured(config, Arc::new(ExtractiveSummarizer::default()));
+    let texts = texts_that_point_to_tools(&fx).await;
+    let all = texts.join("\n");
+    for name in every_name(&tool_names()) {
+        assert!(!all.contains(name), "{name}:\n{all}");
+    }
+    assert!(texts.iter().any(|text| text == "Understood. I have the summaries of the earlier conversation."));
+    assert!(all.contains("It is stored whole. It begins: "), "{all}");
+    let guidelines = strata_compactor::context::bootstrap_template(None);
+    assert!(!guidelines.contains("tool") && guidelines.contains("{request}"), "{guidelines}");
 }

@@ -8,7 +8,9 @@ use std::time::Duration;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
-use strata_compactor::{CompactorConfig, OpenAiConfig, OpenAiSummarizer, RAW_ARCHIVE, RetryPolicy};
+use strata_compactor::summarize::RAW_ARCHIVE;
+use strata_compactor::{CompactorConfig, OpenAiConfig, OpenAiSummarizer};
+use strata_llm::RetryPolicy;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 

@@ -1,10 +1,11 @@
 //! Injection of the sync guidelines and the user preferences (DESIGN.md §3, step 6).
 
 use chrono::Duration;
-use strata_compactor::{CompactorConfig, Injection};
+use strata_compactor::CompactorConfig;
+use strata_compactor::context::Injection;
 use strata_store::{Category, MemoryWrite, NewMessage, Role, Writer};
 
-use crate::util::{fixture, t0};
+use crate::util::{fixture, t0, tool_names};
 
 const GUIDELINES: &str = "[Background Context: Sync Guidelines]
 ======
@@ -154,11 +155,14 @@ async fn templates_can_be_replaced_and_values_are_never_expanded() {
 #[test]
 fn the_default_templates_are_the_users_byte_for_byte() {
     assert_eq!(
-        strata_compactor::BOOTSTRAP_TEMPLATE
+        strata_compactor::context::bootstrap_template(Some(&tool_names()))
             .replace("{active_role}", "coder")
             .replace("{preferences}{memories}{recalled}", ""),
         format!("{GUIDELINES}[Current Request]\n{{request}}")
     );
     // The recalled block sits where the user's template puts background: before the request.
-    assert_eq!(strata_compactor::REGULAR_TEMPLATE, "{preferences}{recalled}[Current Request]\n{request}");
+    assert_eq!(
+        strata_compactor::context::REGULAR_TEMPLATE,
+        "{preferences}{recalled}[Current Request]\n{request}"
+    );
 }

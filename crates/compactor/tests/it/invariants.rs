@@ -3,7 +3,8 @@
 use std::collections::{HashMap, HashSet};
 
 use proptest::prelude::*;
-use strata_compactor::{AssembledContext, CompactorConfig, Error, Part};
+use strata_compactor::context::Part;
+use strata_compactor::{AssembledContext, CompactorConfig, Error};
 use strata_store::{Level, Message, Role};
 
 use crate::util::{Fixture, Turn, fixture, t0, words};

@@ -4,7 +4,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use strata_compactor::{CompactorConfig, OpenAiConfig, OpenAiSummarizer, Outcome, RAW_ARCHIVE, RetryPolicy};
+use strata_compactor::summarize::RAW_ARCHIVE;
+use strata_compactor::{CompactorConfig, OpenAiConfig, OpenAiSummarizer, Outcome};
+use strata_llm::RetryPolicy;
 use wiremock::matchers::{body_partial_json, header, method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
@@ -299,9 +301,9 @@ async fn a_summary_longer_than_its_sources_is_rejected() {
 /// reaches the model in pieces under the cap, whose summaries are then merged into one.
 #[tokio::test]
 async fn an_oversized_request_is_summarized_in_capped_pieces_then_merged() {
-    use strata_compactor::{
-        CappedSummarizer, Encoding, Origin, SourceItem, SourceKind, Summarizer, SummaryRequest, TokenCounter,
-    };
+    use strata_compactor::context::Encoding;
+    use strata_compactor::summarize::{Origin, SourceItem, SourceKind, SummaryRequest};
+    use strata_compactor::{CappedSummarizer, Summarizer, TokenCounter};
     use strata_store::Role;
 
     let server = MockServer::start().await;

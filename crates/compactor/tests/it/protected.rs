@@ -4,7 +4,8 @@
 use std::time::Instant;
 
 use serde_json::json;
-use strata_compactor::{CompactorConfig, Part};
+use strata_compactor::CompactorConfig;
+use strata_compactor::context::Part;
 use strata_store::{NewMessage, Role};
 
 use super::util::*;

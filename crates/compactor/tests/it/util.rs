@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use serde_json::json;
-use strata_compactor::{Compactor, CompactorConfig, ExtractiveSummarizer, Outcome, Summarizer};
+use strata_compactor::{Compactor, CompactorConfig, ExtractiveSummarizer, Outcome, Summarizer, ToolNames};
 use strata_store::{Category, MemoryWrite, NewMessage, Role, SessionId, Store, Writer};
 
 pub struct Fixture {
@@ -24,7 +24,28 @@ pub fn fixture(config: CompactorConfig) -> Fixture {
     fixture_with(config, Arc::new(ExtractiveSummarizer::default()))
 }
 
+/// The names strata's engine gives the compactor (recall's tools), as the fixtures' default.
+pub fn tool_names() -> ToolNames {
+    ToolNames {
+        expand_summary: "expand_summary".into(),
+        view_message: "view_message".into(),
+        memory_grep: "memory_grep".into(),
+        memory_search: "memory_search".into(),
+        memory_list: "memory_list".into(),
+        view_chat_history_summary: "view_chat_history_summary".into(),
+    }
+}
+
+/// A compactor over a fresh store with `config`; the texts name the tools of [`tool_names`]
+/// unless `config` names its own.
 pub fn fixture_with(config: CompactorConfig, summarizer: Arc<dyn Summarizer>) -> Fixture {
+    let config = CompactorConfig { tool_names: config.tool_names.or_else(|| Some(tool_names())), ..config };
+    fixture_as_configured(config, summarizer)
+}
+
+/// A compactor over a fresh store with `config` as it is: with `tool_names: None`, one that
+/// names no tool.
+pub fn fixture_as_configured(config: CompactorConfig, summarizer: Arc<dyn Summarizer>) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path().join("strata.db")).unwrap();
     let session = store.session("chat", "coder").unwrap().id;

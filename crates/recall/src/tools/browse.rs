@@ -67,18 +67,15 @@ impl Page {
     }
 }
 
-/// A summary node.
+/// A summary node in brief: what it covers and what it says. The children of an expanded node
+/// are shown so; a [`NodeView`] adds where the node sits.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct NodeView {
-    /// Node id.
+pub struct NodeBrief {
+    /// Node id (expand it in turn).
     pub id: NodeId,
-    /// Session key.
-    pub session: String,
     /// 0 covers messages; L+1 covers level-L nodes.
     pub level: Level,
-    /// The node it was merged into, if any.
-    pub parent_id: Option<NodeId>,
-    /// First and last covered message seq.
+    /// First covered message seq.
     pub first_seq: i64,
     /// Last covered message seq (inclusive).
     pub last_seq: i64,
@@ -90,25 +87,42 @@ pub struct NodeView {
     pub headline: String,
     /// The structured summary.
     pub body: String,
+}
+
+impl From<SummaryNode> for NodeBrief {
+    fn from(node: SummaryNode) -> NodeBrief {
+        NodeBrief {
+            id: node.id,
+            level: node.level,
+            first_seq: node.first_seq,
+            last_seq: node.last_seq,
+            start_time: node.start_time,
+            end_time: node.end_time,
+            headline: node.headline,
+            body: node.body,
+        }
+    }
+}
+
+/// A summary node with where it sits: its [`NodeBrief`], its session, the node it was merged
+/// into and who wrote it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct NodeView {
+    /// The node in brief.
+    #[serde(flatten)]
+    pub brief: NodeBrief,
+    /// Session key.
+    pub session: String,
+    /// The node it was merged into, if any.
+    pub parent_id: Option<NodeId>,
     /// Who wrote it (model id, `extractive`, `raw-archive`).
     pub summarizer: String,
 }
 
 impl NodeView {
-    fn new(node: &SummaryNode, session: &str) -> NodeView {
-        NodeView {
-            id: node.id,
-            session: session.to_owned(),
-            level: node.level,
-            parent_id: node.parent_id,
-            first_seq: node.first_seq,
-            last_seq: node.last_seq,
-            start_time: node.start_time,
-            end_time: node.end_time,
-            headline: node.headline.clone(),
-            body: node.body.clone(),
-            summarizer: node.summarizer.clone(),
-        }
+    fn new(node: SummaryNode, session: &str) -> NodeView {
+        let (parent_id, summarizer) = (node.parent_id, node.summarizer.clone());
+        NodeView { brief: NodeBrief::from(node), session: session.to_owned(), parent_id, summarizer }
     }
 }
 
@@ -183,7 +197,7 @@ pub fn view(
     let (before, after): (Vec<&Message>, Vec<&Message>) =
         neighbours.iter().filter(|m| m.seq != message.seq).partition(|m| m.seq < message.seq);
     let covering_summary = match message.summary_id {
-        Some(node) => Some(NodeView::new(&store.browsing().node(persona, node)?.0, &session.key)),
+        Some(node) => Some(NodeView::new(store.browsing().node(persona, node)?.0, &session.key)),
         None => None,
     };
     Ok(ViewAnswer {
@@ -209,27 +223,6 @@ pub fn view(
     })
 }
 
-/// A child of an expanded node.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct ChildView {
-    /// Node id (expand it in turn).
-    pub id: NodeId,
-    /// Its level.
-    pub level: Level,
-    /// Covered seq range.
-    pub first_seq: i64,
-    /// Last covered seq (inclusive).
-    pub last_seq: i64,
-    /// Time range start.
-    pub start_time: DateTime<Utc>,
-    /// Time range end.
-    pub end_time: DateTime<Utc>,
-    /// One sentence.
-    pub headline: String,
-    /// The structured summary.
-    pub body: String,
-}
-
 /// The answer of `expand_summary`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ExpandAnswer {
@@ -237,7 +230,7 @@ pub struct ExpandAnswer {
     pub node: NodeView,
     /// Its children (higher-level nodes), in time order.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub children: Option<Vec<ChildView>>,
+    pub children: Option<Vec<NodeBrief>>,
     /// One page of its source messages (Level-0 nodes), in order.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub messages: Option<Vec<MessageExcerpt>>,
@@ -260,22 +253,10 @@ pub fn expand(
     args: &ExpandSummaryArgs,
 ) -> Result<ExpandAnswer> {
     let (node, session) = store.browsing().node(persona, args.node_id)?;
-    let view = NodeView::new(&node, &session.key);
-    if node.level > Level::LEAF {
-        let children = store
-            .children(node.id)?
-            .into_iter()
-            .map(|child| ChildView {
-                id: child.id,
-                level: child.level,
-                first_seq: child.first_seq,
-                last_seq: child.last_seq,
-                start_time: child.start_time,
-                end_time: child.end_time,
-                headline: child.headline,
-                body: child.body,
-            })
-            .collect();
+    let (id, level) = (node.id, node.level);
+    let view = NodeView::new(node, &session.key);
+    if level > Level::LEAF {
+        let children = store.children(id)?.into_iter().map(NodeBrief::from).collect();
         return Ok(ExpandAnswer {
             node: view,
             children: Some(children),
@@ -285,7 +266,7 @@ pub fn expand(
             next_offset: None,
         });
     }
-    let sources = store.covered_messages(node.id)?;
+    let sources = store.covered_messages(id)?;
     let offset = args.offset.unwrap_or(0) as usize;
     let page_size = config.expand_page_size.max(1);
     let page: Vec<MessageExcerpt> = sources

@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::fence;
 
 pub use self::browse::{
-    ChildView, ExpandAnswer, HistoryAnswer, MessageExcerpt, NodeView, RecentMessages, TimelineEntry,
+    ExpandAnswer, HistoryAnswer, MessageExcerpt, NodeBrief, NodeView, RecentMessages, TimelineEntry,
     ViewAnswer, expand, history, view,
 };
 pub use self::memory::{ListAnswer, SaveAnswer, Settled, list, purge_expired, save, settle_memory_updates};
@@ -350,7 +350,13 @@ impl Tool {
 
     /// Runs one call for the persona of `ctx`; always answers JSON ([`call_tool`]).
     pub fn call(self, ctx: &ToolContext, args: &Value) -> Value {
-        answer_of(self.name(), || self.dispatch(ctx, args))
+        answer_of(self, || self.dispatch(ctx, args))
+    }
+
+    /// The answer of a call of this tool that panicked or was cancelled: an `internal`
+    /// [`refusal`] that gives no detail.
+    pub fn failed_unexpectedly(self) -> Value {
+        refusal(self.name(), "internal", "the tool failed unexpectedly")
     }
 
     fn dispatch(self, ctx: &ToolContext, args: &Value) -> Result<Value> {
@@ -444,14 +450,24 @@ pub fn call_tool(ctx: &ToolContext, name: &str, args: &Value) -> Value {
 }
 
 /// The answer of `work`, its error as the error object, a panic as an internal error.
-fn answer_of(tool: &str, work: impl FnOnce() -> Result<Value>) -> Value {
+fn answer_of(tool: Tool, work: impl FnOnce() -> Result<Value>) -> Value {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)) {
         Ok(Ok(value)) => value,
-        Ok(Err(err)) => error_json(tool, &err),
-        Err(_) => {
-            json!({"error": {"kind": "internal", "tool": tool, "message": "the tool failed unexpectedly"}})
-        }
+        Ok(Err(err)) => error_json(tool.name(), &err),
+        Err(_) => tool.failed_unexpectedly(),
     }
+}
+
+/// The one shape of a tool's refusal, `{"error": {"kind", "tool", "message"}}`: what a tool
+/// answers when it cannot, and what a caller answers for a call it does not run (the chat loop
+/// past its limit of tool rounds). The model reads it as data and can act on `message`.
+pub fn refusal(tool: &str, kind: &str, message: &str) -> Value {
+    json!({"error": {"kind": kind, "tool": tool, "message": message}})
+}
+
+/// True for a [`refusal`]: an answer whose `error` member is an object.
+pub fn is_refusal(answer: &Value) -> bool {
+    answer.get("error").is_some_and(Value::is_object)
 }
 
 /// The JSON error object for `err`. Database failures are not spelled out to the model (they are
@@ -464,7 +480,8 @@ pub fn error_json(tool: &str, err: &Error) -> Value {
     } else {
         err.chain_message()
     };
-    let mut object = json!({"kind": kind, "tool": tool, "message": message});
+    let mut answer = refusal(tool, kind, &message);
+    let object = &mut answer["error"];
     if let Error::NearDuplicateKey { existing_key, existing_category, .. } = err {
         object["existing_key"] = json!(existing_key);
         object["existing_category"] = json!(existing_category);
@@ -472,5 +489,5 @@ pub fn error_json(tool: &str, err: &Error) -> Value {
     if let Error::UnknownTool(_) = err {
         object["available_tools"] = json!(tool_names());
     }
-    json!({ "error": object })
+    answer
 }

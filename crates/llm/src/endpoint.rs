@@ -1,6 +1,6 @@
-//! The one HTTP client strata has: an OpenAI-compatible `chat/completions` endpoint (OpenAI,
-//! Ollama, llama.cpp server, vLLM), used by the summarizer ([`crate::OpenAiSummarizer`]) and by
-//! the chat loop of the `strata` crate.
+//! The HTTP of an OpenAI-compatible `chat/completions` endpoint (OpenAI, Ollama, llama.cpp
+//! server, vLLM), used by the compactor's summarizer and, through [`crate::ChatClient`], by the
+//! chat loop of the `strata` crate.
 //!
 //! It owns what both need: the URL, the API key (looked up in one place, [`api_key`]), the
 //! per-attempt timeout, and retries of transient failures (408, 429, 5xx, timeouts, broken
@@ -11,9 +11,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::config::RetryPolicy;
 use crate::error::LlmError;
-use crate::summarizer::one_line_within;
+use crate::retry::RetryPolicy;
 
 /// The variable a key is read from when the configured one is unset.
 const FALLBACK_KEY_VARIABLE: &str = "OPENAI_API_KEY";
@@ -39,10 +38,14 @@ pub struct ChatEndpoint {
     retry: RetryPolicy,
 }
 
-/// One failed attempt and how long the server asked to wait before the next.
+/// One failed attempt and how long the server asked to wait before the next: what a caller
+/// with its own retry loop (the summarizer, which also switches protocol on some failures)
+/// gets from [`ChatEndpoint::attempt`].
 #[derive(Debug)]
-pub(crate) struct Failed {
+pub struct Failed {
+    /// What went wrong.
     pub error: LlmError,
+    /// The server's `Retry-After`, if it sent one.
     pub retry_after: Option<Duration>,
 }
 
@@ -92,8 +95,8 @@ impl ChatEndpoint {
         }
     }
 
-    /// One attempt: the JSON of a 2xx answer, or what failed.
-    pub(crate) async fn attempt(&self, body: &Value) -> Result<Value, Failed> {
+    /// One attempt, not retried: the JSON of a 2xx answer, or what failed.
+    pub async fn attempt(&self, body: &Value) -> Result<Value, Failed> {
         let mut request = self.http.post(&self.url).json(body);
         if let Some(key) = &self.api_key {
             request = request.bearer_auth(key);
@@ -129,7 +132,7 @@ impl ChatEndpoint {
     /// How long to wait before retry number `retry` (1-based): what the server asked for, up to
     /// `max_backoff_ms`, else exponential backoff with full jitter in its upper half, so a
     /// fleet of clients does not retry in lockstep.
-    pub(crate) fn wait(&self, retry: u32, server: Option<Duration>) -> Duration {
+    pub fn wait(&self, retry: u32, server: Option<Duration>) -> Duration {
         let policy = &self.retry;
         if let Some(server) = server {
             return server.min(Duration::from_millis(policy.max_backoff_ms));
@@ -166,6 +169,17 @@ fn error_message(body: &str) -> String {
     let message = validation_digest(&message).unwrap_or(message);
     let shown = one_line_within(&message, ERROR_BODY_CHARS);
     if shown.is_empty() { "(empty body)".to_owned() } else { shown }
+}
+
+/// `text` on one line (runs of whitespace become one space), cut to at most `max_chars`
+/// characters ending in `…`: the rule of `strata_store::fence::one_line` and
+/// `strata_store::truncate_chars`, restated because this crate holds no store.
+fn one_line_within(text: &str, max_chars: usize) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match line.char_indices().nth(max_chars.saturating_sub(1)) {
+        Some((end, _)) if line.chars().count() > max_chars => format!("{}…", &line[..end]),
+        _ => line,
+    }
 }
 
 /// One error of a pydantic validation dump: `{'type': 'string_type', 'loc': ('body',
