@@ -11,7 +11,7 @@ use crate::db::query_all;
 use crate::error::{Error, Missing, Result};
 use crate::search::{HitId, HitKind, TextHit};
 use crate::store::Store;
-use crate::types::{Message, MessageId, NodeId, Session, SessionId, SummaryNode, from_unix};
+use crate::types::{Message, MessageId, NodeId, Role, Session, SessionId, SummaryNode, from_unix};
 use crate::vectors::BacklogItem;
 use crate::{messages, nodes, sessions};
 
@@ -116,21 +116,22 @@ pub fn session_overview(conn: &Connection, persona: &str) -> Result<Vec<SessionO
 const BACKLOG_FILTERED: [(HitKind, &str); 3] = [
     (
         HitKind::Memory,
-        "SELECT b.item_id, a.role, a.title || ': ' || a.content FROM embedding_backlog b
+        "SELECT b.item_id, a.role, a.title || ': ' || a.content, NULL FROM embedding_backlog b
          JOIN agent_memories a ON a.id = b.item_id
          WHERE b.kind = 'memory' AND (?2 IS NULL OR a.role = ?2) AND ?3 IS NULL
          ORDER BY b.item_id LIMIT ?1",
     ),
     (
         HitKind::Summary,
-        "SELECT b.item_id, s.role, n.headline || char(10) || n.body FROM embedding_backlog b
+        "SELECT b.item_id, s.role, n.headline || char(10) || n.body, NULL FROM embedding_backlog b
          JOIN summary_nodes n ON n.id = b.item_id JOIN sessions s ON s.id = n.session_id
          WHERE b.kind = 'summary' AND (?2 IS NULL OR s.role = ?2) AND (?3 IS NULL OR s.id = ?3)
          ORDER BY b.item_id LIMIT ?1",
     ),
     (
         HitKind::Message,
-        "SELECT b.item_id, s.role, coalesce(m.name, m.role) || ': ' || m.content FROM embedding_backlog b
+        "SELECT b.item_id, s.role, coalesce(m.name, m.role) || ': ' || m.content, m.role
+         FROM embedding_backlog b
          JOIN messages m ON m.id = b.item_id JOIN sessions s ON s.id = m.session_id
          WHERE b.kind = 'message' AND (?2 IS NULL OR s.role = ?2) AND (?3 IS NULL OR s.id = ?3)
          ORDER BY b.item_id LIMIT ?1",
@@ -152,7 +153,16 @@ pub fn backlog_filtered(
             break;
         }
         items.extend(query_all(conn, sql, params![left as i64, persona, session], |row| {
-            Ok(BacklogItem { id: HitId::new(kind, row.get(0)?), persona: row.get(1)?, text: row.get(2)? })
+            let role: Option<String> = row.get(3)?;
+            let message_role = role.map(|role| role.parse::<Role>()).transpose().map_err(|e| {
+                rusqlite::Error::FromSqlConversionFailure(3, rusqlite::types::Type::Text, Box::new(e))
+            })?;
+            Ok(BacklogItem {
+                id: HitId::new(kind, row.get(0)?),
+                persona: row.get(1)?,
+                text: row.get(2)?,
+                message_role,
+            })
         })?);
     }
     Ok(items)

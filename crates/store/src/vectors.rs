@@ -34,6 +34,9 @@ pub struct BacklogItem {
     pub persona: String,
     /// The text to embed.
     pub text: String,
+    /// The role of a message (its embedding policy depends on it); `None` for summaries and
+    /// memories.
+    pub message_role: Option<crate::types::Role>,
 }
 
 /// The model the vector tables hold vectors of.
