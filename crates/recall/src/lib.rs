@@ -48,7 +48,7 @@ pub use strata_store::fence;
 pub use crate::config::{MemoryTtls, RecallConfig, Ttl};
 pub use crate::embed::{
     ASSETS_ENV, DEFAULT_MODEL, Embedder, MINILM_L6_V2, MODELS, ModelSpec, PoolingKind, chunk_text, cosine,
-    default_assets_dir, model_spec,
+    default_assets_dir, model_spec, runtime_environment,
 };
 pub use crate::error::{Error, Result};
 pub use crate::pipeline::{
