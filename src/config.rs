@@ -235,8 +235,12 @@ impl Config {
         if recall.proactive && recall.proactive_hits == 0 {
             return invalid("proactive_hits", "must be at least 1 (or set proactive = false)");
         }
-        if !(1..=strata_store::MAX_CHUNKS).contains(&recall.embed_max_chunks) {
-            return invalid("embed_max_chunks", "must be between 1 and 32");
+        for (key, chunks) in
+            [("embed_max_chunks", recall.embed_max_chunks), ("embed_tool_chunks", recall.embed_tool_chunks)]
+        {
+            if !(1..=strata_store::MAX_CHUNKS).contains(&chunks) {
+                return invalid(key, "must be between 1 and 32");
+            }
         }
         if recall.default_limit == 0 || recall.max_limit == 0 || recall.embed_batch_size == 0 {
             return invalid("default_limit, max_limit and embed_batch_size", "must be at least 1");

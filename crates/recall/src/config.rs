@@ -31,9 +31,16 @@ pub struct RecallConfig {
     pub max_limit: usize,
     /// Texts per embedding batch (about 32 is fastest and keeps memory near 0.3 GB). Default 32.
     pub embed_batch_size: usize,
-    /// Most chunks (vectors) a long text is embedded as, from its start; text past them is
-    /// found by keywords only. At most 32. Default 8.
+    /// Most chunks (vectors) a long user, assistant or system message, summary or memory is
+    /// embedded as, from its start; text past them is found by keywords only. At most 32.
+    /// Default 8.
     pub embed_max_chunks: usize,
+    /// Most chunks a tool result is embedded as, from its start, prefixed with the tool's name
+    /// (`read_file: ...`). Tool output (file reads, logs, command output) is most of a coding
+    /// agent's tokens and is found by its words (`memory_grep`) far better than by meaning; its
+    /// first chunk says what the call was. At most 32. Default 1 (benches/README.md, "The
+    /// embedding policy").
+    pub embed_tool_chunks: usize,
     /// Backlog rows the worker reads per round (sorted by length, then batched). Default 256.
     pub embed_round_size: usize,
     /// The local embedding model (see `strata_recall::MODELS`). A database embedded with
@@ -111,6 +118,7 @@ impl Default for RecallConfig {
             max_limit: 50,
             embed_batch_size: 32,
             embed_max_chunks: 8,
+            embed_tool_chunks: 1,
             embed_round_size: 256,
             embed_model: crate::embed::DEFAULT_MODEL.to_owned(),
             semantic_weight: 0.3,

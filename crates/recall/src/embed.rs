@@ -141,6 +141,13 @@ fn environment(library: &Path) -> Result<ort::environment::Environment> {
     Ok(environment)
 }
 
+/// The process's ONNX Runtime environment, loading the library of `assets` the first time (a
+/// process holds one runtime and one environment). For callers that run sessions of their own
+/// beside strata's, such as the embedding bench's baseline loop.
+pub fn runtime_environment(assets: &Path) -> Result<ort::environment::Environment> {
+    environment(&assets.join(RUNTIME_LIBRARY))
+}
+
 /// A loaded sentence-embedding model: text in, L2-normalized floats out.
 ///
 /// Cheap to clone (the model is shared) and safe to use from several threads (calls take turns:

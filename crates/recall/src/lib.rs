@@ -58,6 +58,7 @@ pub use crate::tools::{
 pub mod embedding {
     pub use crate::embed::{
         ASSETS_ENV, MINILM_L6_V2, MODELS, ModelSpec, PoolingKind, chunk_text, cosine, default_assets_dir,
+        runtime_environment,
     };
     pub use crate::pipeline::{EmbedProgress, WorkerStats};
 }

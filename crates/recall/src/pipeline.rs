@@ -11,7 +11,7 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use strata_store::{BacklogItem, MAX_CHUNKS, SessionId, Store};
+use strata_store::{BacklogItem, MAX_CHUNKS, Role, SessionId, Store};
 
 use crate::config::RecallConfig;
 use crate::embed::{Embedder, chunk_text};
@@ -83,17 +83,8 @@ pub fn embed_backlog_with(
         // Long texts are embedded in chunks (several vectors per row); every chunk of a batch
         // is embedded together, and a row's vectors are committed with the row.
         for batch in items.chunks(config.embed_batch_size.max(1)) {
-            let chunked: Vec<Vec<&str>> = batch
-                .iter()
-                .map(|item| {
-                    let text = strata_store::prefix_within_bytes(&item.text, MAX_TEXT_BYTES);
-                    chunk_text(
-                        text,
-                        embedder.spec().chunk_words,
-                        config.embed_max_chunks.clamp(1, MAX_CHUNKS),
-                    )
-                })
-                .collect();
+            let chunked: Vec<Vec<&str>> =
+                batch.iter().map(|item| chunks_of(item, embedder.spec().chunk_words, config)).collect();
             let texts: Vec<&str> = chunked.iter().flatten().copied().collect();
             let _span =
                 tracing::debug_span!("embed_batch", items = batch.len(), texts = texts.len()).entered();
@@ -112,6 +103,19 @@ pub fn embed_backlog_with(
         // are off the backlog now, so the loop still ends.
     }
     Ok(report.embedded)
+}
+
+/// The embedding policy: the pieces of a backlog row that get vectors. Tool results keep
+/// `embed_tool_chunks` chunks (their text starts with the tool's name), everything else
+/// `embed_max_chunks`.
+fn chunks_of<'a>(item: &'a BacklogItem, chunk_words: usize, config: &RecallConfig) -> Vec<&'a str> {
+    let max = match item.message_role {
+        Some(Role::Tool) => config.embed_tool_chunks,
+        _ => config.embed_max_chunks,
+    };
+    // A text cut to its first chunks needs no more bytes than they hold.
+    let text = strata_store::prefix_within_bytes(&item.text, MAX_TEXT_BYTES);
+    chunk_text(text, chunk_words, max.clamp(1, MAX_CHUNKS))
 }
 
 #[derive(Debug, Default)]
@@ -262,5 +266,34 @@ fn run(store: &Store, embedder: &Embedder, config: &RecallConfig, poll: Duration
         if state.requested == seen {
             let _ = shared.wake.wait_timeout(state, poll).unwrap_or_else(PoisonError::into_inner);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use strata_store::{HitId, HitKind};
+
+    use super::*;
+
+    fn item(role: Option<Role>, kind: HitKind, text: &str) -> BacklogItem {
+        BacklogItem { id: HitId::new(kind, 1), persona: "p".into(), text: text.into(), message_role: role }
+    }
+
+    #[test]
+    fn tool_results_keep_their_first_chunks_and_other_texts_their_whole() {
+        let long: String = (0..400).map(|i| format!("w{i} ")).collect();
+        let tool_text = format!("read_file: {long}");
+        let config = RecallConfig::default();
+        let tool = item(Some(Role::Tool), HitKind::Message, &tool_text);
+        let chunks = chunks_of(&tool, 80, &config);
+        assert_eq!(chunks.len(), 1);
+        assert!(chunks[0].starts_with("read_file: w0 "), "the tool's name leads its chunk");
+        for role in [Some(Role::User), Some(Role::Assistant), Some(Role::System), None] {
+            let kind = if role.is_some() { HitKind::Message } else { HitKind::Summary };
+            assert_eq!(chunks_of(&item(role, kind, &long), 80, &config).len(), 6, "{role:?}");
+        }
+        let wider = RecallConfig { embed_tool_chunks: 3, embed_max_chunks: 2, ..RecallConfig::default() };
+        assert_eq!(chunks_of(&tool, 80, &wider).len(), 3);
+        assert_eq!(chunks_of(&item(Some(Role::User), HitKind::Message, &long), 80, &wider).len(), 2);
     }
 }

@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::kinds::Kind;
 use crate::search::{HitId, HitKind, SearchFilter};
 use crate::store::Store;
-use crate::types::SessionId;
+use crate::types::{Role, SessionId};
 use crate::vec::to_blob;
 
 /// Most chunks (vectors) stored per row; text past them is not embedded.
@@ -33,6 +33,9 @@ pub struct BacklogItem {
     pub persona: String,
     /// The text to embed.
     pub text: String,
+    /// The role of a message (its embedding policy depends on it); `None` for summaries and
+    /// memories.
+    pub message_role: Option<crate::types::Role>,
 }
 
 /// The model the vector tables hold vectors of.
@@ -230,19 +233,26 @@ pub fn backlog_filtered(
             break;
         }
         let sql = format!(
-            "SELECT b.item_id, {persona_column}, {text} FROM embedding_backlog b JOIN {joined}
+            "SELECT b.item_id, {persona_column}, {text}, {role} FROM embedding_backlog b JOIN {joined}
              WHERE b.kind = '{name}' AND {within} ORDER BY b.item_id LIMIT ?1",
             persona_column = kind.persona,
             text = kind.ranked_text,
+            // A message's embedding policy depends on its sender.
+            role = if kind.kind == HitKind::Message { "m.role" } else { "NULL" },
             joined = kind.joined_on("b.item_id"),
             name = kind.kind.as_str(),
             within = backlog_window(kind),
         );
         items.extend(query_all(conn, &sql, params![left as i64, persona, session], |row| {
+            let role: Option<String> = row.get(3)?;
+            let message_role = role.map(|role| role.parse::<Role>()).transpose().map_err(|e| {
+                rusqlite::Error::FromSqlConversionFailure(3, rusqlite::types::Type::Text, Box::new(e))
+            })?;
             Ok(BacklogItem {
                 id: HitId::new(kind.kind, row.get(0)?),
                 persona: row.get(1)?,
                 text: row.get(2)?,
+                message_role,
             })
         })?);
     }

@@ -100,3 +100,29 @@ fn worker_embeds_new_rows_in_the_background() {
     );
     worker.stop();
 }
+
+#[test]
+fn tool_results_get_one_vector_by_default_and_conversation_text_all_of_its_chunks() {
+    let content: String = (0..300).map(|i| format!("word{i} ")).collect();
+    let vectors = |config: &RecallConfig| {
+        let fx = fixture();
+        let session = fx.store.session("s", "p").unwrap();
+        let mut tool = message(strata_store::Role::Tool, &content, at("2024-05-01T08:00:00Z"));
+        tool.name = Some("read_file".into());
+        tool.tool_call_id = Some("call_1".into());
+        let mut call = message(strata_store::Role::Assistant, "", at("2024-05-01T08:00:00Z"));
+        call.tool_calls = Some(serde_json::json!([{
+            "id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}
+        }]));
+        let user = message(strata_store::Role::User, &content, at("2024-05-01T08:01:00Z"));
+        fx.store.append(session.id, &[call, tool, user]).unwrap();
+        let written =
+            embed_backlog_with(&fx.store, &embedder(), config, &BacklogFilter::default(), |_| {}).unwrap();
+        assert_eq!(written, 3, "every row leaves the backlog");
+        fx.store.embeddings().counts().unwrap().messages
+    };
+    // `name: text` of 301 words is five overlapping windows of 80 words; the empty call is one.
+    assert_eq!(vectors(&RecallConfig::default()), 1 + 1 + 5);
+    assert_eq!(vectors(&RecallConfig { embed_tool_chunks: 8, ..RecallConfig::default() }), 1 + 5 + 5);
+    assert_eq!(vectors(&RecallConfig { embed_max_chunks: 2, ..RecallConfig::default() }), 1 + 1 + 2);
+}
