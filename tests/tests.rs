@@ -13,6 +13,7 @@ mod cli_mcp;
 mod cli_recall;
 mod cli_store;
 mod crash;
+mod interop;
 mod llm_recorded;
 mod memory_life;
 mod recalled;

@@ -36,6 +36,7 @@
 mod check;
 mod db;
 mod error;
+mod export;
 pub mod fence;
 mod ingests;
 mod memories;
@@ -60,6 +61,7 @@ mod watermark;
 pub use crate::check::{Check, Report};
 pub use crate::db::DEFAULT_BUSY_TIMEOUT;
 pub use crate::error::{Error, Missing, Result, error_chain};
+pub use crate::export::{ExportScope, ExportedMessage};
 pub use crate::ingests::line_digest;
 pub use crate::memories::{MAX_CONTENT_CHARS, MAX_KEY_CHARS, MemoryWrite, normalize_key};
 pub use crate::memory_updates::MemoryUpdates;
