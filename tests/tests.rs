@@ -15,6 +15,7 @@ mod cli_store;
 mod crash;
 mod interop;
 mod llm_recorded;
+mod mcp_http;
 mod memory_life;
 mod recalled;
 mod reliability;
