@@ -16,8 +16,8 @@
 //! A developer message is a system message. Consecutive calls are one assistant message with
 //! several tool calls, and each output is a tool message answering its `call_id`, named after
 //! the call's tool. An `input_image` part is kept as the placeholder `[input_image]`. Ids are
-//! `L<line>` (`L<line>#2` for a call joined to the line before), so a re-run, or a longer
-//! version of the rollout, adds only what is new.
+//! `L<line>` (a call joined to the message of the line before is part of that message), so a
+//! re-run, or a longer version of the rollout, adds only what is new.
 
 use std::collections::HashMap;
 use std::path::Path;
