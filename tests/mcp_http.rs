@@ -250,3 +250,37 @@ async fn a_hundred_concurrent_sessions_of_two_personas_never_see_each_other() {
         direct_wall.as_secs_f64()
     );
 }
+
+/// The binary: `strata mcp --http 127.0.0.1:0` says where it listens, serves a client that
+/// names its session in headers, and stops on SIGINT.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_serves_mcp_over_http_until_interrupted() {
+    use tokio::io::AsyncBufReadExt;
+
+    let strata = seeded(4);
+    let mut command = tokio::process::Command::from(strata.command());
+    command.args(["mcp", "--http", "127.0.0.1:0", "--no-embed"]).stderr(std::process::Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    let mut stderr = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let line =
+        tokio::time::timeout(Duration::from_secs(60), stderr.next_line()).await.unwrap().unwrap().unwrap();
+    let url =
+        line.split_whitespace().find(|word| word.starts_with("http://")).unwrap_or_else(|| panic!("{line}"));
+    let addr: SocketAddr = url.trim_start_matches("http://").trim_end_matches("/mcp").parse().unwrap();
+    assert!(addr.ip().is_loopback() && addr.port() != 0, "{line}");
+    let blue = client(addr, &[(SESSION_HEADER, "blue-cli"), (PERSONA_HEADER, "blue")], None).await.unwrap();
+    let hits = answer(
+        &blue
+            .call_tool(call("memory_grep", json!({"query": "vault", "include_in_context": true})))
+            .await
+            .unwrap(),
+    );
+    let text = hits.to_string();
+    assert!(text.contains("blue-vault") && !text.contains("red-vault"), "{hits:#}");
+    blue.cancel().await.unwrap();
+    // SIGINT, as Ctrl-C sends: the server stops and the process exits cleanly.
+    let pid = child.id().unwrap().to_string();
+    assert!(std::process::Command::new("kill").args(["-INT", &pid]).status().unwrap().success());
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait()).await.unwrap().unwrap();
+    assert!(status.success(), "{status}");
+}
