@@ -120,6 +120,21 @@ fn export_refusals_are_one_clear_line() {
     let run = strata.run(&["export", "--format", "jsonl", "--persona", "p", "--session", "s1", "--out", out]);
     assert!(!run.ok && run.stderr.contains("cannot be used with"), "{}", run.stderr);
     assert!(!Path::new(out).exists(), "a refused export writes no file");
+    // On standard output the lines are all there is, --json or not.
+    let stdout =
+        strata.run(&["export", "--format", "jsonl", "--persona", "coder", "--out", "-", "--json"]).success();
+    assert_eq!(stdout.lines().count(), 8, "{stdout}");
+    assert!(
+        stdout
+            .lines()
+            .all(|line| serde_json::from_str::<serde_json::Value>(line).unwrap()["role"].is_string())
+    );
+    // A missing file, and an address that is none.
+    let missing = strata.dir().join("missing.json");
+    let error = strata.run(&["import", "--from", "openai", missing.to_str().unwrap()]).failure();
+    assert!(error.contains("cannot read") && error.contains("missing.json"), "{error}");
+    let run = strata.run(&["mcp", "--http", "localhost:99999"]);
+    assert!(!run.ok && run.stderr.contains("--http"), "{}", run.stderr);
     // A persona without messages exports an empty file, not an error.
     strata.run(&["export", "--format", "jsonl", "--persona", "nobody", "--out", out]).success();
     assert_eq!(std::fs::read_to_string(out).unwrap(), "");

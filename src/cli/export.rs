@@ -81,12 +81,16 @@ pub fn run(store: &Store, args: &ExportArgs, json: bool, out: &mut impl std::io:
             };
             let messages = store.export_messages(scope)?;
             let sessions = export_jsonl(&messages, &args.out)?;
+            // On standard output the messages are the output: no report follows them.
+            if args.out.as_os_str() == "-" {
+                return Ok(());
+            }
             if json {
                 print_json(
                     out,
                     &serde_json::json!({"messages": messages.len(), "sessions": sessions, "file": args.out}),
                 )?;
-            } else if args.out.as_os_str() != "-" {
+            } else {
                 writeln!(
                     out,
                     "wrote {} messages of {} session(s) to {}",

@@ -100,8 +100,10 @@ pub async fn serve_http(
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
                 Err(error) => {
-                    // A full file table or a connection reset before accept: the next may work.
+                    // A full file table or a connection reset before accept: the next may work,
+                    // after a pause that keeps a lasting failure from spinning a core.
                     tracing::warn!(%error, "cannot accept an MCP connection");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                     continue;
                 }
             },
