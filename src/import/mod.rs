@@ -367,3 +367,69 @@ pub(crate) fn tool_call(id: &str, name: &str, input: &serde_json::Value) -> serd
     };
     serde_json::json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments}})
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Text made of the pieces of every format, in any order: near-valid files.
+    fn near_file() -> impl Strategy<Value = String> {
+        let piece = prop::sample::select(vec![
+            "## User\n",
+            "## Assistant\n",
+            "## Assistant (Build · m · 1s)\n",
+            "---\n",
+            "\n",
+            "**Tool: bash**\n",
+            "**Input:**\n",
+            "**Output:**\n",
+            "**Error:**\n",
+            "```json\n",
+            "```\n",
+            "{}\n",
+            "text\n",
+            "**Session ID:** s\n",
+            "**Created:** 2/12/2026, 4:05:09 PM\n",
+            r#"{"type":"user","uuid":"u","sessionId":"s","timestamp":"2026-01-01T00:00:00Z","message":{"content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"image"}]}]}}"#,
+            r#"{"type":"assistant","uuid":"a","sessionId":"s","timestamp":"2026-01-01T00:00:00Z","message":{"id":"m","content":[{"type":"tool_use","id":"t","name":"n","input":{}}]}}"#,
+            r#"{"type":"response_item","payload":{"type":"function_call","name":"f","arguments":"{}","call_id":"c"}}"#,
+            r#"{"type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":{"x":1}}}"#,
+            r#"{"type":"session_meta","payload":{"id":7}}"#,
+            r#"[{"role":"user","content":"x"},{"role":"tool","content":"y","tool_call_id":"c"}]"#,
+            r#"[{"id":"c","mapping":{"a":{"message":{"id":"a","author":{"role":"assistant"},"recipient":"python","content":{"content_type":"code","text":"1"}},"parent":null}},"current_node":"a"}]"#,
+            r#"{"messages":[]}"#,
+            "[",
+            "\u{feff}",
+            "\"",
+            "null\n",
+        ]);
+        prop::collection::vec(piece, 0..24).prop_map(|pieces| pieces.concat())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2_000, failure_persistence: None, ..ProptestConfig::default() })]
+
+        /// Any text, in any format, is messages or one error that names the file on one line;
+        /// never a panic.
+        #[test]
+        fn any_file_of_any_format_is_messages_or_one_clear_error(
+            text in prop_oneof![near_file(), "\\PC{0,80}"],
+            format in prop::sample::select(Format::ALL.to_vec()),
+        ) {
+            match read_str(format, &text, "f.txt", &ImportOptions::new("p")) {
+                Ok(messages) => {
+                    for message in messages {
+                        prop_assert!(message.message.validate().is_ok());
+                        prop_assert!(!message.session_key.is_empty());
+                    }
+                }
+                Err(error) => {
+                    let line = strata_store::error_chain(&error);
+                    prop_assert!(line.starts_with("f.txt"), "{}", line);
+                }
+            }
+        }
+    }
+}
