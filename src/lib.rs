@@ -47,6 +47,7 @@ pub mod chat;
 pub mod config;
 mod engine;
 mod error;
+pub mod import;
 pub mod llm;
 #[cfg(feature = "mcp")]
 pub mod mcp;

@@ -23,6 +23,10 @@
 //!
 //! [`McpServer`] implements rmcp's `ServerHandler`, so it can also be served on any other rmcp
 //! transport with `rmcp::ServiceExt::serve`.
+//!
+//! [`http::serve_http`] serves many conversations over the streamable HTTP transport of the
+//! current MCP specification: each MCP session names its strata session and persona in
+//! headers.
 
 use std::sync::Arc;
 
@@ -38,6 +42,8 @@ use tokio::sync::mpsc;
 
 use crate::engine::EngineSession;
 
+pub mod http;
+
 /// Why the MCP server stopped with an error.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -51,6 +57,15 @@ pub enum McpError {
     /// The client's end of the connection cannot be written to.
     #[error("cannot write to the MCP client")]
     Write(#[source] std::io::Error),
+    /// The HTTP server cannot listen.
+    #[error("cannot listen for MCP over HTTP")]
+    Listen(#[source] std::io::Error),
+    /// The HTTP server was asked to listen beyond this machine without a bearer token.
+    #[error("serving on {addr}, beyond this machine, needs a bearer token (STRATA_MCP_TOKEN)")]
+    TokenRequired {
+        /// The address it was bound to.
+        addr: std::net::SocketAddr,
+    },
 }
 
 /// An MCP server handler exposing strata's tools for one session.
@@ -63,8 +78,7 @@ pub struct McpServer {
 impl McpServer {
     /// A server for `session`, offering strata's tools.
     pub fn new(session: EngineSession) -> McpServer {
-        let tools = strata_recall::Tool::ALL.into_iter().map(mcp_tool).collect();
-        McpServer { session, tools }
+        McpServer { session, tools: all_tools() }
     }
 
     /// The tools as MCP lists them.
@@ -75,19 +89,39 @@ impl McpServer {
     /// Runs one call: the engine's JSON answer as text and structured content, flagged as an
     /// error when the tool refused. `None` when no tool has this name.
     pub async fn call(&self, name: &str, arguments: Option<JsonObject>) -> Option<CallToolResult> {
-        if !self.tools.iter().any(|tool| tool.name == name) {
-            return None;
-        }
-        let arguments = arguments.map_or(Value::Null, Value::Object);
-        let answer = self.session.call_tool(name, arguments).await;
-        let refused = strata_recall::is_refusal(&answer);
-        tracing::debug!(tool = name, error = refused, "MCP tool call");
-        Some(if refused {
-            CallToolResult::structured_error(answer)
-        } else {
-            CallToolResult::structured(answer)
-        })
+        call(&self.session, &self.tools, name, arguments).await
     }
+}
+
+/// The tools as MCP lists them, built once per server.
+pub(crate) fn all_tools() -> Arc<[Tool]> {
+    strata_recall::Tool::ALL.into_iter().map(mcp_tool).collect()
+}
+
+/// Runs one call of `session`: the engine's JSON answer as text and structured content,
+/// flagged as an error when the tool refused; `None` when no tool has this name. Every
+/// transport calls through here, so each gets the same tools and the same fencing.
+pub(crate) async fn call(
+    session: &EngineSession,
+    tools: &[Tool],
+    name: &str,
+    arguments: Option<JsonObject>,
+) -> Option<CallToolResult> {
+    if !tools.iter().any(|tool| tool.name == name) {
+        return None;
+    }
+    let arguments = arguments.map_or(Value::Null, Value::Object);
+    let answer = session.call_tool(name, arguments).await;
+    let refused = strata_recall::is_refusal(&answer);
+    tracing::debug!(tool = name, error = refused, "MCP tool call");
+    Some(if refused { CallToolResult::structured_error(answer) } else { CallToolResult::structured(answer) })
+}
+
+/// The protocol error of a call naming no known tool (the specification makes it invalid
+/// params).
+pub(crate) fn unknown_tool(name: &str, tools: &[Tool]) -> ErrorData {
+    let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_ref()).collect();
+    ErrorData::invalid_params(format!("unknown tool {name:?}; the tools are {}", names.join(", ")), None)
 }
 
 /// The MCP form of one of strata's tools. Those that do not write are marked read-only, so
@@ -134,14 +168,7 @@ impl ServerHandler for McpServer {
     ) -> Result<CallToolResponse, ErrorData> {
         match self.call(&request.name, request.arguments).await {
             Some(result) => Ok(result.into()),
-            // The specification makes an unknown tool a protocol error (invalid params).
-            None => {
-                let names: Vec<&str> = self.tools.iter().map(|tool| tool.name.as_ref()).collect();
-                Err(ErrorData::invalid_params(
-                    format!("unknown tool {:?}; the tools are {}", request.name, names.join(", ")),
-                    None,
-                ))
-            }
+            None => Err(unknown_tool(&request.name, &self.tools)),
         }
     }
 }

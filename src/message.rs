@@ -120,14 +120,10 @@ impl Incoming {
         let Some(object) = value.as_object() else {
             return Err(invalid(format!("a message is a JSON object, not {}", json_kind(value))));
         };
-        for (key, value) in object {
-            let empty = value.is_null() || value.as_array().is_some_and(Vec::is_empty);
-            // A refusal is what the model said instead of content: kept as its text below.
-            let refusal = key == "refusal" && (value.is_string() || value.is_null());
-            let ignored = refusal || EMPTY_RESPONSE_KEYS.contains(&key.as_str()) && empty;
-            if !KEYS.contains(&key.as_str()) && !ignored {
-                return Err(invalid(format!("unknown key {key:?} (known: {})", KEYS.join(", "))));
-            }
+        if let Some(key) =
+            object.iter().find_map(|(key, value)| (!Incoming::reads(key, value)).then_some(key))
+        {
+            return Err(invalid(format!("unknown key {key:?} (known: {})", KEYS.join(", "))));
         }
         let role: Role = match object.get("role") {
             Some(Value::String(role)) => {
@@ -200,6 +196,18 @@ impl Incoming {
             pinned,
         })
     }
+
+    /// Whether [`Incoming::from_json`] reads (or knowingly passes over) `key` with this value:
+    /// one of its keys, or an empty field of an API response.
+    pub(crate) fn reads(key: &str, value: &Value) -> bool {
+        let empty = value.is_null() || value.as_array().is_some_and(Vec::is_empty);
+        // A refusal is what the model said instead of content: kept as its text.
+        let refusal = key == "refusal" && (value.is_string() || value.is_null());
+        KEYS.contains(&key) || refusal || EMPTY_RESPONSE_KEYS.contains(&key) && empty
+    }
+
+    /// The keys [`Incoming::from_json`] stores.
+    pub(crate) const KEYS: [&'static str; 8] = KEYS;
 
     /// The row to store, sent at `now` unless it says when; its tokens not counted yet.
     pub(crate) fn into_new(self, now: DateTime<Utc>) -> NewMessage {

@@ -1,5 +1,6 @@
 //! `strata export`: Markdown for people and for grep, `MEMORY.md`, `HISTORY.md`, and an index
-//! with one file per root of the summary forest.
+//! with one file per root of the summary forest; or the messages themselves as strata's JSON
+//! Lines, which `strata ingest` stores back unchanged.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -8,7 +9,128 @@ use chrono::{DateTime, Utc};
 use strata_store::fence::one_line;
 use strata_store::{Category, Session, Store, SummaryNode};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
+use strata_store::ExportScope;
+
+use crate::cli::output::print_json;
+
+/// Options of `strata export`.
+#[derive(Debug, clap::Args)]
+pub struct ExportArgs {
+    /// What to write: `markdown` (a directory of MEMORY.md, HISTORY.md and the summary forest)
+    /// or `jsonl` (every message, in the format `strata ingest` reads).
+    #[arg(long, value_enum, default_value_t = ExportFormat::Markdown)]
+    format: ExportFormat,
+    /// The persona to export (default "default").
+    #[arg(long, conflicts_with = "session")]
+    persona: Option<String>,
+    /// The session to export (jsonl only).
+    #[arg(long)]
+    session: Option<String>,
+    /// The directory to write into (markdown, created if missing), or the file (jsonl; `-` is
+    /// standard output).
+    #[arg(long)]
+    out: PathBuf,
+}
+
+/// The formats of `strata export`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum ExportFormat {
+    /// MEMORY.md, HISTORY.md and one file per root of the summary forest.
+    Markdown,
+    /// strata's JSON Lines, one message per line, every stored field.
+    Jsonl,
+}
+
+/// Runs `strata export`.
+pub fn run(store: &Store, args: &ExportArgs, json: bool, out: &mut impl std::io::Write) -> Result<()> {
+    let persona = args.persona.as_deref().unwrap_or("default");
+    match args.format {
+        ExportFormat::Markdown => {
+            if args.session.is_some() {
+                bail!("--session is for --format jsonl; the markdown export is of a whole persona");
+            }
+            let dir = &args.out;
+            let report = export_persona(store, persona, dir)?;
+            if json {
+                print_json(out, &report)?;
+            } else {
+                writeln!(
+                    out,
+                    "wrote {} files to {}: {} memories, {} history entries, {} root nodes",
+                    report.files.len(),
+                    dir.display(),
+                    report.memories,
+                    report.history_entries,
+                    report.roots
+                )?;
+            }
+        }
+        ExportFormat::Jsonl => {
+            let scope = match &args.session {
+                Some(key) => {
+                    if store.find_session(key)?.is_none() {
+                        bail!("no session {key:?} in {}", store.path().display());
+                    }
+                    ExportScope::Session(key)
+                }
+                None => {
+                    strata_store::validate_persona(persona)?;
+                    ExportScope::Persona(persona)
+                }
+            };
+            let messages = store.export_messages(scope)?;
+            let sessions = export_jsonl(&messages, &args.out)?;
+            // On standard output the messages are the output: no report follows them.
+            if args.out.as_os_str() == "-" {
+                return Ok(());
+            }
+            if json {
+                print_json(
+                    out,
+                    &serde_json::json!({"messages": messages.len(), "sessions": sessions, "file": args.out}),
+                )?;
+            } else {
+                writeln!(
+                    out,
+                    "wrote {} messages of {} session(s) to {}",
+                    messages.len(),
+                    sessions,
+                    args.out.display()
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Writes the messages as JSON Lines to `path` (`-`: standard output); returns how many
+/// sessions they belong to. A file is written whole or not at all: into a temporary file
+/// beside it, renamed over it at the end.
+fn export_jsonl(messages: &[strata_store::ExportedMessage], path: &Path) -> Result<usize> {
+    let mut sessions = std::collections::BTreeSet::new();
+    let mut write_all = |out: &mut dyn std::io::Write| -> std::io::Result<()> {
+        for message in messages {
+            sessions.insert(message.session_key.as_str());
+            out.write_all(strata::import::jsonl::write_line(message).as_bytes())?;
+            out.write_all(b"\n")?;
+        }
+        out.flush()
+    };
+    if path.as_os_str() == "-" {
+        write_all(&mut std::io::stdout().lock())?;
+    } else {
+        let cannot = || format!("cannot write {}", path.display());
+        let dir = path.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let mut file = tempfile::NamedTempFile::new_in(dir).with_context(cannot)?;
+        {
+            let mut writer = std::io::BufWriter::new(file.as_file_mut());
+            write_all(&mut writer).with_context(cannot)?;
+        }
+        file.persist(path).with_context(cannot)?;
+    }
+    Ok(sessions.len())
+}
 
 /// What an export wrote.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]

@@ -4,12 +4,11 @@ use std::collections::BTreeSet;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, bail};
-use chrono::{DateTime, Utc};
+use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
-use serde::Deserialize;
+use strata::import::{ImportError, ImportOptions, jsonl};
 use strata_compactor::TokenCounter;
-use strata_store::{IncomingMessage, NewMessage, Role, Store};
+use strata_store::{Imported, IncomingMessage, Store};
 
 use crate::cli::output::print_json;
 
@@ -21,9 +20,10 @@ const PROGRESS_THRESHOLD: usize = 2_000;
 
 #[derive(Debug, clap::Args)]
 pub struct IngestArgs {
-    /// The JSON Lines file (`-` for standard input). Each line: {"role", "content", "name"?,
-    /// "timestamp"? (RFC 3339), "session"?, "persona"?, "tool_calls"?, "tool_call_id"?, "pinned"?,
-    /// "id"? (unique per session: a line whose id the session holds is not stored again)}.
+    /// The JSON Lines file (`-` for standard input). Each line: {"role", "content" (text or
+    /// text parts), "name"?, "timestamp"? (RFC 3339 or UNIX seconds), "session"?, "persona"?,
+    /// "tool_calls"?, "tool_call_id"?, "pinned"?, "id"? (or "key": unique per session, a line
+    /// whose id the session holds is not stored again)}.
     /// Re-running a file, or a longer version of it, adds only the lines not stored yet.
     file: PathBuf,
     /// Session key for lines that do not name one.
@@ -41,161 +41,6 @@ pub struct IngestArgs {
     /// encoding it was first counted with; another is refused.
     #[arg(long, env = "STRATA_MODEL")]
     model: Option<String>,
-}
-
-/// The keys a line may have.
-const KEYS: [&str; 10] = [
-    "role",
-    "content",
-    "name",
-    "timestamp",
-    "session",
-    "persona",
-    "tool_calls",
-    "tool_call_id",
-    "pinned",
-    "id",
-];
-
-/// One line of the file.
-#[derive(Debug, Deserialize)]
-struct Line {
-    role: String,
-    #[serde(default)]
-    content: Option<String>,
-    name: Option<String>,
-    timestamp: Option<String>,
-    session: Option<String>,
-    persona: Option<String>,
-    tool_calls: Option<serde_json::Value>,
-    tool_call_id: Option<String>,
-    #[serde(default)]
-    pinned: bool,
-    id: Option<String>,
-}
-
-/// Parses one line into a message, its tokens not counted yet; the error names what is wrong
-/// but not the line number, which the caller adds.
-fn parse_line(
-    text: &str,
-    session: &str,
-    persona: &str,
-    allow_unknown_keys: bool,
-    now: DateTime<Utc>,
-) -> anyhow::Result<IncomingMessage> {
-    let Strict(value) = serde_json::from_str(text).context("not valid JSON")?;
-    let Some(object) = value.as_object() else {
-        bail!("not a message object (expected {{\"role\": ..., \"content\": ...}})")
-    };
-    if !allow_unknown_keys && let Some(key) = object.keys().find(|key| !KEYS.contains(&key.as_str())) {
-        bail!("unknown key {key:?} (known: {}; --allow-unknown-keys ignores it)", KEYS.join(", "));
-    }
-    let line: Line = serde_json::from_value(value).context("not a valid message object")?;
-    let role: Role = line.role.parse()?;
-    let created_at = match &line.timestamp {
-        Some(stamp) => DateTime::parse_from_rfc3339(stamp)
-            .with_context(|| format!("timestamp {stamp:?} is not RFC 3339 (like 2026-01-31T09:30:00Z)"))?
-            .with_timezone(&Utc),
-        None => now,
-    };
-    if line.content.is_none() && line.tool_calls.is_none() {
-        bail!("a message needs \"content\" (or \"tool_calls\")");
-    }
-    if let Some(calls) = &line.tool_calls
-        && !calls.is_array()
-    {
-        bail!("\"tool_calls\" must be a JSON array");
-    }
-    let message = NewMessage {
-        role,
-        content: line.content.unwrap_or_default(),
-        tool_calls: line.tool_calls,
-        tool_call_id: line.tool_call_id,
-        name: line.name,
-        created_at,
-        token_count: 0,
-        pinned: line.pinned,
-        external_id: line.id,
-    };
-    message.validate()?;
-    if let Some(persona) = &line.persona {
-        strata_store::validate_persona(persona)?;
-    }
-    Ok(IncomingMessage {
-        session_key: line.session.unwrap_or_else(|| session.to_owned()),
-        persona: line.persona.unwrap_or_else(|| persona.to_owned()),
-        message,
-        line_digest: Some(strata_store::line_digest(text)),
-    })
-}
-
-/// A JSON value whose objects were checked for duplicate keys while it was read: serde_json
-/// keeps the last of two equal keys, so `{"role": "user", "role": "system"}` was stored as a
-/// system message, and nothing said so.
-struct Strict(serde_json::Value);
-
-impl<'de> Deserialize<'de> for Strict {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Strict, D::Error> {
-        deserializer.deserialize_any(StrictVisitor).map(Strict)
-    }
-}
-
-struct StrictVisitor;
-
-impl<'de> serde::de::Visitor<'de> for StrictVisitor {
-    type Value = serde_json::Value;
-
-    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.write_str("any JSON value")
-    }
-
-    fn visit_bool<E>(self, value: bool) -> Result<serde_json::Value, E> {
-        Ok(value.into())
-    }
-
-    fn visit_i64<E>(self, value: i64) -> Result<serde_json::Value, E> {
-        Ok(value.into())
-    }
-
-    fn visit_u64<E>(self, value: u64) -> Result<serde_json::Value, E> {
-        Ok(value.into())
-    }
-
-    fn visit_f64<E>(self, value: f64) -> Result<serde_json::Value, E> {
-        Ok(serde_json::Number::from_f64(value).map_or(serde_json::Value::Null, serde_json::Value::Number))
-    }
-
-    fn visit_str<E>(self, value: &str) -> Result<serde_json::Value, E> {
-        Ok(value.into())
-    }
-
-    fn visit_string<E>(self, value: String) -> Result<serde_json::Value, E> {
-        Ok(value.into())
-    }
-
-    fn visit_unit<E>(self) -> Result<serde_json::Value, E> {
-        Ok(serde_json::Value::Null)
-    }
-
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<serde_json::Value, A::Error> {
-        let mut values = Vec::new();
-        while let Some(Strict(value)) = seq.next_element()? {
-            values.push(value);
-        }
-        Ok(serde_json::Value::Array(values))
-    }
-
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<serde_json::Value, A::Error> {
-        let mut object = serde_json::Map::new();
-        while let Some(key) = map.next_key::<String>()? {
-            if object.contains_key(&key) {
-                return Err(serde::de::Error::custom(format_args!("duplicate key {key:?}")));
-            }
-            let Strict(value) = map.next_value()?;
-            object.insert(key, value);
-        }
-        Ok(serde_json::Value::Object(object))
-    }
 }
 
 fn read_lines(path: &Path) -> anyhow::Result<Vec<String>> {
@@ -231,7 +76,11 @@ pub fn parse_file(
         progress.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
     progress.set_message("parsing");
-    let now = Utc::now();
+    let options = ImportOptions {
+        session: Some(session.to_owned()),
+        allow_unknown_keys,
+        ..ImportOptions::new(persona)
+    };
     let mut incoming = Vec::with_capacity(lines.len());
     for (index, text) in lines.iter().enumerate() {
         progress.inc(1);
@@ -250,7 +99,11 @@ pub fn parse_file(
             })
             .context(at()));
         }
-        let message = parse_line(text, session, persona, allow_unknown_keys, now).with_context(at)?;
+        let message = jsonl::parse_line(text, &options).map_err(|source| ImportError::Line {
+            path: file.to_owned(),
+            line: index + 1,
+            source,
+        })?;
         limits.check_message_size(&message.message).with_context(at)?;
         incoming.push(message);
     }
@@ -259,52 +112,49 @@ pub fn parse_file(
     Ok(incoming)
 }
 
-pub fn run(
-    store: &Store,
-    config: &strata::Config,
-    args: &IngestArgs,
-    json: bool,
-    out: &mut impl Write,
-) -> anyhow::Result<()> {
-    strata_store::validate_persona(&args.persona)?;
-    let counter = match &args.model {
-        Some(model) => TokenCounter::for_model(model),
-        None => config.compactor.token_counter(),
-    };
-    counter.claim(store)?;
-    let progress = ProgressBar::new(0).with_style(
+/// The progress bar of an import.
+pub fn progress_bar() -> ProgressBar {
+    ProgressBar::new(0).with_style(
         ProgressStyle::with_template("{msg:>10} [{bar:40}] {pos}/{len} lines ({per_sec}, {eta})")
             .expect("static template")
             .progress_chars("=> "),
-    );
-    // Nothing is written until every line has parsed: a bad line leaves the database as it was.
-    let incoming = parse_file(
-        &args.file,
-        &args.session,
-        &args.persona,
-        args.allow_unknown_keys,
-        &config.compactor,
-        &counter,
-        &progress,
-    )?;
+    )
+}
+
+/// Stores parsed messages in one transaction (all or nothing), then indexes them for search.
+pub fn store_all(
+    store: &Store,
+    incoming: &[IncomingMessage],
+    progress: &ProgressBar,
+) -> anyhow::Result<Imported> {
     progress.set_message("writing");
-    let imported = store.append_many(&incoming).context("nothing was ingested")?;
+    let imported = store.append_many(incoming).context("nothing was ingested")?;
     // Index for search now, with the bar, rather than in the first search after the import.
     progress.set_message("indexing");
     progress.set_position(0);
     progress.set_length(store.unindexed_messages()?);
     loop {
-        let indexed = store
-            .index_messages(INDEX_BATCH)
-            .context("the messages are stored; indexing them for search failed (the next compaction or ingest retries)")?;
+        let indexed = store.index_messages(INDEX_BATCH).context(
+            "the messages are stored; indexing them for search failed (the next compaction or ingest retries)",
+        )?;
         progress.inc(indexed as u64);
         if indexed < INDEX_BATCH {
             break;
         }
     }
     progress.finish_and_clear();
-    let ids = &imported.ids;
+    Ok(imported)
+}
 
+/// Prints what an import stored.
+pub fn report(
+    incoming: &[IncomingMessage],
+    imported: &Imported,
+    counter: &TokenCounter,
+    json: bool,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    let ids = &imported.ids;
     let sessions: BTreeSet<&str> = incoming.iter().map(|m| m.session_key.as_str()).collect();
     let tokens: u64 = incoming.iter().map(|m| u64::from(m.message.token_count)).sum();
     if json {
@@ -340,49 +190,30 @@ pub fn run(
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use proptest::prelude::*;
-
-    use super::*;
-
-    /// A line that is nearly a message: known and unknown keys with values of any JSON type.
-    fn near_message() -> impl Strategy<Value = String> {
-        let value = prop_oneof![
-            Just(serde_json::Value::Null),
-            any::<bool>().prop_map(serde_json::Value::Bool),
-            any::<i64>().prop_map(|n| serde_json::json!(n)),
-            "\\PC{0,20}".prop_map(serde_json::Value::String),
-            prop::sample::select(vec!["user", "assistant", "tool", "system", "2026-01-31T09:30:00Z"])
-                .prop_map(|s| serde_json::json!(s)),
-            Just(
-                serde_json::json!([{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}])
-            ),
-        ];
-        let key = prop_oneof![prop::sample::select(KEYS.to_vec()).prop_map(str::to_owned), "[a-z]{1,8}"];
-        prop::collection::btree_map(key, value, 0..8)
-            .prop_map(|map| serde_json::Value::Object(map.into_iter().collect()).to_string())
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig { cases: 3_000, failure_persistence: None, ..ProptestConfig::default() })]
-
-        /// Any line parses into a message or an error that names the problem on one line.
-        #[test]
-        fn any_line_is_a_message_or_one_clear_error(
-            line in prop_oneof![near_message(), "\\PC{0,60}"],
-            lenient in any::<bool>(),
-        ) {
-            match parse_line(&line, "s", "p", lenient, Utc::now()) {
-                Ok(incoming) => {
-                    prop_assert!(!incoming.session_key.is_empty());
-                    prop_assert!(incoming.line_digest.is_some());
-                }
-                Err(error) => {
-                    let text = format!("{error:#}");
-                    prop_assert!(!text.is_empty() && !text.contains('\n'), "{line} -> {text}");
-                }
-            }
-        }
-    }
+pub fn run(
+    store: &Store,
+    config: &strata::Config,
+    args: &IngestArgs,
+    json: bool,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    strata_store::validate_persona(&args.persona)?;
+    let counter = match &args.model {
+        Some(model) => TokenCounter::for_model(model),
+        None => config.compactor.token_counter(),
+    };
+    counter.claim(store)?;
+    let progress = progress_bar();
+    // Nothing is written until every line has parsed: a bad line leaves the database as it was.
+    let incoming = parse_file(
+        &args.file,
+        &args.session,
+        &args.persona,
+        args.allow_unknown_keys,
+        &config.compactor,
+        &counter,
+        &progress,
+    )?;
+    let imported = store_all(store, &incoming, &progress)?;
+    report(&incoming, &imported, &counter, json, out)
 }

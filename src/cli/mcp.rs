@@ -1,6 +1,10 @@
-//! `strata mcp`: the recall tools of one session as a stdio MCP server.
+//! `strata mcp`: the recall tools as an MCP server, of one session on stdio, or of every
+//! session a host names over streamable HTTP (`--http`).
 
-use anyhow::Context;
+use std::net::SocketAddr;
+
+use anyhow::{Context, bail};
+use strata::mcp::http::{HttpOptions, serve_http};
 
 use crate::cli::Cli;
 use crate::cli::chat::open_session;
@@ -8,27 +12,80 @@ use crate::cli::chat::open_session;
 /// Options of `strata mcp`.
 #[derive(Debug, clap::Args)]
 pub struct McpArgs {
-    /// The session whose persona every tool call runs as (created if new).
-    #[arg(long, default_value = "mcp")]
-    session: String,
-    /// The persona of a new session (default: the existing session's, else "default").
+    /// The session whose persona every tool call runs as (created if new). With --http: the
+    /// session of MCP sessions that send no Strata-Session header (none by default: the header
+    /// is required).
+    #[arg(long)]
+    session: Option<String>,
+    /// The persona of a new session (default: the existing session's, else "default"). With
+    /// --http: the persona of MCP sessions that send no Strata-Persona header.
     #[arg(long)]
     persona: Option<String>,
+    /// Serve over streamable HTTP on this address (e.g. 127.0.0.1:8765) instead of stdio: one
+    /// server for many conversations, each MCP session naming its session and persona in the
+    /// Strata-Session and Strata-Persona headers.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<SocketAddr>,
+    /// The bearer token HTTP requests must carry (Authorization: Bearer TOKEN); required when
+    /// --http is not a loopback address. Prefer the variable to the flag, which `ps` shows.
+    #[arg(long, env = "STRATA_MCP_TOKEN", hide_env_values = true)]
+    token: Option<String>,
     /// Do not load the embedding model to embed memories saved through the tools.
     #[arg(long)]
     no_embed: bool,
 }
 
-/// Serves until the client closes standard input. Standard output carries the protocol, so
-/// this must run without standard output locked, and everything else goes to standard error.
+/// Serves until the client closes standard input (stdio) or the process is interrupted (HTTP).
+/// Standard output carries the stdio protocol, so this must run without standard output
+/// locked, and everything else goes to standard error.
 pub fn run(cli: &Cli, args: &McpArgs) -> anyhow::Result<()> {
     let config = super::config(cli)?;
-    let (engine, session) =
-        open_session(cli, config, &args.session, args.persona.as_deref(), !args.no_embed)?;
+    if let Some(addr) = args.http {
+        return run_http(cli, config, args, addr);
+    }
+    let key = args.session.as_deref().unwrap_or("mcp");
+    let (engine, session) = open_session(cli, config, key, args.persona.as_deref(), !args.no_embed)?;
     tracing::info!(session = %session.info().key, persona = %session.info().persona, "serving MCP on stdio");
     engine.block_on(strata::mcp::serve_stdio(session)).context("MCP server failed")?;
     // Standard input may still be held by a blocking read after the client left; do not wait
     // for it.
     engine.shutdown_background();
     Ok(())
+}
+
+fn run_http(cli: &Cli, config: strata::Config, args: &McpArgs, addr: SocketAddr) -> anyhow::Result<()> {
+    if let Some(persona) = &args.persona {
+        strata_store::validate_persona(persona)?;
+    }
+    let token = args.token.clone().filter(|token| !token.trim().is_empty());
+    if !addr.ip().is_loopback() && token.is_none() {
+        bail!(
+            "--http {addr} is reachable beyond this machine: set a bearer token in STRATA_MCP_TOKEN (or --token)"
+        );
+    }
+    let store = super::open(cli)?;
+    let engine = strata::blocking::Engine::from_store(store, config)?;
+    if !args.no_embed
+        && let Err(error) = engine.engine().start_embedding()
+    {
+        tracing::info!(error = %error, "not embedding new memories");
+    }
+    let options =
+        HttpOptions { token, default_session: args.session.clone(), default_persona: args.persona.clone() };
+    let served = engine.block_on(async {
+        let listener =
+            tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
+        let bound = listener.local_addr()?;
+        eprintln!("strata: serving MCP over HTTP at http://{bound}/mcp (Ctrl-C stops)");
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        let stop = shutdown.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                stop.cancel();
+            }
+        });
+        serve_http(engine.engine().clone(), listener, options, shutdown).await.context("MCP server failed")
+    });
+    engine.shutdown_background();
+    served
 }

@@ -6,6 +6,7 @@ mod demo;
 mod doctor;
 mod eval;
 mod export;
+mod import;
 mod ingest;
 #[cfg(feature = "mcp")]
 mod mcp;
@@ -65,15 +66,9 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
-    /// Write MEMORY.md, HISTORY.md and an index of the summary forest for a persona.
-    Export {
-        /// The persona to export.
-        #[arg(long, default_value = "default")]
-        persona: String,
-        /// The directory to write into (created if missing).
-        #[arg(long)]
-        out: PathBuf,
-    },
+    /// Write a persona's memory and history as Markdown (MEMORY.md, HISTORY.md, the summary
+    /// forest), or its messages as JSON Lines that `strata ingest` reads back unchanged.
+    Export(export::ExportArgs),
     /// Create the database (or bring an older one up to date).
     Init,
     /// Check the database: SQLite's check, full-text indexes, the summary forest and its
@@ -95,6 +90,9 @@ enum Command {
     },
     /// Append chat messages from a JSON Lines file, one message per line.
     Ingest(ingest::IngestArgs),
+    /// Import conversations written by other tools: Claude Code, Codex CLI, OpenCode, OpenAI
+    /// message lists, ChatGPT's export.
+    Import(import::ImportArgs),
     /// Show what the database holds.
     Stats,
     /// Show one message in full.
@@ -202,22 +200,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 None => out.write_all(transcript.to_jsonl().as_bytes())?,
             }
         }
-        Command::Export { persona, out: dir } => {
-            let report = export::export_persona(&open_existing(&cli)?, persona, dir)?;
-            if cli.json {
-                print_json(&mut out, &report)?;
-            } else {
-                writeln!(
-                    out,
-                    "wrote {} files to {}: {} memories, {} history entries, {} root nodes",
-                    report.files.len(),
-                    dir.display(),
-                    report.memories,
-                    report.history_entries,
-                    report.roots
-                )?;
-            }
-        }
+        Command::Export(args) => export::run(&open_existing(&cli)?, args, cli.json, &mut out)?,
         Command::Init => {
             let store = open(&cli)?;
             // The encoding every count in this database is made with, from now on.
@@ -232,6 +215,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             )?;
         }
         Command::Ingest(args) => ingest::run(&open(&cli)?, &config(&cli)?, args, cli.json, &mut out)?,
+        Command::Import(args) => import::run(&open(&cli)?, &config(&cli)?, args, cli.json, &mut out)?,
         Command::Doctor { full, accept_lost_commits } => {
             let store =
                 Store::open_to_inspect(&cli.db, std::time::Duration::from_millis(cli.busy_timeout_ms))

@@ -36,6 +36,7 @@
 mod check;
 mod db;
 mod error;
+mod export;
 pub mod fence;
 mod forest;
 mod ingests;
@@ -56,6 +57,7 @@ mod watermark;
 
 pub use crate::check::{Check, Report};
 pub use crate::error::{Error, Missing, Result, error_chain};
+pub use crate::export::{ExportScope, ExportedMessage};
 pub use crate::forest::Upkeep;
 pub use crate::ingests::line_digest;
 pub use crate::memories::{MAX_CONTENT_CHARS, MAX_KEY_CHARS, MemoryWrite, normalize_key};
@@ -71,6 +73,6 @@ pub use crate::store::{Imported, IncomingMessage, RejectionCount, Stats, Store, 
 pub use crate::text::{prefix_within_bytes, truncate_chars};
 pub use crate::types::{
     Category, Level, Memory, MemoryId, MemoryUpdate, Message, MessageId, NewMessage, NewSummary, NodeId,
-    QueuedUpdate, Role, Session, SessionId, SummaryNode, ToolCall, UpdateId, Writer,
+    QueuedUpdate, Role, Session, SessionId, SummaryNode, ToolCall, UpdateId, Writer, from_unix, to_unix,
 };
 pub use crate::vectors::{BacklogItem, EmbeddingSpace, Embeddings, MAX_CHUNKS, Scan, VectorCounts};

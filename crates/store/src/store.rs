@@ -386,6 +386,12 @@ impl Store {
         self.messages(session, 0..=i64::MAX)
     }
 
+    /// Every message of a persona or a session with every stored field, for a lossless
+    /// export: sessions oldest first, each in seq order, read in one statement.
+    pub fn export_messages(&self, scope: crate::ExportScope<'_>) -> Result<Vec<crate::ExportedMessage>> {
+        self.read(|conn| crate::export::messages(conn, scope))
+    }
+
     /// The messages a Level-0 node covers.
     pub fn covered_messages(&self, node: NodeId) -> Result<Vec<Message>> {
         self.read(|conn| messages::covered_by(conn, node))

@@ -105,12 +105,12 @@ impl rusqlite::types::FromSql for Level {
 }
 
 /// Converts a timestamp to the REAL seconds stored in SQLite.
-pub(crate) fn to_unix(time: DateTime<Utc>) -> f64 {
+pub fn to_unix(time: DateTime<Utc>) -> f64 {
     time.timestamp() as f64 + f64::from(time.timestamp_subsec_nanos()) / 1e9
 }
 
 /// Converts stored REAL seconds back to a timestamp (millisecond precision).
-pub(crate) fn from_unix(seconds: f64) -> DateTime<Utc> {
+pub fn from_unix(seconds: f64) -> DateTime<Utc> {
     let millis = (seconds * 1000.0).round() as i64;
     Utc.timestamp_millis_opt(millis).single().unwrap_or(DateTime::UNIX_EPOCH)
 }
