@@ -3,10 +3,11 @@
 //! The HTTP (timeouts, retries with backoff, `Retry-After`, the API key) is
 //! [`strata_compactor::ChatEndpoint`], the client the summarizer uses too.
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use strata_compactor::{ChatEndpoint, RetryPolicy};
+use strata_compactor::{ChatEndpoint, ReportedCall, RetryPolicy, UsageLog};
 
 use crate::message::ChatMessage;
 
@@ -20,6 +21,8 @@ pub struct ChatClient {
     max_tokens: u32,
     temperature: Option<f64>,
     text_tool_calls: bool,
+    /// Every call, with the usage the server reported, until the chat loop records it.
+    usage: Arc<UsageLog>,
 }
 
 /// Most tokens a reply may have unless set with [`ChatClient::with_max_tokens`]: some servers
@@ -60,6 +63,7 @@ impl ChatClient {
             max_tokens: DEFAULT_MAX_TOKENS,
             temperature: None,
             text_tool_calls: true,
+            usage: Arc::default(),
         }
     }
 
@@ -84,6 +88,16 @@ impl ChatClient {
         self
     }
 
+    /// The calls made (with their reported usage) since the last call of this method.
+    pub fn take_usage(&self) -> Vec<ReportedCall> {
+        self.usage.drain()
+    }
+
+    /// The model asked.
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
     /// Sends the conversation with the tools the model may call; returns its reply.
     pub async fn complete(&self, messages: &[Value], tools: &[Value]) -> Result<ChatMessage, LlmError> {
         let mut body = json!({"model": self.model, "messages": messages, "max_tokens": self.max_tokens});
@@ -96,7 +110,16 @@ impl ChatClient {
             // text.
             body["tool_choice"] = Value::from("auto");
         }
-        let completion = self.endpoint.complete(&body).await?;
+        let started = Instant::now();
+        let completion = match self.endpoint.complete(&body).await {
+            Ok(completion) => completion,
+            Err(error) => {
+                self.usage.push(ReportedCall::failed(&self.model, started.elapsed()));
+                return Err(error);
+            }
+        };
+        let ok = completion.pointer("/choices/0/message").is_some();
+        self.usage.push(ReportedCall::answered(&self.model, &completion, ok, started.elapsed()));
         let malformed = |reason: String| LlmError::Malformed { url: self.endpoint.url().to_owned(), reason };
         let message = completion
             .pointer("/choices/0/message")

@@ -64,6 +64,7 @@ mod scaffold;
 mod summarizer;
 mod tokens;
 mod tree;
+mod usage;
 
 pub use crate::assemble::{
     AssembledContext, Assembler, AssemblyOptions, BOOTSTRAP_TEMPLATE, ContextEntry, Injection, PLACEHOLDERS,
@@ -84,3 +85,4 @@ pub use crate::summarizer::{
 };
 pub use crate::tokens::{Encoding, TOKENS_PER_MESSAGE, TOKENS_PER_NAME, TOKENS_PER_REPLY, TokenCounter};
 pub use crate::tree::render_tree;
+pub use crate::usage::{ReportedCall, UsageLog};
