@@ -240,3 +240,33 @@ fn forgetting_a_session_keeps_the_personas_other_sessions_and_memories() {
     assert_eq!(store.memories("alice", None).unwrap().len(), 1, "memories belong to the persona");
     assert!(store.doctor(false).unwrap().healthy());
 }
+
+/// A large forget rebuilds the search indexes from what remains: nothing of it is left in the
+/// file, the kept rows are still found, and the indexes check out.
+#[test]
+fn a_large_forget_rebuilds_the_indexes_and_leaves_no_bytes() {
+    let (_dir, store) = temp_store();
+    populate(&store, "bob");
+    let alice = store.session("alice-big", "alice").unwrap();
+    let messages: Vec<NewMessage> =
+        (0..1_200).map(|i| message(i, &format!("big {}", secret("alice", "Bulk", i)))).collect();
+    store.append(alice.id, &messages).unwrap();
+    store.insert_leaf(alice.id, 0, 99, &leaf(&secret("alice", "BigSummary", 0), Vec::new())).unwrap();
+    store.catch_up_search_index().unwrap();
+    let bob_before = holdings(&store, "bob");
+    let forgotten =
+        store.forget(&ForgetScope::Persona { persona: "alice".into() }, "test", &[], &mut |_, _| {}).unwrap();
+    assert_eq!(forgotten.counts.messages, 1_200);
+    let bytes = file_bytes(&store);
+    let left: Vec<String> = (0..1_200)
+        .map(|i| secret("alice", "Bulk", i))
+        .chain([secret("alice", "BigSummary", 0), "alicesecretbulkquokka".into()])
+        .filter(|text| occurs(&bytes, text))
+        .collect();
+    assert!(left.is_empty(), "still in the file: {left:?}");
+    assert_eq!(holdings(&store, "bob"), bob_before);
+    let filter = strata_store::SearchFilter::persona("bob");
+    let query = strata_store::TextQuery::parse(&secret("bob", "Message", 3)).unwrap();
+    assert_eq!(store.grep(&query, &filter).unwrap().len(), 1, "bob's rows are in the rebuilt index");
+    assert!(store.doctor(true).unwrap().healthy());
+}
