@@ -158,3 +158,24 @@ fn metrics_count_compactions_tokens_and_forgets() {
     assert_eq!(value(&text, "strata_forgets_total "), 1.0);
     assert_eq!(value(&text, "strata_messages "), 300.0);
 }
+
+/// `memory get` shows where a memory came from; `memory history` lists every version.
+#[test]
+fn memory_history_lists_every_version_with_its_source() {
+    let strata = Strata::new();
+    strata.run(&["memory", "set", "memo", "pool_size", "48 per replica.", "--persona", "ops"]).success();
+    strata.run(&["memory", "set", "memo", "pool_size", "64 per replica.", "--persona", "ops"]).success();
+    let memory = strata.run(&["--json", "memory", "get", "memo", "pool_size", "--persona", "ops"]).json();
+    assert_eq!(memory["content"], "64 per replica.");
+    assert_eq!(memory["provenance"]["source"], "user");
+    assert_eq!(memory["provenance"]["via"], "strata memory set");
+    let history = strata.run(&["--json", "memory", "history", "pool_size", "--persona", "ops"]).json();
+    let versions = history.as_array().unwrap();
+    assert_eq!(versions.len(), 2, "{history}");
+    assert_eq!(versions[1]["content"], "48 per replica.");
+    assert!(versions[1]["replaced_at"].is_string() && versions[0]["replaced_at"].is_null());
+    let text = strata.run(&["memory", "history", "pool_size", "--persona", "ops"]).success();
+    assert!(text.contains("from: user via strata memory set") && text.contains("48 per replica."), "{text}");
+    let error = strata.run(&["memory", "history", "nope", "--persona", "ops"]).failure();
+    assert!(error.contains("nope"), "{error}");
+}
