@@ -5,7 +5,7 @@
 -- test `a_fresh_database_has_the_schema_of_schema_current_sql`; `STRATA_BLESS=1 cargo nextest
 -- run -p strata-store -E 'test(schema)'` regenerates it. Never edit it by hand.
 PRAGMA application_id = 1398035009;
-PRAGMA user_version = 11;
+PRAGMA user_version = 12;
 
 CREATE TABLE agent_memories (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -72,6 +72,11 @@ BEGIN
         VALUES (new.id, replace(new.key, '_', ' ') || ' ' || new.title || ': ' || new.content);
 END;
 
+CREATE TRIGGER memory_versions_delete AFTER DELETE ON agent_memories
+BEGIN
+    DELETE FROM memory_versions WHERE memory_id = old.id;
+END;
+
 CREATE TABLE commit_watermark (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     file_id TEXT NOT NULL,
@@ -90,6 +95,38 @@ CREATE TABLE embedding_space (
     dimensions INTEGER NOT NULL CHECK (dimensions > 0)
 );
 
+CREATE TABLE forget_gate (
+    id INTEGER PRIMARY KEY CHECK (id = 1)
+);
+
+CREATE TRIGGER forget_gate_stays_empty BEFORE INSERT ON forget_gate
+BEGIN
+    SELECT RAISE(ABORT, 'forget_gate stays empty');
+END;
+
+CREATE TABLE forgets (
+    id INTEGER PRIMARY KEY,
+    command TEXT NOT NULL,                 -- who asked: 'strata forget', 'Engine::forget', ...
+    scope TEXT NOT NULL CHECK (scope IN ('persona', 'session', 'session_before')),
+    persona TEXT,                          -- the persona forgotten, or the session's
+    session_key TEXT,                      -- the session forgotten (not for a persona)
+    before REAL,                           -- `--before`: messages sent before this time
+    sessions INTEGER NOT NULL DEFAULT 0,   -- what was erased, counted
+    messages INTEGER NOT NULL DEFAULT 0,
+    summaries INTEGER NOT NULL DEFAULT 0,
+    rebuilt INTEGER NOT NULL DEFAULT 0,    -- nodes rewritten from the messages kept
+    memories INTEGER NOT NULL DEFAULT 0,
+    memory_versions INTEGER NOT NULL DEFAULT 0,
+    proposals INTEGER NOT NULL DEFAULT 0,  -- queued facts and open preference proposals
+    vectors INTEGER NOT NULL DEFAULT 0,
+    ingests INTEGER NOT NULL DEFAULT 0,
+    started_at REAL NOT NULL,
+    finished_at REAL,
+    open INTEGER REFERENCES forget_gate(id) DEFERRABLE INITIALLY DEFERRED
+);
+
+CREATE INDEX forgets_open ON forgets(open) WHERE open IS NOT NULL;
+
 CREATE TABLE ingests (
     id INTEGER PRIMARY KEY,
     session_id INTEGER NOT NULL REFERENCES sessions(id),
@@ -99,6 +136,22 @@ CREATE TABLE ingests (
     created_at REAL NOT NULL,
     UNIQUE (session_id, digest)
 );
+
+CREATE TABLE llm_calls (
+    id INTEGER PRIMARY KEY,
+    at REAL NOT NULL,
+    purpose TEXT NOT NULL CHECK (purpose IN ('summary', 'chat')),
+    caller TEXT NOT NULL,                  -- the summarizer's name, or 'chat'
+    model TEXT NOT NULL,
+    ok INTEGER NOT NULL CHECK (ok IN (0, 1)),
+    prompt_tokens INTEGER,                 -- as the server reported; NULL when it did not
+    completion_tokens INTEGER,
+    counted_prompt_tokens INTEGER,         -- strata's own count (tiktoken) of what it sent
+    counted_completion_tokens INTEGER,     -- and of what came back
+    millis INTEGER NOT NULL
+);
+
+CREATE INDEX llm_calls_at ON llm_calls(at);
 
 CREATE VIRTUAL TABLE memories_fts USING fts5(
     key, title, content, content = 'agent_memories', content_rowid = 'id',
@@ -142,6 +195,27 @@ CREATE INDEX memory_updates_pending ON memory_updates(id) WHERE state = 'pending
 
 CREATE UNIQUE INDEX memory_updates_proposed ON memory_updates(role, key) WHERE state = 'proposed';
 
+CREATE TABLE memory_versions (
+    id INTEGER PRIMARY KEY,
+    memory_id INTEGER NOT NULL,            -- agent_memories.id
+    title TEXT NOT NULL,
+    content TEXT NOT NULL,
+    written_at REAL NOT NULL,
+    replaced_at REAL,                      -- NULL for the current version
+    source TEXT NOT NULL CHECK (source IN ('user', 'agent', 'summary', 'proposal', 'unknown')),
+    via TEXT,                              -- the command or tool that wrote it
+    session_id INTEGER,                    -- the session of the node or of the tool call
+    node_id INTEGER,                       -- the summary node it was consolidated from
+    first_seq INTEGER,                     -- the messages that node covered
+    last_seq INTEGER,
+    message_id INTEGER,                    -- the message of the agent's tool call
+    tool_call_id TEXT
+);
+
+CREATE INDEX memory_versions_memory ON memory_versions(memory_id, id);
+
+CREATE INDEX memory_versions_session ON memory_versions(session_id) WHERE session_id IS NOT NULL;
+
 CREATE TABLE message_index (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     indexed_through INTEGER NOT NULL
@@ -173,6 +247,7 @@ CREATE INDEX messages_summary ON messages(summary_id);
 CREATE INDEX messages_uncovered ON messages(session_id, seq) WHERE summary_id IS NULL;
 
 CREATE TRIGGER messages_append_only BEFORE DELETE ON messages
+WHEN NOT EXISTS (SELECT 1 FROM forgets INDEXED BY forgets_open WHERE open IS NOT NULL)
 BEGIN
     SELECT RAISE(ABORT, 'messages are append-only');
 END;
@@ -222,7 +297,7 @@ CREATE TABLE sessions (
     created_at REAL NOT NULL,
     last_active_at REAL NOT NULL,
     last_bootstrap_at REAL                 -- when the sync guidelines were last injected
-, summarizer_failures INTEGER NOT NULL DEFAULT 0);
+, summarizer_failures INTEGER NOT NULL DEFAULT 0, first_seq INTEGER NOT NULL DEFAULT 0);
 
 CREATE INDEX sessions_role ON sessions(role);
 

@@ -169,6 +169,21 @@ impl Engine {
         self.block_on(self.engine.resummarize(session, level, progress))
     }
 
+    /// [`crate::Engine::forget_plan`], blocking: what a forget would erase.
+    pub fn forget_plan(&self, scope: &strata_store::ForgetScope) -> Result<strata_store::ForgetPlan> {
+        self.block_on(self.engine.forget_plan(scope))
+    }
+
+    /// [`crate::Engine::forget`], blocking.
+    pub fn forget(
+        &self,
+        scope: &strata_store::ForgetScope,
+        command: &str,
+        progress: impl FnMut(u64, u64) + Send + 'static,
+    ) -> Result<strata_store::Forgotten> {
+        self.block_on(self.engine.forget(scope, command, progress))
+    }
+
     /// Stops the runtime without waiting for its tasks (a read of standard input that never
     /// returns, say). Only an owned runtime is stopped; the handle of a caller's is dropped.
     pub fn shutdown_background(self) {

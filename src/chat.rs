@@ -26,6 +26,7 @@
 
 use serde::Serialize;
 use serde_json::Value;
+use strata_store::LlmCall;
 use tracing::Instrument;
 
 use crate::engine::{Engine, EngineSession};
@@ -109,11 +110,44 @@ pub struct Turn {
     pub requests: u32,
     /// Tokens of the last context sent, as strata counted them.
     pub context_tokens: u32,
+    /// What the turn's requests cost: the server's usage beside strata's counts.
+    pub usage: TurnUsage,
+}
+
+/// The usage of a turn's requests, summed: what the server reported (`None` when it reported
+/// nothing) beside strata's own counts, and the time spent waiting for the model.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct TurnUsage {
+    /// Prompt tokens the server reported.
+    pub prompt_tokens: Option<u64>,
+    /// Completion tokens the server reported.
+    pub completion_tokens: Option<u64>,
+    /// Prompt tokens strata counted (each request's context).
+    pub counted_prompt_tokens: u64,
+    /// Completion tokens strata counted (each reply).
+    pub counted_completion_tokens: u64,
+    /// Milliseconds spent in the requests.
+    pub millis: u64,
+}
+
+impl TurnUsage {
+    fn add(&mut self, call: &LlmCall) {
+        let sum = |total: Option<u64>, more: Option<u64>| match (total, more) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+        };
+        self.prompt_tokens = sum(self.prompt_tokens, call.prompt_tokens);
+        self.completion_tokens = sum(self.completion_tokens, call.completion_tokens);
+        self.counted_prompt_tokens += call.counted_prompt_tokens.unwrap_or(0);
+        self.counted_completion_tokens += call.counted_completion_tokens.unwrap_or(0);
+        self.millis += call.millis;
+    }
 }
 
 /// Runs turns of a conversation against one model with strata's tools.
 #[derive(Clone, Debug)]
 pub struct ChatLoop {
+    engine: Engine,
     client: ChatClient,
     tools: Vec<Value>,
     max_tool_rounds: u32,
@@ -122,7 +156,12 @@ pub struct ChatLoop {
 impl ChatLoop {
     /// A loop that offers the model every tool of `engine`.
     pub fn new(engine: &Engine, client: ChatClient) -> ChatLoop {
-        ChatLoop { client, tools: engine.tool_specs(), max_tool_rounds: DEFAULT_MAX_TOOL_ROUNDS }
+        ChatLoop {
+            engine: engine.clone(),
+            client,
+            tools: engine.tool_specs(),
+            max_tool_rounds: DEFAULT_MAX_TOOL_ROUNDS,
+        }
     }
 
     /// Sets how many replies of one turn may call tools before the turn fails with
@@ -131,6 +170,50 @@ impl ChatLoop {
     pub fn max_tool_rounds(mut self, rounds: u32) -> ChatLoop {
         self.max_tool_rounds = rounds;
         self
+    }
+
+    /// Records the client's calls since the last request (its usage log, drained) with
+    /// strata's counts: the context sent and the reply. Failing to record only loses the
+    /// accounting, so it is logged.
+    async fn record_usage(&self, context_tokens: u32, reply: Option<&ChatMessage>, usage: &mut TurnUsage) {
+        let counter = self.engine.compactor().counter();
+        let reply_tokens = reply.map(|reply| {
+            counter.message(
+                reply.content.as_deref().unwrap_or_default(),
+                reply.tool_calls.as_ref(),
+                None,
+                None,
+            )
+        });
+        let now = chrono::Utc::now();
+        let calls: Vec<LlmCall> = self
+            .client
+            .take_usage()
+            .into_iter()
+            .map(|call| LlmCall {
+                at: now,
+                purpose: "chat".to_owned(),
+                caller: "chat".to_owned(),
+                model: call.model,
+                ok: call.ok,
+                prompt_tokens: call.prompt_tokens,
+                completion_tokens: call.completion_tokens,
+                counted_prompt_tokens: Some(u64::from(context_tokens)),
+                counted_completion_tokens: reply_tokens.filter(|_| call.ok).map(u64::from),
+                millis: call.elapsed.as_millis() as u64,
+            })
+            .collect();
+        for call in &calls {
+            usage.add(call);
+        }
+        let store = self.engine.store().clone();
+        match tokio::task::spawn_blocking(move || store.record_llm_calls(&calls)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => {
+                tracing::warn!(error = %strata_store::error_chain(&error), "cannot record the chat's usage")
+            }
+            Err(error) => tracing::warn!(%error, "cannot record the chat's usage"),
+        }
     }
 
     /// Runs one turn: `input` from the user, up to the model's text answer.
@@ -150,10 +233,14 @@ impl ChatLoop {
         async move {
             session.append(ChatMessage::user(input))?;
             let mut tool_calls = Vec::new();
+            let mut usage = TurnUsage::default();
             // One request per round; the last round's request is the one that must answer.
             for round in 0..=self.max_tool_rounds {
                 let context = session.prepare_context().await?;
-                let reply = ChatMessage::from(self.client.complete(context.messages(), &self.tools).await?);
+                let reply =
+                    self.client.complete(context.messages(), &self.tools).await.map(ChatMessage::from);
+                self.record_usage(context.context.tokens.total, reply.as_ref().ok(), &mut usage).await;
+                let reply = reply?;
                 let calls = reply.calls();
                 let text = reply.content.clone().unwrap_or_default();
                 if calls.is_empty() && text.trim().is_empty() {
@@ -162,7 +249,7 @@ impl ChatLoop {
                 session.append(reply)?;
                 if calls.is_empty() {
                     let context_tokens = context.context.tokens.total;
-                    return Ok(Turn { text, tool_calls, requests: round + 1, context_tokens });
+                    return Ok(Turn { text, tool_calls, requests: round + 1, context_tokens, usage });
                 }
                 if round == self.max_tool_rounds {
                     // Answer every call, so that no stored tool call is left without a result.

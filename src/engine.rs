@@ -29,6 +29,9 @@ use tracing::Instrument;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::message::{ChatMessage, Incoming};
+use crate::metrics::Counters;
+
+mod forget;
 
 /// strata's entry point: open a database, get a session, append messages, prepare the context
 /// before each LLM call, and run the tool calls the model makes.
@@ -56,6 +59,8 @@ struct Inner {
     background: Mutex<HashMap<SessionId, JoinHandle<Result<Outcome>>>>,
     /// The search behind every context's recalled block; `None` with `[recall] proactive` off.
     recaller: Option<Arc<HistorySearch>>,
+    /// What this process did: tool calls and recalled hits (`strata metrics`).
+    counters: Arc<Counters>,
 }
 
 /// The context to send to the model, and what compaction did to get there.
@@ -127,11 +132,13 @@ impl Engine {
         embedder: Arc<OnceLock<EmbedderState>>,
     ) -> Result<Engine> {
         let compactor = Compactor::with_settings(store.clone(), settings, summarizer)?;
+        let counters = Arc::new(Counters::default());
         let recaller = config.recall.proactive.then(|| {
             Arc::new(HistorySearch {
                 store: store.clone(),
                 config: config.recall.clone(),
                 embedder: embedder.clone(),
+                counters: Some(counters.clone()),
             })
         });
         Ok(Engine {
@@ -143,6 +150,7 @@ impl Engine {
                 worker: OnceLock::new(),
                 background: Mutex::new(HashMap::new()),
                 recaller,
+                counters,
             }),
         })
     }
@@ -150,6 +158,18 @@ impl Engine {
     /// The database.
     pub fn store(&self) -> &Store {
         &self.inner.store
+    }
+
+    /// strata's metrics in the Prometheus text format: the database's totals and this
+    /// engine's counters (see [`crate::metrics`]). Blocking (a few reads).
+    pub fn metrics(&self) -> Result<String> {
+        Ok(crate::metrics::render(&self.inner.store.metrics()?, &self.inner.counters.snapshot()))
+    }
+
+    /// This engine's counters (tool calls and hits by tool, recalled-block hits), for a bot
+    /// that exports them its own way.
+    pub fn counters(&self) -> crate::metrics::CountersSnapshot {
+        self.inner.counters.snapshot()
     }
 
     /// The configuration in force.
@@ -564,6 +584,7 @@ impl EngineSession {
                     .unwrap_or_else(|| EmbedderState::Unavailable(Arc::new(not_loaded())))
             };
             let answer = tool.call(&session.tool_context(embedder), &arguments);
+            engine.inner.counters.tool_call(tool.name(), &answer);
             if let Some(error) = answer.get("error") {
                 tracing::info!(%error, "tool refused the call");
             }
@@ -591,6 +612,8 @@ pub struct HistorySearch {
     store: Store,
     config: RecallConfig,
     embedder: Arc<OnceLock<EmbedderState>>,
+    /// The engine's counters, which hear each block's hits.
+    counters: Option<Arc<Counters>>,
 }
 
 impl HistorySearch {
@@ -599,7 +622,7 @@ impl HistorySearch {
     pub fn loaded(store: Store, config: &RecallConfig) -> HistorySearch {
         let embedder = Arc::new(OnceLock::new());
         embedder.get_or_init(|| Embedder::for_config(config).into());
-        HistorySearch { store, config: config.clone(), embedder }
+        HistorySearch { store, config: config.clone(), embedder, counters: None }
     }
 }
 
@@ -612,25 +635,30 @@ impl Recaller for HistorySearch {
     ) -> Recalled {
         let embedder = self.embedder.get().and_then(|state| state.get().ok());
         match strata_recall::proactive(&self.store, persona, &self.config, embedder, request, exclude) {
-            Ok(found) => Recalled {
-                hits: found
-                    .hits
-                    .into_iter()
-                    .map(|hit| RecalledHit {
-                        message_id: hit.message_id,
-                        session: hit.session,
-                        seq: hit.seq,
-                        timestamp: hit.timestamp,
-                        speaker: hit.speaker,
-                        text: hit.text,
-                        score: hit.score,
-                        similarity: hit.similarity,
-                    })
-                    .collect(),
-                memories: found.memories,
-                partial: found.partial,
-                how_to_open: found.how_to_open,
-            },
+            Ok(found) => {
+                if let Some(counters) = &self.counters {
+                    counters.recalled(found.hits.len());
+                }
+                Recalled {
+                    hits: found
+                        .hits
+                        .into_iter()
+                        .map(|hit| RecalledHit {
+                            message_id: hit.message_id,
+                            session: hit.session,
+                            seq: hit.seq,
+                            timestamp: hit.timestamp,
+                            speaker: hit.speaker,
+                            text: hit.text,
+                            score: hit.score,
+                            similarity: hit.similarity,
+                        })
+                        .collect(),
+                    memories: found.memories,
+                    partial: found.partial,
+                    how_to_open: found.how_to_open,
+                }
+            }
             Err(error) => {
                 tracing::warn!(%error, "the recalled block's search failed");
                 Recalled {

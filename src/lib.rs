@@ -52,6 +52,7 @@ pub mod llm;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 mod message;
+pub mod metrics;
 
 pub use crate::config::{Config, SummarizerConfig, SummarizerKind};
 pub use crate::engine::{

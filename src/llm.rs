@@ -3,4 +3,7 @@
 //! `strata-llm` crate, the one the summarizer uses too, under the path bot authors import; a
 //! [`Reply`] becomes a [`crate::ChatMessage`] to append with `ChatMessage::from`.
 
-pub use strata_llm::{ChatClient, ChatEndpoint, DEFAULT_MAX_TOKENS, LlmError, Reply, RetryPolicy, api_key};
+pub use strata_llm::{
+    ChatClient, ChatEndpoint, DEFAULT_MAX_TOKENS, LlmError, Reply, ReportedCall, RetryPolicy, UsageLog,
+    api_key,
+};

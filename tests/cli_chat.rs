@@ -369,3 +369,42 @@ async fn strata_chat_sends_the_key_of_the_configured_variable() {
     assert!(output.status.success(), "{stderr}");
     assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "Hello.");
 }
+
+/// A turn's usage: the server's numbers beside strata's counts, shown on standard error and
+/// recorded for `strata stats`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn strata_chat_shows_and_records_each_turns_usage() {
+    let strata = Strata::new();
+    let server = llm(|_: &Request| {
+        ResponseTemplate::new(200).set_body_json(json!({
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": "Hello there."}}],
+            "usage": {"prompt_tokens": 901, "completion_tokens": 12, "total_tokens": 913}
+        }))
+    })
+    .await;
+    let mut child = strata
+        .command()
+        .args(["chat", "--base-url", &format!("{}/v1", server.uri()), "--model", "usage-model"])
+        .args(["--session", "s", "--no-embed"])
+        .env("OPENAI_API_KEY", "test-key")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"Hi!\n").unwrap();
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("[usage] 1 request: server 901 prompt + 12 completion tokens"), "{stderr}");
+    let stats = strata.run(&["--json", "stats"]).json();
+    let usage = stats["llm_usage"].as_array().unwrap();
+    assert_eq!(usage.len(), 1, "{stats}");
+    assert_eq!(usage[0]["purpose"], "chat");
+    assert_eq!(usage[0]["model"], "usage-model");
+    assert_eq!((usage[0]["calls"].as_u64(), usage[0]["prompt_tokens"].as_u64()), (Some(1), Some(901)));
+    let counted = usage[0]["counted_prompt_tokens"].as_u64().unwrap();
+    assert!(counted > 0 && usage[0]["counted_completion_tokens"].as_u64().unwrap() > 0, "{stats}");
+    assert!(strata.run(&["stats"]).success().contains("llm "), "the text form shows it too");
+}

@@ -9,6 +9,7 @@ mod cli_compact;
 mod cli_demo;
 mod cli_eval;
 mod cli_export;
+mod cli_forget;
 mod cli_mcp;
 mod cli_recall;
 mod cli_store;

@@ -14,7 +14,7 @@ use pyo3::types::{PyDict, PyString};
 use pythonize::{depythonize, pythonize};
 use serde_json::Value;
 use strata::Incoming;
-use strata::store::{Category, MemoryWrite, Store, Writer, normalize_key};
+use strata::store::{Category, MemoryWrite, Provenance, Store, Writer, normalize_key};
 
 mod errors;
 
@@ -214,7 +214,8 @@ impl PyEngine {
         detached(py, move || {
             let title = title.unwrap_or_else(|| key.clone());
             let write = MemoryWrite { category, key: &key, title: &title, content: &content };
-            let (memory, created) = store.save_memory(Writer::User, &persona, &write)?;
+            let (memory, created) =
+                store.save_memory_from(Writer::User, &persona, &write, &Provenance::user("python"))?;
             engine.engine().notify_embedder();
             Ok(serde_json::json!({"memory": memory, "created": created}))
         })
@@ -288,6 +289,41 @@ impl PyEngine {
                 serde_json::to_value(&report).map_err(|error| Failure::Internal(error.to_string()))?;
             value["healthy"] = Value::Bool(report.healthy());
             Ok(value)
+        })
+    }
+
+    /// Erases a persona, a session, or a session's messages sent before `before` (a Unix
+    /// time), and everything derived from them; `dry_run` only says what would go.
+    #[pyo3(signature = (*, persona = None, session = None, before = None, dry_run = false))]
+    fn forget(
+        &self,
+        py: Python<'_>,
+        persona: Option<String>,
+        session: Option<String>,
+        before: Option<f64>,
+        dry_run: bool,
+    ) -> PyResult<Json> {
+        let scope = match (persona, session, before) {
+            (Some(persona), None, None) => strata::store::ForgetScope::Persona { persona },
+            (None, Some(key), None) => strata::store::ForgetScope::Session { key },
+            (None, Some(key), Some(before)) if before.is_finite() => {
+                strata::store::ForgetScope::SessionBefore { key, before: strata::store::from_unix(before) }
+            }
+            _ => {
+                return Err(to_py(Failure::BadInput(
+                    "name persona, or session (with before, a Unix time, optionally)".into(),
+                )));
+            }
+        };
+        let engine = self.get()?;
+        detached(py, move || {
+            if dry_run {
+                Ok(serde_json::to_value(engine.forget_plan(&scope)?)
+                    .map_err(|error| Failure::Internal(error.to_string()))?)
+            } else {
+                Ok(serde_json::to_value(engine.forget(&scope, "python", |_, _| {})?)
+                    .map_err(|error| Failure::Internal(error.to_string()))?)
+            }
         })
     }
 

@@ -233,6 +233,19 @@ class Engine:
         ``report["healthy"]`` says whether all passed."""
         return self._native.doctor(full)
 
+    def forget(
+        self,
+        *,
+        persona: Optional[str] = None,
+        session: Optional[str] = None,
+        before: Optional[float] = None,
+        dry_run: bool = False,
+    ) -> Dict[str, Any]:
+        """Erases a persona, a session, or a session's messages sent before ``before`` (a Unix
+        time), with everything derived from them, so the bytes leave the file; an audit record
+        keeps the counts, never the text. ``dry_run`` only says what would go."""
+        return self._native.forget(persona=persona, session=session, before=before, dry_run=dry_run)
+
     def backup(self, dest: Union[str, "os.PathLike[str]"]) -> None:
         """Writes a consistent copy to ``dest`` (which must not exist), safe while others
         write."""

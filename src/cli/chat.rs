@@ -140,6 +140,7 @@ pub fn run(cli: &Cli, args: &ChatArgs, out: &mut impl Write) -> anyhow::Result<(
             Ok(turn) => {
                 writeln!(out, "{}", turn.text.trim_end())?;
                 out.flush()?;
+                eprintln!("{}", usage_line(&turn));
             }
             Err(error) => {
                 failed += 1;
@@ -179,4 +180,26 @@ fn print_tool_call(call: &ToolCall) {
         "ok".to_owned()
     };
     eprintln!("  [tool] {}({arguments}) -> {outcome}", call.name);
+}
+
+/// A turn's usage in one line, beside the tool calls on standard error: what the server
+/// reported, what strata counted, and the time waited.
+fn usage_line(turn: &strata::chat::Turn) -> String {
+    let usage = &turn.usage;
+    let reported = match (usage.prompt_tokens, usage.completion_tokens) {
+        (None, None) => "the server reported no usage".to_owned(),
+        (prompt, completion) => format!(
+            "server {} prompt + {} completion tokens",
+            prompt.map_or("?".to_owned(), |n| n.to_string()),
+            completion.map_or("?".to_owned(), |n| n.to_string())
+        ),
+    };
+    format!(
+        "[usage] {} request{}: {reported}; strata counted {} + {}; {:.1} s",
+        turn.requests,
+        if turn.requests == 1 { "" } else { "s" },
+        usage.counted_prompt_tokens,
+        usage.counted_completion_tokens,
+        usage.millis as f64 / 1000.0
+    )
 }

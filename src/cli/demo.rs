@@ -112,7 +112,12 @@ pub fn run(
         ("commit_style", "Commit messages", "Imperative mood, at most 60 characters in the subject."),
     ] {
         let category = Category::UserPreferences;
-        engine.store().put_memory(Writer::User, PERSONA, &MemoryWrite { category, key, title, content })?;
+        engine.store().save_memory_from(
+            Writer::User,
+            PERSONA,
+            &MemoryWrite { category, key, title, content },
+            &strata_store::Provenance::user("strata demo"),
+        )?;
     }
 
     // 2. Compact until nothing is left to fold.

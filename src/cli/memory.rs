@@ -5,7 +5,7 @@ use std::io::Write;
 use anyhow::Context;
 use chrono::SecondsFormat;
 use clap::Subcommand;
-use strata_store::{Category, Memory, MemoryWrite, Store, Writer, normalize_key};
+use strata_store::{Category, Memory, MemoryWrite, Provenance, Store, Writer, normalize_key};
 
 use crate::cli::output::print_json;
 
@@ -36,6 +36,15 @@ pub enum MemoryCommand {
     /// List memories of a persona.
     List {
         /// Only this category.
+        #[arg(long)]
+        category: Option<Category>,
+        #[arg(long, default_value = "default")]
+        persona: String,
+    },
+    /// Every version of a memory, newest first, with where each came from.
+    History {
+        key: String,
+        /// Its category, when the key exists in several.
         #[arg(long)]
         category: Option<Category>,
         #[arg(long, default_value = "default")]
@@ -74,7 +83,10 @@ impl MemoryCommand {
     pub fn reads_only(&self) -> bool {
         matches!(
             self,
-            MemoryCommand::Get { .. } | MemoryCommand::List { .. } | MemoryCommand::Proposals { .. }
+            MemoryCommand::Get { .. }
+                | MemoryCommand::List { .. }
+                | MemoryCommand::Proposals { .. }
+                | MemoryCommand::History { .. }
         )
     }
 }
@@ -93,7 +105,40 @@ fn print_memory(out: &mut impl Write, memory: &Memory) -> anyhow::Result<()> {
         memory.updated_at.to_rfc3339_opts(SecondsFormat::Secs, true),
         memory.content.replace('\n', "\n  ")
     )?;
+    if let Some(provenance) = &memory.provenance {
+        writeln!(out, "  from: {}", source_line(provenance))?;
+    }
     Ok(())
+}
+
+/// Where a memory came from, in one line: `user via strata memory set`, `summary node 12
+/// (session 3, messages 40-57)`, `agent via save_memory (session 3, message 812, call c1)`.
+pub fn source_line(provenance: &Provenance) -> String {
+    let source = serde_json::to_value(provenance.source).ok();
+    let mut line = source.as_ref().and_then(|v| v.as_str()).unwrap_or("unknown").to_owned();
+    if let Some(node) = provenance.node {
+        line.push_str(&format!(" node {node}"));
+    }
+    if let Some(via) = &provenance.via {
+        line.push_str(&format!(" via {via}"));
+    }
+    let mut place = Vec::new();
+    if let Some(session) = provenance.session {
+        place.push(format!("session {session}"));
+    }
+    if let (Some(first), Some(last)) = (provenance.first_seq, provenance.last_seq) {
+        place.push(format!("messages seq {first}-{last}"));
+    }
+    if let Some(message) = provenance.message {
+        place.push(format!("message {message}"));
+    }
+    if let Some(call) = &provenance.tool_call_id {
+        place.push(format!("call {call}"));
+    }
+    if !place.is_empty() {
+        line.push_str(&format!(" ({})", place.join(", ")));
+    }
+    line
 }
 
 pub fn run(
@@ -107,10 +152,11 @@ pub fn run(
         MemoryCommand::Set { category, key, content, title, persona } => {
             let key = key_of(key)?;
             let title = title.as_deref().unwrap_or(&key);
-            let memory = store.put_memory(
+            let (memory, _) = store.save_memory_from(
                 Writer::User,
                 persona,
                 &MemoryWrite { category: *category, key: &key, title, content },
+                &Provenance::user("strata memory set"),
             )?;
             if json {
                 print_json(out, &memory)?;
@@ -138,6 +184,45 @@ pub fn run(
             } else {
                 for memory in &memories {
                     print_memory(out, memory)?;
+                }
+            }
+        }
+        MemoryCommand::History { key, category, persona } => {
+            let key = key_of(key)?;
+            let categories: Vec<Category> = match category {
+                Some(category) => vec![*category],
+                None => store
+                    .memories(persona, None)?
+                    .into_iter()
+                    .filter(|memory| memory.key == key)
+                    .map(|memory| memory.category)
+                    .collect(),
+            };
+            let category = match categories.as_slice() {
+                [one] => *one,
+                [] => anyhow::bail!("no memory {key:?} for persona {persona:?}"),
+                _ => anyhow::bail!("{key:?} is a key of several categories; name one with --category"),
+            };
+            let versions = store.memory_history(persona, category, &key)?;
+            if versions.is_empty() {
+                anyhow::bail!("no {category} memory {key:?} for persona {persona:?}");
+            }
+            if json {
+                print_json(out, &versions)?;
+            } else {
+                for version in &versions {
+                    let when = version.written_at.to_rfc3339_opts(SecondsFormat::Secs, true);
+                    let state = match version.replaced_at {
+                        None => "current".to_owned(),
+                        Some(at) => format!("replaced {}", at.to_rfc3339_opts(SecondsFormat::Secs, true)),
+                    };
+                    writeln!(
+                        out,
+                        "{when} ({state}) {} — from: {}\n  {}",
+                        version.title,
+                        source_line(&version.provenance),
+                        version.content.replace('\n', "\n  ")
+                    )?;
                 }
             }
         }

@@ -6,6 +6,7 @@ mod demo;
 mod doctor;
 mod eval;
 mod export;
+mod forget;
 mod import;
 mod ingest;
 #[cfg(feature = "mcp")]
@@ -69,6 +70,10 @@ enum Command {
     /// Write a persona's memory and history as Markdown (MEMORY.md, HISTORY.md, the summary
     /// forest), or its messages as JSON Lines that `strata ingest` reads back unchanged.
     Export(export::ExportArgs),
+    /// Erase a persona, a session or a session's oldest messages, and everything derived from
+    /// them (summaries, vectors, search entries, memories, proposals), so that the bytes leave
+    /// the file; an audit record keeps what was erased, when and by whom, without content.
+    Forget(forget::ForgetArgs),
     /// Create the database (or bring an older one up to date).
     Init,
     /// Check the database: SQLite's check, full-text indexes, the summary forest and its
@@ -95,6 +100,9 @@ enum Command {
     Import(import::ImportArgs),
     /// Show what the database holds.
     Stats,
+    /// Print strata's metrics in the Prometheus text format (compactions, tokens, LLM calls and
+    /// usage, tool results, embedding backlog, database size); README.md lists the names.
+    Metrics,
     /// Show one message in full.
     View {
         /// The message id.
@@ -201,6 +209,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             }
         }
         Command::Export(args) => export::run(&open_existing(&cli)?, args, cli.json, &mut out)?,
+        Command::Forget(args) => forget::run(open(&cli)?, &config(&cli)?, args, cli.json, &mut out)?,
         Command::Init => {
             let store = open(&cli)?;
             // The encoding every count in this database is made with, from now on.
@@ -231,9 +240,13 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Backup { dest } => doctor::backup(&open_existing(&cli)?, dest, cli.json, &mut out)?,
         Command::Stats => {
-            let stats = open_existing(&cli)?.stats()?;
+            let store = open_existing(&cli)?;
+            let stats = store.stats()?;
+            let usage = store.usage_by_day()?;
             if cli.json {
-                print_json(&mut out, &stats)?;
+                let mut value = serde_json::to_value(&stats)?;
+                value["llm_usage"] = serde_json::to_value(&usage)?;
+                print_json(&mut out, &value)?;
             } else {
                 writeln!(out, "sessions            {}", stats.sessions)?;
                 writeln!(out, "messages            {}", stats.messages)?;
@@ -262,7 +275,32 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                         rejected.summarizer, rejected.count, rejected.reason
                     )?;
                 }
+                for day in &usage {
+                    writeln!(
+                        out,
+                        "llm {} {:<7} {:<16} {} calls ({} failed): server {} + {} tokens, strata counted {} + {}, {:.1} s",
+                        day.day,
+                        day.purpose,
+                        day.model,
+                        day.calls,
+                        day.failures,
+                        day.prompt_tokens,
+                        day.completion_tokens,
+                        day.counted_prompt_tokens,
+                        day.counted_completion_tokens,
+                        day.millis as f64 / 1000.0
+                    )?;
+                }
                 writeln!(out, "file size           {} bytes", stats.file_bytes)?;
+            }
+        }
+        Command::Metrics => {
+            let store = open_existing(&cli)?;
+            let text = strata::metrics::render(&store.metrics()?, &Default::default());
+            if cli.json {
+                print_json(&mut out, &store.metrics()?)?;
+            } else {
+                write!(out, "{text}")?;
             }
         }
         Command::View { id } => {

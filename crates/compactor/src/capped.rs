@@ -174,6 +174,10 @@ impl<S: Summarizer> Summarizer for CappedSummarizer<S> {
     fn paraphrases(&self) -> bool {
         self.inner.paraphrases()
     }
+
+    fn usage_log(&self) -> Option<&strata_llm::UsageLog> {
+        self.inner.usage_log()
+    }
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use strata_store::{
-    Level, Message, NewSummary, NodeId, Role, SessionId, Store, SummaryNode, ToolCall, error_chain,
+    Level, LlmCall, Message, NewSummary, NodeId, Role, SessionId, Store, SummaryNode, ToolCall, error_chain,
 };
 use tracing::Instrument;
 
@@ -33,6 +33,7 @@ use crate::summarizer::{
 use crate::tokens::TokenCounter;
 
 mod cycle;
+mod rebuild;
 
 /// How one [`Compactor::compact`] call ended.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -399,6 +400,7 @@ impl Compactor {
                 .instrument(span.clone())
                 .await
                 .and_then(|summary| check(summary, &request, &gate, &self.inner.counter));
+            self.record_usage(&request, result.as_ref().ok().map(|(_, tokens)| *tokens)).await;
             let Err(error) = &result else { break result };
             let Some(reason) = error.reject_reason() else { break result };
             span.in_scope(
@@ -424,6 +426,43 @@ impl Compactor {
             span.in_scope(|| tracing::debug!(tokens_out, rejections, "summary accepted"));
         }
         result
+    }
+
+    /// Records the calls the summarizer made for `request` (its usage log, drained), beside
+    /// strata's counts: the request's source tokens, and the accepted summary's tokens on the
+    /// call that wrote it. A summarizer shared by concurrent compactions may log another's
+    /// calls here; the totals per summarizer, model and day stay right. Failing to record only
+    /// loses the accounting, so it is logged, not returned.
+    async fn record_usage(&self, request: &SummaryRequest, accepted_tokens: Option<u32>) {
+        let Some(log) = self.inner.summarizer.usage_log() else { return };
+        let calls = log.drain();
+        if calls.is_empty() {
+            return;
+        }
+        let caller = self.inner.summarizer.name().to_owned();
+        let now = Utc::now();
+        let last = calls.len() - 1;
+        let calls: Vec<LlmCall> = calls
+            .into_iter()
+            .enumerate()
+            .map(|(index, call)| LlmCall {
+                at: now,
+                purpose: "summary".to_owned(),
+                caller: caller.clone(),
+                model: call.model,
+                ok: call.ok,
+                prompt_tokens: call.prompt_tokens,
+                completion_tokens: call.completion_tokens,
+                counted_prompt_tokens: Some(u64::from(request.source_tokens)),
+                counted_completion_tokens: accepted_tokens
+                    .filter(|_| index == last && call.ok)
+                    .map(u64::from),
+                millis: call.elapsed.as_millis() as u64,
+            })
+            .collect();
+        if let Err(error) = self.blocking(move |store| Ok(store.record_llm_calls(&calls)?)).await {
+            tracing::warn!(error = %error_chain(&error), "cannot record the summarizer's usage");
+        }
     }
 
     fn request(

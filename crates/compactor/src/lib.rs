@@ -96,4 +96,5 @@ pub mod summarize {
         BoxFuture, MAX_MEMORY_UPDATES, Origin, RejectReason, RetryNote, SourceCall, SourceItem, SourceKind,
         Stopwatch, Summary, SummaryRequest, TimedSummarizer, WallClock,
     };
+    pub use strata_llm::{ReportedCall, UsageLog};
 }

@@ -9,7 +9,7 @@
 //! `Retry-After`.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -18,6 +18,7 @@ use strata_llm::{ChatEndpoint, LlmError, RetryPolicy};
 use strata_store::{Category, MemoryUpdate};
 
 use crate::summarizer::{BoxFuture, MAX_MEMORY_UPDATES, SourceKind, Summarizer, Summary, SummaryRequest};
+use strata_llm::{ReportedCall, UsageLog};
 
 /// Settings of the OpenAI-compatible client.
 #[derive(Clone, Debug, PartialEq)]
@@ -64,6 +65,8 @@ pub struct OpenAiSummarizer {
     endpoint: ChatEndpoint,
     /// Set once the server refused forced tool choice; later requests go straight to JSON mode.
     plain_json: AtomicBool,
+    /// Every HTTP attempt, with the usage the server reported, until the compactor records it.
+    usage: UsageLog,
 }
 
 const SYSTEM_PROMPT: &str = "You compress chat history for an AI agent's long-term memory. Write a short, \
@@ -303,7 +306,12 @@ impl OpenAiSummarizer {
     /// A client for `config`. Fails only if the TLS backend cannot be set up.
     pub fn new(config: OpenAiConfig) -> Result<OpenAiSummarizer, SummarizeError> {
         let endpoint = ChatEndpoint::new(&config.base_url, config.api_key.clone(), config.retry.clone())?;
-        Ok(OpenAiSummarizer { config, endpoint, plain_json: AtomicBool::new(false) })
+        Ok(OpenAiSummarizer {
+            config,
+            endpoint,
+            plain_json: AtomicBool::new(false),
+            usage: UsageLog::default(),
+        })
     }
 
     /// The request body. `malformed` is the reason the previous attempt's reply could not be
@@ -361,7 +369,11 @@ impl OpenAiSummarizer {
         let plain = self.plain_json.load(Ordering::Relaxed);
         let body = self.body(request, plain, malformed);
         let max_tokens = body["max_tokens"].as_u64();
-        let value = self.endpoint.attempt(&body).await.map_err(|failed| {
+        let started = Instant::now();
+        let sent = self.endpoint.attempt(&body).await;
+        let model = &self.config.model;
+        let value = sent.map_err(|failed| {
+            self.usage.push(ReportedCall::failed(model, started.elapsed()));
             let refused = matches!(&failed.error, LlmError::Status { status, body, .. }
                 if !plain && rejects_tool_choice(*status, body));
             if refused {
@@ -372,7 +384,9 @@ impl OpenAiSummarizer {
             }
             Attempt { error: failed.error.into(), retry_after: failed.retry_after }
         })?;
-        extract(&value, max_tokens).map_err(|error| Attempt { error, retry_after: None })
+        let summary = extract(&value, max_tokens);
+        self.usage.push(ReportedCall::answered(model, &value, summary.is_ok(), started.elapsed()));
+        summary.map_err(|error| Attempt { error, retry_after: None })
     }
 
     async fn run(&self, request: &SummaryRequest) -> Result<Summary, SummarizeError> {
@@ -416,6 +430,10 @@ impl Summarizer for OpenAiSummarizer {
         request: &'a SummaryRequest,
     ) -> BoxFuture<'a, Result<Summary, SummarizeError>> {
         Box::pin(self.run(request))
+    }
+
+    fn usage_log(&self) -> Option<&UsageLog> {
+        Some(&self.usage)
     }
 }
 

@@ -19,6 +19,7 @@ use strata_store::{Level, MemoryUpdate, Role};
 
 use crate::error::SummarizeError;
 use crate::tokens::TokenCounter;
+use strata_llm::UsageLog;
 
 /// A boxed, sendable future: what [`Summarizer::summarize`] returns, so the trait can be used as
 /// `Arc<dyn Summarizer>`.
@@ -195,6 +196,12 @@ pub trait Summarizer: Send + Sync + fmt::Debug {
     fn paraphrases(&self) -> bool {
         true
     }
+
+    /// The log of the calls it made to a server, with their reported usage (`None` for a
+    /// summarizer that calls none); the compactor drains and records it after each summary.
+    fn usage_log(&self) -> Option<&UsageLog> {
+        None
+    }
 }
 
 /// What a [`TimedSummarizer`] reads before and after each call: a call is charged the
@@ -281,6 +288,10 @@ impl<S: Summarizer, W: Stopwatch> Summarizer for TimedSummarizer<S, W> {
 
     fn paraphrases(&self) -> bool {
         self.inner.paraphrases()
+    }
+
+    fn usage_log(&self) -> Option<&UsageLog> {
+        self.inner.usage_log()
     }
 }
 

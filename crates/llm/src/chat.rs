@@ -3,7 +3,8 @@
 //! The HTTP (timeouts, retries with backoff, `Retry-After`, the API key) is [`ChatEndpoint`],
 //! which the summarizer uses too.
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -11,6 +12,7 @@ use serde_json::{Value, json};
 use crate::endpoint::ChatEndpoint;
 use crate::error::LlmError;
 use crate::retry::RetryPolicy;
+use crate::usage::{ReportedCall, UsageLog};
 
 /// What the model answered: the `choices[0].message` of a chat completion, the part a chat
 /// loop stores and acts on.
@@ -45,6 +47,8 @@ pub struct ChatClient {
     max_tokens: u32,
     temperature: Option<f64>,
     text_tool_calls: bool,
+    /// Every call, with the usage the server reported, until the chat loop records it.
+    usage: Arc<UsageLog>,
 }
 
 /// Most tokens a reply may have unless set with [`ChatClient::with_max_tokens`]: some servers
@@ -85,7 +89,13 @@ impl ChatClient {
             max_tokens: DEFAULT_MAX_TOKENS,
             temperature: None,
             text_tool_calls: true,
+            usage: Arc::default(),
         }
+    }
+
+    /// The calls made (with their reported usage) since the last call of this method.
+    pub fn take_usage(&self) -> Vec<ReportedCall> {
+        self.usage.drain()
     }
 
     /// Whether a reply whose content begins with a tool call written as JSON text (what
@@ -121,7 +131,16 @@ impl ChatClient {
             // text.
             body["tool_choice"] = Value::from("auto");
         }
-        let completion = self.endpoint.complete(&body).await?;
+        let started = Instant::now();
+        let completion = match self.endpoint.complete(&body).await {
+            Ok(completion) => completion,
+            Err(error) => {
+                self.usage.push(ReportedCall::failed(&self.model, started.elapsed()));
+                return Err(error);
+            }
+        };
+        let ok = completion.pointer("/choices/0/message").is_some();
+        self.usage.push(ReportedCall::answered(&self.model, &completion, ok, started.elapsed()));
         let mut reply = Reply::from_completion(&completion, self.endpoint.url())?;
         if self.text_tool_calls && reply.tool_calls.is_none() {
             let offered: Vec<&str> = tools

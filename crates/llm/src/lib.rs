@@ -23,8 +23,10 @@ mod chat;
 mod endpoint;
 mod error;
 mod retry;
+mod usage;
 
 pub use crate::chat::{ChatClient, DEFAULT_MAX_TOKENS, Reply};
 pub use crate::endpoint::{ChatEndpoint, Failed, api_key};
 pub use crate::error::LlmError;
 pub use crate::retry::RetryPolicy;
+pub use crate::usage::{ReportedCall, UsageLog};

@@ -229,8 +229,11 @@ pub(crate) fn doctor(conn: &Connection, full: bool) -> Result<Report> {
     checks.push(rows_check(
         conn,
         "seqs are dense in every session",
-        "SELECT 'session ' || session_id || ' has ' || count(*) || ' messages but seqs up to ' || max(seq)
-         FROM messages GROUP BY session_id HAVING count(*) != max(seq) + 1",
+        // From the session's `first_seq`: 0, or past the messages `forget --before` erased.
+        "SELECT 'session ' || m.session_id || ' has ' || count(*) || ' messages but seqs ' || min(m.seq) ||
+                ' to ' || max(m.seq) || ' (first kept seq ' || s.first_seq || ')'
+         FROM messages m JOIN sessions s ON s.id = m.session_id GROUP BY m.session_id
+         HAVING count(*) != max(m.seq) + 1 - s.first_seq OR min(m.seq) != s.first_seq",
     )?);
     checks.push(rows_check(
         conn,

@@ -37,6 +37,10 @@ const MAX_BUSY_TIMEOUT: Duration = Duration::from_millis(i32::MAX as u64);
 /// page, which was a sixth of a bulk append (a perf profile of `cargo bench --bench scale --
 /// append_1000`). A statement journal holds only the pages one statement changes.
 ///
+/// Deleted and rewritten content is zeroed (`secure_delete`): a row a later update moves, or a
+/// memory's earlier text, would otherwise stay in the page's free space, where no query sees it
+/// but the file's bytes still hold it, and `strata forget` could not reach it.
+///
 /// The file is read through a memory map (up to 1 GiB of it): searches scan megabytes of index
 /// and vector pages per call, which SQLite otherwise copies through its page cache (2 MB per
 /// connection by default, so a 5 MB scan re-reads every page from the OS each time).
@@ -45,7 +49,8 @@ pub(crate) fn init_connection(conn: &Connection, busy_timeout: Duration) -> rusq
     conn.execute_batch(
         "PRAGMA foreign_keys = ON;
          PRAGMA synchronous = NORMAL;
-         PRAGMA temp_store = MEMORY;",
+         PRAGMA temp_store = MEMORY;
+         PRAGMA secure_delete = ON;",
     )?;
     // The pragma answers with the size in force (0 where memory maps are unavailable).
     conn.query_row("PRAGMA mmap_size = 1073741824", [], |_| Ok(()))?;

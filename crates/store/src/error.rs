@@ -158,6 +158,8 @@ pub enum Error {
 pub enum Missing {
     /// A session by id.
     Session(SessionId),
+    /// A session by its key.
+    SessionKey(String),
     /// A message by id.
     Message(MessageId),
     /// A summary node by id.
@@ -175,6 +177,7 @@ impl std::fmt::Display for Missing {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Missing::Session(id) => write!(f, "session {id}"),
+            Missing::SessionKey(key) => write!(f, "session {key:?}"),
             Missing::Message(id) => write!(f, "message {id}"),
             Missing::Node(id) => write!(f, "summary node {id}"),
             Missing::Proposal { persona, key } => {

@@ -39,18 +39,22 @@ mod error;
 mod export;
 pub mod fence;
 mod forest;
+mod forget;
 mod ingests;
 mod kinds;
 mod memories;
 mod messages;
+mod metrics;
 mod migrate;
 mod outline;
+mod provenance;
 mod queues;
 mod search;
 mod sessions;
 mod store;
 mod text;
 mod types;
+mod usage;
 mod vec;
 mod vectors;
 mod watermark;
@@ -59,10 +63,13 @@ pub use crate::check::{Check, Report};
 pub use crate::error::{Error, Missing, Result, error_chain};
 pub use crate::export::{ExportScope, ExportedMessage};
 pub use crate::forest::Upkeep;
+pub use crate::forget::{ForgetCounts, ForgetPlan, ForgetRecord, ForgetScope, Forgotten, KeptSpan, Rebuilt};
 pub use crate::ingests::line_digest;
 pub use crate::memories::{MAX_CONTENT_CHARS, MAX_KEY_CHARS, MemoryWrite, normalize_key};
+pub use crate::metrics::{CallTotals, NodeTotals, StoreMetrics, ToolTotals};
 pub use crate::migrate::SCHEMA_VERSION;
 pub use crate::outline::{ConsistentReader, MessageOutline};
+pub use crate::provenance::{MemoryVersion, Provenance, Source};
 pub use crate::queues::MemoryUpdates;
 pub use crate::search::{
     CandidateQuery, Candidates, HitId, HitKind, Ranking, STOPWORDS, SearchFilter, TextHit, TextQuery,
@@ -75,4 +82,5 @@ pub use crate::types::{
     Category, Level, Memory, MemoryId, MemoryUpdate, Message, MessageId, NewMessage, NewSummary, NodeId,
     QueuedUpdate, Role, Session, SessionId, SummaryNode, ToolCall, UpdateId, Writer, from_unix, to_unix,
 };
+pub use crate::usage::{LlmCall, UsageDay};
 pub use crate::vectors::{BacklogItem, EmbeddingSpace, Embeddings, MAX_CHUNKS, Scan, VectorCounts};

@@ -5,6 +5,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::db::query_all;
 use crate::error::{Error, Result};
+use crate::provenance::{self, MemoryVersion, Provenance};
 use crate::search::HitKind;
 use crate::sessions::{validate_name, validate_persona};
 use crate::types::{Category, Memory, Writer, to_unix};
@@ -97,6 +98,7 @@ pub fn upsert(
     writer: Writer,
     persona: &str,
     memory: &MemoryWrite<'_>,
+    provenance: &Provenance,
     now: DateTime<Utc>,
 ) -> Result<(Memory, bool)> {
     check_writer(writer, memory.category)?;
@@ -117,10 +119,12 @@ pub fn upsert(
          RETURNING {}",
         Memory::COLUMNS
     );
-    let stored = conn.prepare_cached(&sql)?.query_row(
+    let mut stored = conn.prepare_cached(&sql)?.query_row(
         params![memory.category.as_str(), memory.key, memory.title, memory.content, to_unix(now), persona],
         Memory::from_row,
     )?;
+    provenance::record(conn, stored.id.0, memory.title, memory.content, provenance, now)?;
+    stored.provenance = provenance::current(conn, stored.id.0)?;
     Ok((stored, !existed))
 }
 
@@ -130,10 +134,30 @@ pub fn get(conn: &Connection, persona: &str, category: Category, key: &str) -> R
         "SELECT {} FROM agent_memories WHERE role = ?1 AND category = ?2 AND key = ?3",
         Memory::COLUMNS
     );
-    Ok(conn
+    let found = conn
         .prepare_cached(&sql)?
         .query_row(params![persona, category.as_str(), key], Memory::from_row)
-        .optional()?)
+        .optional()?;
+    found.map(|memory| with_provenance(conn, memory)).transpose()
+}
+
+fn with_provenance(conn: &Connection, mut memory: Memory) -> Result<Memory> {
+    memory.provenance = provenance::current(conn, memory.id.0)?;
+    Ok(memory)
+}
+
+/// Every version of a memory of a persona, newest first (the current one first); empty when
+/// there is no such memory.
+pub fn history(
+    conn: &Connection,
+    persona: &str,
+    category: Category,
+    key: &str,
+) -> Result<Vec<MemoryVersion>> {
+    match get(conn, persona, category, key)? {
+        Some(memory) => provenance::history(conn, memory.id.0),
+        None => Ok(Vec::new()),
+    }
 }
 
 /// The memories of a persona, by category then key; one category only when given.
@@ -143,7 +167,10 @@ pub fn list(conn: &Connection, persona: &str, category: Option<Category>) -> Res
          ORDER BY category, key",
         Memory::COLUMNS
     );
-    query_all(conn, &sql, params![persona, category.map(Category::as_str)], Memory::from_row)
+    query_all(conn, &sql, params![persona, category.map(Category::as_str)], Memory::from_row)?
+        .into_iter()
+        .map(|memory| with_provenance(conn, memory))
+        .collect()
 }
 
 /// Deletes a memory (and its vector). Returns whether it existed.

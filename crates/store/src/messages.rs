@@ -130,8 +130,12 @@ pub fn append(conn: &Connection, session: SessionId, messages: &[NewMessage]) ->
 
 /// The seq the session's next message gets.
 fn next_seq(conn: &Connection, session: SessionId) -> Result<i64> {
+    // A session whose every message was forgotten numbers on from its `first_seq`.
     Ok(conn
-        .prepare_cached("SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE session_id = ?1")?
+        .prepare_cached(
+            "SELECT COALESCE(MAX(seq) + 1, (SELECT first_seq FROM sessions WHERE id = ?1), 0)
+             FROM messages WHERE session_id = ?1",
+        )?
         .query_row([session], |row| row.get(0))?)
 }
 

@@ -7,6 +7,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use crate::db::query_all;
 use crate::error::{Error, Missing, Result};
 use crate::memories::{self, MemoryWrite};
+use crate::provenance::Provenance;
 use crate::store::Store;
 use crate::types::{Category, Memory, MemoryUpdate, NodeId, QueuedUpdate, UpdateId, Writer, to_unix};
 
@@ -100,7 +101,8 @@ pub fn accept(conn: &Connection, persona: &str, key: &str, now: DateTime<Utc>) -
         title: &found.update.title,
         content: &found.update.content,
     };
-    let (memory, _) = memories::upsert(conn, Writer::User, persona, &write, now)?;
+    let provenance = Provenance::proposal(found.node_id);
+    let (memory, _) = memories::upsert(conn, Writer::User, persona, &write, &provenance, now)?;
     conn.prepare_cached("DELETE FROM memory_updates WHERE id = ?1")?.execute([found.id])?;
     Ok(memory)
 }

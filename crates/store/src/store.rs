@@ -15,6 +15,7 @@ use crate::check::{self, Report};
 use crate::db::{self, Pool};
 use crate::error::{Error, Result};
 use crate::memories::{self, MemoryWrite};
+use crate::provenance::{MemoryVersion, Provenance};
 use crate::search::index::Deferred;
 use crate::search::{self, SearchFilter, TextHit, TextQuery};
 use crate::types::{
@@ -200,6 +201,16 @@ impl Store {
     /// beside the file, so a commit lost with a damaged WAL is noticed.
     pub(crate) fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
         let mut conn = self.pool.get()?;
+        self.write_on(&mut conn, f)
+    }
+
+    /// [`Store::write`] on a connection the caller holds (with its own pragmas, as forgetting
+    /// sets `secure_delete`).
+    pub(crate) fn write_on<T>(
+        &self,
+        conn: &mut Connection,
+        f: impl FnOnce(&Transaction<'_>) -> Result<T>,
+    ) -> Result<T> {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let value = f(&tx)?;
         let watermark = watermark::bump(&tx)?;
@@ -481,13 +492,38 @@ impl Store {
     /// Like [`Store::put_memory`], also saying whether the memory is new: decided inside the
     /// write transaction, so of several writers racing to create one key exactly one hears
     /// "new".
+    ///
+    /// The write's provenance is only its writer's kind (the user through the library, or the
+    /// agent); [`Store::save_memory_from`] records where it came from.
     pub fn save_memory(
         &self,
         writer: Writer,
         persona: &str,
         memory: &MemoryWrite<'_>,
     ) -> Result<(Memory, bool)> {
-        self.write(|tx| memories::upsert(tx, writer, persona, memory, Utc::now()))
+        let provenance = match writer {
+            Writer::User => Provenance::user("library"),
+            Writer::Agent => Provenance { source: crate::Source::Agent, ..Provenance::unknown() },
+        };
+        self.save_memory_from(writer, persona, memory, &provenance)
+    }
+
+    /// Like [`Store::save_memory`], recording where the memory came from; an update keeps the
+    /// earlier text as a version ([`Store::memory_history`]).
+    pub fn save_memory_from(
+        &self,
+        writer: Writer,
+        persona: &str,
+        memory: &MemoryWrite<'_>,
+        provenance: &Provenance,
+    ) -> Result<(Memory, bool)> {
+        self.write(|tx| memories::upsert(tx, writer, persona, memory, provenance, Utc::now()))
+    }
+
+    /// Every version of a memory, newest (the current one) first, each with its source; empty
+    /// when there is no such memory.
+    pub fn memory_history(&self, persona: &str, category: Category, key: &str) -> Result<Vec<MemoryVersion>> {
+        self.read(|conn| memories::history(conn, persona, category, key))
     }
 
     /// One memory of a persona.

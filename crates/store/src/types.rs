@@ -542,6 +542,9 @@ pub struct Memory {
     pub updated_at: DateTime<Utc>,
     /// The persona it belongs to.
     pub persona: String,
+    /// Where its current text came from (schema 12); `None` only on a row read without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<crate::provenance::Provenance>,
 }
 
 impl Memory {
@@ -559,6 +562,7 @@ impl Memory {
             content: row.get(4)?,
             updated_at: from_unix(row.get(5)?),
             persona: row.get(6)?,
+            provenance: None,
         })
     }
 }

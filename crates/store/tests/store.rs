@@ -2,6 +2,7 @@
 //! concurrent appends; the schema and its upgrades (`schema.rs`).
 
 mod store {
+    mod forget;
     mod schema;
 }
 

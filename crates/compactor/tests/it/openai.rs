@@ -381,3 +381,43 @@ async fn an_oversized_request_is_summarized_in_capped_pieces_then_merged() {
     capped.summarize(&small).await.unwrap();
     assert_eq!(server.received_requests().await.unwrap().len(), 1);
 }
+
+/// Every call is recorded with the usage the server reported beside strata's own counts: two
+/// failed attempts (no usage) and the one that wrote the node.
+#[tokio::test]
+async fn every_call_records_the_servers_usage_beside_stratas_count() {
+    let server = MockServer::start().await;
+    completions()
+        .respond_with(ResponseTemplate::new(500).set_body_string("upstream exploded"))
+        .up_to_n_times(2)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    let arguments = json!({"headline": "Four requests answered.", "body": "Timeline:\n- ok"}).to_string();
+    completions()
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                "role": "assistant", "content": null,
+                "tool_calls": [{"id": "call_1", "type": "function",
+                                "function": {"name": "save_summary", "arguments": arguments}}]}}],
+            "usage": {"prompt_tokens": 1234, "completion_tokens": 56, "total_tokens": 1290}
+        })))
+        .mount(&server)
+        .await;
+    let fx = setup(&server, 5_000, 3);
+    let outcome = fx.compactor.compact(fx.session).await.unwrap();
+    assert!(matches!(outcome, Outcome::Compacted { nodes_created: 1, .. }), "{outcome:?}");
+    let days = fx.store.usage_by_day().unwrap();
+    assert_eq!(days.len(), 1, "{days:?}");
+    let day = &days[0];
+    assert_eq!((day.purpose.as_str(), day.caller.as_str(), day.model.as_str()), ("summary", MODEL, MODEL));
+    assert_eq!((day.calls, day.failures), (3, 2));
+    assert_eq!((day.prompt_tokens, day.completion_tokens), (1234, 56));
+    let node = &fx.store.nodes(fx.session).unwrap()[0];
+    assert_eq!(day.counted_completion_tokens, u64::from(node.token_count), "strata's count of the summary");
+    assert_eq!(
+        day.counted_prompt_tokens,
+        3 * u64::from(node.source_token_count),
+        "each attempt sent the sources"
+    );
+}

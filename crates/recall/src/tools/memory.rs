@@ -8,7 +8,7 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use strata_store::{
-    Category, MAX_CONTENT_CHARS, Memory, MemoryWrite, QueuedUpdate, Store, Writer, normalize_key,
+    Category, MAX_CONTENT_CHARS, Memory, MemoryWrite, Provenance, QueuedUpdate, Store, Writer, normalize_key,
 };
 
 use super::{MemoryListArgs, SaveMemoryArgs};
@@ -166,6 +166,7 @@ pub fn save(
     config: &RecallConfig,
     embedder: Option<&Embedder>,
     args: &SaveMemoryArgs,
+    provenance: &Provenance,
 ) -> Result<SaveAnswer> {
     let category: Category = match args.category.trim() {
         "user_preferences" => {
@@ -204,10 +205,11 @@ pub fn save(
     }
     // Whether the key is new is decided by the write itself: another writer may have created
     // it since `live` was read.
-    let (memory, created) = store.save_memory(
+    let (memory, created) = store.save_memory_from(
         Writer::Agent,
         persona,
         &MemoryWrite { category, key: &key, title: args.title.trim(), content: &args.content },
+        provenance,
     )?;
     Ok(SaveAnswer {
         saved: true,
@@ -307,7 +309,9 @@ fn settle_one(
         content: update.content.clone(),
         allow_new_key: None,
     };
-    match save(store, &queued.persona, config, embedder, &args) {
+    // Consolidated from the node whose summary found it (gone if a forget took it).
+    let provenance = queued.node_id.map_or_else(Provenance::unknown, Provenance::summary);
+    match save(store, &queued.persona, config, embedder, &args, &provenance) {
         Ok(_) => Ok(Applied::Saved),
         Err(Error::NearDuplicateKey { existing_key, existing_category, .. })
             if existing_category != Category::UserPreferences =>
@@ -315,7 +319,7 @@ fn settle_one(
             // The fact is news about a memory the persona has: update that one.
             args.category = existing_category.as_str().to_owned();
             args.key = existing_key;
-            save(store, &queued.persona, config, embedder, &args).map(|_| Applied::Saved)
+            save(store, &queued.persona, config, embedder, &args, &provenance).map(|_| Applied::Saved)
         }
         Err(error) => Err(error),
     }

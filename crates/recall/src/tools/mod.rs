@@ -11,7 +11,7 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use strata_store::{MessageId, NodeId, Session, SessionId, Store};
+use strata_store::{MessageId, NodeId, Provenance, Session, SessionId, Store};
 
 use crate::config::RecallConfig;
 use crate::embed::Embedder;
@@ -382,7 +382,18 @@ impl Tool {
                 answer(history(store, &scope.persona, config)?)
             }
             Tool::SaveMemory => {
-                answer(save(store, &scope.persona, config, ctx.embedder.ready(), &parse_args(args)?)?)
+                {
+                    // The tool call came from the session; the store adds its newest message.
+                    let provenance = Provenance::agent("save_memory", ctx.session.id, None, None);
+                    answer(save(
+                        store,
+                        &scope.persona,
+                        config,
+                        ctx.embedder.ready(),
+                        &parse_args(args)?,
+                        &provenance,
+                    )?)
+                }
             }
             Tool::MemoryList => {
                 answer(list(store, &scope.persona, config, &parse_args(args)?, chrono::Utc::now())?)

@@ -1,0 +1,748 @@
+//! Forgetting: the one path that deletes messages, and everything derived from them, in one
+//! transaction, so that the bytes leave the file.
+//!
+//! A person may ask to be forgotten (a persona), a conversation may have to go (a session), or
+//! its beginning (a session's messages before a time). What is derived from the messages goes
+//! with them: the summary nodes over them, their vectors and full-text entries, the facts and
+//! proposals queued from those nodes, the memories of a forgotten persona, import records and
+//! backlog rows. A Level-0 node that also covers kept messages is rewritten from what remains
+//! (by the caller's summarizer, see [`Rebuilt`], or as a marker the compactor summarizes again
+//! later, being a `raw-archive`); a node above it summarized forgotten text too, so it is
+//! dissolved: its surviving children become roots again and the next compaction merges them.
+//!
+//! Messages are append-only for every other path: the SQL guard (schema 12) lets a delete of
+//! `messages` through only while the transaction holds an open audit row in `forgets`, and a
+//! deferred foreign key makes a transaction that leaves it open unable to commit.
+//!
+//! Bytes: every connection runs with `PRAGMA secure_delete` (freed cells and pages are
+//! zeroed, so no earlier version of a row lingers in a page's free space either), the trigram indexes delete with FTS5's `secure-delete` option (their entries are
+//! removed from the index pages, not only marked deleted), the contentless word indexes, whose
+//! deletes only leave tombstones, are merged (`optimize`) so the deleted words leave their
+//! segments, and after the commit the WAL is checkpointed and truncated, so the old page
+//! images leave the `-wal` too.
+
+use std::collections::{HashMap, HashSet};
+
+use chrono::{DateTime, Utc};
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::Serialize;
+
+use crate::db::query_all;
+use crate::error::{Error, Missing, Result};
+use crate::provenance;
+use crate::search::HitKind;
+use crate::search::index::Deferred;
+use crate::sessions::validate_persona;
+use crate::store::Store;
+use crate::types::{NewSummary, NodeId, SessionId, to_unix};
+use crate::vectors;
+
+/// Messages deleted per statement: the progress callback hears of each batch.
+const BATCH: i64 = 2_000;
+
+/// From this many messages on, a forget rebuilds the search indexes from what remains instead
+/// of deleting each row's entries securely: FTS5's secure delete seeks every term of every
+/// row (forgetting 50,000 of 100,000 messages ran for over ten minutes), a rebuild reads the
+/// kept rows once.
+const REBUILD_FROM: u64 = 1_000;
+
+/// What to forget.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "scope", rename_all = "snake_case")]
+pub enum ForgetScope {
+    /// Every session of a persona, and its memories and proposals.
+    Persona {
+        /// The persona.
+        persona: String,
+    },
+    /// One session, whole.
+    Session {
+        /// The session's key.
+        key: String,
+    },
+    /// The oldest messages of one session: those before the first message sent at or after
+    /// `before` (a prefix of the session, so the seqs kept stay dense).
+    SessionBefore {
+        /// The session's key.
+        key: String,
+        /// The first time kept.
+        before: DateTime<Utc>,
+    },
+}
+
+impl ForgetScope {
+    fn name(&self) -> &'static str {
+        match self {
+            ForgetScope::Persona { .. } => "persona",
+            ForgetScope::Session { .. } => "session",
+            ForgetScope::SessionBefore { .. } => "session_before",
+        }
+    }
+}
+
+/// Counts of what a forget erases (or erased).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ForgetCounts {
+    /// Sessions deleted (a `--before` forget keeps its session).
+    pub sessions: u64,
+    /// Messages deleted.
+    pub messages: u64,
+    /// Summary nodes deleted.
+    pub summaries: u64,
+    /// Level-0 nodes rewritten from the messages they keep.
+    pub rebuilt: u64,
+    /// Memories deleted.
+    pub memories: u64,
+    /// Earlier versions of memories deleted.
+    pub memory_versions: u64,
+    /// Queued facts and open preference proposals deleted.
+    pub proposals: u64,
+    /// Vectors deleted (one per embedded chunk).
+    pub vectors: u64,
+    /// Import records deleted.
+    pub ingests: u64,
+}
+
+/// A Level-0 node that covers forgotten and kept messages: it is rewritten over the kept
+/// ones, `first_seq..=last_seq`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct KeptSpan {
+    /// The node.
+    pub node: NodeId,
+    /// Its session.
+    pub session: SessionId,
+    /// The session's persona.
+    pub persona: String,
+    /// The first kept message's seq.
+    pub first_seq: i64,
+    /// The last message's seq (the node's).
+    pub last_seq: i64,
+}
+
+/// The summary a caller wrote for a [`KeptSpan`] before forgetting.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rebuilt {
+    /// The span it summarizes (the transaction uses it only if the span is still the same).
+    pub span: KeptSpan,
+    /// The new summary.
+    pub summary: NewSummary,
+}
+
+/// What a forget would erase: [`Store::forget_plan`] (a dry run).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ForgetPlan {
+    /// The request.
+    pub scope: ForgetScope,
+    /// What goes.
+    pub counts: ForgetCounts,
+    /// The Level-0 nodes to rewrite from what they keep.
+    pub rebuild: Vec<KeptSpan>,
+}
+
+/// What [`Store::forget`] did.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Forgotten {
+    /// The audit row (`forgets.id`).
+    pub audit: i64,
+    /// What was erased.
+    pub counts: ForgetCounts,
+    /// Of the rebuilt nodes, those that got a marker instead of a new summary.
+    pub markers: u64,
+    /// Whether the WAL was checkpointed and truncated (another reader may have held it).
+    pub wal_truncated: bool,
+}
+
+/// One session's part of a forget: its messages with `seq < cut` go.
+#[derive(Clone, Debug)]
+struct Cut {
+    session: SessionId,
+    persona: String,
+    cut: i64,
+    /// The whole session goes.
+    whole: bool,
+}
+
+fn cuts(conn: &Connection, scope: &ForgetScope) -> Result<Vec<Cut>> {
+    let session_by_key = |key: &str| -> Result<(SessionId, String)> {
+        conn.prepare_cached("SELECT id, role FROM sessions WHERE key = ?1")?
+            .query_row([key], |row| Ok((row.get(0)?, row.get(1)?)))
+            .optional()?
+            .ok_or_else(|| Error::NotFound(Missing::SessionKey(key.to_owned())))
+    };
+    match scope {
+        ForgetScope::Persona { persona } => {
+            validate_persona(persona)?;
+            let sessions =
+                query_all(conn, "SELECT id FROM sessions WHERE role = ?1 ORDER BY id", [persona], |row| {
+                    row.get::<_, SessionId>(0)
+                })?;
+            let memories: bool = conn
+                .prepare_cached(
+                    "SELECT EXISTS (SELECT 1 FROM agent_memories WHERE role = ?1)
+                         OR EXISTS (SELECT 1 FROM memory_updates WHERE role = ?1)",
+                )?
+                .query_row([persona], |row| row.get(0))?;
+            if sessions.is_empty() && !memories {
+                return Err(Error::invalid("persona", format!("{persona:?} holds nothing to forget")));
+            }
+            Ok(sessions
+                .into_iter()
+                .map(|session| Cut { session, persona: persona.clone(), cut: i64::MAX, whole: true })
+                .collect())
+        }
+        ForgetScope::Session { key } => {
+            let (session, persona) = session_by_key(key)?;
+            Ok(vec![Cut { session, persona, cut: i64::MAX, whole: true }])
+        }
+        ForgetScope::SessionBefore { key, before } => {
+            let (session, persona) = session_by_key(key)?;
+            // The first message sent at or after `before`; when there is none, every message
+            // goes and the session numbers on after them.
+            let cut: i64 = conn
+                .prepare_cached(
+                    "SELECT COALESCE(
+                         (SELECT MIN(seq) FROM messages WHERE session_id = ?1 AND created_at >= ?2),
+                         (SELECT MAX(seq) + 1 FROM messages WHERE session_id = ?1),
+                         (SELECT first_seq FROM sessions WHERE id = ?1))",
+                )?
+                .query_row(params![session, to_unix(*before)], |row| row.get(0))?;
+            Ok(vec![Cut { session, persona, cut, whole: false }])
+        }
+    }
+}
+
+/// The ids of the vectors of `ids` (rows of `kind`), read from sqlite-vec's rowid table: a
+/// row's chunk `c` is vector `id * MAX_CHUNKS + c`.
+fn vector_rowids(conn: &Connection, kind: HitKind, ids: &[i64]) -> Result<Vec<i64>> {
+    if vectors::space(conn)?.is_none() {
+        return Ok(Vec::new());
+    }
+    let chunks = vectors::MAX_CHUNKS as i64;
+    let mut find = conn.prepare_cached(&format!(
+        "SELECT rowid FROM {}_rowids WHERE rowid BETWEEN ?1 AND ?2",
+        vectors::table(kind)
+    ))?;
+    let mut rowids = Vec::new();
+    for &id in ids {
+        for rowid in find.query_map(params![id * chunks, id * chunks + chunks - 1], |row| row.get(0))? {
+            rowids.push(rowid?);
+        }
+    }
+    Ok(rowids)
+}
+
+fn delete_vectors(conn: &Connection, kind: HitKind, ids: &[i64]) -> Result<u64> {
+    let rowids = vector_rowids(conn, kind, ids)?;
+    if rowids.is_empty() {
+        return Ok(0);
+    }
+    let mut delete =
+        conn.prepare_cached(&format!("DELETE FROM {} WHERE rowid = ?1", vectors::table(kind)))?;
+    for &rowid in &rowids {
+        delete.execute([rowid])?;
+    }
+    Ok(rowids.len() as u64)
+}
+
+fn ids(conn: &Connection, sql: &str, params: impl rusqlite::Params) -> Result<Vec<i64>> {
+    query_all(conn, sql, params, |row| row.get(0))
+}
+
+/// What one session loses: the nodes over forgotten messages (`first_seq < cut`), the Level-0
+/// node also covering kept ones, the doomed messages' ids.
+struct SessionPart {
+    doomed_nodes: Vec<i64>,
+    partial: Option<KeptSpan>,
+    messages: Vec<i64>,
+    /// Memories whose current text came from what goes (a node, a tool call of a message).
+    memories: Vec<i64>,
+    /// Earlier versions of other memories that came from what goes.
+    versions: Vec<i64>,
+}
+
+fn session_part(conn: &Connection, cut: &Cut) -> Result<SessionPart> {
+    let tainted: Vec<(i64, i64, i64)> = query_all(
+        conn,
+        "SELECT id, level, last_seq FROM summary_nodes WHERE session_id = ?1 AND first_seq < ?2",
+        params![cut.session, cut.cut],
+        |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+    )?;
+    let mut part = SessionPart {
+        doomed_nodes: Vec::new(),
+        partial: None,
+        messages: Vec::new(),
+        memories: Vec::new(),
+        versions: Vec::new(),
+    };
+    for (id, level, last_seq) in tainted {
+        if level == 0 && last_seq >= cut.cut {
+            part.partial = Some(KeptSpan {
+                node: NodeId(id),
+                session: cut.session,
+                persona: cut.persona.clone(),
+                first_seq: cut.cut,
+                last_seq,
+            });
+        } else {
+            part.doomed_nodes.push(id);
+        }
+    }
+    part.messages = ids(
+        conn,
+        "SELECT id FROM messages WHERE session_id = ?1 AND seq < ?2",
+        params![cut.session, cut.cut],
+    )?;
+    // The memory versions whose source is what goes: a node over forgotten text, a tool call
+    // in a forgotten message, anything of a forgotten session.
+    let nodes: HashSet<i64> =
+        part.doomed_nodes.iter().copied().chain(part.partial.iter().map(|s| s.node.0)).collect();
+    let messages: HashSet<i64> = part.messages.iter().copied().collect();
+    let versions = provenance::of_session(conn, cut.session)?;
+    let tainted = |version: &provenance::SessionVersion| {
+        cut.whole
+            || version.node.is_some_and(|node| nodes.contains(&node))
+            || version.message.is_some_and(|message| messages.contains(&message))
+    };
+    let doomed: HashSet<i64> = versions
+        .iter()
+        .filter(|version| version.current && tainted(version))
+        .map(|version| version.memory)
+        .collect();
+    part.versions = versions
+        .iter()
+        .filter(|version| !version.current && tainted(version) && !doomed.contains(&version.memory))
+        .map(|version| version.version)
+        .collect();
+    part.memories = doomed.into_iter().collect();
+    part.memories.sort_unstable();
+    Ok(part)
+}
+
+/// Earlier (replaced) versions of these memories: deleted with them.
+fn earlier_versions(conn: &Connection, memories: &[i64]) -> Result<u64> {
+    count_in(
+        conn,
+        "SELECT count(*) FROM memory_versions WHERE memory_id = ?1 AND replaced_at IS NOT NULL",
+        memories,
+    )
+}
+
+/// Deletes memories (their versions, full-text entries and backlog rows go by trigger) and
+/// their vectors.
+fn delete_memories(conn: &Connection, memories: &[i64]) -> Result<()> {
+    if memories.is_empty() {
+        return Ok(());
+    }
+    delete_vectors(conn, HitKind::Memory, memories)?;
+    // One statement, so FTS5 applies its secure deletes once.
+    let ids =
+        serde_json::to_string(memories).map_err(|error| Error::invalid("memory ids", error.to_string()))?;
+    conn.prepare_cached("DELETE FROM agent_memories WHERE id IN (SELECT value FROM json_each(?1))")?
+        .execute([ids])?;
+    Ok(())
+}
+
+fn count_in(conn: &Connection, sql: &str, ids: &[i64]) -> Result<u64> {
+    let mut statement = conn.prepare_cached(sql)?;
+    let mut total = 0u64;
+    for &id in ids {
+        total += statement.query_row([id], |row| row.get::<_, i64>(0))? as u64;
+    }
+    Ok(total)
+}
+
+/// The plan: what would go. Read inside the forget's own transaction too, so what it erases
+/// is what it counted.
+fn plan(conn: &Connection, scope: &ForgetScope) -> Result<(ForgetPlan, Vec<(Cut, SessionPart)>)> {
+    let mut counts = ForgetCounts::default();
+    let mut rebuild = Vec::new();
+    let mut parts = Vec::new();
+    for cut in cuts(conn, scope)? {
+        let part = session_part(conn, &cut)?;
+        counts.sessions += u64::from(cut.whole);
+        counts.messages += part.messages.len() as u64;
+        counts.summaries += part.doomed_nodes.len() as u64;
+        counts.vectors += vector_rowids(conn, HitKind::Message, &part.messages)?.len() as u64;
+        let mut nodes = part.doomed_nodes.clone();
+        nodes.extend(part.partial.iter().map(|span| span.node.0));
+        counts.vectors += vector_rowids(conn, HitKind::Summary, &nodes)?.len() as u64;
+        counts.proposals += count_in(conn, "SELECT count(*) FROM memory_updates WHERE node_id = ?1", &nodes)?;
+        counts.memories += part.memories.len() as u64;
+        counts.memory_versions += part.versions.len() as u64 + earlier_versions(conn, &part.memories)?;
+        counts.vectors += vector_rowids(conn, HitKind::Memory, &part.memories)?.len() as u64;
+        counts.ingests +=
+            conn.prepare_cached("SELECT count(*) FROM ingests WHERE session_id = ?1 AND first_seq < ?2")?
+                .query_row(params![cut.session, cut.cut], |row| row.get::<_, i64>(0))? as u64;
+        if let Some(span) = &part.partial {
+            counts.rebuilt += 1;
+            rebuild.push(span.clone());
+        }
+        parts.push((cut, part));
+    }
+    if let ForgetScope::Persona { persona } = scope {
+        let memories = ids(conn, "SELECT id FROM agent_memories WHERE role = ?1", [persona])?;
+        // Those a session's part counted already are not counted twice.
+        let counted: HashSet<i64> =
+            parts.iter().flat_map(|(_, part)| part.memories.iter().copied()).collect();
+        let memories: Vec<i64> = memories.into_iter().filter(|id| !counted.contains(id)).collect();
+        counts.memories += memories.len() as u64;
+        counts.memory_versions += earlier_versions(conn, &memories)?;
+        counts.vectors += vector_rowids(conn, HitKind::Memory, &memories)?.len() as u64;
+        // Facts queued from the persona's nodes were counted with them.
+        counts.proposals += conn
+            .prepare_cached("SELECT count(*) FROM memory_updates WHERE role = ?1 AND node_id IS NULL")?
+            .query_row([persona], |row| row.get::<_, i64>(0))? as u64;
+    }
+    Ok((ForgetPlan { scope: scope.clone(), counts, rebuild }, parts))
+}
+
+/// The full-text tables whose deletes take FTS5's `secure-delete` option while forgetting (the
+/// memories' trigram index has it always, schema 12).
+const FTS_TABLES: [&str; 4] = ["messages_fts", "messages_words", "summaries_fts", "summaries_words"];
+
+fn secure_fts_deletes(conn: &Connection, on: bool) -> Result<()> {
+    for table in FTS_TABLES {
+        conn.execute(
+            &format!("INSERT INTO {table}({table}, rank) VALUES ('secure-delete', ?1)"),
+            [on as i64],
+        )?;
+    }
+    Ok(())
+}
+
+/// The marker that replaces a node's summary when the caller wrote none: it says that
+/// messages were forgotten, nothing of what they said.
+fn marker(span: &KeptSpan, forgotten: usize, now: DateTime<Utc>) -> NewSummary {
+    let headline = "Summary withdrawn: earlier messages of this span were forgotten.".to_owned();
+    let body = format!(
+        "- {forgotten} messages were forgotten on {} (strata forget).\n- The messages kept, seq {} to {}, \
+         are in the history verbatim; this marker is summarized again when the summarizer runs.",
+        now.format("%Y-%m-%d"),
+        span.first_seq,
+        span.last_seq
+    );
+    // The store counts no tokens; a generous estimate (a token per two bytes) keeps budgets safe.
+    let token_count = ((headline.len() + body.len()) / 2) as u32;
+    NewSummary {
+        headline,
+        body,
+        token_count,
+        summarizer: "raw-archive".to_owned(),
+        memory_updates: Vec::new(),
+    }
+}
+
+/// Rewrites a Level-0 node over the messages it keeps (`span`), after the older ones were
+/// deleted: its text, range, times and source tokens. It becomes a root (its parent was
+/// dissolved), and the facts of its new summary are queued.
+fn rewrite_leaf(conn: &Connection, span: &KeptSpan, summary: &NewSummary, now: DateTime<Utc>) -> Result<()> {
+    if summary.headline.trim().is_empty() || summary.body.trim().is_empty() || summary.summarizer.is_empty() {
+        return Err(Error::invalid("summary", "a rebuilt summary needs a headline, a body and a summarizer"));
+    }
+    conn.prepare_cached(
+        "UPDATE summary_nodes SET headline = ?2, body = ?3, token_count = ?4, summarizer = ?5,
+                first_seq = ?6, parent_id = NULL,
+                start_time = (SELECT MIN(created_at) FROM messages WHERE summary_id = ?1),
+                end_time = (SELECT MAX(created_at) FROM messages WHERE summary_id = ?1),
+                source_token_count = (SELECT COALESCE(SUM(token_count), 0) FROM messages WHERE summary_id = ?1)
+         WHERE id = ?1",
+    )?
+    .execute(params![span.node, summary.headline, summary.body, summary.token_count, summary.summarizer, span.first_seq])?;
+    crate::queues::queue(conn, span.node, &summary.memory_updates, now)
+}
+
+/// Erases one session's part. Returns whether its partial node got a marker.
+fn erase_session(
+    conn: &Connection,
+    cut: &Cut,
+    part: &SessionPart,
+    rebuilt: &HashMap<NodeId, &Rebuilt>,
+    reindex: bool,
+    now: DateTime<Utc>,
+    progress: &mut dyn FnMut(u64),
+) -> Result<bool> {
+    let (session, seq) = (cut.session, cut.cut);
+    let mut nodes = part.doomed_nodes.clone();
+    nodes.extend(part.partial.iter().map(|span| span.node.0));
+    // Facts queued from these nodes came from the forgotten text.
+    let mut drop_updates = conn.prepare_cached("DELETE FROM memory_updates WHERE node_id = ?1")?;
+    for &node in &nodes {
+        drop_updates.execute([node])?;
+    }
+    delete_vectors(conn, HitKind::Message, &part.messages)?;
+    delete_vectors(conn, HitKind::Summary, &nodes)?;
+    let mut unqueue =
+        conn.prepare_cached("DELETE FROM embedding_backlog WHERE kind = ?1 AND item_id = ?2")?;
+    for &id in &part.messages {
+        unqueue.execute(params!["message", id])?;
+    }
+    for &id in &part.doomed_nodes {
+        unqueue.execute(params!["summary", id])?;
+    }
+    // Dissolve the nodes above forgotten text: their children become roots.
+    conn.prepare_cached(
+        "UPDATE summary_nodes SET parent_id = NULL
+         WHERE session_id = ?1 AND parent_id IN (SELECT id FROM summary_nodes WHERE session_id = ?1 AND first_seq < ?2)",
+    )?
+    .execute(params![session, seq])?;
+    // The messages, in batches of seqs, with their full-text entries (the trigram index needs
+    // the text it indexed to delete it; rows past the cursor were never indexed).
+    let indexed = Deferred::Messages.tail_condition("id");
+    let unindex_trigrams = format!(
+        "INSERT INTO messages_fts(messages_fts, rowid, content)
+         SELECT 'delete', id, content FROM messages
+         WHERE session_id = ?1 AND seq >= ?2 AND seq < ?3 AND NOT ({indexed})"
+    );
+    let unindex_words = format!(
+        "DELETE FROM messages_words WHERE rowid IN (SELECT id FROM messages
+         WHERE session_id = ?1 AND seq >= ?2 AND seq < ?3 AND NOT ({indexed}))"
+    );
+    let (first, last): (Option<i64>, Option<i64>) = conn
+        .prepare_cached("SELECT MIN(seq), MAX(seq) FROM messages WHERE session_id = ?1 AND seq < ?2")?
+        .query_row(params![session, seq], |row| Ok((row.get(0)?, row.get(1)?)))?;
+    if let (Some(first), Some(last)) = (first, last) {
+        let mut from = first;
+        while from <= last {
+            let to = (from + BATCH).min(last + 1);
+            // A forget that rebuilds the indexes afterwards leaves the entries to the rebuild.
+            if !reindex {
+                conn.prepare_cached(&unindex_trigrams)?.execute(params![session, from, to])?;
+                conn.prepare_cached(&unindex_words)?.execute(params![session, from, to])?;
+            }
+            let deleted = conn
+                .prepare_cached("DELETE FROM messages WHERE session_id = ?1 AND seq >= ?2 AND seq < ?3")?
+                .execute(params![session, from, to])?;
+            progress(deleted as u64);
+            from = to;
+        }
+    }
+    // The nodes, in one statement: their full-text entries go by trigger, and FTS5 applies
+    // its secure deletes once per statement (one statement per node took minutes for 3,000).
+    conn.prepare_cached(
+        "DELETE FROM summary_nodes WHERE session_id = ?1 AND first_seq < ?2 AND id IS NOT ?3",
+    )?
+    .execute(params![session, seq, part.partial.as_ref().map(|span| span.node)])?;
+    delete_memories(conn, &part.memories)?;
+    let mut drop_version = conn.prepare_cached("DELETE FROM memory_versions WHERE id = ?1")?;
+    for &version in &part.versions {
+        drop_version.execute([version])?;
+    }
+    let mut marked = false;
+    if let Some(span) = &part.partial {
+        let summary = match rebuilt.get(&span.node).filter(|done| done.span == *span) {
+            Some(done) => done.summary.clone(),
+            None => {
+                marked = true;
+                marker(span, part.messages.len(), now)
+            }
+        };
+        rewrite_leaf(conn, span, &summary, now)?;
+    }
+    let ingests = if cut.whole {
+        "DELETE FROM ingests WHERE session_id = ?1"
+    } else {
+        "DELETE FROM ingests WHERE session_id = ?1 AND first_seq < ?2"
+    };
+    if cut.whole {
+        conn.prepare_cached(ingests)?.execute([session])?;
+        conn.prepare_cached("DELETE FROM sessions WHERE id = ?1")?.execute([session])?;
+    } else {
+        conn.prepare_cached(ingests)?.execute(params![session, seq])?;
+        conn.prepare_cached("UPDATE sessions SET first_seq = ?2 WHERE id = ?1")?
+            .execute(params![session, seq])?;
+    }
+    Ok(marked)
+}
+
+fn erase(
+    conn: &Connection,
+    scope: &ForgetScope,
+    command: &str,
+    rebuilt: &[Rebuilt],
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Forgotten> {
+    let now = Utc::now();
+    let (plan, parts) = plan(conn, scope)?;
+    let (persona, key, before) = match scope {
+        ForgetScope::Persona { persona } => (Some(persona.clone()), None, None),
+        ForgetScope::Session { key } => (parts.first().map(|(cut, _)| cut.persona.clone()), Some(key), None),
+        ForgetScope::SessionBefore { key, before } => {
+            (parts.first().map(|(cut, _)| cut.persona.clone()), Some(key), Some(to_unix(*before)))
+        }
+    };
+    // The audit row opens the guard of `messages` (see the module's doc and schema 12).
+    let audit: i64 = conn
+        .prepare_cached(
+            "INSERT INTO forgets(command, scope, persona, session_key, before, started_at, open)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1) RETURNING id",
+        )?
+        .query_row(params![command, scope.name(), persona, key, before, to_unix(now)], |row| row.get(0))?;
+    let reindex = plan.counts.messages >= REBUILD_FROM;
+    secure_fts_deletes(conn, !reindex)?;
+    let rebuilt: HashMap<NodeId, &Rebuilt> = rebuilt.iter().map(|done| (done.span.node, done)).collect();
+    let total = plan.counts.messages;
+    let mut done = 0u64;
+    let mut markers = 0u64;
+    for (cut, part) in &parts {
+        let mut heard = |deleted: u64| {
+            done += deleted;
+            progress(done, total);
+        };
+        markers += u64::from(erase_session(conn, cut, part, &rebuilt, reindex, now, &mut heard)?);
+    }
+    if let ForgetScope::Persona { persona } = scope {
+        let memories = ids(conn, "SELECT id FROM agent_memories WHERE role = ?1", [persona])?;
+        delete_memories(conn, &memories)?;
+        conn.prepare_cached("DELETE FROM memory_updates WHERE role = ?1")?.execute([persona])?;
+    }
+    secure_fts_deletes(conn, false)?;
+    if reindex {
+        rebuild_indexes(conn)?;
+    } else {
+        // The word indexes are contentless: a delete leaves a tombstone, and the postings (the
+        // words) stay in their segments until a merge. An `optimize` merges each into one
+        // segment without the deleted rows, now.
+        for table in ["messages_words", "summaries_words"] {
+            conn.execute(&format!("INSERT INTO {table}({table}) VALUES ('optimize')"), [])?;
+        }
+    }
+    conn.execute("INSERT INTO memories_words(memories_words) VALUES ('optimize')", [])?;
+    let counts = plan.counts;
+    conn.prepare_cached(
+        "UPDATE forgets SET sessions = ?2, messages = ?3, summaries = ?4, rebuilt = ?5, memories = ?6,
+                memory_versions = ?7, proposals = ?8, vectors = ?9, ingests = ?10, finished_at = ?11, open = NULL
+         WHERE id = ?1",
+    )?
+    .execute(params![
+        audit,
+        counts.sessions as i64,
+        counts.messages as i64,
+        counts.summaries as i64,
+        counts.rebuilt as i64,
+        counts.memories as i64,
+        counts.memory_versions as i64,
+        counts.proposals as i64,
+        counts.vectors as i64,
+        counts.ingests as i64,
+        to_unix(Utc::now()),
+    ])?;
+    Ok(Forgotten { audit, counts, markers, wal_truncated: false })
+}
+
+/// Rebuilds the message and summary indexes from the rows that remain (their old pages are
+/// freed, and zeroed by `secure_delete`); every row is then indexed, so the cursors move to the
+/// newest id.
+fn rebuild_indexes(conn: &Connection) -> Result<()> {
+    conn.execute_batch(
+        "INSERT INTO messages_fts(messages_fts) VALUES ('rebuild');
+         INSERT INTO messages_words(messages_words) VALUES ('delete-all');
+         INSERT INTO messages_words(rowid, text)
+             SELECT id, coalesce(name, role) || ': ' || content FROM messages ORDER BY id;
+         UPDATE message_index
+             SET indexed_through = MAX(indexed_through, COALESCE((SELECT MAX(id) FROM messages), 0));
+         INSERT INTO summaries_fts(summaries_fts) VALUES ('rebuild');
+         INSERT INTO summaries_words(summaries_words) VALUES ('delete-all');
+         INSERT INTO summaries_words(rowid, text)
+             SELECT id, headline || char(10) || body FROM summary_nodes ORDER BY id;
+         UPDATE summary_index
+             SET indexed_through = MAX(indexed_through, COALESCE((SELECT MAX(id) FROM summary_nodes), 0));",
+    )?;
+    Ok(())
+}
+
+/// One row of the audit table: a forget that happened.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ForgetRecord {
+    /// Its id.
+    pub id: i64,
+    /// Who asked (`strata forget`, `Engine::forget`, ...).
+    pub command: String,
+    /// `persona`, `session` or `session_before`.
+    pub scope: String,
+    /// The persona.
+    pub persona: Option<String>,
+    /// The session's key (not for a persona).
+    pub session_key: Option<String>,
+    /// `--before`.
+    pub before: Option<DateTime<Utc>>,
+    /// What was erased.
+    pub counts: ForgetCounts,
+    /// When it was done.
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+impl Store {
+    /// What [`Store::forget`] would erase, without changing anything (`--dry-run`).
+    pub fn forget_plan(&self, scope: &ForgetScope) -> Result<ForgetPlan> {
+        self.read(|conn| {
+            let snapshot = conn.unchecked_transaction()?;
+            Ok(plan(&snapshot, scope)?.0)
+        })
+    }
+
+    /// Erases what `scope` names, in one transaction (see the module's doc); `command` is
+    /// recorded in the audit row (`forgets`), with the counts and the time, and no content.
+    /// `rebuilt` holds the summaries the caller wrote for the [`ForgetPlan::rebuild`] spans;
+    /// a span without one (or one that changed meanwhile) gets a marker. `progress` hears
+    /// (messages deleted, messages to delete) after each batch.
+    pub fn forget(
+        &self,
+        scope: &ForgetScope,
+        command: &str,
+        rebuilt: &[Rebuilt],
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<Forgotten> {
+        let mut conn = self.pool.get()?;
+        // Every connection deletes securely (`db.rs`); said again here, since this is the path
+        // that relies on it.
+        conn.pragma_update(None, "secure_delete", true)?;
+        let result = self.write_on(&mut conn, |tx| erase(tx, scope, command, rebuilt, progress));
+        let truncated = match &result {
+            // The old page images are in the WAL until a checkpoint copies the new ones over
+            // them; TRUNCATE then empties it. A reader holding an old snapshot makes it
+            // incomplete (busy = 1): the next checkpoint finishes the job.
+            Ok(_) => conn
+                .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| row.get::<_, i64>(0))
+                .map(|busy| busy == 0)
+                .unwrap_or(false),
+            Err(_) => false,
+        };
+        result.map(|forgotten| Forgotten { wal_truncated: truncated, ..forgotten })
+    }
+
+    /// Every forget recorded, oldest first.
+    pub fn forgets(&self) -> Result<Vec<ForgetRecord>> {
+        self.read(|conn| {
+            query_all(
+                conn,
+                "SELECT id, command, scope, persona, session_key, before, sessions, messages, summaries,
+                        rebuilt, memories, memory_versions, proposals, vectors, ingests, finished_at
+                 FROM forgets ORDER BY id",
+                [],
+                |row| {
+                    let count = |index: usize| row.get::<_, i64>(index).map(|n| n as u64);
+                    Ok(ForgetRecord {
+                        id: row.get(0)?,
+                        command: row.get(1)?,
+                        scope: row.get(2)?,
+                        persona: row.get(3)?,
+                        session_key: row.get(4)?,
+                        before: row.get::<_, Option<f64>>(5)?.map(crate::types::from_unix),
+                        counts: ForgetCounts {
+                            sessions: count(6)?,
+                            messages: count(7)?,
+                            summaries: count(8)?,
+                            rebuilt: count(9)?,
+                            memories: count(10)?,
+                            memory_versions: count(11)?,
+                            proposals: count(12)?,
+                            vectors: count(13)?,
+                            ingests: count(14)?,
+                        },
+                        finished_at: row.get::<_, Option<f64>>(15)?.map(crate::types::from_unix),
+                    })
+                },
+            )
+        })
+    }
+}

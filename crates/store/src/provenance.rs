@@ -1,0 +1,296 @@
+//! Where each memory came from, and its earlier versions (schema 12, `memory_versions`).
+//!
+//! An operator asking "why does the agent believe this?" needs the source of every memory: the
+//! user (through which command), the agent (the session, message and tool call that saved
+//! it), or a summary node's facts (the node and the messages it covers). Every write records
+//! one, in the transaction of the write; an update keeps the earlier text as a closed version,
+//! so no update loses what it replaced. Deleting a memory deletes its versions (a trigger), and
+//! forgetting deletes the memories and versions that came from what it erases.
+
+use chrono::{DateTime, Utc};
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::{Deserialize, Serialize};
+
+use crate::db::query_all;
+use crate::error::Result;
+use crate::types::{MessageId, NodeId, SessionId, from_unix, to_unix};
+
+/// Who or what wrote a version of a memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// The human: the command line, the application, Python.
+    User,
+    /// The model, through a tool call.
+    Agent,
+    /// A fact a summarizer found in a summary node, settled into memory.
+    Summary,
+    /// A preference a summary proposed and the user accepted.
+    Proposal,
+    /// Written before strata recorded sources (schema 12).
+    Unknown,
+}
+
+impl Source {
+    fn as_str(self) -> &'static str {
+        match self {
+            Source::User => "user",
+            Source::Agent => "agent",
+            Source::Summary => "summary",
+            Source::Proposal => "proposal",
+            Source::Unknown => "unknown",
+        }
+    }
+
+    fn parse(text: &str) -> Source {
+        match text {
+            "user" => Source::User,
+            "agent" => Source::Agent,
+            "summary" => Source::Summary,
+            "proposal" => Source::Proposal,
+            _ => Source::Unknown,
+        }
+    }
+}
+
+/// Where a version of a memory came from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// Who wrote it.
+    pub source: Source,
+    /// The command or tool it came through (`strata memory set`, `save_memory`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
+    /// The session of the tool call or of the summary node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionId>,
+    /// The summary node it was consolidated from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<NodeId>,
+    /// The first seq of the messages that node covers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_seq: Option<i64>,
+    /// The last seq of the messages that node covers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_seq: Option<i64>,
+    /// The message of the agent's tool call (the newest message of its session when the call
+    /// came without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<MessageId>,
+    /// The tool call's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+}
+
+impl Provenance {
+    fn of(source: Source) -> Provenance {
+        Provenance {
+            source,
+            via: None,
+            session: None,
+            node: None,
+            first_seq: None,
+            last_seq: None,
+            message: None,
+            tool_call_id: None,
+        }
+    }
+
+    /// Written by the user through `via` (a command, `python`, the application).
+    pub fn user(via: impl Into<String>) -> Provenance {
+        Provenance { via: Some(via.into()), ..Provenance::of(Source::User) }
+    }
+
+    /// Saved by the agent through the tool `via` in `session`, by the tool call `tool_call_id`
+    /// of `message` when known.
+    pub fn agent(
+        via: impl Into<String>,
+        session: SessionId,
+        message: Option<MessageId>,
+        tool_call_id: Option<String>,
+    ) -> Provenance {
+        Provenance {
+            via: Some(via.into()),
+            session: Some(session),
+            message,
+            tool_call_id,
+            ..Provenance::of(Source::Agent)
+        }
+    }
+
+    /// Consolidated from the facts of summary `node`; the store adds its session and range.
+    pub fn summary(node: NodeId) -> Provenance {
+        Provenance { node: Some(node), ..Provenance::of(Source::Summary) }
+    }
+
+    /// A preference proposed by summary `node` (if known) and accepted by the user.
+    pub fn proposal(node: Option<NodeId>) -> Provenance {
+        Provenance { node, via: Some("accepted proposal".into()), ..Provenance::of(Source::Proposal) }
+    }
+
+    /// No source recorded.
+    pub fn unknown() -> Provenance {
+        Provenance::of(Source::Unknown)
+    }
+}
+
+/// One version of a memory: its text then, when it was written and replaced, and its source.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MemoryVersion {
+    /// The title then.
+    pub title: String,
+    /// The content then.
+    pub content: String,
+    /// When it was written.
+    pub written_at: DateTime<Utc>,
+    /// When an update replaced it; `None` for the current version.
+    pub replaced_at: Option<DateTime<Utc>>,
+    /// Where it came from.
+    pub provenance: Provenance,
+}
+
+/// The provenance columns of `memory_versions` (alias `v`), in [`provenance_from_row`]'s order.
+const COLUMNS: &str =
+    "v.source, v.via, v.session_id, v.node_id, v.first_seq, v.last_seq, v.message_id, v.tool_call_id";
+
+fn provenance_from_row(row: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Provenance> {
+    Ok(Provenance {
+        source: Source::parse(&row.get::<_, String>(at)?),
+        via: row.get(at + 1)?,
+        session: row.get(at + 2)?,
+        node: row.get(at + 3)?,
+        first_seq: row.get(at + 4)?,
+        last_seq: row.get(at + 5)?,
+        message: row.get(at + 6)?,
+        tool_call_id: row.get(at + 7)?,
+    })
+}
+
+/// Records a new version of memory `id`: the current one (if any) is closed at `now`. A write
+/// that changes neither title nor content records nothing. Call in the write's transaction.
+pub(crate) fn record(
+    conn: &Connection,
+    id: i64,
+    title: &str,
+    content: &str,
+    provenance: &Provenance,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    let current: Option<(String, String)> = conn
+        .prepare_cached(
+            "SELECT title, content FROM memory_versions WHERE memory_id = ?1 AND replaced_at IS NULL
+             ORDER BY id DESC LIMIT 1",
+        )?
+        .query_row([id], |row| Ok((row.get(0)?, row.get(1)?)))
+        .optional()?;
+    if current.as_ref().is_some_and(|(t, c)| t == title && c == content) {
+        return Ok(());
+    }
+    conn.prepare_cached(
+        "UPDATE memory_versions SET replaced_at = ?2 WHERE memory_id = ?1 AND replaced_at IS NULL",
+    )?
+    .execute(params![id, to_unix(now)])?;
+    // A summary's facts name their node; its session and the messages it covers are read here.
+    let mut provenance = provenance.clone();
+    // A tool call without its message: the session's newest, the one that made the call when
+    // the caller stored it first (as the chat loop does).
+    if let (Source::Agent, Some(session), None) = (provenance.source, provenance.session, provenance.message)
+    {
+        provenance.message = conn
+            .prepare_cached("SELECT id FROM messages WHERE session_id = ?1 ORDER BY seq DESC LIMIT 1")?
+            .query_row([session], |row| row.get(0))
+            .optional()?;
+    }
+    if let Some(node) = provenance.node {
+        let found: Option<(SessionId, i64, i64)> = conn
+            .prepare_cached("SELECT session_id, first_seq, last_seq FROM summary_nodes WHERE id = ?1")?
+            .query_row([node], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+            .optional()?;
+        if let Some((session, first, last)) = found {
+            provenance.session = Some(session);
+            provenance.first_seq = Some(first);
+            provenance.last_seq = Some(last);
+        }
+    }
+    conn.prepare_cached(
+        "INSERT INTO memory_versions(memory_id, title, content, written_at, source, via, session_id, node_id,
+                                     first_seq, last_seq, message_id, tool_call_id)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+    )?
+    .execute(params![
+        id,
+        title,
+        content,
+        to_unix(now),
+        provenance.source.as_str(),
+        provenance.via,
+        provenance.session,
+        provenance.node,
+        provenance.first_seq,
+        provenance.last_seq,
+        provenance.message,
+        provenance.tool_call_id,
+    ])?;
+    Ok(())
+}
+
+/// The source of memory `id`'s current version.
+pub(crate) fn current(conn: &Connection, id: i64) -> Result<Option<Provenance>> {
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM memory_versions v WHERE v.memory_id = ?1 AND v.replaced_at IS NULL
+             ORDER BY v.id DESC LIMIT 1"
+        ))?
+        .query_row([id], |row| provenance_from_row(row, 0))
+        .optional()?)
+}
+
+/// Every version of memory `id`, newest first.
+pub(crate) fn history(conn: &Connection, id: i64) -> Result<Vec<MemoryVersion>> {
+    query_all(
+        conn,
+        &format!(
+            "SELECT v.title, v.content, v.written_at, v.replaced_at, {COLUMNS}
+             FROM memory_versions v WHERE v.memory_id = ?1 ORDER BY v.id DESC"
+        ),
+        [id],
+        |row| {
+            Ok(MemoryVersion {
+                title: row.get(0)?,
+                content: row.get(1)?,
+                written_at: from_unix(row.get(2)?),
+                replaced_at: row.get::<_, Option<f64>>(3)?.map(from_unix),
+                provenance: provenance_from_row(row, 4)?,
+            })
+        },
+    )
+}
+
+/// A version whose source lies in a session: what a forget of that session looks at.
+#[derive(Clone, Debug)]
+pub(crate) struct SessionVersion {
+    pub(crate) version: i64,
+    pub(crate) memory: i64,
+    pub(crate) current: bool,
+    pub(crate) node: Option<i64>,
+    pub(crate) message: Option<i64>,
+}
+
+/// The versions whose source is session `session` (a tool call in it, or a node of it).
+pub(crate) fn of_session(conn: &Connection, session: SessionId) -> Result<Vec<SessionVersion>> {
+    query_all(
+        conn,
+        "SELECT id, memory_id, replaced_at IS NULL, node_id, message_id FROM memory_versions
+         WHERE session_id = ?1 AND source IN ('agent', 'summary', 'proposal')",
+        [session],
+        |row| {
+            Ok(SessionVersion {
+                version: row.get(0)?,
+                memory: row.get(1)?,
+                current: row.get(2)?,
+                node: row.get(3)?,
+                message: row.get(4)?,
+            })
+        },
+    )
+}
