@@ -45,6 +45,7 @@
 pub mod blocking;
 pub mod chat;
 pub mod config;
+mod embedding;
 mod engine;
 mod error;
 pub mod llm;
@@ -53,6 +54,7 @@ pub mod mcp;
 mod message;
 
 pub use crate::config::{Config, SummarizerConfig, SummarizerKind};
+pub use crate::embedding::{OpenAiEmbeddings, load_embedder};
 pub use crate::engine::{
     CompactedSession, Engine, EngineSession, HistorySearch, PreparedContext, SentenceModel,
 };

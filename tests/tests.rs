@@ -13,6 +13,7 @@ mod cli_mcp;
 mod cli_recall;
 mod cli_store;
 mod crash;
+mod embed_remote;
 mod llm_recorded;
 mod memory_life;
 mod recalled;

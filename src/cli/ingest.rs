@@ -41,6 +41,12 @@ pub struct IngestArgs {
     /// encoding it was first counted with; another is refused.
     #[arg(long, env = "STRATA_MODEL")]
     model: Option<String>,
+    /// Embed for `memory_search` once the lines are stored: everything waiting for a vector,
+    /// the new messages among them, with the rate and the time left. The model is loaded
+    /// before anything is written, so a missing model changes nothing. Without the flag,
+    /// `strata embed` does it later.
+    #[arg(long)]
+    embed: bool,
 }
 
 /// The keys a line may have.
@@ -271,6 +277,15 @@ pub fn run(
         Some(model) => TokenCounter::for_model(model),
         None => config.compactor.token_counter(),
     };
+    let embedder = match args.embed {
+        true => Some(strata::load_embedder(&config.recall, &config.compactor.retry).map_err(|e| {
+            anyhow::anyhow!(
+                "--embed: semantic search unavailable: {}; nothing was ingested",
+                e.chain_message()
+            )
+        })?),
+        false => None,
+    };
     counter.claim(store)?;
     let progress = ProgressBar::new(0).with_style(
         ProgressStyle::with_template("{msg:>10} [{bar:40}] {pos}/{len} lines ({per_sec}, {eta})")
@@ -304,21 +319,34 @@ pub fn run(
     }
     progress.finish_and_clear();
     let ids = &imported.ids;
+    let embedded = match &embedder {
+        Some(embedder) => Some(
+            crate::cli::recall::embed_with_progress(
+                store,
+                embedder,
+                &config.recall,
+                &strata_recall::BacklogFilter::default(),
+            )
+            .context("the messages are stored; embedding them failed (`strata embed` resumes)")?,
+        ),
+        None => None,
+    };
 
     let sessions: BTreeSet<&str> = incoming.iter().map(|m| m.session_key.as_str()).collect();
     let tokens: u64 = incoming.iter().map(|m| u64::from(m.message.token_count)).sum();
     if json {
-        print_json(
-            out,
-            &serde_json::json!({
-                "messages": ids.len(),
-                "skipped": imported.skipped,
-                "sessions": sessions,
-                "tokens": tokens,
-                "first_id": ids.first(),
-                "last_id": ids.last(),
-            }),
-        )?;
+        let mut report = serde_json::json!({
+            "messages": ids.len(),
+            "skipped": imported.skipped,
+            "sessions": sessions,
+            "tokens": tokens,
+            "first_id": ids.first(),
+            "last_id": ids.last(),
+        });
+        if let Some(drained) = &embedded {
+            report["embedded"] = drained.embedded.into();
+        }
+        print_json(out, &report)?;
     } else {
         writeln!(
             out,
@@ -329,6 +357,15 @@ pub fn run(
             sessions.len(),
             sessions.iter().copied().collect::<Vec<_>>().join(", ")
         )?;
+        if let Some(drained) = &embedded {
+            writeln!(
+                out,
+                "embedded {} rows in {:.1} s ({:.1} rows/s)",
+                drained.embedded,
+                drained.elapsed.as_secs_f64(),
+                drained.rate()
+            )?;
+        }
         if imported.skipped > 0 {
             writeln!(
                 out,

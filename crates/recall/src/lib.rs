@@ -45,10 +45,10 @@ mod tools;
 
 pub use strata_store::fence;
 
-pub use crate::config::{MemoryTtls, RecallConfig, Ttl};
+pub use crate::config::{EmbedProvider, EndpointSettings, MemoryTtls, RecallConfig, Ttl};
 pub use crate::embed::{
-    ASSETS_ENV, DEFAULT_MODEL, Embedder, MINILM_L6_V2, MODELS, ModelSpec, PoolingKind, chunk_text, cosine,
-    default_assets_dir, model_spec, runtime_environment,
+    ASSETS_ENV, DEFAULT_MODEL, Embedder, EmbeddingEndpoint, EndpointError, MINILM_L6_V2, MODELS, ModelSpec,
+    PoolingKind, RuntimeOptions, chunk_text, cosine, default_assets_dir, model_spec, runtime_environment,
 };
 pub use crate::error::{Error, Result};
 pub use crate::pipeline::{
