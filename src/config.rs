@@ -242,6 +242,16 @@ impl Config {
                 return invalid(key, "must be between 1 and 32");
             }
         }
+        let endpoint = &recall.embed_endpoint;
+        if endpoint.base_url.trim().is_empty() || endpoint.model.trim().is_empty() {
+            return invalid("embed_endpoint", "base_url and model must not be empty");
+        }
+        if !(8..=8192).contains(&endpoint.dimensions) || !endpoint.dimensions.is_multiple_of(8) {
+            return invalid("embed_endpoint.dimensions", "must be a multiple of 8 from 8 to 8192");
+        }
+        if endpoint.batch_size == 0 {
+            return invalid("embed_endpoint.batch_size", "must be at least 1");
+        }
         if recall.default_limit == 0 || recall.max_limit == 0 || recall.embed_batch_size == 0 {
             return invalid("default_limit, max_limit and embed_batch_size", "must be at least 1");
         }

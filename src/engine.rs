@@ -196,7 +196,9 @@ impl Engine {
 
     /// The embedding model, loaded on first call (about 0.3 s), or why it is unavailable.
     pub fn embedder(&self) -> &EmbedderState {
-        self.inner.embedder.get_or_init(|| Embedder::for_config(&self.inner.config.recall).into())
+        self.inner.embedder.get_or_init(|| {
+            crate::load_embedder(&self.inner.config.recall, &self.inner.config.compactor.retry).into()
+        })
     }
 
     /// Starts the background thread that embeds new messages, summaries and memories. Without
@@ -619,9 +621,13 @@ pub struct HistorySearch {
 impl HistorySearch {
     /// The search over `store` with the model `config` names, loaded now (or found absent:
     /// then keywords serve alone).
-    pub fn loaded(store: Store, config: &RecallConfig) -> HistorySearch {
+    pub fn loaded(
+        store: Store,
+        config: &RecallConfig,
+        retry: &strata_llm::RetryPolicy,
+    ) -> HistorySearch {
         let embedder = Arc::new(OnceLock::new());
-        embedder.get_or_init(|| Embedder::for_config(config).into());
+        embedder.get_or_init(|| crate::load_embedder(config, retry).into());
         HistorySearch { store, config: config.clone(), embedder, counters: None }
     }
 }

@@ -45,6 +45,7 @@
 pub mod blocking;
 pub mod chat;
 pub mod config;
+mod embedding;
 mod engine;
 mod error;
 pub mod import;
@@ -55,6 +56,7 @@ mod message;
 pub mod metrics;
 
 pub use crate::config::{Config, SummarizerConfig, SummarizerKind};
+pub use crate::embedding::{OpenAiEmbeddings, load_embedder};
 pub use crate::engine::{
     CompactedSession, Engine, EngineSession, HistorySearch, PreparedContext, SentenceModel,
 };

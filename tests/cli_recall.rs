@@ -270,3 +270,47 @@ fn memory_purge_removes_only_expired_memories() {
 fn timestamps(answer: &serde_json::Value) -> Vec<&str> {
     answer["results"].as_array().unwrap().iter().map(|hit| hit["timestamp"].as_str().unwrap()).collect()
 }
+
+#[test]
+fn ingest_embed_stores_then_embeds_and_reports_the_rate() {
+    let strata = Strata::new();
+    let file = strata.file(
+        "chat.jsonl",
+        "{\"role\": \"user\", \"content\": \"The staging password rotates every 45 days.\"}\n\
+         {\"role\": \"assistant\", \"content\": \"Noted, I will not hard-code it.\"}\n\
+         {\"role\": \"user\", \"content\": \"The rebase blew up on the lock file.\"}\n",
+    );
+    let file = file.display().to_string();
+    // Without the model nothing is written: the model is loaded first.
+    let empty = tempfile::tempdir().unwrap();
+    let output = strata
+        .command()
+        .args(["ingest", &file, "--persona", "p", "--embed"])
+        .env("STRATA_EMBED_ASSETS", empty.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !output.status.success() && stderr.contains("--embed") && !stderr.contains("panicked"),
+        "{stderr}"
+    );
+    assert!(!strata.db().exists() || Store::open(strata.db()).unwrap().stats().unwrap().messages == 0);
+
+    let output =
+        strata.command().args(["ingest", &file, "--persona", "p", "--embed", "--json"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!((report["messages"].as_u64(), report["embedded"].as_u64()), (Some(3), Some(3)), "{report}");
+    // No terminal here: the progress comes as lines with the rate and the time left.
+    assert!(stderr.contains("3/3 rows") && stderr.contains("rows/s") && stderr.contains("left"), "{stderr}");
+    let store = Store::open(strata.db()).unwrap();
+    assert_eq!(store.embeddings().counts().unwrap().messages, 3);
+    assert_eq!(store.embeddings().backlog_count(None, None).unwrap(), 0);
+    let found =
+        strata.run(&["search", "how often does the password change", "--persona", "p", "--json"]).json();
+    assert_eq!(found["results"][0]["id"], 1, "{found:#}");
+
+    let text = strata.run(&["embed"]).success();
+    assert!(text.starts_with("embedded 0 rows in ") && text.contains("rows/s"), "{text}");
+}

@@ -14,6 +14,7 @@ mod cli_mcp;
 mod cli_recall;
 mod cli_store;
 mod crash;
+mod embed_remote;
 mod interop;
 mod llm_recorded;
 mod mcp_http;

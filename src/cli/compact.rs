@@ -358,7 +358,10 @@ pub fn context(
         request
     });
     // The model loaded first, so the block is the one a warm engine would send.
-    let recaller = settings.recall.proactive.then(|| strata::HistorySearch::loaded(store, &settings.recall));
+    let recaller = settings
+        .recall
+        .proactive
+        .then(|| strata::HistorySearch::loaded(store, &settings.recall, &settings.compactor.retry));
     let options = strata_compactor::AssemblyOptions {
         now,
         request,

@@ -174,7 +174,15 @@ pub fn run(
         progress.finish_and_clear();
         steps.done(
             "3/4",
-            format!("embedded {embedded} messages, summaries and memories with all-MiniLM-L6-v2, locally"),
+            match embedder.spec().id.strip_prefix("openai:") {
+                Some(model) => {
+                    format!("embedded {embedded} messages, summaries and memories with {model}, remotely")
+                }
+                None => format!(
+                    "embedded {embedded} messages, summaries and memories with {}, locally",
+                    embedder.spec().id
+                ),
+            },
         )?;
     }
 

@@ -16,7 +16,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use strata_compactor::TokenCounter;
 use strata_recall::tools::{MemoryGrepArgs, MemorySearchArgs};
-use strata_recall::{BacklogFilter, Embedder, EmbedderState, RecallConfig, Scope, embed_backlog_with};
+use strata_recall::{BacklogFilter, EmbedderState, RecallConfig, Scope, embed_backlog_with};
 use strata_store::Store;
 
 use crate::cli::ingest::parse_file;
@@ -144,7 +144,8 @@ fn planted(
         synth::generate_team_chat(&synth::TeamChatSpec { messages: args.messages, ..Default::default() });
     let recall = &config.recall;
     let embedder = EmbedderState::from(
-        Embedder::for_config(recall).context("the evaluation needs the embedding model")?,
+        strata::load_embedder(recall, &config.compactor.retry)
+            .context("the evaluation needs the embedding model")?,
     );
     let counter = TokenCounter::for_model(&config.compactor.model);
     let mut ranks = Vec::new();
@@ -283,7 +284,8 @@ fn retrieval(
     eprintln!("stored {} messages of {}", incoming.len(), args.data.join("transcripts.jsonl").display());
 
     let recall = &config.recall;
-    let embedder = Embedder::for_config(recall).context("the evaluation needs the embedding model")?;
+    let embedder = strata::load_embedder(recall, &config.compactor.retry)
+        .context("the evaluation needs the embedding model")?;
     let started = Instant::now();
     let bar = ProgressBar::new(0).with_style(
         ProgressStyle::with_template("embedding [{bar:30}] {pos}/{len} ({per_sec}, eta {eta})")

@@ -60,5 +60,5 @@ pub fn run(
     let progress = progress_bar();
     progress.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     let imported = store_all(store, &incoming, &progress)?;
-    report(&incoming, &imported, &counter, json, out)
+    report(&incoming, &imported, &counter, None, json, out)
 }

@@ -11,6 +11,7 @@ use strata_compactor::TokenCounter;
 use strata_store::{Imported, IncomingMessage, Store};
 
 use crate::cli::output::print_json;
+use crate::cli::recall::{Drained, embed_with_progress};
 
 /// Messages indexed for search per transaction after an import.
 const INDEX_BATCH: usize = 5_000;
@@ -41,6 +42,12 @@ pub struct IngestArgs {
     /// encoding it was first counted with; another is refused.
     #[arg(long, env = "STRATA_MODEL")]
     model: Option<String>,
+    /// Embed for `memory_search` once the lines are stored: everything waiting for a vector,
+    /// the new messages among them, with the rate and the time left. The model is loaded
+    /// before anything is written, so a missing model changes nothing. Without the flag,
+    /// `strata embed` does it later.
+    #[arg(long)]
+    embed: bool,
 }
 
 fn read_lines(path: &Path) -> anyhow::Result<Vec<String>> {
@@ -146,11 +153,12 @@ pub fn store_all(
     Ok(imported)
 }
 
-/// Prints what an import stored.
+/// Prints what an import stored, and what it embedded when it did.
 pub fn report(
     incoming: &[IncomingMessage],
     imported: &Imported,
     counter: &TokenCounter,
+    embedded: Option<&Drained>,
     json: bool,
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
@@ -158,17 +166,18 @@ pub fn report(
     let sessions: BTreeSet<&str> = incoming.iter().map(|m| m.session_key.as_str()).collect();
     let tokens: u64 = incoming.iter().map(|m| u64::from(m.message.token_count)).sum();
     if json {
-        print_json(
-            out,
-            &serde_json::json!({
-                "messages": ids.len(),
-                "skipped": imported.skipped,
-                "sessions": sessions,
-                "tokens": tokens,
-                "first_id": ids.first(),
-                "last_id": ids.last(),
-            }),
-        )?;
+        let mut report = serde_json::json!({
+            "messages": ids.len(),
+            "skipped": imported.skipped,
+            "sessions": sessions,
+            "tokens": tokens,
+            "first_id": ids.first(),
+            "last_id": ids.last(),
+        });
+        if let Some(drained) = embedded {
+            report["embedded"] = drained.embedded.into();
+        }
+        print_json(out, &report)?;
     } else {
         writeln!(
             out,
@@ -179,6 +188,15 @@ pub fn report(
             sessions.len(),
             sessions.iter().copied().collect::<Vec<_>>().join(", ")
         )?;
+        if let Some(drained) = embedded {
+            writeln!(
+                out,
+                "embedded {} rows in {:.1} s ({:.1} rows/s)",
+                drained.embedded,
+                drained.elapsed.as_secs_f64(),
+                drained.rate()
+            )?;
+        }
         if imported.skipped > 0 {
             writeln!(
                 out,
@@ -202,6 +220,15 @@ pub fn run(
         Some(model) => TokenCounter::for_model(model),
         None => config.compactor.token_counter(),
     };
+    let embedder = match args.embed {
+        true => Some(strata::load_embedder(&config.recall, &config.compactor.retry).map_err(|e| {
+            anyhow::anyhow!(
+                "--embed: semantic search unavailable: {}; nothing was ingested",
+                e.chain_message()
+            )
+        })?),
+        false => None,
+    };
     counter.claim(store)?;
     let progress = progress_bar();
     // Nothing is written until every line has parsed: a bad line leaves the database as it was.
@@ -215,5 +242,12 @@ pub fn run(
         &progress,
     )?;
     let imported = store_all(store, &incoming, &progress)?;
-    report(&incoming, &imported, &counter, json, out)
+    let embedded = match &embedder {
+        Some(embedder) => Some(
+            embed_with_progress(store, embedder, &config.recall, &strata_recall::BacklogFilter::default())
+                .context("the messages are stored; embedding them failed (`strata embed` resumes)")?,
+        ),
+        None => None,
+    };
+    report(&incoming, &imported, &counter, embedded.as_ref(), json, out)
 }

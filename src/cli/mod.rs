@@ -307,17 +307,17 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             recall::view(&open_existing(&cli)?, &config(&cli)?.recall, *id, cli.json, &mut out)?
         }
         Command::Grep(args) => {
-            let (store, config) = (open_existing(&cli)?, config(&cli)?.recall);
+            let (store, config) = (open_existing(&cli)?, config(&cli)?);
             recall::search(&store, &config, args, recall::Matching::Keywords, cli.json, &mut out)?
         }
         Command::Search(args) => {
-            let (store, config) = (open_existing(&cli)?, config(&cli)?.recall);
+            let (store, config) = (open_existing(&cli)?, config(&cli)?);
             recall::search(&store, &config, args, recall::Matching::Meaning, cli.json, &mut out)?
         }
         Command::Expand(args) => {
             recall::expand(&open_existing(&cli)?, &config(&cli)?.recall, args, cli.json, &mut out)?
         }
-        Command::Embed(args) => recall::embed(&open(&cli)?, &config(&cli)?.recall, args, cli.json, &mut out)?,
+        Command::Embed(args) => recall::embed(&open(&cli)?, &config(&cli)?, args, cli.json, &mut out)?,
         Command::Chat(args) => chat::run(&cli, args, &mut out)?,
         Command::Eval(command) => eval::run(&config(&cli)?, command, cli.json, &mut out)?,
         #[cfg(feature = "mcp")]

@@ -130,12 +130,13 @@ pub enum Matching {
 /// `strata grep` and `strata search`: the tool's answer for the command line's scope.
 pub fn search(
     store: &Store,
-    config: &RecallConfig,
+    settings: &strata::Config,
     command: &SearchCommand,
     matching: Matching,
     json: bool,
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
+    let config = &settings.recall;
     let scope = scope(store, &command.filters)?;
     let (query, start_time, end_time) = (command.query.clone(), command.start.clone(), command.end.clone());
     let (limit, include_in_context) = (command.filters.limit, None);
@@ -146,7 +147,7 @@ pub fn search(
             strata_recall::tools::grep(store, &scope, config, &args)?
         }
         Matching::Meaning => {
-            let embedder: EmbedderState = Embedder::for_config(config).into();
+            let embedder: EmbedderState = strata::load_embedder(config, &settings.compactor.retry).into();
             let args = MemorySearchArgs { query, limit, start_time, end_time, include_in_context };
             strata_recall::tools::search(store, &scope, config, &embedder, &args)?
         }
@@ -229,18 +230,77 @@ pub fn expand(
 struct EmbedReport {
     embedded: u64,
     remaining: u64,
+    seconds: f64,
+    rows_per_second: f64,
+    model: String,
     assets: String,
 }
 
-/// `strata embed`: embeds the backlog with a progress bar. `--limit` caps how many rows this
-/// run embeds.
+/// A drain of the embedding backlog: how many rows, in how long.
+pub struct Drained {
+    /// Rows embedded.
+    pub embedded: u64,
+    /// Wall time.
+    pub elapsed: std::time::Duration,
+}
+
+impl Drained {
+    /// Rows per second.
+    pub fn rate(&self) -> f64 {
+        self.embedded as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+}
+
+/// Embeds the backlog rows `filter` selects with a progress bar showing the rate and the time
+/// left (on a terminal; elsewhere a line every 10% of the rows, so a log shows the same).
+pub fn embed_with_progress(
+    store: &Store,
+    embedder: &Embedder,
+    config: &RecallConfig,
+    filter: &BacklogFilter,
+) -> anyhow::Result<Drained> {
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} embedding [{bar:30}] {pos}/{len} rows ({per_sec}, {elapsed} spent, {eta} left)",
+        )
+        .expect("a valid template")
+        .progress_chars("=> "),
+    );
+    let started = std::time::Instant::now();
+    let tty = !bar.is_hidden();
+    let mut next_line = 0u64;
+    let embedded = strata_recall::embed_backlog_with(store, embedder, config, filter, |progress| {
+        bar.set_length(progress.total);
+        bar.set_position(progress.embedded);
+        // Without a terminal indicatif draws nothing: report on standard error instead.
+        if !tty && progress.embedded >= next_line && progress.total > 0 {
+            let spent = started.elapsed().as_secs_f64();
+            let rate = progress.embedded as f64 / spent.max(1e-9);
+            let left = progress.total.saturating_sub(progress.embedded) as f64 / rate.max(1e-9);
+            if progress.embedded > 0 {
+                eprintln!(
+                    "embedding: {}/{} rows, {rate:.1} rows/s, {spent:.0} s spent, about {left:.0} s left",
+                    progress.embedded, progress.total
+                );
+            }
+            next_line = progress.embedded + (progress.total / 10).max(1);
+        }
+    })?;
+    bar.finish_and_clear();
+    Ok(Drained { embedded, elapsed: started.elapsed() })
+}
+
+/// `strata embed`: embeds the backlog with a progress bar (rate and time left). `--limit` caps
+/// how many rows this run embeds.
 pub fn embed(
     store: &Store,
-    config: &RecallConfig,
+    settings: &strata::Config,
     command: &EmbedCommand,
     json: bool,
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
+    let config = &settings.recall;
     let filters = &command.filters;
     let (persona, session) = match (&filters.persona, &filters.session) {
         (None, None) => (None, None),
@@ -249,29 +309,26 @@ pub fn embed(
             (Some(scope.persona), scope.session)
         }
     };
-    let embedder = Embedder::for_config(config)
+    let embedder = strata::load_embedder(config, &settings.compactor.retry)
         .map_err(|e| anyhow::anyhow!("semantic search unavailable: {}", e.chain_message()))?;
     let filter = BacklogFilter { persona: persona.clone(), session, limit: filters.limit.map(u64::from) };
-    let bar = ProgressBar::new(0);
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} embedding [{bar:30}] {pos}/{len} ({per_sec}, eta {eta})")
-            .expect("a valid template")
-            .progress_chars("=> "),
-    );
-    let embedded = strata_recall::embed_backlog_with(store, &embedder, config, &filter, |progress| {
-        bar.set_length(progress.total);
-        bar.set_position(progress.embedded);
-    })?;
-    bar.finish_and_clear();
+    let drained = embed_with_progress(store, &embedder, config, &filter)?;
     let report = EmbedReport {
-        embedded,
+        embedded: drained.embedded,
         remaining: store.embeddings().backlog_count(persona.as_deref(), session)?,
+        seconds: drained.elapsed.as_secs_f64(),
+        rows_per_second: drained.rate(),
+        model: embedder.spec().id.to_owned(),
         assets: embedder.assets().display().to_string(),
     };
     if json {
         print_json(out, &report)
     } else {
-        writeln!(out, "embedded {} rows; {} still waiting", report.embedded, report.remaining)?;
+        writeln!(
+            out,
+            "embedded {} rows in {:.1} s ({:.1} rows/s, {}); {} still waiting",
+            report.embedded, report.seconds, report.rows_per_second, report.model, report.remaining
+        )?;
         Ok(())
     }
 }

@@ -1,6 +1,7 @@
-//! The HTTP of an OpenAI-compatible `chat/completions` endpoint (OpenAI, Ollama, llama.cpp
-//! server, vLLM), used by the compactor's summarizer and, through [`crate::ChatClient`], by the
-//! chat loop of the `strata` crate.
+//! The HTTP of an OpenAI-compatible endpoint (OpenAI, Ollama, llama.cpp server, vLLM):
+//! `chat/completions` for the compactor's summarizer and, through [`crate::ChatClient`], the
+//! chat loop of the `strata` crate; the same client at `embeddings` for the `strata` crate's
+//! remote embedding provider.
 //!
 //! It owns what both need: the URL, the API key (looked up in one place, [`api_key`]), the
 //! per-attempt timeout, and retries of transient failures (408, 429, 5xx, timeouts, broken
@@ -58,7 +59,18 @@ impl ChatEndpoint {
         api_key: Option<String>,
         retry: RetryPolicy,
     ) -> Result<ChatEndpoint, LlmError> {
-        let url = format!("{}/chat/completions", base_url.trim_end_matches('/'));
+        ChatEndpoint::with_path(base_url, "chat/completions", api_key, retry)
+    }
+
+    /// The endpoint at `path` under `base_url` (`embeddings` for an OpenAI-compatible
+    /// embeddings API), with the same key, timeouts and retries.
+    pub fn with_path(
+        base_url: &str,
+        path: &str,
+        api_key: Option<String>,
+        retry: RetryPolicy,
+    ) -> Result<ChatEndpoint, LlmError> {
+        let url = format!("{}/{}", base_url.trim_end_matches('/'), path.trim_start_matches('/'));
         let http = reqwest::Client::builder()
             .timeout(retry.timeout())
             .connect_timeout(retry.timeout().min(Duration::from_secs(10)))

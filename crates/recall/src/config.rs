@@ -43,6 +43,16 @@ pub struct RecallConfig {
     pub embed_tool_chunks: usize,
     /// Backlog rows the worker reads per round (sorted by length, then batched). Default 256.
     pub embed_round_size: usize,
+    /// ONNX Runtime's intra-op threads for the local model; 0 uses every core. Default 0.
+    pub embed_threads: usize,
+    /// Whether ONNX Runtime's idle threads spin. Default false: on this project's shared
+    /// 2-core machines the model ran 1.57x faster without (benches/README.md).
+    pub embed_spinning: bool,
+    /// Where vectors come from: the local model (`embed_model`) or an OpenAI-compatible
+    /// endpoint (`embed_endpoint`). Default local.
+    pub embed_provider: EmbedProvider,
+    /// The endpoint used when `embed_provider` is `openai`.
+    pub embed_endpoint: EndpointSettings,
     /// The local embedding model (see `strata_recall::MODELS`). A database embedded with
     /// another model is re-embedded by the next `strata embed`. Default `all-MiniLM-L6-v2`.
     pub embed_model: String,
@@ -120,6 +130,10 @@ impl Default for RecallConfig {
             embed_max_chunks: 8,
             embed_tool_chunks: 1,
             embed_round_size: 256,
+            embed_threads: 0,
+            embed_spinning: false,
+            embed_provider: EmbedProvider::Local,
+            embed_endpoint: EndpointSettings::default(),
             embed_model: crate::embed::DEFAULT_MODEL.to_owned(),
             semantic_weight: 0.3,
             keyword_weight: 0.7,
@@ -172,6 +186,52 @@ impl RecallConfig {
             requested => {
                 Ok(requested.map_or(self.default_limit, |n| n as usize).clamp(1, self.max_limit.max(1)))
             }
+        }
+    }
+}
+
+/// Where vectors come from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EmbedProvider {
+    /// The local model (`embed_model`), run by ONNX Runtime in this process.
+    #[default]
+    Local,
+    /// An OpenAI-compatible `/v1/embeddings` endpoint (`embed_endpoint`): OpenAI, Ollama, vLLM,
+    /// text-embeddings-inference, llama.cpp server. Recall holds no HTTP client: the host
+    /// implements [`crate::EmbeddingEndpoint`] (the `strata` crate does) and builds the embedder
+    /// with [`crate::Embedder::remote`].
+    Openai,
+}
+
+/// An OpenAI-compatible embeddings endpoint. Its vectors are stored under the model id
+/// `openai:<model>`, so a database embedded by another model (or the local one) is embedded
+/// again rather than mixed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EndpointSettings {
+    /// The API's base URL; requests go to `<base_url>/embeddings`. Default
+    /// `http://localhost:11434/v1` (Ollama).
+    pub base_url: String,
+    /// The model the server runs. Default `nomic-embed-text`.
+    pub model: String,
+    /// The size of its vectors, checked on every answer (a multiple of 8). Default 768.
+    pub dimensions: usize,
+    /// Texts per request. Default 64.
+    pub batch_size: usize,
+    /// The environment variable holding the API key (else `OPENAI_API_KEY`; none is sent when
+    /// both are unset). Default `STRATA_EMBEDDINGS_API_KEY`.
+    pub api_key_env: String,
+}
+
+impl Default for EndpointSettings {
+    fn default() -> EndpointSettings {
+        EndpointSettings {
+            base_url: "http://localhost:11434/v1".into(),
+            model: "nomic-embed-text".into(),
+            dimensions: 768,
+            batch_size: 64,
+            api_key_env: "STRATA_EMBEDDINGS_API_KEY".into(),
         }
     }
 }

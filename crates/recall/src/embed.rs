@@ -141,6 +141,16 @@ fn environment(library: &Path) -> Result<ort::environment::Environment> {
     Ok(environment)
 }
 
+/// How ONNX Runtime runs the local model (benches/README.md, "Throughput levers").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RuntimeOptions {
+    /// Intra-op threads; 0 uses every core.
+    pub threads: usize,
+    /// Whether idle intra-op threads spin instead of sleeping. Off by default: on a shared
+    /// 2-core machine spinning threads burn the time slices the work needs (1.57x faster off).
+    pub spinning: bool,
+}
+
 /// The process's ONNX Runtime environment, loading the library of `assets` the first time (a
 /// process holds one runtime and one environment). For callers that run sessions of their own
 /// beside strata's, such as the embedding bench's baseline loop.
@@ -148,13 +158,34 @@ pub fn runtime_environment(assets: &Path) -> Result<ort::environment::Environmen
     environment(&assets.join(RUNTIME_LIBRARY))
 }
 
-/// A loaded sentence-embedding model: text in, L2-normalized floats out.
+/// What an [`EmbeddingEndpoint`] failed with.
+pub type EndpointError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Vectors computed elsewhere: an embeddings server the host application reaches. Recall holds
+/// no HTTP client; the `strata` crate implements this for OpenAI-compatible `/v1/embeddings`
+/// endpoints, with retries. Called from synchronous code (a worker thread, a tool call on a
+/// blocking thread), one batch at a time.
+pub trait EmbeddingEndpoint: Send + Sync {
+    /// The vectors of `texts`, in their order (strata checks their number and size and
+    /// L2-normalizes them).
+    fn embed(&self, texts: &[&str]) -> std::result::Result<Vec<Vec<f32>>, EndpointError>;
+}
+
+/// What computes the vectors.
+#[derive(Clone)]
+enum Backend {
+    /// The local model (calls take turns: ONNX Runtime already uses both cores for one batch).
+    Local(Arc<Mutex<TextEmbedding>>),
+    /// An endpoint, sent at most `batch_size` texts per request.
+    Remote { endpoint: Arc<dyn EmbeddingEndpoint>, batch_size: usize },
+}
+
+/// A sentence-embedding model, local or behind an endpoint: text in, L2-normalized floats out.
 ///
-/// Cheap to clone (the model is shared) and safe to use from several threads (calls take turns:
-/// ONNX Runtime already uses both cores for one batch).
+/// Cheap to clone (the model is shared) and safe to use from several threads.
 #[derive(Clone)]
 pub struct Embedder {
-    model: Arc<Mutex<TextEmbedding>>,
+    backend: Backend,
     spec: &'static ModelSpec,
     assets: PathBuf,
     /// The newest queries' vectors: the recalled block embeds each request, and a model that
@@ -187,6 +218,15 @@ impl Embedder {
 
     /// Loads `spec` and ONNX Runtime from `assets`.
     pub fn load_model(assets: impl AsRef<Path>, spec: &'static ModelSpec) -> Result<Embedder> {
+        Embedder::load_with(assets, spec, RuntimeOptions::default())
+    }
+
+    /// Loads `spec` and ONNX Runtime from `assets`, with these runtime settings.
+    pub fn load_with(
+        assets: impl AsRef<Path>,
+        spec: &'static ModelSpec,
+        runtime: RuntimeOptions,
+    ) -> Result<Embedder> {
         let assets = assets.as_ref();
         let library = assets.join(RUNTIME_LIBRARY);
         let model_dir = assets.join(spec.dir);
@@ -213,12 +253,16 @@ impl Embedder {
             PoolingKind::Mean => Pooling::Mean,
             PoolingKind::Cls => Pooling::Cls,
         });
-        let options = InitOptionsUserDefined::new()
+        let mut options = InitOptionsUserDefined::new()
             .with_environment(environment(&library)?)
-            .with_max_length(spec.max_tokens);
+            .with_max_length(spec.max_tokens)
+            .with_session_config("session.intra_op.allow_spinning", if runtime.spinning { "1" } else { "0" });
+        if runtime.threads > 0 {
+            options = options.with_intra_threads(runtime.threads);
+        }
         let model = TextEmbedding::try_new_from_user_defined(model, options).map_err(Error::Model)?;
         let embedder = Embedder {
-            model: Arc::new(Mutex::new(model)),
+            backend: Backend::Local(Arc::new(Mutex::new(model))),
             spec,
             assets: assets.to_path_buf(),
             queries: Arc::default(),
@@ -228,9 +272,44 @@ impl Embedder {
         Ok(embedder)
     }
 
+    /// An embedder whose vectors come from `endpoint` (see [`crate::EmbedProvider::Openai`]),
+    /// stored under the model id `openai:<model>`. Nothing is sent before the first text.
+    pub fn remote(
+        model: &str,
+        dimensions: usize,
+        batch_size: usize,
+        endpoint: Arc<dyn EmbeddingEndpoint>,
+    ) -> Result<Embedder> {
+        if model.trim().is_empty() || !(8..=8192).contains(&dimensions) || !dimensions.is_multiple_of(8) {
+            return Err(Error::invalid(
+                "embed_endpoint",
+                format!("model {model:?} with {dimensions} dimensions (a multiple of 8, at most 8,192)"),
+            ));
+        }
+        // The id and settings live as long as the process: an embedder is made once per engine
+        // or command, and `spec()` hands out the same `&'static` a local model's has.
+        let spec: &'static ModelSpec = Box::leak(Box::new(ModelSpec {
+            id: Box::leak(format!("openai:{model}").into_boxed_str()),
+            dir: "",
+            pooling: PoolingKind::Mean,
+            query_prefix: "",
+            passage_prefix: "",
+            dimensions,
+            max_tokens: MINILM_L6_V2.max_tokens,
+            chunk_words: MINILM_L6_V2.chunk_words,
+        }));
+        Ok(Embedder {
+            backend: Backend::Remote { endpoint, batch_size: batch_size.max(1) },
+            spec,
+            assets: PathBuf::new(),
+            queries: Arc::default(),
+        })
+    }
+
     /// Loads the model `config` names from its assets directory.
     pub fn for_config(config: &crate::RecallConfig) -> Result<Embedder> {
-        Embedder::load_model(config.assets_dir(), model_spec(&config.embed_model)?)
+        let runtime = RuntimeOptions { threads: config.embed_threads, spinning: config.embed_spinning };
+        Embedder::load_with(config.assets_dir(), model_spec(&config.embed_model)?, runtime)
     }
 
     /// Loads the default model from [`default_assets_dir`].
@@ -238,7 +317,7 @@ impl Embedder {
         Embedder::load(default_assets_dir())
     }
 
-    /// The directory the model was loaded from.
+    /// The directory the model was loaded from (empty for an endpoint).
     pub fn assets(&self) -> &Path {
         &self.assets
     }
@@ -259,9 +338,21 @@ impl Embedder {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
-        let mut model = self.model.lock().unwrap_or_else(PoisonError::into_inner);
-        let vectors = model.embed(texts, Some(texts.len())).map_err(Error::Model)?;
-        drop(model);
+        let vectors = match &self.backend {
+            Backend::Local(model) => {
+                let mut model = model.lock().unwrap_or_else(PoisonError::into_inner);
+                model.embed(texts, Some(texts.len())).map_err(Error::Model)?
+            }
+            Backend::Remote { endpoint, batch_size } => {
+                let texts: Vec<&str> = texts.iter().map(AsRef::as_ref).collect();
+                let mut vectors = Vec::with_capacity(texts.len());
+                for batch in texts.chunks(*batch_size) {
+                    vectors.extend(endpoint.embed(batch).map_err(|source| Error::Endpoint { source })?);
+                }
+                vectors.iter_mut().for_each(|vector| normalize(vector));
+                vectors
+            }
+        };
         if vectors.len() != texts.len() || vectors.iter().any(|v| v.len() < self.spec.dimensions) {
             return Err(Error::ModelOutput {
                 got: vectors.len(),
@@ -277,10 +368,7 @@ impl Embedder {
     fn truncate(&self, mut vector: Vec<f32>) -> Vec<f32> {
         if vector.len() > self.spec.dimensions {
             vector.truncate(self.spec.dimensions);
-            let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
-            if norm > 0.0 {
-                vector.iter_mut().for_each(|x| *x /= norm);
-            }
+            normalize(&mut vector);
         }
         vector
     }
@@ -331,6 +419,14 @@ impl Embedder {
             }
         }
         Ok(vectors)
+    }
+}
+
+/// Scales a vector to length 1 (a zero vector stays zero).
+fn normalize(vector: &mut [f32]) {
+    let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        vector.iter_mut().for_each(|x| *x /= norm);
     }
 }
 

@@ -47,6 +47,14 @@ pub enum Error {
         /// The ids strata knows.
         known: String,
     },
+    /// The embeddings endpoint failed (after its retries) or answered with something other than
+    /// vectors of the configured size.
+    #[error("the embeddings endpoint failed")]
+    Endpoint {
+        /// What failed, with the endpoint's URL.
+        #[source]
+        source: crate::embed::EndpointError,
+    },
     /// The model could not be loaded or failed while embedding.
     #[error("embedding model failed")]
     Model(#[source] fastembed::Error),
@@ -113,7 +121,8 @@ impl Error {
             | Error::AssetsMissing { .. }
             | Error::RuntimeLoad { .. }
             | Error::AssetRead { .. }
-            | Error::UnknownModel { .. } => "semantic_search_unavailable",
+            | Error::UnknownModel { .. }
+            | Error::Endpoint { .. } => "semantic_search_unavailable",
             Error::Store(Store::NotFound(_)) => "not_found",
             Error::Store(Store::ProtectedCategory) => "forbidden",
             Error::Store(Store::Invalid { .. }) => "invalid_argument",

@@ -45,8 +45,8 @@ pub mod tools;
 
 pub use strata_store::fence;
 
-pub use crate::config::{MemoryTtls, RecallConfig, Ttl};
-pub use crate::embed::{DEFAULT_MODEL, Embedder, model_spec};
+pub use crate::config::{EmbedProvider, EndpointSettings, MemoryTtls, RecallConfig, Ttl};
+pub use crate::embed::{DEFAULT_MODEL, Embedder, EmbeddingEndpoint, EndpointError, model_spec};
 pub use crate::error::{Error, Result};
 pub use crate::pipeline::{BacklogFilter, EmbedWorker, embed_backlog, embed_backlog_with};
 pub use crate::tools::{

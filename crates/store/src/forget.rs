@@ -396,12 +396,10 @@ fn plan(conn: &Connection, scope: &ForgetScope) -> Result<(ForgetPlan, Vec<(Cut,
     Ok((ForgetPlan { scope: scope.clone(), counts, rebuild }, parts))
 }
 
-/// The full-text tables whose deletes take FTS5's `secure-delete` option while forgetting (the
-/// memories' trigram index has it always, schema 12).
-const FTS_TABLES: [&str; 4] = ["messages_fts", "messages_words", "summaries_fts", "summaries_words"];
-
+/// Turns FTS5's `secure-delete` option on or off for the full-text tables of messages and
+/// summaries while forgetting (the memories' trigram index has it always, schema 12).
 fn secure_fts_deletes(conn: &Connection, on: bool) -> Result<()> {
-    for table in FTS_TABLES {
+    for table in Deferred::ALL.into_iter().flat_map(Deferred::indexes) {
         conn.execute(
             &format!("INSERT INTO {table}({table}, rank) VALUES ('secure-delete', ?1)"),
             [on as i64],
@@ -597,13 +595,16 @@ fn erase(
     }
     secure_fts_deletes(conn, false)?;
     if reindex {
-        rebuild_indexes(conn)?;
+        for deferred in Deferred::ALL {
+            deferred.rebuild(conn)?;
+        }
     } else {
         // The word indexes are contentless: a delete leaves a tombstone, and the postings (the
         // words) stay in their segments until a merge. An `optimize` merges each into one
         // segment without the deleted rows, now.
-        for table in ["messages_words", "summaries_words"] {
-            conn.execute(&format!("INSERT INTO {table}({table}) VALUES ('optimize')"), [])?;
+        for deferred in Deferred::ALL {
+            let words = deferred.indexes()[1];
+            conn.execute(&format!("INSERT INTO {words}({words}) VALUES ('optimize')"), [])?;
         }
     }
     conn.execute("INSERT INTO memories_words(memories_words) VALUES ('optimize')", [])?;
@@ -627,27 +628,6 @@ fn erase(
         to_unix(Utc::now()),
     ])?;
     Ok(Forgotten { audit, counts, markers, wal_truncated: false })
-}
-
-/// Rebuilds the message and summary indexes from the rows that remain (their old pages are
-/// freed, and zeroed by `secure_delete`); every row is then indexed, so the cursors move to the
-/// newest id.
-fn rebuild_indexes(conn: &Connection) -> Result<()> {
-    conn.execute_batch(
-        "INSERT INTO messages_fts(messages_fts) VALUES ('rebuild');
-         INSERT INTO messages_words(messages_words) VALUES ('delete-all');
-         INSERT INTO messages_words(rowid, text)
-             SELECT id, coalesce(name, role) || ': ' || content FROM messages ORDER BY id;
-         UPDATE message_index
-             SET indexed_through = MAX(indexed_through, COALESCE((SELECT MAX(id) FROM messages), 0));
-         INSERT INTO summaries_fts(summaries_fts) VALUES ('rebuild');
-         INSERT INTO summaries_words(summaries_words) VALUES ('delete-all');
-         INSERT INTO summaries_words(rowid, text)
-             SELECT id, headline || char(10) || body FROM summary_nodes ORDER BY id;
-         UPDATE summary_index
-             SET indexed_through = MAX(indexed_through, COALESCE((SELECT MAX(id) FROM summary_nodes), 0));",
-    )?;
-    Ok(())
 }
 
 /// One row of the audit table: a forget that happened.

@@ -95,6 +95,32 @@ impl Deferred {
         ]
     }
 
+    /// The trigram and the word index of the table.
+    pub(crate) fn indexes(self) -> [&'static str; 2] {
+        let kind = self.kind();
+        [kind.trigram, kind.words]
+    }
+
+    /// Rebuilds both indexes from the rows that remain (`strata forget`: their old pages are
+    /// freed, and zeroed by `secure_delete`); every row is then indexed, so the cursor moves to
+    /// the newest id.
+    pub(crate) fn rebuild(self, conn: &Connection) -> Result<()> {
+        let kind = self.kind();
+        let (table, cursor) = self.tables();
+        conn.execute_batch(&format!(
+            "INSERT INTO {trigram}({trigram}) VALUES ('rebuild');
+             INSERT INTO {words}({words}) VALUES ('delete-all');
+             INSERT INTO {words}(rowid, text) SELECT {id}, {text} FROM {table} {alias} ORDER BY {id};
+             UPDATE {cursor} SET indexed_through = MAX(indexed_through, COALESCE((SELECT MAX(id) FROM {table}), 0));",
+            trigram = kind.trigram,
+            words = kind.words,
+            id = kind.id(),
+            text = kind.ranked_text,
+            alias = kind.alias,
+        ))?;
+        Ok(())
+    }
+
     /// The statement's clause for the rows past the cursor, for a base-table `id` column.
     pub(crate) fn tail_condition(self, id: &str) -> String {
         format!("{id} > (SELECT indexed_through FROM {} WHERE id = 1)", self.cursor_table())
