@@ -621,11 +621,7 @@ pub struct HistorySearch {
 impl HistorySearch {
     /// The search over `store` with the model `config` names, loaded now (or found absent:
     /// then keywords serve alone).
-    pub fn loaded(
-        store: Store,
-        config: &RecallConfig,
-        retry: &strata_llm::RetryPolicy,
-    ) -> HistorySearch {
+    pub fn loaded(store: Store, config: &RecallConfig, retry: &strata_llm::RetryPolicy) -> HistorySearch {
         let embedder = Arc::new(OnceLock::new());
         embedder.get_or_init(|| crate::load_embedder(config, retry).into());
         HistorySearch { store, config: config.clone(), embedder, counters: None }
