@@ -7,7 +7,6 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use strata::import::{Format, ImportOptions};
-use strata_compactor::TokenCounter;
 use strata_store::Store;
 
 use crate::cli::ingest::{progress_bar, report, store_all};
@@ -42,10 +41,7 @@ pub fn run(
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
     strata_store::validate_persona(&args.persona)?;
-    let counter = match &args.model {
-        Some(model) => TokenCounter::for_model(model),
-        None => config.compactor.token_counter(),
-    };
+    let counter = crate::cli::ingest::token_counter(config, args.model.as_deref());
     counter.claim(store)?;
     let options = ImportOptions { session: args.session.clone(), ..ImportOptions::new(&args.persona) };
     // Nothing is written until the whole file (or directory) has been read.

@@ -119,6 +119,14 @@ pub fn parse_file(
     Ok(incoming)
 }
 
+/// The counter an import counts with: `--model`'s tokenizer, else the configuration's.
+pub fn token_counter(config: &strata::Config, model: Option<&str>) -> TokenCounter {
+    match model {
+        Some(model) => TokenCounter::for_model(model),
+        None => config.compactor.token_counter(),
+    }
+}
+
 /// The progress bar of an import.
 pub fn progress_bar() -> ProgressBar {
     ProgressBar::new(0).with_style(
@@ -216,10 +224,7 @@ pub fn run(
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
     strata_store::validate_persona(&args.persona)?;
-    let counter = match &args.model {
-        Some(model) => TokenCounter::for_model(model),
-        None => config.compactor.token_counter(),
-    };
+    let counter = token_counter(config, args.model.as_deref());
     let embedder = match args.embed {
         true => Some(strata::load_embedder(&config.recall, &config.compactor.retry).map_err(|e| {
             anyhow::anyhow!(
