@@ -26,14 +26,17 @@ demo: embed-assets
 # missing; where it cannot be (no network to crates.io), `cargo test` runs the same tests.
 test: test-rust test-python
 
+# The PostgreSQL backend's tests run against a real server (PostgreSQL 18 with pgvector, from
+# a pinned PyPI wheel; scripts/postgres.sh), started here and stopped afterwards, pass or fail.
 test-rust: embed-assets
-	@if $(CARGO) nextest --version >/dev/null 2>&1 \
+	@export STRATA_TEST_POSTGRES="$$(./scripts/postgres.sh url)" || exit 1; \
+	if $(CARGO) nextest --version >/dev/null 2>&1 \
 	    || $(CARGO) install --locked cargo-nextest --version $(NEXTEST_VERSION); then \
 	  $(CARGO) nextest run --workspace --no-fail-fast && $(CARGO) test --workspace --doc; \
 	else \
 	  echo "cargo-nextest is unavailable: running cargo test" >&2; \
 	  $(CARGO) test --workspace --no-fail-fast; \
-	fi
+	fi; status=$$?; ./scripts/postgres.sh stop; exit $$status
 
 # The Python package with its test dependencies (pytest, the openai client), installed from
 # this checkout into $(VENV). `make test` builds it with cargo's dev profile, which reuses the

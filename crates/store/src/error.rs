@@ -147,6 +147,26 @@ pub enum Error {
     /// Any other SQLite error.
     #[error("database error")]
     Sqlite(#[source] rusqlite::Error),
+    /// The lease file beside the database (see `Backend::compaction_lease`) could not be
+    /// opened or locked.
+    #[error("cannot take the compaction lease {}", path.display())]
+    Lease {
+        /// The lease file.
+        path: PathBuf,
+        /// What the file system said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A database server (a backend other than the embedded SQLite) failed; `backend` names
+    /// it and the source keeps the server's own words.
+    #[error("{backend} error")]
+    Backend {
+        /// The backend, such as `postgres`.
+        backend: &'static str,
+        /// What its client library said.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// The connection pool could not hand out a connection.
     #[error("could not get a database connection")]
     Pool(#[from] r2d2::Error),

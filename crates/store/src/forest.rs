@@ -12,7 +12,8 @@ use crate::queues;
 use crate::store::Store;
 use crate::types::{Level, NewSummary, NodeId, SessionId, SummaryNode, to_unix};
 
-fn validate(summary: &NewSummary) -> Result<()> {
+/// The rules every summary obeys, whatever stores it: a headline, a body and a summarizer's name.
+pub fn validate(summary: &NewSummary) -> Result<()> {
     if summary.headline.trim().is_empty() {
         return Err(Error::invalid("headline", "a summary needs a headline"));
     }

@@ -33,6 +33,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod backend;
 mod check;
 mod db;
 mod error;
@@ -59,6 +60,7 @@ mod vec;
 mod vectors;
 mod watermark;
 
+pub use crate::backend::{Backend, Lease};
 pub use crate::check::{Check, Report};
 pub use crate::error::{Error, Missing, Result, error_chain};
 pub use crate::export::{ExportScope, ExportedMessage};

@@ -51,7 +51,8 @@ pub struct MemoryWrite<'a> {
     pub content: &'a str,
 }
 
-fn check_writer(writer: Writer, category: Category) -> Result<()> {
+/// The agent may not write the user's preferences ([`Error::ProtectedCategory`]).
+pub fn check_writer(writer: Writer, category: Category) -> Result<()> {
     if writer == Writer::Agent && category == Category::UserPreferences {
         return Err(Error::ProtectedCategory);
     }

@@ -16,7 +16,7 @@ const MAX_CALL_ID_CHARS: usize = 256;
 /// Checks a message before it is stored. Its speaker name and its tool call ids go to the model
 /// verbatim, as fields of the wire format, so they must be one-line text: a name with a line
 /// break could write a line of its own, and a call id that is not a string cannot be answered.
-pub(crate) fn validate(message: &NewMessage) -> Result<()> {
+pub fn validate(message: &NewMessage) -> Result<()> {
     if let Some(calls) = &message.tool_calls {
         let Some(calls) = calls.as_array() else {
             return Err(Error::invalid("tool_calls", "must be a JSON array"));

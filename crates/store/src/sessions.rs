@@ -30,6 +30,11 @@ pub fn validate_persona(persona: &str) -> Result<()> {
     Ok(())
 }
 
+/// A session key: one line of at most 256 characters.
+pub fn validate_session_key(key: &str) -> Result<()> {
+    validate_name("session key", key, 256)
+}
+
 pub(crate) fn validate_name(field: &'static str, value: &str, max_chars: usize) -> Result<()> {
     if value.trim().is_empty() {
         return Err(Error::invalid(field, "must not be empty"));
@@ -46,7 +51,7 @@ pub(crate) fn validate_name(field: &'static str, value: &str, max_chars: usize) 
 /// Returns the session with this key, creating it for `persona` if it does not exist.
 /// A key already bound to another persona is refused: personas never share a conversation.
 pub fn get_or_create(conn: &Connection, key: &str, persona: &str, now: DateTime<Utc>) -> Result<Session> {
-    validate_name("session key", key, 256)?;
+    validate_session_key(key)?;
     // An existing session is found by any name it was created with (older strata allowed
     // more); a new one gets a name that is safe in front of the model.
     validate_name("persona", persona, MAX_PERSONA_CHARS)?;

@@ -47,6 +47,23 @@ pub struct EmbeddingSpace {
     pub dimensions: usize,
 }
 
+impl EmbeddingSpace {
+    /// The rules of a space, whatever stores it: a named model, 8 to 8,192 dimensions in
+    /// whole bytes of the 1-bit vectors (a multiple of 8).
+    pub fn validate(&self) -> Result<()> {
+        if self.model.is_empty()
+            || !(1..=8192).contains(&self.dimensions)
+            || !self.dimensions.is_multiple_of(8)
+        {
+            return Err(Error::invalid(
+                "embedding space",
+                format!("model {:?} with {} dimensions", self.model, self.dimensions),
+            ));
+        }
+        Ok(())
+    }
+}
+
 pub(crate) fn table(kind: HitKind) -> &'static str {
     Kind::of(kind).vectors
 }
@@ -74,15 +91,7 @@ pub fn space(conn: &Connection) -> Result<Option<EmbeddingSpace>> {
 /// dropped and every row is queued again, in this (immediate) transaction: vectors of two
 /// models are never mixed. Returns whether the space changed.
 pub fn use_space(conn: &Connection, wanted: &EmbeddingSpace) -> Result<bool> {
-    if wanted.model.is_empty()
-        || !(1..=8192).contains(&wanted.dimensions)
-        || !wanted.dimensions.is_multiple_of(8)
-    {
-        return Err(Error::invalid(
-            "embedding space",
-            format!("model {:?} with {} dimensions", wanted.model, wanted.dimensions),
-        ));
-    }
+    wanted.validate()?;
     let current = space(conn)?;
     if current.as_ref() == Some(wanted) {
         return Ok(false);

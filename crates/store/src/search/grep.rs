@@ -77,21 +77,30 @@ fn grep_kind(
             found.push(hit?);
         }
     }
+    hits.extend(rank_grep_hits(query, found, limit));
+    Ok(())
+}
+
+/// Ranks one kind's grep matches, each read with its grep text (a memory's is its key, a
+/// space and its text) and arriving newest first: best [`match_score`] first, ties newest
+/// first, at most `limit`, each shown as its text. Every backend ranks its matches here, so
+/// `memory_grep` orders alike whatever the database.
+pub fn rank_grep_hits(query: &TextQuery, mut found: Vec<TextHit>, limit: usize) -> Vec<TextHit> {
     let terms: Vec<String> = query.terms().iter().map(|term| term.to_lowercase()).collect();
     for hit in &mut found {
         hit.rank = -match_score(&hit.snippet, &terms);
     }
-    // Best first, then newest (the rows arrive newest first and the sort is stable).
+    // The sort is stable, so equal scores stay newest first.
     found.sort_by(|a, b| a.rank.total_cmp(&b.rank));
     found.truncate(limit);
-    for mut hit in found {
+    for hit in &mut found {
         // A memory was matched and scored on its key and text; it is shown as its text.
-        if let Some(key) = hit.key.as_deref().filter(|_| kind.kind == HitKind::Memory) {
-            hit.snippet.drain(..(key.len() + 1).min(hit.snippet.len()));
+        if let Some(key) = hit.key.as_deref().filter(|_| hit.id.kind() == HitKind::Memory) {
+            let cut = (key.len() + 1).min(hit.snippet.len());
+            hit.snippet.drain(..cut);
         }
-        hits.push(hit);
     }
-    Ok(())
+    found
 }
 
 /// The persona, time, session and short-fragment conditions of a grep, with their values.
@@ -160,7 +169,7 @@ fn grep_tail(
 /// schema 2): diacritics taken off (canonical decomposition without its combining marks),
 /// then each character lowercased where its lowercase is one character. SQLite's tables
 /// may fold a rare character otherwise; such a row is found once it is indexed.
-fn fold(text: &str) -> String {
+pub fn fold(text: &str) -> String {
     text.nfd()
         .filter(|c| !unicode_normalization::char::is_combining_mark(*c))
         .map(|c| {

@@ -7,7 +7,7 @@
 //! handed to FTS5 only as quoted strings or as bound `LIKE` patterns: FTS operators such as
 //! `NEAR`, `OR`, `-`, `^`, column filters and parentheses lose their meaning.
 
-mod grep;
+pub(crate) mod grep;
 pub(crate) mod index;
 mod ranked;
 mod words;

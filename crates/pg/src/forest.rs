@@ -1,0 +1,252 @@
+//! The summary forest on PostgreSQL: the same checks as SQLite's `forest.rs`, with the session's
+//! row lock in place of SQLite's one writer, so two compactors of one session take turns and
+//! the second finds the first's coverage.
+
+use chrono::Utc;
+use postgres::Transaction;
+use strata_store::backend::validate_summary;
+use strata_store::{Error, Level, Missing, NewSummary, NodeId, SessionId, SummaryNode, to_unix};
+
+use crate::db::pg;
+use crate::rows;
+
+pub(crate) fn by_id(tx: &mut Transaction<'_>, id: NodeId) -> Result<SummaryNode, Error> {
+    let sql = format!("SELECT {} FROM summary_nodes WHERE id = $1", rows::NODE);
+    tx.query_opt(&sql, &[&id.0])
+        .map_err(pg)?
+        .map(|row| rows::node(&row))
+        .ok_or(Error::NotFound(Missing::Node(id)))
+}
+
+/// Locks the session's row for the rest of the transaction; returns its persona.
+fn lock_session(tx: &mut Transaction<'_>, session: SessionId) -> Result<String, Error> {
+    tx.query_opt("SELECT persona FROM sessions WHERE id = $1 FOR UPDATE", &[&session.0])
+        .map_err(pg)?
+        .map(|row| row.get(0))
+        .ok_or(Error::NotFound(Missing::Session(session)))
+}
+
+pub(crate) fn insert_leaf(
+    tx: &mut Transaction<'_>,
+    session: SessionId,
+    first_seq: i64,
+    last_seq: i64,
+    summary: &NewSummary,
+) -> Result<SummaryNode, Error> {
+    validate_summary(summary)?;
+    if first_seq < 0 || last_seq < first_seq {
+        return Err(Error::Invalid {
+            field: "range",
+            reason: format!("{first_seq}..={last_seq} is not a range of seqs"),
+        });
+    }
+    let persona = lock_session(tx, session)?;
+    let row = tx
+        .query_one(
+            "SELECT count(*), count(*) FILTER (WHERE pinned), min(created_at), max(created_at),
+                    COALESCE(sum(token_count), 0)::BIGINT
+             FROM messages WHERE session_id = $1 AND seq BETWEEN $2 AND $3",
+            &[&session.0, &first_seq, &last_seq],
+        )
+        .map_err(pg)?;
+    let (count, pinned): (i64, i64) = (row.get(0), row.get(1));
+    let (start, end): (Option<f64>, Option<f64>) = (row.get(2), row.get(3));
+    let tokens: i64 = row.get(4);
+    if count != last_seq - first_seq + 1 {
+        return Err(Error::Invalid {
+            field: "range",
+            reason: format!("session {session} has no messages for every seq in {first_seq}..={last_seq}"),
+        });
+    }
+    if pinned > 0 {
+        return Err(Error::Invalid {
+            field: "range",
+            reason: format!("{first_seq}..={last_seq} holds a pinned message"),
+        });
+    }
+    let covered = tx
+        .query_opt(
+            "SELECT seq, summary_id FROM messages
+             WHERE session_id = $1 AND seq BETWEEN $2 AND $3 AND summary_id IS NOT NULL ORDER BY seq LIMIT 1",
+            &[&session.0, &first_seq, &last_seq],
+        )
+        .map_err(pg)?;
+    if let Some(row) = covered {
+        return Err(Error::AlreadyCovered { session, seq: row.get(0), node: NodeId(row.get(1)) });
+    }
+    let place = Place {
+        session,
+        persona: &persona,
+        level: Level::LEAF,
+        first_seq,
+        last_seq,
+        start_time: start.unwrap_or_default(),
+        end_time: end.unwrap_or_default(),
+        source_token_count: tokens,
+    };
+    let id = insert(tx, &place, summary)?;
+    tx.execute(
+        "UPDATE messages SET summary_id = $1 WHERE session_id = $2 AND seq BETWEEN $3 AND $4",
+        &[&id.0, &session.0, &first_seq, &last_seq],
+    )
+    .map_err(pg)?;
+    by_id(tx, id)
+}
+
+pub(crate) fn merge(
+    tx: &mut Transaction<'_>,
+    children: &[NodeId],
+    summary: &NewSummary,
+) -> Result<SummaryNode, Error> {
+    validate_summary(summary)?;
+    if children.len() < 2 {
+        return Err(Error::Invalid { field: "children", reason: "a merge needs at least two nodes".into() });
+    }
+    let first = by_id(tx, children[0])?;
+    let persona = lock_session(tx, first.session_id)?;
+    // Read again under the lock: another merge may have linked them meanwhile.
+    let mut nodes = children.iter().map(|&id| by_id(tx, id)).collect::<Result<Vec<_>, Error>>()?;
+    nodes.sort_by_key(|node| node.first_seq);
+    if nodes.windows(2).any(|pair| pair[0].id == pair[1].id) {
+        return Err(Error::Invalid { field: "children", reason: "a node is named twice".into() });
+    }
+    let (session, level) = (nodes[0].session_id, nodes[0].level);
+    for node in &nodes {
+        if node.session_id != session || node.level != level {
+            return Err(Error::Invalid {
+                field: "children",
+                reason: "nodes of one session and one level only".into(),
+            });
+        }
+        if let Some(parent) = node.parent_id {
+            return Err(Error::AlreadyMerged { node: node.id, parent });
+        }
+    }
+    let (first, last) = (&nodes[0], &nodes[nodes.len() - 1]);
+    let between: i64 = tx
+        .query_one(
+            "SELECT count(*) FROM summary_nodes
+             WHERE session_id = $1 AND level = $2 AND parent_id IS NULL AND first_seq BETWEEN $3 AND $4",
+            &[&session.0, &(level.0 as i32), &first.first_seq, &last.first_seq],
+        )
+        .map_err(pg)?
+        .get(0);
+    if between != nodes.len() as i64 {
+        return Err(Error::Invalid {
+            field: "children",
+            reason: "the nodes are not adjacent roots of their level".into(),
+        });
+    }
+    let place = Place {
+        session,
+        persona: &persona,
+        level: level.up(),
+        first_seq: first.first_seq,
+        last_seq: last.last_seq,
+        // As in SQLite: the min and max of the sources' times (a transcript's clock may go back).
+        start_time: nodes.iter().map(|node| to_unix(node.start_time)).fold(f64::INFINITY, f64::min),
+        end_time: nodes.iter().map(|node| to_unix(node.end_time)).fold(f64::NEG_INFINITY, f64::max),
+        source_token_count: nodes.iter().map(|node| i64::from(node.token_count)).sum(),
+    };
+    let id = insert(tx, &place, summary)?;
+    let ids: Vec<i64> = nodes.iter().map(|node| node.id.0).collect();
+    tx.execute("UPDATE summary_nodes SET parent_id = $1 WHERE id = ANY($2)", &[&id.0, &ids]).map_err(pg)?;
+    by_id(tx, id)
+}
+
+pub(crate) fn replace_summary(
+    tx: &mut Transaction<'_>,
+    id: NodeId,
+    expected_summarizer: &str,
+    summary: &NewSummary,
+) -> Result<SummaryNode, Error> {
+    validate_summary(summary)?;
+    let folded = strata_store::backend::fold(&format!("{}\n{}", summary.headline, summary.body));
+    let changed = tx
+        .execute(
+            "UPDATE summary_nodes SET headline = $3, body = $4, token_count = $5, summarizer = $6, folded = $7
+             WHERE id = $1 AND summarizer = $2",
+            &[
+                &id.0,
+                &expected_summarizer,
+                &summary.headline,
+                &summary.body,
+                &(summary.token_count as i32),
+                &summary.summarizer,
+                &folded,
+            ],
+        )
+        .map_err(pg)?;
+    if changed == 0 {
+        let node = by_id(tx, id)?;
+        return Err(Error::AlreadyReplaced { node: id, summarizer: node.summarizer });
+    }
+    let persona: String =
+        tx.query_one("SELECT persona FROM summary_nodes WHERE id = $1", &[&id.0]).map_err(pg)?.get(0);
+    queue(tx, id, &persona, summary)?;
+    by_id(tx, id)
+}
+
+/// Where a new node goes.
+struct Place<'a> {
+    session: SessionId,
+    persona: &'a str,
+    level: Level,
+    first_seq: i64,
+    last_seq: i64,
+    start_time: f64,
+    end_time: f64,
+    source_token_count: i64,
+}
+
+fn insert(tx: &mut Transaction<'_>, place: &Place<'_>, summary: &NewSummary) -> Result<NodeId, Error> {
+    let folded = strata_store::backend::fold(&format!("{}\n{}", summary.headline, summary.body));
+    let row = tx
+        .query_one(
+            "INSERT INTO summary_nodes(session_id, persona, level, headline, body, first_seq, last_seq, start_time,
+                                       end_time, token_count, source_token_count, summarizer, created_at, folded)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id",
+            &[
+                &place.session.0,
+                &place.persona,
+                &(place.level.0 as i32),
+                &summary.headline,
+                &summary.body,
+                &place.first_seq,
+                &place.last_seq,
+                &place.start_time,
+                &place.end_time,
+                &(summary.token_count as i32),
+                &(place.source_token_count.min(i64::from(i32::MAX)) as i32),
+                &summary.summarizer,
+                &to_unix(Utc::now()),
+                &folded,
+            ],
+        )
+        .map_err(pg)?;
+    let id = NodeId(row.get(0));
+    queue(tx, id, place.persona, summary)?;
+    Ok(id)
+}
+
+/// Queues the facts a summary carries for consolidation into memories, in its transaction.
+fn queue(tx: &mut Transaction<'_>, node: NodeId, persona: &str, summary: &NewSummary) -> Result<(), Error> {
+    let now = to_unix(Utc::now());
+    for update in &summary.memory_updates {
+        tx.execute(
+            "INSERT INTO memory_updates(persona, node_id, category, key, title, content, created_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            &[
+                &persona,
+                &node.0,
+                &update.category.as_str(),
+                &update.key,
+                &update.title,
+                &update.content,
+                &now,
+            ],
+        )
+        .map_err(pg)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,410 @@
+//! strata-pg: strata's PostgreSQL backend, for a fleet of bot processes on several hosts that
+//! share one memory.
+//!
+//! [`PgStore`] implements the storage seam ([`strata_store::Backend`]) over a pool of
+//! connections to one PostgreSQL database with the `vector` (pgvector) and `pg_trgm`
+//! extensions. The server enforces what SQLite's triggers enforce (messages append-only and
+//! verbatim, coverage written once, a node merged once, one memory per key), appends number a
+//! session's messages under its row lock, and a compaction lease is a session-level advisory
+//! lock that dies with its connection.
+//!
+//! ```no_run
+//! use strata_store::{Backend, NewMessage, Role};
+//!
+//! # fn main() -> Result<(), strata_store::Error> {
+//! let store = strata_pg::PgStore::open("postgres://postgres:postgres@127.0.0.1:5432/strata")?;
+//! let session = store.session("chat-1", "default")?;
+//! store.append(session.id, &[NewMessage::text(Role::User, "The port is 8080.")])?;
+//! # Ok(()) }
+//! ```
+#![deny(missing_docs)]
+
+mod db;
+mod forest;
+mod rows;
+mod search;
+mod vectors;
+
+use std::ops::RangeInclusive;
+
+use chrono::Utc;
+use postgres::Transaction;
+use strata_store::backend::{
+    check_writer, validate_memory, validate_message, validate_persona, validate_session_key,
+};
+use strata_store::{
+    Backend, BacklogItem, CandidateQuery, Candidates, Category, EmbeddingSpace, Error, Lease, Level, Memory,
+    MemoryWrite, Message, MessageId, Missing, NewMessage, NewSummary, NodeId, QueuedUpdate, Result,
+    SearchFilter, Session, SessionId, SummaryNode, TextHit, TextQuery, UpdateId, Writer, to_unix,
+};
+
+pub use crate::db::SCHEMA_VERSION;
+use crate::db::{Connection, Pool, pg, pool_error};
+
+/// Connections a pool opens at most, unless [`PgStore::open_with_pool_size`] says otherwise.
+const DEFAULT_POOL_SIZE: u32 = 8;
+
+/// A strata database on a PostgreSQL server. Cheap to clone; clones share the pool.
+#[derive(Clone)]
+pub struct PgStore {
+    pool: Pool,
+    url: String,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore").field("url", &self.url).finish_non_exhaustive()
+    }
+}
+
+impl PgStore {
+    /// Connects to the database at `url` (`postgres://user:password@host:port/database`),
+    /// creating strata's tables or bringing them up to date.
+    pub fn open(url: &str) -> Result<PgStore> {
+        PgStore::open_with_pool_size(url, DEFAULT_POOL_SIZE)
+    }
+
+    /// Like [`PgStore::open`], with at most `size` connections.
+    pub fn open_with_pool_size(url: &str, size: u32) -> Result<PgStore> {
+        Ok(PgStore { pool: db::open(url, size.max(1))?, url: db::redact(url) })
+    }
+
+    /// True for a database location this backend opens (`postgres://`, `postgresql://`).
+    pub fn is_url(location: &str) -> bool {
+        location.starts_with("postgres://") || location.starts_with("postgresql://")
+    }
+
+    fn connection(&self) -> Result<Connection> {
+        self.pool.get().map_err(pool_error)
+    }
+
+    /// Runs `f` in a read-committed transaction and commits it.
+    fn write<T>(&self, f: impl FnOnce(&mut Transaction<'_>) -> Result<T>) -> Result<T> {
+        let mut conn = self.connection()?;
+        let mut tx = conn.transaction().map_err(pg)?;
+        let value = f(&mut tx)?;
+        tx.commit().map_err(pg)?;
+        Ok(value)
+    }
+
+    /// Runs `f` in a read-only repeatable-read transaction: one snapshot for every read in it,
+    /// and it never waits for a writer.
+    fn snapshot<T>(&self, f: impl FnOnce(&mut Transaction<'_>) -> Result<T>) -> Result<T> {
+        let mut conn = self.connection()?;
+        let mut tx = conn
+            .build_transaction()
+            .isolation_level(postgres::IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .map_err(pg)?;
+        let value = f(&mut tx)?;
+        tx.commit().map_err(pg)?;
+        Ok(value)
+    }
+}
+
+fn session_by_id(tx: &mut Transaction<'_>, id: SessionId, lock: bool) -> Result<Session> {
+    let sql = format!(
+        "SELECT {} FROM sessions WHERE id = $1{}",
+        rows::SESSION,
+        if lock { " FOR UPDATE" } else { "" }
+    );
+    tx.query_opt(&sql, &[&id.0])
+        .map_err(pg)?
+        .map(|row| rows::session(&row))
+        .ok_or(Error::NotFound(Missing::Session(id)))
+}
+
+/// An empty array of tool calls (some servers send one) is no tool call, as in SQLite.
+fn tool_calls(message: &NewMessage) -> Option<&serde_json::Value> {
+    message.tool_calls.as_ref().filter(|calls| calls.as_array().is_some_and(|a| !a.is_empty()))
+}
+
+impl Backend for PgStore {
+    fn name(&self) -> &'static str {
+        "postgres"
+    }
+
+    fn session(&self, key: &str, persona: &str) -> Result<Session> {
+        validate_session_key(key)?;
+        validate_persona(persona)?;
+        self.write(|tx| {
+            let now = to_unix(Utc::now());
+            // Of two processes creating one key, one inserts; the other finds its row.
+            tx.execute(
+                "INSERT INTO sessions(key, persona, created_at, last_active_at) VALUES ($1, $2, $3, $3)
+                 ON CONFLICT (key) DO NOTHING",
+                &[&key, &persona, &now],
+            )
+            .map_err(pg)?;
+            let sql = format!("SELECT {} FROM sessions WHERE key = $1", rows::SESSION);
+            let session = rows::session(&tx.query_one(&sql, &[&key]).map_err(pg)?);
+            if session.persona != persona {
+                return Err(Error::PersonaMismatch {
+                    key: key.to_owned(),
+                    existing: session.persona,
+                    requested: persona.to_owned(),
+                });
+            }
+            Ok(session)
+        })
+    }
+
+    fn append(&self, session: SessionId, messages: &[NewMessage]) -> Result<Vec<MessageId>> {
+        for message in messages {
+            validate_message(message)?;
+        }
+        self.write(|tx| {
+            // The session's row lock numbers its messages: appends to one session queue here,
+            // appends to others do not wait.
+            let persona = session_by_id(tx, session, true)?.persona;
+            let mut seq: i64 =
+                tx.query_one("SELECT next_seq FROM sessions WHERE id = $1", &[&session.0]).map_err(pg)?.get(0);
+            let insert = tx
+                .prepare(
+                    "INSERT INTO messages(session_id, persona, seq, role, content, tool_calls, tool_call_id,
+                                          name, created_at, token_count, pinned, external_id, folded)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id",
+                )
+                .map_err(pg)?;
+            let mut ids = Vec::with_capacity(messages.len());
+            let mut newest = f64::MIN;
+            for message in messages {
+                if let Some(key) = &message.external_id {
+                    let stored = tx
+                        .query_opt(
+                            "SELECT id, role, content FROM messages WHERE session_id = $1 AND external_id = $2",
+                            &[&session.0, key],
+                        )
+                        .map_err(pg)?;
+                    if let Some(row) = stored {
+                        let id: i64 = row.get(0);
+                        if row.get::<_, &str>(1) != message.role.as_str() || row.get::<_, &str>(2) != message.content {
+                            return Err(Error::Invalid {
+                                field: "external_id",
+                                reason: format!(
+                                    "{key:?} already names message {id} of this session, which is a different message"
+                                ),
+                            });
+                        }
+                        ids.push(MessageId(id));
+                        continue;
+                    }
+                }
+                let created_at = to_unix(message.created_at);
+                newest = newest.max(created_at);
+                let row = tx
+                    .query_one(
+                        &insert,
+                        &[
+                            &session.0,
+                            &persona,
+                            &seq,
+                            &message.role.as_str(),
+                            &message.content,
+                            &tool_calls(message),
+                            &message.tool_call_id,
+                            &message.name,
+                            &created_at,
+                            &(message.token_count as i32),
+                            &message.pinned,
+                            &message.external_id,
+                            &strata_store::backend::fold(&message.content),
+                        ],
+                    )
+                    .map_err(pg)?;
+                ids.push(MessageId(row.get(0)));
+                seq += 1;
+            }
+            tx.execute(
+                "UPDATE sessions SET next_seq = $2, last_active_at = greatest(last_active_at, $3) WHERE id = $1",
+                &[&session.0, &seq, &newest],
+            )
+            .map_err(pg)?;
+            Ok(ids)
+        })
+    }
+
+    fn message(&self, id: MessageId) -> Result<Message> {
+        let sql = format!("SELECT {} FROM messages WHERE id = $1", rows::MESSAGE);
+        let row = self.connection()?.query_opt(&sql, &[&id.0]).map_err(pg)?;
+        row.map(|row| rows::message(&row)).ok_or(Error::NotFound(Missing::Message(id)))
+    }
+
+    fn messages(&self, session: SessionId, seqs: RangeInclusive<i64>) -> Result<Vec<Message>> {
+        let sql = format!(
+            "SELECT {} FROM messages WHERE session_id = $1 AND seq BETWEEN $2 AND $3 ORDER BY seq",
+            rows::MESSAGE
+        );
+        let found = self.connection()?.query(&sql, &[&session.0, seqs.start(), seqs.end()]).map_err(pg)?;
+        Ok(found.iter().map(rows::message).collect())
+    }
+
+    fn insert_leaf(
+        &self,
+        session: SessionId,
+        first_seq: i64,
+        last_seq: i64,
+        summary: &NewSummary,
+    ) -> Result<SummaryNode> {
+        self.write(|tx| forest::insert_leaf(tx, session, first_seq, last_seq, summary))
+    }
+
+    fn merge(&self, children: &[NodeId], summary: &NewSummary) -> Result<SummaryNode> {
+        self.write(|tx| forest::merge(tx, children, summary))
+    }
+
+    fn replace_summary(
+        &self,
+        id: NodeId,
+        expected_summarizer: &str,
+        summary: &NewSummary,
+    ) -> Result<SummaryNode> {
+        self.write(|tx| forest::replace_summary(tx, id, expected_summarizer, summary))
+    }
+
+    fn node(&self, id: NodeId) -> Result<SummaryNode> {
+        self.snapshot(|tx| forest::by_id(tx, id))
+    }
+
+    fn roots(&self, session: SessionId, level: Option<Level>) -> Result<Vec<SummaryNode>> {
+        let level = level.map(|level| level.0 as i32);
+        let sql = format!(
+            "SELECT {} FROM summary_nodes WHERE session_id = $1 AND parent_id IS NULL
+             AND ($2::INTEGER IS NULL OR level = $2) ORDER BY first_seq",
+            rows::NODE
+        );
+        let found = self.connection()?.query(&sql, &[&session.0, &level]).map_err(pg)?;
+        Ok(found.iter().map(rows::node).collect())
+    }
+
+    fn covered_messages(&self, node: NodeId) -> Result<Vec<Message>> {
+        let sql = format!("SELECT {} FROM messages WHERE summary_id = $1 ORDER BY seq", rows::MESSAGE);
+        let found = self.connection()?.query(&sql, &[&node.0]).map_err(pg)?;
+        Ok(found.iter().map(rows::message).collect())
+    }
+
+    fn put_memory(&self, writer: Writer, persona: &str, memory: &MemoryWrite<'_>) -> Result<Memory> {
+        check_writer(writer, memory.category)?;
+        validate_persona(persona)?;
+        validate_memory(memory)?;
+        let folded =
+            strata_store::backend::fold(&format!("{} {}: {}", memory.key, memory.title, memory.content));
+        self.write(|tx| {
+            let sql = format!(
+                "INSERT INTO agent_memories(persona, category, key, title, content, updated_at, folded)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)
+                 ON CONFLICT (category, key, persona) DO UPDATE SET
+                     title = EXCLUDED.title, content = EXCLUDED.content,
+                     updated_at = EXCLUDED.updated_at, folded = EXCLUDED.folded
+                 RETURNING {}",
+                rows::MEMORY
+            );
+            let row = tx
+                .query_one(
+                    &sql,
+                    &[
+                        &persona,
+                        &memory.category.as_str(),
+                        &memory.key,
+                        &memory.title,
+                        &memory.content,
+                        &to_unix(Utc::now()),
+                        &folded,
+                    ],
+                )
+                .map_err(pg)?;
+            Ok(rows::memory(&row))
+        })
+    }
+
+    fn memory(&self, persona: &str, category: Category, key: &str) -> Result<Option<Memory>> {
+        let sql = format!(
+            "SELECT {} FROM agent_memories WHERE persona = $1 AND category = $2 AND key = $3",
+            rows::MEMORY
+        );
+        let row = self.connection()?.query_opt(&sql, &[&persona, &category.as_str(), &key]).map_err(pg)?;
+        Ok(row.map(|row| rows::memory(&row)))
+    }
+
+    fn memories(&self, persona: &str, category: Option<Category>) -> Result<Vec<Memory>> {
+        let category = category.map(Category::as_str);
+        let sql = format!(
+            "SELECT {} FROM agent_memories WHERE persona = $1 AND ($2::TEXT IS NULL OR category = $2)
+             ORDER BY category, key",
+            rows::MEMORY
+        );
+        let found = self.connection()?.query(&sql, &[&persona, &category]).map_err(pg)?;
+        Ok(found.iter().map(rows::memory).collect())
+    }
+
+    fn pending_updates(&self, limit: usize) -> Result<Vec<QueuedUpdate>> {
+        let sql = format!(
+            "SELECT {} FROM memory_updates WHERE state = 'pending' ORDER BY id LIMIT $1",
+            rows::UPDATE
+        );
+        let found = self.connection()?.query(&sql, &[&(limit as i64)]).map_err(pg)?;
+        Ok(found.iter().map(rows::update).collect())
+    }
+
+    fn settle_update(&self, id: UpdateId) -> Result<()> {
+        self.connection()?
+            .execute("DELETE FROM memory_updates WHERE id = $1 AND state = 'pending'", &[&id.0])
+            .map_err(pg)?;
+        Ok(())
+    }
+
+    fn grep(&self, query: &TextQuery, filter: &SearchFilter) -> Result<Vec<TextHit>> {
+        self.snapshot(|tx| search::grep(tx, query, filter))
+    }
+
+    fn candidates(&self, query: &CandidateQuery<'_>) -> Result<Candidates> {
+        self.snapshot(|tx| search::candidates(tx, query))
+    }
+
+    fn use_space(&self, space: &EmbeddingSpace) -> Result<bool> {
+        self.write(|tx| vectors::use_space(tx, space))
+    }
+
+    fn backlog(
+        &self,
+        persona: Option<&str>,
+        session: Option<SessionId>,
+        limit: usize,
+    ) -> Result<Vec<BacklogItem>> {
+        self.snapshot(|tx| vectors::backlog(tx, persona, session, limit))
+    }
+
+    fn put_vectors(&self, model: &str, items: &[(BacklogItem, Vec<Vec<f32>>)]) -> Result<usize> {
+        self.write(|tx| vectors::put(tx, model, items))
+    }
+
+    fn compaction_lease(&self, session: SessionId) -> Result<Option<Box<dyn Lease>>> {
+        let mut conn = self.connection()?;
+        let key = LEASE_NAMESPACE | session.0;
+        let taken: bool = conn.query_one("SELECT pg_try_advisory_lock($1)", &[&key]).map_err(pg)?.get(0);
+        Ok(taken.then(|| Box::new(AdvisoryLease { conn, key }) as Box<dyn Lease>))
+    }
+}
+
+/// The high bits that set a session's lease key apart from the migration lock's.
+const LEASE_NAMESPACE: i64 = 1 << 62;
+
+/// A session-level advisory lock, held on a connection taken from the pool for as long as the
+/// lease lives. The server releases it when that connection ends, so a crashed process's lease
+/// goes with it.
+struct AdvisoryLease {
+    conn: Connection,
+    key: i64,
+}
+
+impl Lease for AdvisoryLease {}
+
+impl Drop for AdvisoryLease {
+    fn drop(&mut self) {
+        if let Err(error) = self.conn.execute("SELECT pg_advisory_unlock($1)", &[&self.key]) {
+            // The connection is broken, and the server drops its locks with it.
+            tracing::warn!(%error, "could not give a compaction lease back");
+        }
+    }
+}

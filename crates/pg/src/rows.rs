@@ -1,0 +1,101 @@
+//! Rows as the store's types: each type's column list and its reader, in one place.
+
+use postgres::Row;
+use strata_store::{
+    Category, Level, Memory, MemoryId, MemoryUpdate, Message, MessageId, NodeId, QueuedUpdate, Role, Session,
+    SessionId, SummaryNode, UpdateId, from_unix,
+};
+
+pub(crate) const SESSION: &str = "id, key, persona, created_at, last_active_at, last_bootstrap_at";
+
+pub(crate) fn session(row: &Row) -> Session {
+    Session {
+        id: SessionId(row.get(0)),
+        key: row.get(1),
+        persona: row.get(2),
+        created_at: from_unix(row.get(3)),
+        last_active_at: from_unix(row.get(4)),
+        last_bootstrap_at: row.get::<_, Option<f64>>(5).map(from_unix),
+    }
+}
+
+pub(crate) const MESSAGE: &str = "id, session_id, seq, role, content, tool_calls, tool_call_id, name, \
+                                  created_at, token_count, pinned, summary_id";
+
+pub(crate) fn message(row: &Row) -> Message {
+    Message {
+        id: MessageId(row.get(0)),
+        session_id: SessionId(row.get(1)),
+        seq: row.get(2),
+        // The column's CHECK admits the four roles only.
+        role: row.get::<_, &str>(3).parse().unwrap_or(Role::User),
+        content: row.get(4),
+        tool_calls: row.get(5),
+        tool_call_id: row.get(6),
+        name: row.get(7),
+        created_at: from_unix(row.get(8)),
+        token_count: row.get::<_, i32>(9) as u32,
+        pinned: row.get(10),
+        summary_id: row.get::<_, Option<i64>>(11).map(NodeId),
+    }
+}
+
+pub(crate) const NODE: &str = "id, session_id, level, parent_id, headline, body, first_seq, last_seq, \
+                               start_time, end_time, token_count, source_token_count, summarizer, created_at";
+
+pub(crate) fn node(row: &Row) -> SummaryNode {
+    SummaryNode {
+        id: NodeId(row.get(0)),
+        session_id: SessionId(row.get(1)),
+        level: Level(row.get::<_, i32>(2) as u32),
+        parent_id: row.get::<_, Option<i64>>(3).map(NodeId),
+        headline: row.get(4),
+        body: row.get(5),
+        first_seq: row.get(6),
+        last_seq: row.get(7),
+        start_time: from_unix(row.get(8)),
+        end_time: from_unix(row.get(9)),
+        token_count: row.get::<_, i32>(10) as u32,
+        source_token_count: row.get::<_, i32>(11) as u32,
+        summarizer: row.get(12),
+        created_at: from_unix(row.get(13)),
+    }
+}
+
+pub(crate) const MEMORY: &str = "id, category, key, title, content, updated_at, persona";
+
+pub(crate) fn memory(row: &Row) -> Memory {
+    Memory {
+        id: MemoryId(row.get(0)),
+        category: category(row.get(1)),
+        key: row.get(2),
+        title: row.get(3),
+        content: row.get(4),
+        updated_at: from_unix(row.get(5)),
+        persona: row.get(6),
+        provenance: None,
+    }
+}
+
+pub(crate) const UPDATE: &str = "id, persona, node_id, category, key, title, content, state, created_at";
+
+pub(crate) fn update(row: &Row) -> QueuedUpdate {
+    QueuedUpdate {
+        id: UpdateId(row.get(0)),
+        persona: row.get(1),
+        node_id: row.get::<_, Option<i64>>(2).map(NodeId),
+        update: MemoryUpdate {
+            category: category(row.get(3)),
+            key: row.get(4),
+            title: row.get(5),
+            content: row.get(6),
+        },
+        proposed: row.get::<_, &str>(7) == "proposed",
+        created_at: from_unix(row.get(8)),
+    }
+}
+
+/// The columns' CHECKs admit the three categories only.
+fn category(text: &str) -> Category {
+    text.parse().unwrap_or(Category::Memo)
+}

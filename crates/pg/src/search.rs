@@ -1,0 +1,332 @@
+//! `memory_grep` and `memory_search`'s one read on PostgreSQL, built from one table of kinds
+//! as SQLite's are (`crates/store/src/kinds.rs`).
+//!
+//! grep: every fragment, folded as strata folds text, is a `LIKE` over the row's folded
+//! column, which a pg_trgm GIN index serves; the newest matching rows are ranked by the
+//! store's one grep ranking. Ranked words: the stored `tsvector` (English stemming) and
+//! `ts_rank`, with word statistics counted within the persona searched, so another persona's
+//! rows never move the scores one persona sees.
+
+use std::collections::HashMap;
+
+use postgres::Transaction;
+use postgres::types::ToSql;
+use strata_store::backend::{fold, rank_grep_hits};
+use strata_store::{
+    CandidateQuery, Candidates, Error, HitId, HitKind, Level, NodeId, SearchFilter, SessionId, TextHit,
+    TextQuery, WordStatistics, from_unix, to_unix,
+};
+
+use crate::db::pg;
+use crate::vectors;
+
+/// What a kind is in SQL: its table, columns and texts.
+pub(crate) struct Kind {
+    pub kind: HitKind,
+    /// The table with its alias, and the join that names the session.
+    pub from: &'static str,
+    pub alias: &'static str,
+    pub session: Option<&'static str>,
+    pub time: &'static str,
+    /// The text a hit shows.
+    pub text: &'static str,
+    /// The text grep matches and scores (a memory's key comes first).
+    pub grep_text: &'static str,
+    /// The text that is embedded.
+    pub ranked_text: &'static str,
+    /// id, session id, session key, seq, role, level, category, key, time.
+    pub hit_columns: &'static str,
+}
+
+pub(crate) static KINDS: [Kind; 3] = [
+    Kind {
+        kind: HitKind::Message,
+        from: "messages m JOIN sessions s ON s.id = m.session_id",
+        alias: "m",
+        session: Some("m.session_id"),
+        time: "m.created_at",
+        text: "m.content",
+        grep_text: "m.content",
+        ranked_text: "coalesce(m.name, m.role) || ': ' || m.content",
+        hit_columns: "m.id, m.session_id, s.key, m.seq, m.role, NULL::INTEGER, NULL::TEXT, NULL::TEXT, m.created_at",
+    },
+    Kind {
+        kind: HitKind::Summary,
+        from: "summary_nodes n JOIN sessions s ON s.id = n.session_id",
+        alias: "n",
+        session: Some("n.session_id"),
+        time: "n.end_time",
+        text: "n.headline || E'\\n' || n.body",
+        grep_text: "n.headline || E'\\n' || n.body",
+        ranked_text: "n.headline || E'\\n' || n.body",
+        hit_columns: "n.id, n.session_id, s.key, NULL::BIGINT, 'summary', n.level, NULL::TEXT, NULL::TEXT, n.end_time",
+    },
+    Kind {
+        kind: HitKind::Memory,
+        from: "agent_memories a",
+        alias: "a",
+        session: None,
+        time: "a.updated_at",
+        text: "a.title || ': ' || a.content",
+        grep_text: "a.key || ' ' || a.title || ': ' || a.content",
+        ranked_text: "a.title || ': ' || a.content",
+        hit_columns: "a.id, NULL::BIGINT, NULL::TEXT, NULL::BIGINT, 'memory', NULL::INTEGER, a.category, a.key, a.updated_at",
+    },
+];
+
+pub(crate) fn kind(kind: HitKind) -> &'static Kind {
+    KINDS.iter().find(|k| k.kind == kind).expect("every kind has a row")
+}
+
+/// How many of the newest matching rows grep ranks per kind (SQLite's `GREP_SCAN_ROWS`).
+const GREP_SCAN_ROWS: usize = 256;
+/// How many of the newest rows holding a word are scored per kind (SQLite's `RANK_SCAN_ROWS`).
+const RANK_SCAN_ROWS: i64 = 4096;
+
+/// A statement's parameters, numbered as they are pushed.
+#[derive(Default)]
+pub(crate) struct Params {
+    values: Vec<Box<dyn ToSql + Sync>>,
+}
+
+impl Params {
+    /// Adds a value; returns its placeholder (`$n`).
+    pub fn push(&mut self, value: impl ToSql + Sync + 'static) -> String {
+        self.values.push(Box::new(value));
+        format!("${}", self.values.len())
+    }
+
+    pub fn refs(&self) -> Vec<&(dyn ToSql + Sync)> {
+        self.values.iter().map(|value| value.as_ref() as &(dyn ToSql + Sync)).collect()
+    }
+}
+
+impl Kind {
+    /// The persona, session and time conditions of a search of this kind.
+    pub fn window(&self, filter: &SearchFilter, params: &mut Params) -> Vec<String> {
+        let a = self.alias;
+        let mut conditions = vec![format!("{a}.persona = {}", params.push(filter.persona.clone()))];
+        if let (Some(session), Some(column)) = (filter.session, self.session) {
+            conditions.push(format!("{column} = {}", params.push(session.0)));
+        }
+        if let Some(start) = filter.start {
+            conditions.push(format!("{} >= {}", self.time, params.push(to_unix(start))));
+        }
+        if let Some(end) = filter.end {
+            conditions.push(format!("{} < {}", self.time, params.push(to_unix(end))));
+        }
+        conditions
+    }
+
+    /// A session filter leaves out the kinds that have no session (memories).
+    fn searched(&self, filter: &SearchFilter) -> bool {
+        self.session.is_some() || filter.session.is_none()
+    }
+}
+
+fn hit(kind: HitKind, row: &postgres::Row) -> TextHit {
+    TextHit {
+        id: HitId::new(kind, row.get(0)),
+        session_id: row.get::<_, Option<i64>>(1).map(SessionId),
+        session: row.get(2),
+        seq: row.get(3),
+        role: row.get(4),
+        level: row.get::<_, Option<i32>>(5).map(|level| Level(level as u32)),
+        category: row.get::<_, Option<&str>>(6).and_then(|category| category.parse().ok()),
+        key: row.get(7),
+        timestamp: from_unix(row.get(8)),
+        snippet: row.get(9),
+        rank: 0.0,
+    }
+}
+
+/// `LIKE` pattern for a fragment anywhere in the text, its wildcards escaped.
+fn contains(fragment: &str) -> String {
+    let mut pattern = String::from("%");
+    for c in fold(fragment).chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            pattern.push('\\');
+        }
+        pattern.push(c);
+    }
+    pattern.push('%');
+    pattern
+}
+
+pub(crate) fn grep(
+    tx: &mut Transaction<'_>,
+    query: &TextQuery,
+    filter: &SearchFilter,
+) -> Result<Vec<TextHit>, Error> {
+    let limit = filter.limit.min(1000);
+    let wanted = GREP_SCAN_ROWS.max(limit);
+    let mut hits = Vec::new();
+    for &kind in &filter.kinds {
+        let kind = self::kind(kind);
+        if !kind.searched(filter) {
+            continue;
+        }
+        let mut params = Params::default();
+        let mut conditions = kind.window(filter, &mut params);
+        for term in query.terms() {
+            conditions.push(format!("{}.folded LIKE {}", kind.alias, params.push(contains(term))));
+        }
+        let sql = format!(
+            "SELECT {columns}, {text} FROM {from} WHERE {conditions} ORDER BY {a}.id DESC LIMIT {limit}",
+            columns = kind.hit_columns,
+            text = kind.grep_text,
+            from = kind.from,
+            conditions = conditions.join(" AND "),
+            a = kind.alias,
+            limit = params.push(wanted as i64),
+        );
+        let found = tx.query(&sql, &params.refs()).map_err(pg)?;
+        hits.extend(rank_grep_hits(query, found.iter().map(|row| hit(kind.kind, row)).collect(), limit));
+    }
+    hits.sort_by(|a, b| a.rank.total_cmp(&b.rank).then(b.timestamp.cmp(&a.timestamp)));
+    Ok(hits)
+}
+
+/// The rows with these ids that belong to `persona`, as hits showing their whole text, in the
+/// order of `ids`; ids of other personas are absent.
+pub(crate) fn hits_by_ids(
+    tx: &mut Transaction<'_>,
+    kind: &Kind,
+    persona: &str,
+    ids: &[i64],
+) -> Result<Vec<TextHit>, Error> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sql = format!(
+        "SELECT {columns}, {text} FROM {from} WHERE {a}.id = ANY($1) AND {a}.persona = $2",
+        columns = kind.hit_columns,
+        text = kind.text,
+        from = kind.from,
+        a = kind.alias,
+    );
+    let rows = tx.query(&sql, &[&ids, &persona]).map_err(pg)?;
+    let mut hits: Vec<TextHit> = rows.iter().map(|row| hit(kind.kind, row)).collect();
+    let order: HashMap<i64, usize> = ids.iter().enumerate().map(|(at, &id)| (id, at)).collect();
+    hits.sort_by_key(|hit| order[&hit.id.raw()]);
+    Ok(hits)
+}
+
+/// The tsquery that any of `words` satisfies, as SQL over `params`.
+fn any_word(words: &[String], params: &mut Params) -> String {
+    let each: Vec<String> = words
+        .iter()
+        .map(|word| format!("plainto_tsquery('english', {})", params.push(word.clone())))
+        .collect();
+    each.join(" || ")
+}
+
+/// The newest rows holding any of the words (up to [`RANK_SCAN_ROWS`]), best `ts_rank` first.
+fn rank_words(
+    tx: &mut Transaction<'_>,
+    kind: &Kind,
+    words: &[String],
+    filter: &SearchFilter,
+) -> Result<Vec<(i64, f64)>, Error> {
+    let words: Vec<String> = words.iter().filter(|word| !word.trim().is_empty()).cloned().collect();
+    if words.is_empty() || !kind.searched(filter) {
+        return Ok(Vec::new());
+    }
+    let mut params = Params::default();
+    let query = any_word(&words, &mut params);
+    let mut conditions = kind.window(filter, &mut params);
+    conditions.push(format!("{}.words @@ q.q", kind.alias));
+    let sql = format!(
+        "SELECT id, score FROM (
+             SELECT {a}.id, ts_rank({a}.words, q.q)::FLOAT8 AS score FROM {from}, (SELECT {query} AS q) q
+             WHERE {conditions} ORDER BY {a}.id DESC LIMIT {scan}
+         ) newest ORDER BY score DESC, id DESC LIMIT {limit}",
+        a = kind.alias,
+        from = kind.from,
+        conditions = conditions.join(" AND "),
+        scan = params.push(RANK_SCAN_ROWS),
+        limit = params.push(filter.limit.clamp(1, 4096) as i64),
+    );
+    let rows = tx.query(&sql, &params.refs()).map_err(pg)?;
+    Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
+}
+
+/// How many of the persona's rows of `kind` there are, and how many hold each word (up to `cap`).
+fn word_statistics(
+    tx: &mut Transaction<'_>,
+    kind: &Kind,
+    persona: &str,
+    words: &[String],
+    cap: usize,
+) -> Result<WordStatistics, Error> {
+    let table = kind.from.split(' ').next().expect("a kind names its table");
+    let rows: i64 = tx
+        .query_one(&format!("SELECT count(*) FROM {table} WHERE persona = $1"), &[&persona])
+        .map_err(pg)?
+        .get(0);
+    let mut frequencies = Vec::with_capacity(words.len());
+    for word in words {
+        let count: i64 = tx
+            .query_one(
+                &format!(
+                    "SELECT count(*) FROM (SELECT 1 FROM {table}
+                     WHERE persona = $1 AND words @@ plainto_tsquery('english', $2) LIMIT $3) holding"
+                ),
+                &[&persona, word, &(cap as i64)],
+            )
+            .map_err(pg)?
+            .get(0);
+        frequencies.push(count as u64);
+    }
+    Ok(WordStatistics { rows: rows as u64, frequencies })
+}
+
+pub(crate) fn candidates(tx: &mut Transaction<'_>, query: &CandidateQuery<'_>) -> Result<Candidates, Error> {
+    let filter = &query.filter;
+    let mut found = Candidates {
+        space: vectors::space(tx)?,
+        waiting: vectors::backlog_count(tx, Some(&filter.persona), filter.session)?,
+        ..Candidates::default()
+    };
+    for &kind in &filter.kinds {
+        let kind = self::kind(kind);
+        if !kind.searched(filter) {
+            continue;
+        }
+        if let Some((model, vector)) = query.vector {
+            let nearest = vectors::nearest(tx, model, kind, filter, vector, filter.limit)?;
+            let ids: Vec<i64> = nearest.iter().map(|&(id, _)| id).collect();
+            let distances: HashMap<i64, f64> = nearest.into_iter().collect();
+            for hit in hits_by_ids(tx, kind, &filter.persona, &ids)? {
+                let distance = distances[&hit.id.raw()];
+                found.semantic.push((hit, distance));
+            }
+        }
+        let ranked = rank_words(tx, kind, query.words, filter)?;
+        if ranked.is_empty() {
+            continue;
+        }
+        let statistics = word_statistics(tx, kind, &filter.persona, query.words, query.frequency_cap)?;
+        found.words.insert(kind.kind, statistics);
+        let ids: Vec<i64> = ranked.iter().map(|&(id, _)| id).collect();
+        let scores: HashMap<i64, f64> = ranked.into_iter().collect();
+        for hit in hits_by_ids(tx, kind, &filter.persona, &ids)? {
+            let score = scores[&hit.id.raw()];
+            found.keyword.push((hit, score));
+        }
+    }
+    let nodes: Vec<i64> = found
+        .semantic
+        .iter()
+        .chain(&found.keyword)
+        .filter(|(hit, _)| hit.id.kind() == HitKind::Summary)
+        .map(|(hit, _)| hit.id.raw())
+        .collect();
+    if !nodes.is_empty() {
+        let rows = tx
+            .query("SELECT id, first_seq, last_seq FROM summary_nodes WHERE id = ANY($1)", &[&nodes])
+            .map_err(pg)?;
+        found.spans = rows.iter().map(|row| (NodeId(row.get(0)), (row.get(1), row.get(2)))).collect();
+    }
+    Ok(found)
+}

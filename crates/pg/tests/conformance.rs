@@ -1,0 +1,262 @@
+//! One behaviour, two databases: every test here runs against SQLite and against a real
+//! PostgreSQL, through the storage seam (`strata_store::Backend`) alone.
+
+mod common;
+
+use strata_store::{
+    Backend, BacklogItem, CandidateQuery, Category, EmbeddingSpace, Error, HitKind, MemoryUpdate,
+    MemoryWrite, NewMessage, NewSummary, Role, Scan, SearchFilter, TextQuery, Writer,
+};
+
+macro_rules! conformance {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $( #[test] fn $name() { super::$name(&*super::common::sqlite()) } )*
+        }
+        mod postgres {
+            $( #[test] fn $name() { super::$name(&*super::common::postgres()) } )*
+        }
+    };
+}
+
+conformance!(
+    appends_number_messages_densely_and_are_idempotent_by_key,
+    a_session_key_belongs_to_one_persona,
+    coverage_is_written_once,
+    a_merge_links_adjacent_roots_once,
+    replacing_a_summary_is_compare_and_swap,
+    one_memory_per_key_and_preferences_are_the_users,
+    summaries_queue_their_facts_until_settled,
+    grep_finds_fragments_in_any_script_folding_case_and_accents,
+    search_candidates_stay_within_the_persona,
+    a_compaction_lease_has_one_holder,
+    bad_input_changes_nothing,
+);
+
+fn summary(headline: &str) -> NewSummary {
+    NewSummary {
+        headline: headline.into(),
+        body: format!("- {headline}"),
+        token_count: 7,
+        summarizer: "extractive".into(),
+        memory_updates: Vec::new(),
+    }
+}
+
+fn said(backend: &dyn Backend, key: &str, persona: &str, texts: &[&str]) -> strata_store::SessionId {
+    let session = backend.session(key, persona).unwrap();
+    let messages: Vec<NewMessage> = texts.iter().map(|text| NewMessage::text(Role::User, *text)).collect();
+    backend.append(session.id, &messages).unwrap();
+    session.id
+}
+
+fn appends_number_messages_densely_and_are_idempotent_by_key(backend: &dyn Backend) {
+    let session = backend.session("chat", "alice").unwrap();
+    let keyed = |key: &str, text: &str| NewMessage {
+        external_id: Some(key.into()),
+        ..NewMessage::text(Role::User, text)
+    };
+    let first = backend.append(session.id, &[keyed("a", "one"), keyed("b", "two")]).unwrap();
+    // A retry of the same batch, plus one new message: the old ones come back, once.
+    let again =
+        backend.append(session.id, &[keyed("a", "one"), keyed("b", "two"), keyed("c", "three")]).unwrap();
+    assert_eq!(again[..2], first[..]);
+    let stored = backend.messages(session.id, 0..=i64::MAX).unwrap();
+    let texts: Vec<(i64, &str)> = stored.iter().map(|m| (m.seq, m.content.as_str())).collect();
+    assert_eq!(texts, [(0, "one"), (1, "two"), (2, "three")]);
+    assert_eq!(backend.message(again[2]).unwrap().content, "three");
+    // A key reused for another message is the caller's bug: refused, nothing stored.
+    let error = backend.append(session.id, &[keyed("d", "four"), keyed("a", "not one")]).unwrap_err();
+    assert!(matches!(error, Error::Invalid { field: "external_id", .. }), "{error}");
+    assert_eq!(backend.messages(session.id, 0..=i64::MAX).unwrap().len(), 3);
+}
+
+fn a_session_key_belongs_to_one_persona(backend: &dyn Backend) {
+    let session = backend.session("chat", "alice").unwrap();
+    assert_eq!(backend.session("chat", "alice").unwrap().id, session.id);
+    let error = backend.session("chat", "bob").unwrap_err();
+    assert!(matches!(error, Error::PersonaMismatch { .. }), "{error}");
+    assert!(backend.session("other", "no spaces allowed").is_err());
+}
+
+fn coverage_is_written_once(backend: &dyn Backend) {
+    let session = said(backend, "chat", "alice", &["a", "b", "c", "d"]);
+    let leaf = backend.insert_leaf(session, 0, 1, &summary("first two")).unwrap();
+    let covered: Vec<i64> = backend.covered_messages(leaf.id).unwrap().iter().map(|m| m.seq).collect();
+    assert_eq!(covered, [0, 1]);
+    let error = backend.insert_leaf(session, 1, 2, &summary("overlap")).unwrap_err();
+    assert!(matches!(error, Error::AlreadyCovered { seq: 1, .. }), "{error}");
+    // Seq 2 stayed uncovered: the refused node wrote nothing.
+    assert_eq!(backend.messages(session, 2..=2).unwrap()[0].summary_id, None);
+    assert!(backend.insert_leaf(session, 2, 9, &summary("past the end")).is_err());
+    assert_eq!(backend.roots(session, None).unwrap().len(), 1);
+}
+
+fn a_merge_links_adjacent_roots_once(backend: &dyn Backend) {
+    let session = said(backend, "chat", "alice", &["a", "b", "c", "d", "e", "f"]);
+    let nodes: Vec<_> = (0..3)
+        .map(|i| backend.insert_leaf(session, i * 2, i * 2 + 1, &summary(&format!("pair {i}"))).unwrap())
+        .collect();
+    let error = backend.merge(&[nodes[0].id, nodes[2].id], &summary("not adjacent")).unwrap_err();
+    assert!(matches!(error, Error::Invalid { field: "children", .. }), "{error}");
+    let parent = backend.merge(&[nodes[1].id, nodes[0].id], &summary("first four")).unwrap();
+    assert_eq!((parent.level.0, parent.first_seq, parent.last_seq), (1, 0, 3));
+    let error = backend.merge(&[nodes[1].id, nodes[2].id], &summary("again")).unwrap_err();
+    assert!(matches!(error, Error::AlreadyMerged { .. }), "{error}");
+    let roots: Vec<_> = backend.roots(session, None).unwrap().iter().map(|node| node.id).collect();
+    assert_eq!(roots, [parent.id, nodes[2].id]);
+    assert_eq!(backend.node(nodes[0].id).unwrap().parent_id, Some(parent.id));
+}
+
+fn replacing_a_summary_is_compare_and_swap(backend: &dyn Backend) {
+    let session = said(backend, "chat", "alice", &["a", "b"]);
+    let raw = NewSummary { summarizer: "raw-archive".into(), ..summary("raw") };
+    let node = backend.insert_leaf(session, 0, 1, &raw).unwrap();
+    let better = NewSummary { summarizer: "llm".into(), ..summary("the real summary") };
+    assert_eq!(
+        backend.replace_summary(node.id, "raw-archive", &better).unwrap().headline,
+        "the real summary"
+    );
+    let error = backend.replace_summary(node.id, "raw-archive", &summary("late")).unwrap_err();
+    assert!(matches!(error, Error::AlreadyReplaced { .. }), "{error}");
+    assert_eq!(backend.node(node.id).unwrap().summarizer, "llm");
+}
+
+fn one_memory_per_key_and_preferences_are_the_users(backend: &dyn Backend) {
+    let write = |content| MemoryWrite { category: Category::Memo, key: "port", title: "Port", content };
+    let first = backend.put_memory(Writer::Agent, "alice", &write("8080")).unwrap();
+    let second = backend.put_memory(Writer::Agent, "alice", &write("9090")).unwrap();
+    assert_eq!(first.id, second.id);
+    assert_eq!(backend.memory("alice", Category::Memo, "port").unwrap().unwrap().content, "9090");
+    assert_eq!(backend.memory("bob", Category::Memo, "port").unwrap(), None);
+    let preference =
+        MemoryWrite { category: Category::UserPreferences, key: "tone", title: "Tone", content: "terse" };
+    assert!(matches!(backend.put_memory(Writer::Agent, "alice", &preference), Err(Error::ProtectedCategory)));
+    backend.put_memory(Writer::User, "alice", &preference).unwrap();
+    assert_eq!(backend.memories("alice", None).unwrap().len(), 2);
+    assert_eq!(backend.memories("alice", Some(Category::UserPreferences)).unwrap().len(), 1);
+}
+
+fn summaries_queue_their_facts_until_settled(backend: &dyn Backend) {
+    let session = said(backend, "chat", "alice", &["the port is 8080"]);
+    let fact = MemoryUpdate {
+        category: Category::Memo,
+        key: "port".into(),
+        title: "Port".into(),
+        content: "8080".into(),
+    };
+    let with_fact = NewSummary { memory_updates: vec![fact.clone()], ..summary("port") };
+    backend.insert_leaf(session, 0, 0, &with_fact).unwrap();
+    let pending = backend.pending_updates(10).unwrap();
+    assert_eq!(pending.len(), 1);
+    assert_eq!((pending[0].persona.as_str(), &pending[0].update), ("alice", &fact));
+    backend.settle_update(pending[0].id).unwrap();
+    backend.settle_update(pending[0].id).unwrap();
+    assert!(backend.pending_updates(10).unwrap().is_empty());
+}
+
+fn grep_finds_fragments_in_any_script_folding_case_and_accents(backend: &dyn Backend) {
+    said(backend, "a1", "alice", &["We met at the Café Zürich", "数据库迁移明天完成", "nothing else"]);
+    said(backend, "b1", "bob", &["bob's cafe is elsewhere", "数据库 of bob"]);
+    let grep = |query: &str, persona: &str| -> Vec<String> {
+        let hits = backend.grep(&TextQuery::parse(query).unwrap(), &SearchFilter::persona(persona)).unwrap();
+        hits.into_iter().map(|hit| hit.snippet).collect()
+    };
+    assert_eq!(grep("cafe zurich", "alice"), ["We met at the Café Zürich"]);
+    assert_eq!(grep("数据库", "alice"), ["数据库迁移明天完成"]);
+    assert_eq!(grep("数据库", "bob"), ["数据库 of bob"]);
+    assert!(grep("elsewhere", "alice").is_empty());
+    // LIKE's wildcards in a query are plain characters.
+    assert!(grep("50%_off", "alice").is_empty());
+    backend
+        .put_memory(
+            Writer::Agent,
+            "alice",
+            &MemoryWrite {
+                category: Category::Memo,
+                key: "db_move",
+                title: "DB",
+                content: "moving the 数据库",
+            },
+        )
+        .unwrap();
+    let hits = backend.grep(&TextQuery::parse("db_move").unwrap(), &SearchFilter::persona("alice")).unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!((hits[0].id.kind(), hits[0].snippet.as_str()), (HitKind::Memory, "DB: moving the 数据库"));
+}
+
+fn search_candidates_stay_within_the_persona(backend: &dyn Backend) {
+    said(backend, "a1", "alice", &["the deployment failed on friday", "lunch was good"]);
+    said(backend, "b1", "bob", &["the deployment of bob failed too"]);
+    let space = EmbeddingSpace { model: "test-8d".into(), dimensions: 8 };
+    assert!(backend.use_space(&space).unwrap());
+    assert!(!backend.use_space(&space).unwrap());
+    // The vectors are given, not computed: this checks where the store puts them and which it
+    // hands back, not what a model makes of the texts.
+    let items: Vec<(BacklogItem, Vec<Vec<f32>>)> = backend
+        .backlog(None, None, 100)
+        .unwrap()
+        .into_iter()
+        .map(|item| {
+            let vector = if item.text.contains("deployment") {
+                vec![1.0, 0.1, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+            } else {
+                vec![0.0, 0.0, 1.0, 0.2, 0.0, 0.0, 0.0, 0.0]
+            };
+            (item, vec![vector])
+        })
+        .collect();
+    assert_eq!(items.len(), 3);
+    assert!(matches!(backend.put_vectors("other-model", &items), Err(Error::Invalid { .. })));
+    assert_eq!(backend.put_vectors("test-8d", &items).unwrap(), 3);
+    assert!(backend.backlog(None, None, 100).unwrap().is_empty());
+    let words = vec!["deployment".to_owned()];
+    let query = CandidateQuery {
+        filter: SearchFilter { kinds: vec![HitKind::Message], ..SearchFilter::persona("alice") },
+        words: &words,
+        vector: Some(("test-8d", &[1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])),
+        scan: Scan::Exact,
+        frequency_cap: 1000,
+    };
+    let found = backend.candidates(&query).unwrap();
+    let nearest: Vec<&str> = found.semantic.iter().map(|(hit, _)| hit.snippet.as_str()).collect();
+    assert_eq!(nearest, ["the deployment failed on friday", "lunch was good"]);
+    assert!(found.semantic[0].1 < 0.01 && found.semantic[1].1 > 0.9, "{:?}", found.semantic);
+    let keyword: Vec<&str> = found.keyword.iter().map(|(hit, _)| hit.snippet.as_str()).collect();
+    assert_eq!(keyword, ["the deployment failed on friday"]);
+    assert!(found.keyword[0].1 > 0.0);
+    assert_eq!(found.space, Some(space));
+    assert_eq!(found.waiting, 0);
+}
+
+fn a_compaction_lease_has_one_holder(backend: &dyn Backend) {
+    let one = backend.session("one", "alice").unwrap().id;
+    let two = backend.session("two", "alice").unwrap().id;
+    let lease = backend.compaction_lease(one).unwrap().expect("a free session's lease");
+    assert!(backend.compaction_lease(one).unwrap().is_none());
+    assert!(backend.compaction_lease(two).unwrap().is_some(), "another session's lease is its own");
+    drop(lease);
+    assert!(backend.compaction_lease(one).unwrap().is_some());
+}
+
+fn bad_input_changes_nothing(backend: &dyn Backend) {
+    let session = said(backend, "chat", "alice", &["a"]);
+    let empty = NewSummary { headline: " ".into(), ..summary("x") };
+    assert!(matches!(
+        backend.insert_leaf(session, 0, 0, &empty),
+        Err(Error::Invalid { field: "headline", .. })
+    ));
+    assert_eq!(backend.messages(session, 0..=0).unwrap()[0].summary_id, None);
+    let bad_key = MemoryWrite { category: Category::Memo, key: "Not A Key", title: "t", content: "c" };
+    assert!(matches!(
+        backend.put_memory(Writer::Agent, "alice", &bad_key),
+        Err(Error::Invalid { field: "key", .. })
+    ));
+    let tool_calls = NewMessage {
+        tool_calls: Some(serde_json::json!({"not": "an array"})),
+        ..NewMessage::text(Role::Assistant, "x")
+    };
+    assert!(backend.append(session, &[NewMessage::text(Role::User, "b"), tool_calls]).is_err());
+    assert_eq!(backend.messages(session, 0..=i64::MAX).unwrap().len(), 1);
+    assert!(backend.memories("alice", None).unwrap().is_empty());
+}
