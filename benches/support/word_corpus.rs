@@ -5,7 +5,7 @@
 
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use strata_store::{EmbeddingSpace, NewMessage, Role, Store};
+use strata_store::{Backend, EmbeddingSpace, NewMessage, Role};
 
 /// The default model's id (the vectors are synthetic; their space is the model's).
 pub const MODEL: &str = strata_recall::DEFAULT_MODEL;
@@ -80,8 +80,9 @@ fn random_unit(rng: &mut ChaCha8Rng) -> Vec<f32> {
 
 /// Stores `messages` messages of persona `p` in sessions `p-0`, `p-1`, ... of 1,000, plus
 /// 10,000 of persona `q` (so a persona filter has work to do), indexes them for search and,
-/// with `vectors`, gives every one a synthetic vector in [`MODEL`]'s space.
-pub fn fill(store: &Store, messages: usize, vectors: bool) {
+/// with `vectors`, gives every one a synthetic vector in [`MODEL`]'s space. Through the storage
+/// seam, so one fixture is built alike on either backend.
+pub fn fill(store: &dyn Backend, messages: usize, vectors: bool) {
     let mut rng = ChaCha8Rng::seed_from_u64(42);
     let start = chrono::DateTime::from_timestamp(1_767_225_600, 0).unwrap();
     for (persona, sessions) in [("p", messages / PER_SESSION), ("q", 10)] {
@@ -99,17 +100,16 @@ pub fn fill(store: &Store, messages: usize, vectors: bool) {
             store.append(session.id, &batch).unwrap();
         }
     }
-    // Each append indexes its batch before it returns; this finds nothing left to index.
-    store.index_messages(usize::MAX >> 1).unwrap();
+    // Each append indexes its batch before it returns: nothing is left to index.
     if vectors {
-        store.embeddings().use_space(&EmbeddingSpace { model: MODEL.into(), dimensions: DIMS }).unwrap();
+        store.use_space(&EmbeddingSpace { model: MODEL.into(), dimensions: DIMS }).unwrap();
         loop {
-            let items = store.embeddings().backlog(5_000).unwrap();
+            let items = store.backlog(None, None, 5_000).unwrap();
             if items.is_empty() {
                 break;
             }
             let pairs: Vec<_> = items.into_iter().map(|item| (item, vec![random_unit(&mut rng)])).collect();
-            store.embeddings().put(MODEL, &pairs).unwrap();
+            store.put_vectors(MODEL, &pairs).unwrap();
         }
     }
 }

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use strata_compactor::TokenCounter;
 use strata_recall::tools::{MemoryGrepArgs, MemorySearchArgs};
 use strata_recall::{BacklogFilter, EmbedderState, RecallConfig, Scope, embed_backlog_with};
-use strata_store::Store;
+use strata_store::{Backend, Store};
 
 use crate::cli::ingest::parse_file;
 
@@ -68,6 +68,10 @@ pub struct RetrievalArgs {
     /// how flat the fitted optimum is.
     #[arg(long)]
     sweep: bool,
+    /// Store the transcripts in this PostgreSQL database (`postgres://...`, holding no strata
+    /// data yet) instead of a temporary SQLite file: the same evaluation on the other backend.
+    #[arg(long, value_name = "URL")]
+    postgres: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -276,11 +280,22 @@ fn retrieval(
         questions.truncate(n);
     }
     let dir = tempfile::tempdir().context("cannot create a temporary directory")?;
-    let store = Store::open(dir.path().join("eval.db"))?;
     let counter = TokenCounter::for_model(&config.compactor.model);
     let incoming = dev_transcripts(&args.data, &config.compactor, &counter)?;
-    store.append_many(&incoming).context("cannot store the transcripts")?;
-    store.catch_up_search_index().context("cannot index the transcripts for search")?;
+    let (sqlite, postgres);
+    let store: &dyn Backend = match &args.postgres {
+        Some(url) => {
+            postgres = strata_pg::PgStore::open(url)?;
+            append_by_session(&postgres, &incoming).context("cannot store the transcripts")?;
+            &postgres
+        }
+        None => {
+            sqlite = Store::open(dir.path().join("eval.db"))?;
+            sqlite.append_many(&incoming).context("cannot store the transcripts")?;
+            sqlite.catch_up_search_index().context("cannot index the transcripts for search")?;
+            &sqlite
+        }
+    };
     eprintln!("stored {} messages of {}", incoming.len(), args.data.join("transcripts.jsonl").display());
 
     let recall = &config.recall;
@@ -292,7 +307,7 @@ fn retrieval(
             .expect("static template")
             .progress_chars("=> "),
     );
-    embed_backlog_with(&store, &embedder, recall, &BacklogFilter::default(), |p| {
+    embed_backlog_with(store, &embedder, recall, &BacklogFilter::default(), |p| {
         bar.set_length(p.total);
         bar.set_position(p.embedded);
     })?;
@@ -334,7 +349,7 @@ fn retrieval(
                 include_in_context: None,
             };
             let answer =
-                strata_recall::tools::search(&store, &Scope::persona(&q.persona), variant, &state, &args)?;
+                strata_recall::tools::search(store, &Scope::persona(&q.persona), variant, &state, &args)?;
             Ok(positions(answer.results))
         })?);
     }
@@ -347,7 +362,7 @@ fn retrieval(
             include_in_context: None,
             offset: None,
         };
-        Ok(match strata_recall::tools::grep(&store, &Scope::persona(&q.persona), recall, &args) {
+        Ok(match strata_recall::tools::grep(store, &Scope::persona(&q.persona), recall, &args) {
             Ok(answer) => positions(answer.results),
             // A question with nothing searchable (only punctuation) finds nothing.
             Err(strata_recall::Error::InvalidArgument { .. }) => Vec::new(),
@@ -379,6 +394,26 @@ fn retrieval(
             write!(out, " {:>12.1}", score.categories.get(category).map_or(0.0, |c| c[2]))?;
         }
         writeln!(out, " {:>9.1}", score.median_ms)?;
+    }
+    Ok(())
+}
+
+/// Appends each session's messages through the storage seam, in file order, a thousand at a
+/// time (the seam has no bulk import; SQLite's `append_many` is one transaction instead).
+fn append_by_session(
+    backend: &dyn Backend,
+    incoming: &[strata_store::IncomingMessage],
+) -> anyhow::Result<()> {
+    let mut start = 0;
+    while start < incoming.len() {
+        let first = &incoming[start];
+        let run = incoming[start..].iter().take_while(|item| item.session_key == first.session_key).count();
+        let session = backend.session(&first.session_key, &first.persona)?;
+        for batch in incoming[start..start + run].chunks(1000) {
+            let messages: Vec<_> = batch.iter().map(|item| item.message.clone()).collect();
+            backend.append(session.id, &messages)?;
+        }
+        start += run;
     }
     Ok(())
 }

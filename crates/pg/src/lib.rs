@@ -362,8 +362,16 @@ impl Backend for PgStore {
         self.snapshot(|tx| search::candidates(tx, query))
     }
 
+    fn said_between(&self, filter: &SearchFilter, oldest_first: bool, offset: usize) -> Result<Vec<TextHit>> {
+        self.snapshot(|tx| search::said_between(tx, filter, oldest_first, offset))
+    }
+
     fn use_space(&self, space: &EmbeddingSpace) -> Result<bool> {
         self.write(|tx| vectors::use_space(tx, space))
+    }
+
+    fn backlog_count(&self, persona: Option<&str>, session: Option<SessionId>) -> Result<u64> {
+        self.snapshot(|tx| vectors::backlog_count(tx, persona, session))
     }
 
     fn backlog(

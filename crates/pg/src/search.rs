@@ -187,6 +187,31 @@ pub(crate) fn grep(
     Ok(hits)
 }
 
+pub(crate) fn said_between(
+    tx: &mut Transaction<'_>,
+    filter: &SearchFilter,
+    oldest_first: bool,
+    offset: usize,
+) -> Result<Vec<TextHit>, Error> {
+    let messages = kind(HitKind::Message);
+    let mut params = Params::default();
+    let conditions = messages.window(filter, &mut params);
+    let order = if oldest_first { "ASC" } else { "DESC" };
+    let sql = format!(
+        "SELECT {columns}, {text} FROM {from} WHERE {conditions}
+         ORDER BY {time} {order}, m.id {order} LIMIT {limit} OFFSET {offset}",
+        columns = messages.hit_columns,
+        text = messages.text,
+        from = messages.from,
+        conditions = conditions.join(" AND "),
+        time = messages.time,
+        limit = params.push(filter.limit.min(1000) as i64),
+        offset = params.push(offset.min(i64::MAX as usize) as i64),
+    );
+    let rows = tx.query(&sql, &params.refs()).map_err(pg)?;
+    Ok(rows.iter().map(|row| hit(HitKind::Message, row)).collect())
+}
+
 /// The rows with these ids that belong to `persona`, as hits showing their whole text, in the
 /// order of `ids`; ids of other personas are absent.
 pub(crate) fn hits_by_ids(
@@ -221,34 +246,82 @@ fn any_word(words: &[String], params: &mut Params) -> String {
     each.join(" || ")
 }
 
-/// The newest rows holding any of the words (up to [`RANK_SCAN_ROWS`]), best `ts_rank` first.
+/// The newest rows holding any of the words (up to [`RANK_SCAN_ROWS`]), scored by bm25 as
+/// FTS5 scores it (k1 = 1.2, b = 0.75, idf `ln((N - n + 0.5) / (n + 0.5))`), best first: recall
+/// weighs a keyword score against the bm25 a row holding every word would reach
+/// (`ideal_score`), so the score must be bm25, not `ts_rank`. Term counts come from the stored
+/// tsvector (stemmed as it stems); a row's length is its count of distinct words, against the
+/// mean over the rows read (the tsvector keeps no plain token count).
 fn rank_words(
     tx: &mut Transaction<'_>,
     kind: &Kind,
     words: &[String],
     filter: &SearchFilter,
+    statistics: &WordStatistics,
 ) -> Result<Vec<(i64, f64)>, Error> {
-    let words: Vec<String> = words.iter().filter(|word| !word.trim().is_empty()).cloned().collect();
-    if words.is_empty() || !kind.searched(filter) {
-        return Ok(Vec::new());
-    }
+    const K1: f64 = 1.2;
+    const B: f64 = 0.75;
     let mut params = Params::default();
-    let query = any_word(&words, &mut params);
+    let query = any_word(words, &mut params);
+    let counts: Vec<String> = words
+        .iter()
+        .map(|word| {
+            format!(
+                "(SELECT coalesce(sum(coalesce(array_length(u.positions, 1), 1)), 0)::INTEGER FROM unnest(t.words) u
+                  WHERE u.lexeme = ANY(ARRAY(SELECT lexeme FROM unnest(to_tsvector('english', {})))))",
+                params.push(word.clone())
+            )
+        })
+        .collect();
     let mut conditions = kind.window(filter, &mut params);
     conditions.push(format!("{}.words @@ q.q", kind.alias));
     let sql = format!(
-        "SELECT id, score FROM (
-             SELECT {a}.id, ts_rank({a}.words, q.q)::FLOAT8 AS score FROM {from}, (SELECT {query} AS q) q
+        "SELECT t.id, length(t.words), ARRAY[{counts}] FROM (
+             SELECT {a}.id, {a}.words FROM {from}, (SELECT {query} AS q) q
              WHERE {conditions} ORDER BY {a}.id DESC LIMIT {scan}
-         ) newest ORDER BY score DESC, id DESC LIMIT {limit}",
+         ) t",
+        counts = counts.join(", "),
         a = kind.alias,
         from = kind.from,
         conditions = conditions.join(" AND "),
         scan = params.push(RANK_SCAN_ROWS),
-        limit = params.push(filter.limit.clamp(1, 4096) as i64),
     );
     let rows = tx.query(&sql, &params.refs()).map_err(pg)?;
-    Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
+    if rows.is_empty() {
+        return Ok(Vec::new());
+    }
+    let lengths: Vec<f64> = rows.iter().map(|row| f64::from(row.get::<_, i32>(1).max(1))).collect();
+    let mean_length = lengths.iter().sum::<f64>() / lengths.len() as f64;
+    let total = statistics.rows as f64;
+    let idf: Vec<f64> = statistics
+        .frequencies
+        .iter()
+        .map(|&n| {
+            let n = (n as f64).min(total);
+            ((total - n + 0.5) / (n + 0.5)).ln().max(1e-6)
+        })
+        .collect();
+    let mut scored: Vec<(i64, f64)> = rows
+        .iter()
+        .zip(&lengths)
+        .map(|(row, length)| {
+            let counts: Vec<i32> = row.get(2);
+            let norm = K1 * (1.0 - B + B * length / mean_length);
+            let score = counts
+                .iter()
+                .zip(&idf)
+                .map(|(&tf, idf)| {
+                    let tf = f64::from(tf);
+                    idf * tf * (K1 + 1.0) / (tf + norm)
+                })
+                .sum();
+            (row.get(0), score)
+        })
+        .collect();
+    // Best first; ties newest first, as the rows arrived.
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
+    scored.truncate(filter.limit.clamp(1, 4096));
+    Ok(scored)
 }
 
 /// How many of the persona's rows of `kind` there are, and how many hold each word (up to `cap`).
@@ -302,11 +375,15 @@ pub(crate) fn candidates(tx: &mut Transaction<'_>, query: &CandidateQuery<'_>) -
                 found.semantic.push((hit, distance));
             }
         }
-        let ranked = rank_words(tx, kind, query.words, filter)?;
+        let words: Vec<String> = query.words.iter().filter(|word| !word.trim().is_empty()).cloned().collect();
+        if words.is_empty() {
+            continue;
+        }
+        let statistics = word_statistics(tx, kind, &filter.persona, &words, query.frequency_cap)?;
+        let ranked = rank_words(tx, kind, &words, filter, &statistics)?;
         if ranked.is_empty() {
             continue;
         }
-        let statistics = word_statistics(tx, kind, &filter.persona, query.words, query.frequency_cap)?;
         found.words.insert(kind.kind, statistics);
         let ids: Vec<i64> = ranked.iter().map(|&(id, _)| id).collect();
         let scores: HashMap<i64, f64> = ranked.into_iter().collect();

@@ -11,7 +11,7 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use strata_store::{BacklogItem, MAX_CHUNKS, Role, SessionId, Store};
+use strata_store::{Backend, BacklogItem, MAX_CHUNKS, Role, SessionId, Store};
 
 use crate::config::RecallConfig;
 use crate::embed::{Embedder, chunk_text};
@@ -43,7 +43,11 @@ pub struct EmbedProgress {
 
 /// Embeds every row waiting in the backlog, with the default batch sizes; see
 /// [`embed_backlog_with`].
-pub fn embed_backlog(store: &Store, embedder: &Embedder, progress: impl FnMut(EmbedProgress)) -> Result<u64> {
+pub fn embed_backlog(
+    store: &dyn Backend,
+    embedder: &Embedder,
+    progress: impl FnMut(EmbedProgress),
+) -> Result<u64> {
     embed_backlog_with(store, embedder, &RecallConfig::default(), &BacklogFilter::default(), progress)
 }
 
@@ -52,7 +56,7 @@ pub fn embed_backlog(store: &Store, embedder: &Embedder, progress: impl FnMut(Em
 /// vectors in one transaction. Returns how many vectors were written. Rows another worker
 /// embedded meanwhile are skipped by the store, so every row is embedded exactly once.
 pub fn embed_backlog_with(
-    store: &Store,
+    store: &dyn Backend,
     embedder: &Embedder,
     config: &RecallConfig,
     filter: &BacklogFilter,
@@ -61,11 +65,11 @@ pub fn embed_backlog_with(
     // The vectors of another model are dropped (and every row queued again) before any of
     // this model's are written: two models' vectors are never mixed.
     let space = embedder.space();
-    if store.embeddings().use_space(&space)? {
+    if store.use_space(&space)? {
         tracing::info!(model = %space.model, "embedding space set; every row will be embedded");
     }
     let persona = filter.persona.as_deref();
-    let waiting = store.embeddings().backlog_count(persona, filter.session)?;
+    let waiting = store.backlog_count(persona, filter.session)?;
     let mut report =
         EmbedProgress { embedded: 0, total: filter.limit.map_or(waiting, |limit| waiting.min(limit)) };
     progress(report);
@@ -75,7 +79,7 @@ pub fn embed_backlog_with(
             break;
         }
         let round_size = (config.embed_round_size.max(1) as u64).min(left) as usize;
-        let mut items = store.embeddings().backlog_of(persona, filter.session, round_size)?;
+        let mut items = store.backlog(persona, filter.session, round_size)?;
         if items.is_empty() {
             break;
         }
@@ -94,7 +98,7 @@ pub fn embed_backlog_with(
                 .zip(&chunked)
                 .map(|(item, chunks)| (item.clone(), vectors.by_ref().take(chunks.len()).collect()))
                 .collect();
-            let written = store.embeddings().put(&space.model, &pairs)? as u64;
+            let written = store.put_vectors(&space.model, &pairs)? as u64;
             report.embedded += written;
             report.total = report.total.max(report.embedded);
             progress(report);

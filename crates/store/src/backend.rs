@@ -94,6 +94,9 @@ pub trait Backend: Send + Sync {
     fn grep(&self, query: &TextQuery, filter: &SearchFilter) -> Result<Vec<TextHit>>;
     /// `memory_search`'s one read: both sides' candidates, from one snapshot.
     fn candidates(&self, query: &CandidateQuery<'_>) -> Result<Candidates>;
+    /// A bare `*`: the persona's messages within the filter's session and time range, in time
+    /// order (newest first unless `oldest_first`), skipping `offset`, at most the filter's limit.
+    fn said_between(&self, filter: &SearchFilter, oldest_first: bool, offset: usize) -> Result<Vec<TextHit>>;
 
     /// Makes `space` the embedding space (vectors of another model are dropped and their rows
     /// queued again); returns whether it changed.
@@ -105,6 +108,8 @@ pub trait Backend: Send + Sync {
         session: Option<SessionId>,
         limit: usize,
     ) -> Result<Vec<BacklogItem>>;
+    /// How many rows wait for a vector, optionally of one persona or session.
+    fn backlog_count(&self, persona: Option<&str>, session: Option<SessionId>) -> Result<u64>;
     /// Stores the chunk vectors `model` computed for backlog items, exactly once each;
     /// returns how many items were written.
     fn put_vectors(&self, model: &str, items: &[(BacklogItem, Vec<Vec<f32>>)]) -> Result<usize>;
@@ -204,8 +209,16 @@ impl Backend for Store {
         self.ranking().candidates(query)
     }
 
+    fn said_between(&self, filter: &SearchFilter, oldest_first: bool, offset: usize) -> Result<Vec<TextHit>> {
+        Store::said_between(self, filter, oldest_first, offset)
+    }
+
     fn use_space(&self, space: &EmbeddingSpace) -> Result<bool> {
         self.embeddings().use_space(space)
+    }
+
+    fn backlog_count(&self, persona: Option<&str>, session: Option<SessionId>) -> Result<u64> {
+        self.embeddings().backlog_count(persona, session)
     }
 
     fn backlog(

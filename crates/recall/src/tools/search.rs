@@ -16,8 +16,8 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use strata_store::{
-    CandidateQuery, Candidates, Category, HitId, HitKind, Level, MessageId, NodeId, STOPWORDS, SearchFilter,
-    Store, TextHit, TextQuery, WordStatistics, truncate_chars,
+    Backend, CandidateQuery, Candidates, Category, HitId, HitKind, Level, MessageId, NodeId, STOPWORDS,
+    SearchFilter, Store, TextHit, TextQuery, WordStatistics, truncate_chars,
 };
 
 use super::{EmbedderState, MemoryGrepArgs, MemorySearchArgs, Scope};
@@ -180,7 +180,7 @@ fn search_filter(scope: &Scope, range: TimeRange, limit: usize) -> SearchFilter 
 /// Keyword hits of `query` within the scope, expired memories removed, best first, at most
 /// `limit` per kind.
 fn keyword_hits(
-    store: &Store,
+    store: &dyn Backend,
     scope: &Scope,
     config: &RecallConfig,
     query: &TextQuery,
@@ -220,7 +220,7 @@ fn keyword_hits(
 /// `memory_grep`: keyword search within `scope`, best match first (ties: newest first) among
 /// the newest matches.
 pub fn grep(
-    store: &Store,
+    store: &dyn Backend,
     scope: &Scope,
     config: &RecallConfig,
     args: &MemoryGrepArgs,
@@ -230,7 +230,7 @@ pub fn grep(
 
 /// [`grep`] leaving out the messages `in_context` names, unless the call asks for them.
 pub fn grep_outside(
-    store: &Store,
+    store: &dyn Backend,
     scope: &Scope,
     config: &RecallConfig,
     args: &MemoryGrepArgs,
@@ -282,7 +282,7 @@ fn is_bare_wildcard(query: &str) -> bool {
 /// with `offset`; the messages the context holds verbatim are left out and counted, as in a
 /// search.
 fn said_between(
-    store: &Store,
+    store: &dyn Backend,
     scope: &Scope,
     config: &RecallConfig,
     args: &MemoryGrepArgs,
@@ -513,7 +513,7 @@ fn scaled(mut scores: Vec<(HitId, f64)>) -> Vec<(HitId, f64)> {
 /// back once, at the better of the two, naming the other in `also_in`. Rows not embedded yet
 /// take part through keywords, and the answer says how many there are.
 pub fn search(
-    store: &Store,
+    store: &dyn Backend,
     scope: &Scope,
     config: &RecallConfig,
     embedder: &EmbedderState,
@@ -524,7 +524,7 @@ pub fn search(
 
 /// [`search`] leaving out the messages `in_context` names, unless the call asks for them.
 pub fn search_outside(
-    store: &Store,
+    store: &dyn Backend,
     scope: &Scope,
     config: &RecallConfig,
     embedder: &EmbedderState,
@@ -580,7 +580,7 @@ pub(crate) struct Fusion {
 /// The heart of `memory_search`: up to `candidates` rows from each side, each side's scores
 /// scaled to 0..=1 and summed with the configured weights, best first.
 pub(crate) fn fuse(
-    store: &Store,
+    store: &dyn Backend,
     scope: &Scope,
     config: &RecallConfig,
     query: &FusionQuery<'_>,
@@ -588,7 +588,7 @@ pub(crate) fn fuse(
 ) -> Result<Fusion> {
     let now = Utc::now();
     let words = query_words(query.text);
-    let read = store.ranking().candidates(&CandidateQuery {
+    let read = store.candidates(&CandidateQuery {
         filter: SearchFilter { kinds: query.kinds.to_vec(), ..search_filter(scope, query.range, candidates) },
         words: &words,
         vector: query.vector,

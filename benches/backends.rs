@@ -1,0 +1,193 @@
+//! SQLite beside PostgreSQL at 100,000 messages (issue 22): the same calls through the storage
+//! seam on both backends, each beside a bare database operation measured in the same run.
+//!
+//! The fixture is `word_corpus::fill` on each backend (100,000 messages of persona `p`, 10,000
+//! of `q`, a synthetic unit vector each): SQLite's file is cached under `target/tmp/`, the
+//! PostgreSQL database (`strata_bench_100000_v<schema>`) on the test server that
+//! `scripts/postgres.sh` starts (or `STRATA_TEST_POSTGRES`), kept there between runs.
+//!
+//! ```sh
+//! cargo bench --bench backends              # every figure, both backends
+//! cargo bench --bench backends -- postgres  # one backend
+//! ```
+//!
+//! Criterion reports the mean; the median (p50) is in
+//! `target/criterion/backends_100k/<bench>/new/estimates.json`.
+
+use std::process::Command;
+use std::time::Instant;
+
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use strata_pg::PgStore;
+use strata_recall::tools::{MemoryGrepArgs, MemorySearchArgs, Scope};
+use strata_recall::{EmbedderState, RecallConfig};
+use strata_store::{Backend, CandidateQuery, Scan, SearchFilter, TextQuery};
+
+#[path = "support/appends.rs"]
+mod appends;
+#[allow(dead_code, reason = "the compaction fixtures are the scale bench's")]
+#[path = "support/fixtures.rs"]
+mod fixtures;
+#[path = "support/word_corpus.rs"]
+mod word_corpus;
+
+const MESSAGES: usize = 100_000;
+
+fn server() -> String {
+    if let Ok(url) = std::env::var("STRATA_TEST_POSTGRES") {
+        return url;
+    }
+    let output = Command::new("bash")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/postgres.sh"))
+        .arg("url")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).unwrap().trim().to_owned()
+}
+
+/// The PostgreSQL fixture, built on first use; a build cut short is dropped and redone.
+fn pg_fixture(server: &str) -> (PgStore, postgres::Client) {
+    let name = format!("strata_bench_{MESSAGES}_v{}", strata_pg::SCHEMA_VERSION);
+    let url = format!("{}/{name}", server.rsplit_once('/').unwrap().0);
+    let mut admin = postgres::Client::connect(server, postgres::NoTls).unwrap();
+    let ready = postgres::Client::connect(&url, postgres::NoTls)
+        .ok()
+        .and_then(|mut client| client.query_opt("SELECT 1 FROM bench_ready", &[]).ok().flatten())
+        .is_some();
+    if !ready {
+        admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).unwrap();
+        admin.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
+        let started = Instant::now();
+        word_corpus::fill(&PgStore::open(&url).unwrap(), MESSAGES, true);
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        client
+            .batch_execute(
+                "VACUUM ANALYZE; CREATE TABLE bench_ready (); INSERT INTO bench_ready DEFAULT VALUES",
+            )
+            .unwrap();
+        eprintln!("built {name} in {:.1} s", started.elapsed().as_secs_f64());
+    }
+    let client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    (PgStore::open(&url).unwrap(), client)
+}
+
+fn backends(c: &mut Criterion) {
+    let embedder = strata_recall::Embedder::load_default().expect("run scripts/fetch-embed-assets.sh first");
+    let question = "why did the billing migration fail in staging?";
+    let vector = embedder.embed_query(question).unwrap();
+    let state = EmbedderState::from(embedder.clone());
+    let words: Vec<String> = ["billing", "migration", "fail", "staging"].map(String::from).to_vec();
+    let config = RecallConfig::default();
+    let sqlite = fixtures::fixture(MESSAGES, fixtures::Vectors::Yes);
+    let server = server();
+    let (postgres, mut raw) = pg_fixture(&server);
+    let appended = appends::first_messages(1_000);
+
+    let mut group = c.benchmark_group("backends_100k");
+    group.sample_size(20);
+    group.bench_function("baseline_query_embedding", |b| b.iter(|| embedder.embed_query(question).unwrap()));
+    group.bench_function("baseline_postgres_round_trip", |b| {
+        b.iter(|| raw.query_one("SELECT 1", &[]).unwrap())
+    });
+    group.bench_function("baseline_postgres_trigram_like", |b| {
+        b.iter(|| {
+            raw.query(
+                "SELECT id FROM messages WHERE persona = 'p' AND folded LIKE '%billing%' ORDER BY id DESC LIMIT 256",
+                &[],
+            )
+            .unwrap()
+        })
+    });
+    let literal = format!("{:?}", vector);
+    group.bench_function("baseline_postgres_hnsw_knn_50", |b| {
+        let sql = format!(
+            "SELECT item_id FROM embeddings WHERE kind = 'message' AND persona = 'p'
+             ORDER BY embedding::vector(384) <=> '{literal}'::vector(384) LIMIT 50"
+        );
+        b.iter(|| raw.query(&sql, &[]).unwrap())
+    });
+    let backends: [(&str, &dyn Backend); 2] = [("sqlite", &sqlite), ("postgres", &postgres)];
+    for (name, backend) in backends {
+        let scope = Scope::persona("p");
+        group.bench_function(format!("{name}/memory_grep"), |b| {
+            let args = MemoryGrepArgs {
+                query: "billing migration".into(),
+                limit: Some(10),
+                start_time: None,
+                end_time: None,
+                include_in_context: None,
+                offset: None,
+            };
+            b.iter(|| strata_recall::tools::grep(backend, &scope, &config, &args).unwrap())
+        });
+        group.bench_function(format!("{name}/store_grep"), |b| {
+            let query = TextQuery::parse("billing migration").unwrap();
+            b.iter(|| backend.grep(&query, &SearchFilter::persona("p")).unwrap())
+        });
+        group.bench_function(format!("{name}/candidates"), |b| {
+            b.iter(|| {
+                backend
+                    .candidates(&CandidateQuery {
+                        filter: SearchFilter { limit: 50, ..SearchFilter::persona("p") },
+                        words: &words,
+                        vector: Some((word_corpus::MODEL, &vector)),
+                        scan: Scan::Exact,
+                        frequency_cap: 2_000,
+                    })
+                    .unwrap()
+            })
+        });
+        group.bench_function(format!("{name}/memory_search_with_query_embedding"), |b| {
+            let args = MemorySearchArgs {
+                query: question.into(),
+                limit: Some(10),
+                start_time: None,
+                end_time: None,
+                include_in_context: None,
+            };
+            b.iter(|| strata_recall::tools::search(backend, &scope, &config, &state, &args).unwrap())
+        });
+        group.throughput(Throughput::Elements(1_000));
+        let mut round = 0;
+        group.bench_function(format!("{name}/append_1000"), |b| {
+            b.iter_batched(
+                || {
+                    round += 1;
+                    backend.session(&format!("append-{}-{round}", std::process::id()), "bench").unwrap()
+                },
+                |session| backend.append(session.id, &appended).unwrap(),
+                BatchSize::PerIteration,
+            )
+        });
+        group.throughput(Throughput::Elements(1));
+    }
+    group.throughput(Throughput::Elements(1_000));
+    let dir = tempfile::tempdir().unwrap();
+    let bare = appends::bare_table(&dir.path().join("bare.db"), "", "");
+    let mut seq = 0;
+    group.bench_function("baseline_sqlite_bare_insert_1000", |b| {
+        b.iter(|| appends::insert_bare(&bare, &appended, &mut seq))
+    });
+    raw.batch_execute(
+        "CREATE TEMP TABLE bare_m (id BIGSERIAL PRIMARY KEY, session BIGINT, seq BIGINT, role TEXT,
+                                   content TEXT, created_at DOUBLE PRECISION, token_count INTEGER)",
+    )
+    .unwrap();
+    group.bench_function("baseline_postgres_bare_insert_1000", |b| {
+        b.iter(|| {
+            let mut tx = raw.transaction().unwrap();
+            let insert = tx.prepare("INSERT INTO bare_m(session, seq, role, content, created_at, token_count) VALUES (1, $1, $2, $3, $4, $5)").unwrap();
+            for message in &appended {
+                seq += 1;
+                let at = message.created_at.timestamp_micros() as f64 / 1e6;
+                tx.execute(&insert, &[&seq, &message.role.as_str(), &message.content, &at, &(message.token_count as i32)]).unwrap();
+            }
+            tx.commit().unwrap();
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, backends);
+criterion_main!(benches);
