@@ -148,13 +148,7 @@ impl Config {
     /// point to a tool use recall's names.
     pub fn compactor(&self) -> strata_compactor::CompactorConfig {
         let mut compactor = self.compactor.clone();
-        let max_age = |ttl: strata_recall::Ttl| match ttl {
-            strata_recall::Ttl::Never => None,
-            strata_recall::Ttl::Days(days) => chrono::TimeDelta::try_days(i64::from(days)),
-        };
-        let ttls = &self.recall.memory_ttls;
-        compactor.preferences_max_age = max_age(ttls.user_preferences);
-        compactor.memories_max_age = [max_age(ttls.progress), max_age(ttls.memo)];
+        compactor.memory_ttls = self.recall.memory_ttls;
         // Every chat request carries strata's tool definitions: the context leaves room for them,
         // whether an engine or `strata context` assembles it.
         compactor.request_overhead_tokens = compactor.token_counter().tools(&strata_recall::tool_specs());

@@ -2,9 +2,10 @@
 
 use std::path::PathBuf;
 
-use chrono::{DateTime, Duration, Utc};
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use strata_store::{Category, Scan};
+use serde::{Deserialize, Serialize};
+use strata_store::Scan;
+// Expiry is the store's rule (it owns memories); `[recall] memory_ttls` is where it is set.
+pub use strata_store::{MemoryTtls, Ttl};
 
 /// Settings of the recall tools and the embedding pipeline.
 ///
@@ -232,93 +233,6 @@ impl Default for EndpointSettings {
             dimensions: 768,
             batch_size: 64,
             api_key_env: "STRATA_EMBEDDINGS_API_KEY".into(),
-        }
-    }
-}
-
-/// Time-to-live per memory category, counted from a memory's last write.
-///
-/// The decision (DESIGN leaves it open): a category is *user data* or *system data* by who
-/// writes it. `user_preferences` is written by the user and is about the user: user data,
-/// kept 90 days after its last write unless rewritten. `progress` and `memo` are written by the
-/// agent to run its own work: system data, kept until deleted. Expired memories are invisible
-/// to every tool at once and removed by `strata memory purge`.
-///
-/// In TOML each value is a number of days or `"never"`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct MemoryTtls {
-    /// User data. Default 90 days.
-    pub user_preferences: Ttl,
-    /// System data. Default never.
-    pub progress: Ttl,
-    /// System data. Default never.
-    pub memo: Ttl,
-}
-
-impl Default for MemoryTtls {
-    fn default() -> MemoryTtls {
-        MemoryTtls { user_preferences: Ttl::Days(90), progress: Ttl::Never, memo: Ttl::Never }
-    }
-}
-
-impl MemoryTtls {
-    /// The time-to-live of one category.
-    pub fn get(&self, category: Category) -> Ttl {
-        match category {
-            Category::UserPreferences => self.user_preferences,
-            Category::Progress => self.progress,
-            Category::Memo => self.memo,
-        }
-    }
-
-    /// Memories of `category` last written before this instant are expired; `None` if the
-    /// category never expires.
-    pub fn cutoff(&self, category: Category, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        match self.get(category) {
-            Ttl::Never => None,
-            Ttl::Days(days) => Some(now - Duration::days(i64::from(days))),
-        }
-    }
-
-    /// Whether a memory of `category` written at `updated_at` is expired at `now`.
-    pub fn is_expired(&self, category: Category, updated_at: DateTime<Utc>, now: DateTime<Utc>) -> bool {
-        self.cutoff(category, now).is_some_and(|cutoff| updated_at < cutoff)
-    }
-}
-
-/// How long a memory lives after its last write.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Ttl {
-    /// Forever.
-    Never,
-    /// This many days.
-    Days(u32),
-}
-
-impl Serialize for Ttl {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Ttl::Never => serializer.serialize_str("never"),
-            Ttl::Days(days) => serializer.serialize_u32(*days),
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for Ttl {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Ttl, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            Days(u32),
-            Word(String),
-        }
-        match Raw::deserialize(deserializer)? {
-            Raw::Days(days) => Ok(Ttl::Days(days)),
-            Raw::Word(word) if word == "never" => Ok(Ttl::Never),
-            Raw::Word(word) => Err(serde::de::Error::custom(format!(
-                "memory ttl must be a number of days or \"never\", not {word:?}"
-            ))),
         }
     }
 }

@@ -65,7 +65,7 @@ pub use crate::export::{ExportScope, ExportedMessage};
 pub use crate::forest::Upkeep;
 pub use crate::forget::{ForgetCounts, ForgetPlan, ForgetRecord, ForgetScope, Forgotten, KeptSpan, Rebuilt};
 pub use crate::ingests::line_digest;
-pub use crate::memories::{MAX_CONTENT_CHARS, MAX_KEY_CHARS, MemoryWrite, normalize_key};
+pub use crate::memories::{MAX_CONTENT_CHARS, MAX_KEY_CHARS, MemoryTtls, MemoryWrite, Ttl, normalize_key};
 pub use crate::metrics::{CallTotals, NodeTotals, StoreMetrics, ToolTotals};
 pub use crate::migrate::SCHEMA_VERSION;
 pub use crate::outline::{ConsistentReader, MessageOutline};
