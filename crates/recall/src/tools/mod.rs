@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use strata_store::{MessageId, NodeId, Provenance, Session, SessionId, Store};
 
-use crate::config::RecallConfig;
+use crate::config::RecallSettings;
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::fence;
@@ -99,8 +99,8 @@ pub struct ToolContext {
     pub session: Session,
     /// The embedding model, or why it is unavailable.
     pub embedder: EmbedderState,
-    /// Limits and defaults.
-    pub config: RecallConfig,
+    /// Limits and defaults, validated.
+    pub config: RecallSettings,
 }
 
 impl ToolContext {
@@ -109,7 +109,7 @@ impl ToolContext {
         store: Store,
         session: Session,
         embedder: impl Into<EmbedderState>,
-        config: RecallConfig,
+        config: RecallSettings,
     ) -> ToolContext {
         ToolContext { store, session, embedder: embedder.into(), config }
     }
