@@ -691,6 +691,7 @@ impl Store {
     }
 
     /// Every forget recorded, oldest first.
+    #[cfg(any(test, feature = "test-support"))]
     pub fn forgets(&self) -> Result<Vec<ForgetRecord>> {
         self.read(|conn| {
             query_all(

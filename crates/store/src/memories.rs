@@ -50,7 +50,7 @@ impl MemoryTtls {
         MemoryTtls { user_preferences: Ttl::Never, progress: Ttl::Never, memo: Ttl::Never };
 
     /// The time-to-live of one category.
-    pub fn get(&self, category: Category) -> Ttl {
+    pub(crate) fn get(&self, category: Category) -> Ttl {
         match category {
             Category::UserPreferences => self.user_preferences,
             Category::Progress => self.progress,

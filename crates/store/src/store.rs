@@ -409,6 +409,7 @@ impl Store {
     }
 
     /// Pins or unpins a message (pinned messages are never compacted).
+    #[cfg(any(test, feature = "test-support"))]
     pub fn set_pinned(&self, id: MessageId, pinned: bool) -> Result<()> {
         self.write(|tx| messages::set_pinned(tx, id, pinned))
     }
@@ -417,6 +418,7 @@ impl Store {
 
     /// Atomically inserts a Level-0 node over `first_seq..=last_seq` and links those messages to
     /// it; refused with [`Error::AlreadyCovered`] if any of them is covered already.
+    #[cfg(any(test, feature = "test-support"))]
     pub fn insert_leaf(
         &self,
         session: SessionId,
@@ -485,6 +487,7 @@ impl Store {
 
     /// Inserts or replaces a memory. The agent may not write `user_preferences`
     /// ([`Error::ProtectedCategory`]).
+    #[cfg(any(test, feature = "test-support"))]
     pub fn put_memory(&self, writer: Writer, persona: &str, memory: &MemoryWrite<'_>) -> Result<Memory> {
         Ok(self.save_memory(writer, persona, memory)?.0)
     }
@@ -495,6 +498,7 @@ impl Store {
     ///
     /// The write's provenance is only its writer's kind (the user through the library, or the
     /// agent); [`Store::save_memory_from`] records where it came from.
+    #[cfg(any(test, feature = "test-support"))]
     pub fn save_memory(
         &self,
         writer: Writer,
@@ -567,6 +571,7 @@ impl Store {
     }
 
     /// Summary nodes written but not yet in the search indexes (schema 10).
+    #[cfg(any(test, feature = "test-support"))]
     pub fn unindexed_summaries(&self) -> Result<u64> {
         self.read(|conn| Deferred::Summaries.unindexed(conn))
     }

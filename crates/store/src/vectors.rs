@@ -212,6 +212,7 @@ pub struct VectorCounts {
 
 impl VectorCounts {
     /// All vectors.
+    #[cfg(any(test, feature = "test-support"))]
     pub fn total(&self) -> u64 {
         self.messages + self.summaries + self.memories
     }
@@ -286,6 +287,7 @@ pub fn backlog_count(conn: &Connection, persona: Option<&str>, session: Option<S
 }
 
 /// How many vectors (chunks) each table holds; zero before anything was embedded.
+#[cfg(any(test, feature = "test-support"))]
 pub fn vector_counts(conn: &Connection) -> Result<VectorCounts> {
     if space(conn)?.is_none() {
         return Ok(VectorCounts::default());
@@ -559,6 +561,7 @@ impl Store {
 
 impl Embeddings<'_> {
     /// The model the stored vectors belong to; `None` before anything was embedded.
+    #[cfg(any(test, feature = "test-support"))]
     pub fn space(&self) -> Result<Option<EmbeddingSpace>> {
         self.store.read(space)
     }
@@ -571,6 +574,7 @@ impl Embeddings<'_> {
     }
 
     /// Up to `limit` rows waiting for a vector.
+    #[cfg(any(test, feature = "test-support"))]
     pub fn backlog(&self, limit: usize) -> Result<Vec<BacklogItem>> {
         self.backlog_of(None, None, limit)
     }
@@ -599,6 +603,7 @@ impl Embeddings<'_> {
     /// The `k` rows of `kind` nearest to `query` (a vector of `model`) within one persona:
     /// (id, cosine distance of its nearest chunk), nearest first. Empty when the stored vectors
     /// are of another model.
+    #[cfg(any(test, feature = "test-support"))]
     pub fn nearest(
         &self,
         model: &str,
@@ -614,6 +619,7 @@ impl Embeddings<'_> {
     }
 
     /// How many vectors each table holds.
+    #[cfg(any(test, feature = "test-support"))]
     pub fn counts(&self) -> Result<VectorCounts> {
         self.store.read(vector_counts)
     }
