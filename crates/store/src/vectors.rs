@@ -199,7 +199,8 @@ pub fn put(conn: &Connection, model: &str, items: &[(BacklogItem, Vec<Vec<f32>>)
     Ok(written)
 }
 
-/// How many vectors each table holds.
+/// How many vectors each table holds (what tests check).
+#[cfg(any(test, feature = "test-support"))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct VectorCounts {
     /// Message vectors.
@@ -210,9 +211,9 @@ pub struct VectorCounts {
     pub memories: u64,
 }
 
+#[cfg(any(test, feature = "test-support"))]
 impl VectorCounts {
     /// All vectors.
-    #[cfg(any(test, feature = "test-support"))]
     pub fn total(&self) -> u64 {
         self.messages + self.summaries + self.memories
     }
