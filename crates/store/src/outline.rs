@@ -133,7 +133,8 @@ impl ConsistentReader<'_> {
         self.counted(live_outline(self.conn, session, head))
     }
 
-    /// See [`Store::context_messages`].
+    /// The messages a context is built from: every message with seq below `head_end` (the
+    /// head, verbatim whatever covers it) and every uncovered message after it, in seq order.
     pub fn context_messages(&self, session: SessionId, head_end: i64) -> Result<Vec<Message>> {
         self.counted(context_messages(self.conn, session, head_end))
     }

@@ -114,7 +114,8 @@ pub struct SummarizerStats {
 pub struct Store {
     pub(crate) pool: Pool,
     path: PathBuf,
-    /// See [`Store::rows_read`].
+    /// How many message and node rows the planning reads returned, in every clone (what
+    /// tests check a cost by: `Store::rows_read`).
     pub(crate) rows_read: Arc<AtomicU64>,
 }
 
@@ -512,8 +513,10 @@ impl Store {
         self.save_memory_from(writer, persona, memory, &provenance)
     }
 
-    /// Like [`Store::save_memory`], recording where the memory came from; an update keeps the
-    /// earlier text as a version ([`Store::memory_history`]).
+    /// Saves a memory (upsert by persona, category and key), recording where it came from, and
+    /// says whether it is new: decided inside the write transaction, so of several writers
+    /// racing to create one key exactly one hears "new". An update keeps the earlier text as a
+    /// version ([`Store::memory_history`]).
     pub fn save_memory_from(
         &self,
         writer: Writer,
