@@ -14,7 +14,7 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::json;
-use strata_recall::{Embedder, RecallConfig, ToolContext, call_tool};
+use strata_recall::{Embedder, RecallConfig, RecallSettings, ToolContext, call_tool};
 use strata_store::{Scan, Store};
 
 #[path = "support/word_corpus.rs"]
@@ -43,7 +43,7 @@ fn recall(c: &mut Criterion) {
         started.elapsed().as_secs_f64()
     );
     let session = store.find_session("p-0").unwrap().unwrap();
-    let ctx = ToolContext::new(store.clone(), session, embedder.clone(), RecallConfig::default());
+    let ctx = ToolContext::new(store.clone(), session, embedder.clone(), RecallSettings::default());
     let check = |answer: serde_json::Value| {
         assert!(answer.get("error").is_none(), "{answer}");
         answer
@@ -112,7 +112,7 @@ fn recall(c: &mut Criterion) {
         store.clone(),
         store.find_session("p-0").unwrap().unwrap(),
         embedder.clone(),
-        RecallConfig { quantized_candidates: 400, ..RecallConfig::default() },
+        RecallSettings::new(RecallConfig { quantized_candidates: 400, ..RecallConfig::default() }).unwrap(),
     );
     group.bench_function("question_quantized", |b| {
         b.iter(|| {

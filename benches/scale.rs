@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::json;
 use strata_compactor::Outcome;
-use strata_recall::{Embedder, RecallConfig, ToolContext, call_tool};
+use strata_recall::{Embedder, RecallConfig, RecallSettings, ToolContext, call_tool};
 use strata_store::{CandidateQuery, HitKind, Scan, SearchFilter, Store};
 
 #[path = "support/appends.rs"]
@@ -39,7 +39,7 @@ fn search(c: &mut Criterion) {
     let embedder = Embedder::load_default().expect("run scripts/fetch-embed-assets.sh first");
     let store = fixture(100_000, Vectors::Yes);
     let session = store.find_session("p-0").unwrap().unwrap();
-    let ctx = ToolContext::new(store.clone(), session, embedder.clone(), RecallConfig::default());
+    let ctx = ToolContext::new(store.clone(), session, embedder.clone(), RecallSettings::default());
     let question = "why did the billing migration fail in staging?";
     let vector = embedder.embed_query(question).unwrap();
     let raw = rusqlite::Connection::open(store.path()).unwrap();
@@ -106,7 +106,7 @@ fn search(c: &mut Criterion) {
         store.clone(),
         store.find_session("p-0").unwrap().unwrap(),
         embedder.clone(),
-        RecallConfig { quantized_candidates: 0, ..RecallConfig::default() },
+        RecallSettings::new(RecallConfig { quantized_candidates: 0, ..RecallConfig::default() }).unwrap(),
     );
     group.bench_function("memory_search_question_exact_scan", |b| {
         b.iter(|| call_tool(&exact, "memory_search", &json!({"query": question, "limit": 10})))
@@ -131,7 +131,7 @@ fn grep(c: &mut Criterion) {
     for messages in sizes().into_iter().filter(|&n| n >= 100_000) {
         let store = fixture(messages, Vectors::No);
         let session = store.find_session("p-0").unwrap().unwrap();
-        let ctx = ToolContext::new(store.clone(), session, embedder.clone(), RecallConfig::default());
+        let ctx = ToolContext::new(store.clone(), session, embedder.clone(), RecallSettings::default());
         let raw = rusqlite::Connection::open(store.path()).unwrap();
         // Baselines: SQLite alone, no persona filter, excerpt, JSON or fencing. The newest 10
         // matches of the common word, and its best 10 by bm25 among every match.

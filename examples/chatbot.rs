@@ -8,17 +8,17 @@
 //! Settings come from the environment: `STRATA_BASE_URL`, `STRATA_CHAT_MODEL`, the key in
 //! `STRATA_API_KEY` or `OPENAI_API_KEY`, the database in `STRATA_DB` (default `chatbot.db`).
 //!
-//! Each line you type is one turn of [`ChatLoop`]: append your message, let strata compact the
-//! history and assemble the context, send it to the model with strata's tools, run the tools the
-//! model calls through the engine, append their results, and ask again until it answers.
-//! Restart the bot and the conversation goes on: it is all in the database.
+//! Each line you type is one turn: append your message, let strata compact the history and
+//! assemble the context, send it to the model with strata's tools, run the tools the model calls
+//! through the engine, append their results, and ask again until it answers. Restart the bot
+//! and the conversation goes on: it is all in the database. (`strata chat` is the same loop
+//! with a bound on tool rounds and usage accounting.)
 
 use std::io::BufRead;
 use std::time::Duration;
 
-use strata::chat::ChatLoop;
 use strata::llm::ChatClient;
-use strata::{ChatMessage, Config, Engine};
+use strata::{ChatMessage, Config, Engine, EngineSession};
 
 fn env(name: &str, default: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| default.to_owned())
@@ -47,7 +47,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     let client = ChatClient::new(&base_url, &model, api_key, Duration::from_secs(120));
-    let chat = ChatLoop::new(&engine, client);
+    let tools = engine.tool_specs();
 
     eprintln!("chatting with {model} at {base_url}; Ctrl-D to quit");
     for line in std::io::stdin().lock().lines() {
@@ -55,16 +55,39 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         if line.trim().is_empty() {
             continue;
         }
-        match chat.turn(&session, &line).await {
-            Ok(turn) => {
-                for call in &turn.tool_calls {
-                    eprintln!("  [{}] {}", call.name, call.arguments);
-                }
-                println!("{}", turn.text);
-            }
+        match turn(&session, &client, &tools, &line).await {
+            Ok(answer) => println!("{answer}"),
             // Whatever was stored before the failure stays stored; the next line goes on.
-            Err(error) => eprintln!("error: {}", strata::store::error_chain(&error)),
+            Err(error) => eprintln!("error: {}", strata::store::error_chain(error.as_ref())),
         }
     }
     Ok(())
+}
+
+/// One turn: the user's line, then requests until the model answers in text. Every message is
+/// appended as it comes, so each stored tool call is followed by its result.
+async fn turn(
+    session: &EngineSession,
+    client: &ChatClient,
+    tools: &[serde_json::Value],
+    input: &str,
+) -> Result<String, Box<dyn std::error::Error>> {
+    session.append(ChatMessage::user(input))?;
+    loop {
+        // Compacts when the history nears the window, then assembles what fits.
+        let prepared = session.prepare_context().await?;
+        let reply = ChatMessage::from(client.complete(prepared.messages(), tools).await?);
+        let calls = reply.calls();
+        let text = reply.content.clone().unwrap_or_default();
+        session.append(reply)?;
+        if calls.is_empty() {
+            return Ok(text);
+        }
+        for call in calls {
+            // The call runs as this session's persona; a refusal is an answer the model reads.
+            eprintln!("  [{}] {}", call.name, call.arguments);
+            let answer = session.call_tool(&call.name, call.arguments).await;
+            session.append(ChatMessage::tool(call.id, call.name, answer.to_string()))?;
+        }
+    }
 }

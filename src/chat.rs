@@ -6,32 +6,15 @@
 //! and asks again until the model answers in text. Every message of the turn is stored as it
 //! happens, so a turn that fails halfway leaves a conversation the next turn can continue: each
 //! tool call in the database is followed by its result.
-//!
-//! ```no_run
-//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
-//! use std::time::Duration;
-//! use strata::chat::ChatLoop;
-//! use strata::llm::ChatClient;
-//! use strata::{Config, Engine};
-//!
-//! let engine = Engine::open("strata.db", Config::default())?;
-//! let session = engine.session("alice", "assistant")?;
-//! let client = ChatClient::new("http://localhost:11434/v1", "llama3.1", None, Duration::from_secs(120));
-//! let chat = ChatLoop::new(&engine, client);
-//! let turn = chat.turn(&session, "What did we decide about the cache?").await?;
-//! println!("{}", turn.text);
-//! # Ok(())
-//! # }
-//! ```
 
 use serde::Serialize;
 use serde_json::Value;
 use strata_store::LlmCall;
 use tracing::Instrument;
 
-use crate::engine::{Engine, EngineSession};
-use crate::llm::{ChatClient, LlmError};
-use crate::message::ChatMessage;
+use strata::ChatMessage;
+use strata::llm::{ChatClient, LlmError};
+use strata::{Engine, EngineSession};
 
 /// How many replies of one turn may call tools unless [`ChatLoop::max_tool_rounds`] says
 /// otherwise.
@@ -60,7 +43,7 @@ pub fn default_system_prompt() -> String {
 pub enum ChatError {
     /// strata could not store a message or prepare the context.
     #[error(transparent)]
-    Engine(#[from] crate::Error),
+    Engine(#[from] strata::Error),
     /// The model's endpoint failed or sent something that is not a chat completion.
     #[error("the model did not answer")]
     Llm(#[from] LlmError),
@@ -216,14 +199,9 @@ impl ChatLoop {
         }
     }
 
-    /// Runs one turn: `input` from the user, up to the model's text answer.
-    pub async fn turn(&self, session: &EngineSession, input: &str) -> Result<Turn, ChatError> {
-        self.turn_with(session, input, |_| {}).await
-    }
-
-    /// Like [`ChatLoop::turn`], and calls `on_tool_call` as each tool call finishes (to show
-    /// progress while the model works).
-    pub async fn turn_with(
+    /// Runs one turn: `input` from the user, up to the model's text answer, calling
+    /// `on_tool_call` as each tool call finishes (to show progress while the model works).
+    pub async fn turn(
         &self,
         session: &EngineSession,
         input: &str,
@@ -278,3 +256,6 @@ impl ChatLoop {
         .await
     }
 }
+
+#[cfg(test)]
+mod tests;

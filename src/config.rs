@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 use strata_compactor::{CompactorConfig, CompactorSettings, ToolNames};
-use strata_recall::{RecallConfig, Tool};
+use strata_recall::{RecallConfig, RecallSettings, Tool};
 
 use crate::error::{Error, Result};
 
@@ -12,8 +12,14 @@ mod file;
 #[cfg(feature = "config-file")]
 pub use file::EXAMPLE;
 
-/// The longest memory time-to-live, about 1,000 years: longer ones are "never".
-const MAX_TTL_DAYS: u32 = 365_000;
+/// The settings an engine runs on: a [`Config`] validated ([`Config::validate`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settings {
+    /// The compactor's, with what other sections decide ([`Config::compactor`]).
+    pub compactor: CompactorSettings,
+    /// recall's.
+    pub recall: RecallSettings,
+}
 
 /// Every setting of strata.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -148,13 +154,7 @@ impl Config {
     /// point to a tool use recall's names.
     pub fn compactor(&self) -> strata_compactor::CompactorConfig {
         let mut compactor = self.compactor.clone();
-        let max_age = |ttl: strata_recall::Ttl| match ttl {
-            strata_recall::Ttl::Never => None,
-            strata_recall::Ttl::Days(days) => chrono::TimeDelta::try_days(i64::from(days)),
-        };
-        let ttls = &self.recall.memory_ttls;
-        compactor.preferences_max_age = max_age(ttls.user_preferences);
-        compactor.memories_max_age = [max_age(ttls.progress), max_age(ttls.memo)];
+        compactor.memory_ttls = self.recall.memory_ttls;
         // Every chat request carries strata's tool definitions: the context leaves room for them,
         // whether an engine or `strata context` assembles it.
         compactor.request_overhead_tokens = compactor.token_counter().tools(&strata_recall::tool_specs());
@@ -198,8 +198,8 @@ impl Config {
 
     /// Checks every rule of the settings, once: the compactor's as they run
     /// ([`Config::compactor`], with what other sections decide), the summarizer's and recall's.
-    /// Returns the compactor's settings, validated, for the engine to run on.
-    pub fn validate(&self) -> Result<CompactorSettings> {
+    /// Returns the compactor's and recall's settings, validated, for the engine to run on.
+    pub fn validate(&self) -> Result<Settings> {
         let compactor = CompactorSettings::new(self.compactor())?;
         let temperature = self.summarizer.temperature;
         if !(temperature.is_finite() && (0.0..=2.0).contains(&temperature)) {
@@ -207,66 +207,7 @@ impl Config {
                 "summarizer.temperature {temperature} must be between 0 and 2"
             )));
         }
-        let recall = &self.recall;
-        let invalid = |key: &str, rule: &str| Err(Error::Config(format!("recall.{key} {rule}")));
-        for (key, value) in
-            [("semantic_weight", recall.semantic_weight), ("keyword_weight", recall.keyword_weight)]
-        {
-            if !(value.is_finite() && value >= 0.0) {
-                return invalid(key, "must be a number of zero or more");
-            }
-        }
-        if let Err(err) = strata_recall::model_spec(&recall.embed_model) {
-            return invalid("embed_model", &format!("is not usable: {err}"));
-        }
-        for (key, value) in [
-            ("min_similarity", recall.min_similarity),
-            ("near_duplicate_similarity", recall.near_duplicate_similarity),
-            ("near_duplicate_meaning", recall.near_duplicate_meaning),
-            ("proactive_min_similarity", recall.proactive_min_similarity),
-        ] {
-            if !(-1.0..=1.0).contains(&value) {
-                return invalid(key, "must be a cosine similarity between -1 and 1");
-            }
-        }
-        if !(recall.proactive_min_keyword_match.is_finite() && recall.proactive_min_keyword_match >= 0.0) {
-            return invalid("proactive_min_keyword_match", "must be a number of zero or more");
-        }
-        if recall.proactive && recall.proactive_hits == 0 {
-            return invalid("proactive_hits", "must be at least 1 (or set proactive = false)");
-        }
-        for (key, chunks) in
-            [("embed_max_chunks", recall.embed_max_chunks), ("embed_tool_chunks", recall.embed_tool_chunks)]
-        {
-            if !(1..=strata_store::MAX_CHUNKS).contains(&chunks) {
-                return invalid(key, "must be between 1 and 32");
-            }
-        }
-        let endpoint = &recall.embed_endpoint;
-        if endpoint.base_url.trim().is_empty() || endpoint.model.trim().is_empty() {
-            return invalid("embed_endpoint", "base_url and model must not be empty");
-        }
-        if !(8..=8192).contains(&endpoint.dimensions) || !endpoint.dimensions.is_multiple_of(8) {
-            return invalid("embed_endpoint.dimensions", "must be a multiple of 8 from 8 to 8192");
-        }
-        if endpoint.batch_size == 0 {
-            return invalid("embed_endpoint.batch_size", "must be at least 1");
-        }
-        if recall.default_limit == 0 || recall.max_limit == 0 || recall.embed_batch_size == 0 {
-            return invalid("default_limit, max_limit and embed_batch_size", "must be at least 1");
-        }
-        for (category, ttl) in [
-            ("user_preferences", recall.memory_ttls.user_preferences),
-            ("progress", recall.memory_ttls.progress),
-            ("memo", recall.memory_ttls.memo),
-        ] {
-            if matches!(ttl, strata_recall::Ttl::Days(days) if days > MAX_TTL_DAYS) {
-                return invalid(
-                    &format!("memory_ttls.{category}"),
-                    &format!("is at most {MAX_TTL_DAYS} days (or \"never\")"),
-                );
-            }
-        }
-        Ok(compactor)
+        let recall = RecallSettings::new(self.recall.clone())?;
+        Ok(Settings { compactor, recall })
     }
 }

@@ -16,17 +16,19 @@ use serde::Serialize;
 use serde_json::Value;
 use strata_compactor::summarize::{EmbedError, SentenceEmbedder};
 use strata_compactor::{
-    AssembledContext, AssemblyOptions, Compaction, Compactor, CompactorSettings, Outcome, Recalled,
-    RecalledHit, Recaller, Resummarized, Summarizer,
+    AssembledContext, AssemblyOptions, Compaction, Compactor, Outcome, Recalled, RecalledHit, Recaller,
+    Resummarized, Summarizer,
 };
-use strata_recall::{EmbedWorker, Embedder, EmbedderState, RecallConfig, Settled, Tool, ToolContext};
+use strata_recall::{
+    EmbedWorker, Embedder, EmbedderState, RecallConfig, RecallSettings, Settled, Tool, ToolContext,
+};
 use strata_store::{
     Level, Memory, MessageId, NewMessage, QueuedUpdate, Session, SessionId, Store, SummaryNode,
 };
 use tokio::task::JoinHandle;
 use tracing::Instrument;
 
-use crate::config::Config;
+use crate::config::{Config, Settings};
 use crate::error::{Error, Result};
 use crate::message::{ChatMessage, Incoming};
 use crate::metrics::Counters;
@@ -47,6 +49,8 @@ pub struct Engine {
 struct Inner {
     store: Store,
     config: Config,
+    /// `config.recall`, validated: what the tools and the embedding worker run on.
+    recall: RecallSettings,
     compactor: Compactor,
     /// Loaded on first use: opening an engine stays fast, and a machine without the model
     /// still gets everything but semantic search. Shared with the extractive summarizer's
@@ -105,7 +109,7 @@ impl Engine {
         Engine::from_validated(store, config, settings)
     }
 
-    fn from_validated(store: Store, config: Config, settings: CompactorSettings) -> Result<Engine> {
+    fn from_validated(store: Store, config: Config, settings: Settings) -> Result<Engine> {
         // The extractive summarizer's sentence vectors come from the model the tools use,
         // loaded once, on the first summary (or never, without its files: lexical selection).
         let embedder = Arc::new(OnceLock::new());
@@ -127,11 +131,12 @@ impl Engine {
     fn build(
         store: Store,
         config: Config,
-        settings: CompactorSettings,
+        settings: Settings,
         summarizer: Arc<dyn Summarizer>,
         embedder: Arc<OnceLock<EmbedderState>>,
     ) -> Result<Engine> {
-        let compactor = Compactor::with_settings(store.clone(), settings, summarizer)?;
+        let Settings { compactor, recall } = settings;
+        let compactor = Compactor::with_settings(store.clone(), compactor, summarizer)?;
         let counters = Arc::new(Counters::default());
         let recaller = config.recall.proactive.then(|| {
             Arc::new(HistorySearch {
@@ -145,6 +150,7 @@ impl Engine {
             inner: Arc::new(Inner {
                 store,
                 config,
+                recall,
                 compactor,
                 embedder,
                 worker: OnceLock::new(),
@@ -197,7 +203,7 @@ impl Engine {
     /// The embedding model, loaded on first call (about 0.3 s), or why it is unavailable.
     pub fn embedder(&self) -> &EmbedderState {
         self.inner.embedder.get_or_init(|| {
-            crate::load_embedder(&self.inner.config.recall, &self.inner.config.compactor.retry).into()
+            crate::load_embedder(&self.inner.recall, &self.inner.config.compactor.retry).into()
         })
     }
 
@@ -209,7 +215,7 @@ impl Engine {
             EmbedWorker::spawn(
                 self.inner.store.clone(),
                 embedder,
-                self.inner.config.recall.clone(),
+                self.inner.recall.clone(),
                 Duration::from_secs(5),
             )
         });
@@ -225,7 +231,7 @@ impl Engine {
         Ok(strata_recall::embed_backlog_with(
             &self.inner.store,
             embedder,
-            &self.inner.config.recall,
+            &self.inner.recall,
             &filter,
             |_| {},
         )?)
@@ -343,11 +349,8 @@ impl Engine {
     /// nodes; call it yourself after writing nodes another way. Blocking.
     pub fn settle_memory_updates(&self) -> Result<strata_recall::Settled> {
         let embedder = self.inner.embedder.get().and_then(|state| state.get().ok().cloned());
-        let settled = strata_recall::settle_memory_updates(
-            &self.inner.store,
-            &self.inner.config.recall,
-            embedder.as_ref(),
-        )?;
+        let settled =
+            strata_recall::settle_memory_updates(&self.inner.store, &self.inner.recall, embedder.as_ref())?;
         if settled != strata_recall::Settled::default() {
             tracing::info!(?settled, "memory updates settled");
         }
@@ -601,7 +604,7 @@ impl EngineSession {
 
     fn tool_context(&self, embedder: EmbedderState) -> ToolContext {
         let inner = &self.engine.inner;
-        ToolContext::new(inner.store.clone(), self.session.clone(), embedder, inner.config.recall.clone())
+        ToolContext::new(inner.store.clone(), self.session.clone(), embedder, inner.recall.clone())
     }
 }
 

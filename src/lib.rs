@@ -43,15 +43,12 @@
 #![forbid(unsafe_code)]
 
 pub mod blocking;
-pub mod chat;
 pub mod config;
 mod embedding;
 mod engine;
 mod error;
 pub mod import;
 pub mod llm;
-#[cfg(feature = "mcp")]
-pub mod mcp;
 mod message;
 pub mod metrics;
 

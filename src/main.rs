@@ -1,6 +1,10 @@
-//! The `strata` command line.
+//! The `strata` command line, and what only it runs: the chat loop of `strata chat` and the MCP
+//! server of `strata mcp`. The library (`src/lib.rs`) is the engine and its facade.
 
+mod chat;
 mod cli;
+#[cfg(feature = "mcp")]
+mod mcp;
 
 use std::process::ExitCode;
 

@@ -4,12 +4,9 @@
 //! server answers as the real one did, so CI guards these behaviours without the real server.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{Value, json};
-use strata::chat::ChatLoop;
 use strata::llm::{ChatClient, RetryPolicy};
-use strata::{ChatMessage, Config, Engine};
 use strata_compactor::context::TOKENS_PER_REPLY;
 use strata_compactor::{Compactor, CompactorConfig, OpenAiConfig, OpenAiSummarizer, Outcome, TokenCounter};
 use strata_store::{NewMessage, Role, SessionId, Store};
@@ -57,72 +54,6 @@ async fn server(respond: impl Fn(&Request) -> ResponseTemplate + Send + Sync + '
     server
 }
 
-fn client(server: &MockServer) -> ChatClient {
-    ChatClient::new(&format!("{}/v1", server.uri()), "qwen2.5-coder-1.5b", None, Duration::from_secs(30))
-}
-
-/// An engine whose persona remembers the gateway rate limit in an older session, and a session
-/// whose history holds a tool-call-only assistant message.
-fn engine_with_a_tool_call_in_history(strata: &Strata) -> (Engine, strata::EngineSession) {
-    let engine = Engine::open(strata.db(), Config::default()).unwrap();
-    let old = engine.session("last-week", "team").unwrap();
-    old.append(ChatMessage::user("Where did we leave the gateway?")).unwrap();
-    old.append(ChatMessage::assistant("Priya set the gateway rate limit to 250 requests per second."))
-        .unwrap();
-    let today = engine.session("today", "team").unwrap();
-    today.append(ChatMessage::user("Any notes on the cutover?")).unwrap();
-    let call = json!([{"id": "call_0", "type": "function", "function": {"name": "memory_grep", "arguments": "{\"query\": \"cutover\"}"}}]);
-    today
-        .append(ChatMessage { tool_calls: Some(call), content: None, ..ChatMessage::assistant("") })
-        .unwrap();
-    today.append(ChatMessage::tool("call_0", "memory_grep", r#"{"count": 0, "results": []}"#)).unwrap();
-    today.append(ChatMessage::assistant("Nothing about the cutover yet.")).unwrap();
-    (engine, today)
-}
-
-/// The recorded server: HTTP 500 for an assistant message with `"content": null`, its text
-/// reply (tools ignored) without `tool_choice`, and the call it writes as text with it.
-fn as_the_server_does(request: &Request) -> ResponseTemplate {
-    let sent = body(request);
-    let messages = sent["messages"].as_array().unwrap();
-    if messages.iter().any(|m| m["role"] == "assistant" && m["content"].is_null()) {
-        return recorded("null-content").reply();
-    }
-    if messages.last().unwrap()["role"] == "tool" {
-        let result = messages.last().unwrap()["content"].as_str().unwrap().to_owned();
-        return final_answer(&format!("The memory says: {result}"));
-    }
-    if sent.get("tools").is_some() && sent.get("tool_choice").is_none() {
-        return recorded("tools-without-tool-choice").reply();
-    }
-    recorded("tool-choice-auto").reply()
-}
-
-#[tokio::test]
-async fn a_session_with_a_tool_call_in_history_works_and_a_call_written_as_text_runs() {
-    let null = recorded("null-content");
-    assert_eq!(null.status, 500, "recorded: null content is refused with HTTP 500");
-    let strata = Strata::new();
-    let (engine, today) = engine_with_a_tool_call_in_history(&strata);
-    let server = server(as_the_server_does).await;
-    let turn = ChatLoop::new(&engine, client(&server))
-        .turn(&today, "What is the gateway rate limit? Search the memory with memory_grep.")
-        .await
-        .unwrap();
-    // The recorded reply to `tool_choice: "auto"` writes the call as text: it ran all the same.
-    let text_call = recorded("tool-choice-auto");
-    assert!(text_call.response["choices"][0]["message"]["tool_calls"].is_null(), "recorded as text");
-    assert_eq!(turn.tool_calls.len(), 1, "{turn:?}");
-    assert_eq!(turn.tool_calls[0].name, "memory_grep");
-    assert!(turn.text.contains("250"), "{}", turn.text);
-    let requests = server.received_requests().await.unwrap();
-    for request in &requests {
-        let sent = body(request);
-        assert_eq!(sent["tool_choice"], "auto");
-        assert!(sent["messages"].as_array().unwrap().iter().all(|m| !m["content"].is_null()), "{sent}");
-    }
-}
-
 #[tokio::test]
 async fn the_recorded_validation_dump_is_shown_as_the_one_error_that_applies() {
     let null = recorded("null-content");
@@ -138,20 +69,6 @@ async fn the_recorded_validation_dump_is_shown_as_the_one_error_that_applies() {
         "7 validation errors, the one that applies: \
          body.messages.2.ChatCompletionRequestAssistantMessage.content: Input should be a valid string"
     );
-}
-
-#[tokio::test]
-async fn without_text_call_recognition_the_call_is_printed_as_the_answer() {
-    let strata = Strata::new();
-    let (engine, today) = engine_with_a_tool_call_in_history(&strata);
-    let server = server(as_the_server_does).await;
-    let turn = ChatLoop::new(&engine, client(&server).with_text_tool_calls(false))
-        .turn(&today, "What is the gateway rate limit?")
-        .await
-        .unwrap();
-    assert!(turn.tool_calls.is_empty());
-    let recorded_text = recorded("tool-choice-auto").response["choices"][0]["message"]["content"].clone();
-    assert_eq!(turn.text, recorded_text.as_str().unwrap().trim_end());
 }
 
 /// A compactor over a small meeting with the OpenAI-compatible summarizer at `server`.

@@ -1,4 +1,4 @@
-//! MCP over streamable HTTP: a real server on 127.0.0.1 and rmcp's own streamable-HTTP
+//! MCP over streamable HTTP: `strata mcp --http` on 127.0.0.1 and rmcp's own streamable-HTTP
 //! client, one MCP session per conversation, each naming its session and persona in headers.
 
 use std::collections::HashMap;
@@ -11,10 +11,12 @@ use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
-use strata::mcp::http::{HttpOptions, PERSONA_HEADER, SESSION_HEADER, serve_http};
-use tokio_util::sync::CancellationToken;
 
 use crate::util::Strata;
+
+/// The headers naming an MCP session's strata session and persona.
+const SESSION_HEADER: &str = "strata-session";
+const PERSONA_HEADER: &str = "strata-persona";
 
 /// A database where two personas each have a history mentioning the same word, `zebra`, with
 /// a secret of their own that the other must never see.
@@ -37,15 +39,28 @@ fn seeded(messages_per_persona: usize) -> Strata {
     strata
 }
 
-/// A server on 127.0.0.1 (a free port) over `strata`'s database, stopped by the token.
-async fn server(strata: &Strata, options: HttpOptions) -> (SocketAddr, CancellationToken) {
-    let engine = strata::Engine::open(strata.db(), strata::Config::default()).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let shutdown = CancellationToken::new();
-    let stop = shutdown.clone();
-    tokio::spawn(async move { serve_http(engine, listener, options, stop).await.unwrap() });
-    (addr, shutdown)
+/// `strata mcp --http` on 127.0.0.1 (a free port) over `strata`'s database, with `flags`, and
+/// the address it says it listens on. The server is killed when the child is dropped.
+async fn server(strata: &Strata, flags: &[&str]) -> (SocketAddr, tokio::process::Child) {
+    use tokio::io::AsyncBufReadExt;
+
+    let mut command = tokio::process::Command::from(strata.command());
+    command
+        .args(["mcp", "--http", "127.0.0.1:0", "--no-embed"])
+        .args(flags)
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = command.spawn().unwrap();
+    let mut stderr = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let line =
+        tokio::time::timeout(Duration::from_secs(60), stderr.next_line()).await.unwrap().unwrap().unwrap();
+    // Read the rest of its log, so a full pipe never stalls the server.
+    tokio::spawn(async move { while let Ok(Some(_)) = stderr.next_line().await {} });
+    let url =
+        line.split_whitespace().find(|word| word.starts_with("http://")).unwrap_or_else(|| panic!("{line}"));
+    let addr: SocketAddr = url.trim_start_matches("http://").trim_end_matches("/mcp").parse().unwrap();
+    assert!(addr.ip().is_loopback() && addr.port() != 0, "{line}");
+    (addr, child)
 }
 
 /// An rmcp client over streamable HTTP with these headers.
@@ -85,7 +100,7 @@ fn answer(result: &CallToolResult) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_http_client_gets_the_tools_of_the_session_and_persona_it_names() {
     let strata = seeded(6);
-    let (addr, shutdown) = server(&strata, HttpOptions::default()).await;
+    let (addr, _server) = server(&strata, &[]).await;
     let red = client(addr, &[(SESSION_HEADER, "red-desk"), (PERSONA_HEADER, "red")], None).await.unwrap();
     let tools: Vec<String> =
         red.list_all_tools().await.unwrap().into_iter().map(|t| t.name.into_owned()).collect();
@@ -130,18 +145,13 @@ async fn an_http_client_gets_the_tools_of_the_session_and_persona_it_names() {
     for service in [red, thief, anonymous, bad] {
         service.cancel().await.unwrap();
     }
-    shutdown.cancel();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_with_a_token_refuses_requests_without_it() {
     let strata = seeded(2);
-    let options = HttpOptions {
-        token: Some("s3cret-token".into()),
-        default_session: Some("desk".into()),
-        default_persona: Some("red".into()),
-    };
-    let (addr, shutdown) = server(&strata, options).await;
+    let flags = ["--token", "s3cret-token", "--session", "desk", "--persona", "red"];
+    let (addr, _server) = server(&strata, &flags).await;
     assert!(client(addr, &[], None).await.is_err(), "no token, no session");
     assert!(client(addr, &[], Some("wrong-token!")).await.is_err(), "a wrong token, no session");
     let red = client(addr, &[], Some("s3cret-token")).await.unwrap();
@@ -155,7 +165,6 @@ async fn a_server_with_a_token_refuses_requests_without_it() {
     // Beyond loopback a token is required before anything listens.
     let strata_cli = strata.run(&["mcp", "--http", "0.0.0.0:0"]).failure();
     assert!(strata_cli.contains("STRATA_MCP_TOKEN"), "{strata_cli}");
-    shutdown.cancel();
 }
 
 /// The load run of benches/README.md: 100 concurrent MCP sessions of two personas on one
@@ -166,7 +175,7 @@ async fn a_hundred_concurrent_sessions_of_two_personas_never_see_each_other() {
     const SESSIONS: usize = 100;
     const CALLS_PER_SESSION: usize = 10;
     let strata = seeded(200);
-    let (addr, shutdown) = server(&strata, HttpOptions::default()).await;
+    let (addr, _server) = server(&strata, &[]).await;
     let started = Instant::now();
     let mut tasks = Vec::new();
     for index in 0..SESSIONS {
@@ -202,7 +211,6 @@ async fn a_hundred_concurrent_sessions_of_two_personas_never_see_each_other() {
         foreign += seen;
     }
     let wall = started.elapsed();
-    shutdown.cancel();
     assert_eq!(latencies.len(), SESSIONS * CALLS_PER_SESSION);
     assert_eq!(foreign, 0, "a tool answer held another persona's row");
 
@@ -251,23 +259,12 @@ async fn a_hundred_concurrent_sessions_of_two_personas_never_see_each_other() {
     );
 }
 
-/// The binary: `strata mcp --http 127.0.0.1:0` says where it listens, serves a client that
-/// names its session in headers, and stops on SIGINT.
+/// `strata mcp --http 127.0.0.1:0` says where it listens, serves a client that names its
+/// session in headers, and stops on SIGINT.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_binary_serves_mcp_over_http_until_interrupted() {
-    use tokio::io::AsyncBufReadExt;
-
     let strata = seeded(4);
-    let mut command = tokio::process::Command::from(strata.command());
-    command.args(["mcp", "--http", "127.0.0.1:0", "--no-embed"]).stderr(std::process::Stdio::piped());
-    let mut child = command.spawn().unwrap();
-    let mut stderr = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
-    let line =
-        tokio::time::timeout(Duration::from_secs(60), stderr.next_line()).await.unwrap().unwrap().unwrap();
-    let url =
-        line.split_whitespace().find(|word| word.starts_with("http://")).unwrap_or_else(|| panic!("{line}"));
-    let addr: SocketAddr = url.trim_start_matches("http://").trim_end_matches("/mcp").parse().unwrap();
-    assert!(addr.ip().is_loopback() && addr.port() != 0, "{line}");
+    let (addr, mut child) = server(&strata, &[]).await;
     let blue = client(addr, &[(SESSION_HEADER, "blue-cli"), (PERSONA_HEADER, "blue")], None).await.unwrap();
     let hits = answer(
         &blue

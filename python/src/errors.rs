@@ -78,7 +78,9 @@ fn engine_class(error: &strata::Error) -> &'static str {
         ) => "BadInput",
         strata::Error::Summarizer(_) => "SummarizerUnavailable",
         strata::Error::Recall(error) => match error {
-            RecallError::InvalidArgument { .. } | RecallError::NearDuplicateKey { .. } => "BadInput",
+            RecallError::InvalidArgument { .. }
+            | RecallError::NearDuplicateKey { .. }
+            | RecallError::Config { .. } => "BadInput",
             RecallError::UnknownTool(_) => "NotFound",
             _ => "EmbedderUnavailable",
         },

@@ -2,10 +2,10 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 
+use crate::chat::{ChatError, ChatLoop, DEFAULT_MAX_TOOL_ROUNDS, ToolCall};
 use anyhow::{Context, bail};
 use serde_json::Value;
 use strata::blocking::Engine;
-use strata::chat::{ChatError, ChatLoop, DEFAULT_MAX_TOOL_ROUNDS, ToolCall};
 use strata::llm::{ChatClient, RetryPolicy};
 use strata::{ChatMessage, EngineSession};
 
@@ -87,7 +87,7 @@ pub fn run(cli: &Cli, args: &ChatArgs, out: &mut impl Write) -> anyhow::Result<(
     config.compactor.model = args.model.clone();
     let (engine, session) =
         open_session(cli, config.clone(), &args.session, args.persona.as_deref(), !args.no_embed)?;
-    let system = args.system.clone().unwrap_or_else(strata::chat::default_system_prompt);
+    let system = args.system.clone().unwrap_or_else(crate::chat::default_system_prompt);
     if !system.trim().is_empty() && engine.store().messages(session.id(), 0..=0)?.is_empty() {
         session.append(ChatMessage::system(system)).context("cannot store the system message")?;
     }
@@ -130,7 +130,7 @@ pub fn run(cli: &Cli, args: &ChatArgs, out: &mut impl Write) -> anyhow::Result<(
             _ => {}
         }
         turns += 1;
-        let outcome = engine.block_on(chat.turn_with(&session, request, print_tool_call));
+        let outcome = engine.block_on(chat.turn(&session, request, print_tool_call));
         match outcome {
             Ok(turn) if cli.json => {
                 // One JSON object per turn (JSON Lines): the answer and every tool call.
@@ -184,7 +184,7 @@ fn print_tool_call(call: &ToolCall) {
 
 /// A turn's usage in one line, beside the tool calls on standard error: what the server
 /// reported, what strata counted, and the time waited.
-fn usage_line(turn: &strata::chat::Turn) -> String {
+fn usage_line(turn: &crate::chat::Turn) -> String {
     let usage = &turn.usage;
     let reported = match (usage.prompt_tokens, usage.completion_tokens) {
         (None, None) => "the server reported no usage".to_owned(),

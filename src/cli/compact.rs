@@ -351,7 +351,7 @@ pub fn context(
     // An assembler, not an engine: a read command checks the token encoding without claiming
     // it (the compactor's claim writes) and opens no summarizer.
     let settings = windowed(&args.common, settings);
-    let assembler = strata_compactor::Assembler::new(store.clone(), settings.validate()?)?;
+    let assembler = strata_compactor::Assembler::new(store.clone(), settings.validate()?.compactor)?;
     let request = args.request.as_ref().map(|text| {
         let mut request = strata_store::NewMessage::text(strata_store::Role::User, text.clone());
         request.created_at = now;

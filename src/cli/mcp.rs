@@ -3,8 +3,8 @@
 
 use std::net::SocketAddr;
 
+use crate::mcp::http::{HttpOptions, serve_http};
 use anyhow::{Context, bail};
-use strata::mcp::http::{HttpOptions, serve_http};
 
 use crate::cli::Cli;
 use crate::cli::chat::open_session;
@@ -46,7 +46,7 @@ pub fn run(cli: &Cli, args: &McpArgs) -> anyhow::Result<()> {
     let key = args.session.as_deref().unwrap_or("mcp");
     let (engine, session) = open_session(cli, config, key, args.persona.as_deref(), !args.no_embed)?;
     tracing::info!(session = %session.info().key, persona = %session.info().persona, "serving MCP on stdio");
-    engine.block_on(strata::mcp::serve_stdio(session)).context("MCP server failed")?;
+    engine.block_on(crate::mcp::serve_stdio(session)).context("MCP server failed")?;
     // Standard input may still be held by a blocking read after the client left; do not wait
     // for it.
     engine.shutdown_background();

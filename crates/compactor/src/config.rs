@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 use strata_llm::RetryPolicy;
+use strata_store::MemoryTtls;
 
 use crate::error::{Error, Result};
 use crate::tokens::{Encoding, TokenCounter};
@@ -116,15 +117,11 @@ pub struct CompactorConfig {
     /// offers.
     #[serde(skip)]
     pub request_overhead_tokens: u32,
-    /// User preferences older than this (since their last write) are expired and not injected.
-    /// Not read from the `[compactor]` table: it is derived from `[recall.memory_ttls]`, so the
-    /// tools and the injection always agree on what has expired.
+    /// When memories expire: an expired one is not injected. Not read from the `[compactor]`
+    /// table: it is `[recall.memory_ttls]`, so the tools and the injection always agree on what
+    /// has expired. Default: nothing expires.
     #[serde(skip)]
-    pub preferences_max_age: Option<chrono::TimeDelta>,
-    /// The same for `progress` and `memo` memories (in that order), from
-    /// `[recall.memory_ttls]`.
-    #[serde(skip)]
-    pub memories_max_age: [Option<chrono::TimeDelta>; 2],
+    pub memory_ttls: MemoryTtls,
     /// The names of the tools the context's texts point the model to (the scaffold, stubs,
     /// notes, the bootstrap guidelines); `None` mentions no tool. Not read from the
     /// `[compactor]` table: the engine fills it from `strata_recall::Tool`.
@@ -170,8 +167,7 @@ impl Default for CompactorConfig {
             failures_before_raw_archive: 3,
             retry: RetryPolicy::default(),
             request_overhead_tokens: 0,
-            preferences_max_age: None,
-            memories_max_age: [None, None],
+            memory_ttls: MemoryTtls::NEVER,
             tool_names: None,
             proactive_tokens: 0,
         }

@@ -2,9 +2,10 @@
 
 use std::path::PathBuf;
 
-use chrono::{DateTime, Duration, Utc};
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use strata_store::{Category, Scan};
+use serde::{Deserialize, Serialize};
+use strata_store::Scan;
+// Expiry is the store's rule (it owns memories); `[recall] memory_ttls` is where it is set.
+pub use strata_store::{MemoryTtls, Ttl};
 
 /// Settings of the recall tools and the embedding pipeline.
 ///
@@ -160,7 +161,106 @@ impl Default for RecallConfig {
     }
 }
 
+/// The longest memory time-to-live, about 1,000 years: longer ones are "never".
+const MAX_TTL_DAYS: u32 = 365_000;
+
+/// A [`RecallConfig`] whose rules hold: what the tools ([`crate::ToolContext`]) and the
+/// embedding worker ([`crate::EmbedWorker`]) run on. It is made only by validating
+/// ([`RecallSettings::new`]) and only read afterwards, so the rules are checked once, where the
+/// settings are read, like the compactor's `CompactorSettings`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecallSettings(RecallConfig);
+
+impl RecallSettings {
+    /// `config` once it passed [`RecallConfig::validate`].
+    pub fn new(config: RecallConfig) -> crate::Result<RecallSettings> {
+        config.validate()?;
+        Ok(RecallSettings(config))
+    }
+}
+
+impl Default for RecallSettings {
+    /// The defaults, which hold every rule (`the_defaults_are_valid`).
+    fn default() -> RecallSettings {
+        RecallSettings(RecallConfig::default())
+    }
+}
+
+impl std::ops::Deref for RecallSettings {
+    type Target = RecallConfig;
+
+    fn deref(&self) -> &RecallConfig {
+        &self.0
+    }
+}
+
 impl RecallConfig {
+    /// Checks every rule of the settings; the error names the first setting that breaks one.
+    pub fn validate(&self) -> crate::Result<()> {
+        let invalid = |field: &str, rule: &str| {
+            Err(crate::Error::Config { field: field.to_owned(), rule: rule.to_owned() })
+        };
+        for (field, value) in
+            [("semantic_weight", self.semantic_weight), ("keyword_weight", self.keyword_weight)]
+        {
+            if !(value.is_finite() && value >= 0.0) {
+                return invalid(field, "must be a number of zero or more");
+            }
+        }
+        if let Err(err) = crate::embed::model_spec(&self.embed_model) {
+            return invalid("embed_model", &format!("is not usable: {err}"));
+        }
+        for (field, value) in [
+            ("min_similarity", self.min_similarity),
+            ("near_duplicate_similarity", self.near_duplicate_similarity),
+            ("near_duplicate_meaning", self.near_duplicate_meaning),
+            ("proactive_min_similarity", self.proactive_min_similarity),
+        ] {
+            if !(-1.0..=1.0).contains(&value) {
+                return invalid(field, "must be a cosine similarity between -1 and 1");
+            }
+        }
+        if !(self.proactive_min_keyword_match.is_finite() && self.proactive_min_keyword_match >= 0.0) {
+            return invalid("proactive_min_keyword_match", "must be a number of zero or more");
+        }
+        if self.proactive && self.proactive_hits == 0 {
+            return invalid("proactive_hits", "must be at least 1 (or set proactive = false)");
+        }
+        for (field, chunks) in
+            [("embed_max_chunks", self.embed_max_chunks), ("embed_tool_chunks", self.embed_tool_chunks)]
+        {
+            if !(1..=strata_store::MAX_CHUNKS).contains(&chunks) {
+                return invalid(field, "must be between 1 and 32");
+            }
+        }
+        let endpoint = &self.embed_endpoint;
+        if endpoint.base_url.trim().is_empty() || endpoint.model.trim().is_empty() {
+            return invalid("embed_endpoint", "base_url and model must not be empty");
+        }
+        if !(8..=8192).contains(&endpoint.dimensions) || !endpoint.dimensions.is_multiple_of(8) {
+            return invalid("embed_endpoint.dimensions", "must be a multiple of 8 from 8 to 8192");
+        }
+        if endpoint.batch_size == 0 {
+            return invalid("embed_endpoint.batch_size", "must be at least 1");
+        }
+        if self.default_limit == 0 || self.max_limit == 0 || self.embed_batch_size == 0 {
+            return invalid("default_limit, max_limit and embed_batch_size", "must be at least 1");
+        }
+        for (category, ttl) in [
+            ("user_preferences", self.memory_ttls.user_preferences),
+            ("progress", self.memory_ttls.progress),
+            ("memo", self.memory_ttls.memo),
+        ] {
+            if matches!(ttl, Ttl::Days(days) if days > MAX_TTL_DAYS) {
+                return invalid(
+                    &format!("memory_ttls.{category}"),
+                    &format!("is at most {MAX_TTL_DAYS} days (or \"never\")"),
+                );
+            }
+        }
+        Ok(())
+    }
+
     /// The embedding assets directory this config names, or the default one.
     pub fn assets_dir(&self) -> PathBuf {
         self.embed_assets.clone().unwrap_or_else(crate::embed::default_assets_dir)
@@ -236,89 +336,24 @@ impl Default for EndpointSettings {
     }
 }
 
-/// Time-to-live per memory category, counted from a memory's last write.
-///
-/// The decision (DESIGN leaves it open): a category is *user data* or *system data* by who
-/// writes it. `user_preferences` is written by the user and is about the user: user data,
-/// kept 90 days after its last write unless rewritten. `progress` and `memo` are written by the
-/// agent to run its own work: system data, kept until deleted. Expired memories are invisible
-/// to every tool at once and removed by `strata memory purge`.
-///
-/// In TOML each value is a number of days or `"never"`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct MemoryTtls {
-    /// User data. Default 90 days.
-    pub user_preferences: Ttl,
-    /// System data. Default never.
-    pub progress: Ttl,
-    /// System data. Default never.
-    pub memo: Ttl,
-}
+#[cfg(test)]
+mod tests {
+    use super::{RecallConfig, RecallSettings, Ttl};
 
-impl Default for MemoryTtls {
-    fn default() -> MemoryTtls {
-        MemoryTtls { user_preferences: Ttl::Days(90), progress: Ttl::Never, memo: Ttl::Never }
-    }
-}
-
-impl MemoryTtls {
-    /// The time-to-live of one category.
-    pub fn get(&self, category: Category) -> Ttl {
-        match category {
-            Category::UserPreferences => self.user_preferences,
-            Category::Progress => self.progress,
-            Category::Memo => self.memo,
-        }
+    #[test]
+    fn the_defaults_are_valid() {
+        RecallConfig::default().validate().unwrap();
+        assert_eq!(*RecallSettings::default(), RecallConfig::default());
     }
 
-    /// Memories of `category` last written before this instant are expired; `None` if the
-    /// category never expires.
-    pub fn cutoff(&self, category: Category, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        match self.get(category) {
-            Ttl::Never => None,
-            Ttl::Days(days) => Some(now - Duration::days(i64::from(days))),
-        }
-    }
-
-    /// Whether a memory of `category` written at `updated_at` is expired at `now`.
-    pub fn is_expired(&self, category: Category, updated_at: DateTime<Utc>, now: DateTime<Utc>) -> bool {
-        self.cutoff(category, now).is_some_and(|cutoff| updated_at < cutoff)
-    }
-}
-
-/// How long a memory lives after its last write.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Ttl {
-    /// Forever.
-    Never,
-    /// This many days.
-    Days(u32),
-}
-
-impl Serialize for Ttl {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Ttl::Never => serializer.serialize_str("never"),
-            Ttl::Days(days) => serializer.serialize_u32(*days),
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for Ttl {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Ttl, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            Days(u32),
-            Word(String),
-        }
-        match Raw::deserialize(deserializer)? {
-            Raw::Days(days) => Ok(Ttl::Days(days)),
-            Raw::Word(word) if word == "never" => Ok(Ttl::Never),
-            Raw::Word(word) => Err(serde::de::Error::custom(format!(
-                "memory ttl must be a number of days or \"never\", not {word:?}"
-            ))),
-        }
+    #[test]
+    fn a_broken_rule_names_its_setting() {
+        let config = RecallConfig { semantic_weight: f64::NAN, ..RecallConfig::default() };
+        let err = RecallSettings::new(config).unwrap_err().to_string();
+        assert_eq!(err, "invalid configuration: recall.semantic_weight must be a number of zero or more");
+        let mut config = RecallConfig::default();
+        config.memory_ttls.progress = Ttl::Days(u32::MAX);
+        let err = RecallSettings::new(config).unwrap_err().to_string();
+        assert!(err.contains("recall.memory_ttls.progress"), "{err}");
     }
 }

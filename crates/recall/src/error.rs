@@ -74,6 +74,14 @@ pub enum Error {
         /// Why, for the user (includes the load error's causes).
         reason: String,
     },
+    /// A `[recall]` setting breaks its rule ([`crate::RecallConfig::validate`]).
+    #[error("invalid configuration: recall.{field} {rule}")]
+    Config {
+        /// The setting, as written in the `[recall]` table.
+        field: String,
+        /// The rule it breaks.
+        rule: String,
+    },
     /// A tool argument is wrong; the message says how to fix it.
     #[error("invalid {field}: {reason}")]
     InvalidArgument {

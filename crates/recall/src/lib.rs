@@ -12,7 +12,7 @@
 //!
 //! ```
 //! use serde_json::json;
-//! use strata_recall::{RecallConfig, ToolContext, call_tool};
+//! use strata_recall::{RecallSettings, ToolContext, call_tool};
 //! use strata_store::{NewMessage, Role, Store};
 //!
 //! let dir = tempfile::tempdir().unwrap();
@@ -22,7 +22,7 @@
 //!
 //! // Keyword search needs no model; semantic search reports why it is unavailable.
 //! let no_model = strata_recall::Embedder::load(dir.path().join("no-assets-here"));
-//! let ctx = ToolContext::new(store, session, no_model, RecallConfig::default());
+//! let ctx = ToolContext::new(store, session, no_model, RecallSettings::default());
 //! // The calling session's own messages are in its context already: left out and counted.
 //! let found = call_tool(&ctx, "memory_grep", &json!({"query": "staging port"}));
 //! assert_eq!((found["count"].as_u64(), found["left_out_in_context"].as_u64()), (Some(0), Some(1)));
@@ -45,7 +45,7 @@ pub mod tools;
 
 pub use strata_store::fence;
 
-pub use crate::config::{EmbedProvider, EndpointSettings, MemoryTtls, RecallConfig, Ttl};
+pub use crate::config::{EmbedProvider, EndpointSettings, MemoryTtls, RecallConfig, RecallSettings, Ttl};
 pub use crate::embed::{DEFAULT_MODEL, Embedder, EmbeddingEndpoint, EndpointError, model_spec};
 pub use crate::error::{Error, Result};
 pub use crate::pipeline::{BacklogFilter, EmbedWorker, embed_backlog, embed_backlog_with};

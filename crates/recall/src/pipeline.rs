@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use strata_store::{Backend, BacklogItem, MAX_CHUNKS, Role, SessionId, Store};
 
-use crate::config::RecallConfig;
+use crate::config::{RecallConfig, RecallSettings};
 use crate::embed::{Embedder, chunk_text};
 use crate::error::Result;
 
@@ -162,7 +162,7 @@ pub struct EmbedWorker {
 
 impl EmbedWorker {
     /// Starts the worker thread.
-    pub fn spawn(store: Store, embedder: Embedder, config: RecallConfig, poll: Duration) -> EmbedWorker {
+    pub fn spawn(store: Store, embedder: Embedder, config: RecallSettings, poll: Duration) -> EmbedWorker {
         let shared = Arc::new(Shared::default());
         let thread_shared = Arc::clone(&shared);
         let handle = std::thread::Builder::new()

@@ -211,11 +211,6 @@ impl Error {
     pub(crate) fn invalid(field: &'static str, reason: impl Into<String>) -> Error {
         Error::Invalid { field, reason: reason.into() }
     }
-
-    /// True when the error is the database lock timing out; the caller may retry later.
-    pub fn is_busy(&self) -> bool {
-        matches!(self, Error::Busy(_))
-    }
 }
 
 /// An error and its causes on one line, `: `-separated (like anyhow's `{:#}`); a cause whose

@@ -22,7 +22,7 @@ use serde_json::Value;
 const TEXT_KEYS: [&str; 6] = ["content", "snippet", "headline", "body", "title", "arguments"];
 
 /// Keys whose string values are stored identifiers (a session key, a tool call's id or name):
-/// fenced unless they are plain identifiers (see [`is_plain`]).
+/// fenced unless they are plain identifiers (`is_plain`).
 const ID_KEYS: [&str; 7] = ["session", "name", "id", "tool_call_id", "key", "type", "speaker"];
 
 /// Keys whose values are stored structures of any shape (a message's `tool_calls` as the bot
@@ -58,7 +58,7 @@ pub fn fence(text: &str) -> String {
 
 /// Whether a stored identifier can go back unfenced: at most 64 ASCII letters, digits and
 /// `-_.:/@+`, so it cannot hold a sentence, a newline or a fence of its own.
-pub fn is_plain(text: &str) -> bool {
+fn is_plain(text: &str) -> bool {
     text.len() <= 64 && text.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.:/@+".contains(&b))
 }
 

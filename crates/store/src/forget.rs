@@ -630,7 +630,8 @@ fn erase(
     Ok(Forgotten { audit, counts, markers, wal_truncated: false })
 }
 
-/// One row of the audit table: a forget that happened.
+/// One row of the audit table: a forget that happened (what tests check).
+#[cfg(any(test, feature = "test-support"))]
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ForgetRecord {
     /// Its id.
@@ -691,6 +692,7 @@ impl Store {
     }
 
     /// Every forget recorded, oldest first.
+    #[cfg(any(test, feature = "test-support"))]
     pub fn forgets(&self) -> Result<Vec<ForgetRecord>> {
         self.read(|conn| {
             query_all(

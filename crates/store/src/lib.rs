@@ -65,9 +65,9 @@ pub use crate::check::{Check, Report};
 pub use crate::error::{Error, Missing, Result, error_chain};
 pub use crate::export::{ExportScope, ExportedMessage};
 pub use crate::forest::Upkeep;
-pub use crate::forget::{ForgetCounts, ForgetPlan, ForgetRecord, ForgetScope, Forgotten, KeptSpan, Rebuilt};
+pub use crate::forget::{ForgetCounts, ForgetPlan, ForgetScope, Forgotten, KeptSpan, Rebuilt};
 pub use crate::ingests::line_digest;
-pub use crate::memories::{MAX_CONTENT_CHARS, MAX_KEY_CHARS, MemoryWrite, normalize_key};
+pub use crate::memories::{MAX_CONTENT_CHARS, MAX_KEY_CHARS, MemoryTtls, MemoryWrite, Ttl, normalize_key};
 pub use crate::metrics::{CallTotals, NodeTotals, StoreMetrics, ToolTotals};
 pub use crate::migrate::SCHEMA_VERSION;
 pub use crate::outline::{ConsistentReader, MessageOutline};
@@ -85,4 +85,7 @@ pub use crate::types::{
     QueuedUpdate, Role, Session, SessionId, SummaryNode, ToolCall, UpdateId, Writer, from_unix, to_unix,
 };
 pub use crate::usage::{LlmCall, UsageDay};
-pub use crate::vectors::{BacklogItem, EmbeddingSpace, Embeddings, MAX_CHUNKS, Scan, VectorCounts};
+pub use crate::vectors::{BacklogItem, EmbeddingSpace, Embeddings, MAX_CHUNKS, Scan};
+// What only tests read: the audit of forgets and the vector counts.
+#[cfg(any(test, feature = "test-support"))]
+pub use crate::{forget::ForgetRecord, vectors::VectorCounts};

@@ -1,7 +1,9 @@
-//! Agent memories: the user's `agent_memories` table, isolated per persona.
+//! Agent memories: the user's `agent_memories` table, isolated per persona, and when a memory
+//! expires ([`MemoryTtls`]).
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::db::query_all;
 use crate::error::{Error, Result};
@@ -15,6 +17,104 @@ use crate::vectors;
 pub const MAX_CONTENT_CHARS: usize = 500;
 /// The most characters a key may hold.
 pub const MAX_KEY_CHARS: usize = 64;
+
+/// Time-to-live per memory category, counted from a memory's last write.
+///
+/// The decision (DESIGN leaves it open): a category is *user data* or *system data* by who
+/// writes it. `user_preferences` is written by the user and is about the user: user data,
+/// kept 90 days after its last write unless rewritten. `progress` and `memo` are written by the
+/// agent to run its own work: system data, kept until deleted. Expired memories are invisible
+/// to every tool at once and removed by `strata memory purge`.
+///
+/// In TOML each value is a number of days or `"never"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MemoryTtls {
+    /// User data. Default 90 days.
+    pub user_preferences: Ttl,
+    /// System data. Default never.
+    pub progress: Ttl,
+    /// System data. Default never.
+    pub memo: Ttl,
+}
+
+impl Default for MemoryTtls {
+    fn default() -> MemoryTtls {
+        MemoryTtls { user_preferences: Ttl::Days(90), progress: Ttl::Never, memo: Ttl::Never }
+    }
+}
+
+impl MemoryTtls {
+    /// Nothing expires: what a compactor used without strata's configuration injects.
+    pub const NEVER: MemoryTtls =
+        MemoryTtls { user_preferences: Ttl::Never, progress: Ttl::Never, memo: Ttl::Never };
+
+    /// The time-to-live of one category.
+    pub(crate) fn get(&self, category: Category) -> Ttl {
+        match category {
+            Category::UserPreferences => self.user_preferences,
+            Category::Progress => self.progress,
+            Category::Memo => self.memo,
+        }
+    }
+
+    /// Memories of `category` last written before this instant are expired; `None` if the
+    /// category never expires.
+    /// A time-to-live reaching back before the calendar begins expires nothing either.
+    pub fn cutoff(&self, category: Category, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        match self.get(category) {
+            Ttl::Never => None,
+            Ttl::Days(days) => now.checked_sub_signed(TimeDelta::try_days(i64::from(days))?),
+        }
+    }
+
+    /// Whether a memory of `category` written at `updated_at` is expired at `now`: the one rule
+    /// of expiry, which the tools, the injection and `strata memory purge` all apply.
+    pub fn is_expired(&self, category: Category, updated_at: DateTime<Utc>, now: DateTime<Utc>) -> bool {
+        self.cutoff(category, now).is_some_and(|cutoff| updated_at < cutoff)
+    }
+
+    /// Whether `memory` is expired at `now`.
+    pub fn is_memory_expired(&self, memory: &Memory, now: DateTime<Utc>) -> bool {
+        self.is_expired(memory.category, memory.updated_at, now)
+    }
+}
+
+/// How long a memory lives after its last write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ttl {
+    /// Forever.
+    Never,
+    /// This many days.
+    Days(u32),
+}
+
+impl Serialize for Ttl {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Ttl::Never => serializer.serialize_str("never"),
+            Ttl::Days(days) => serializer.serialize_u32(*days),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Ttl {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Ttl, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Days(u32),
+            Word(String),
+        }
+        match Raw::deserialize(deserializer)? {
+            Raw::Days(days) => Ok(Ttl::Days(days)),
+            Raw::Word(word) if word == "never" => Ok(Ttl::Never),
+            Raw::Word(word) => Err(serde::de::Error::custom(format!(
+                "memory ttl must be a number of days or \"never\", not {word:?}"
+            ))),
+        }
+    }
+}
 
 /// Turns free text into a snake_case key: lowercase letters and digits joined by single
 /// underscores (`"Preferred Editor!"` becomes `preferred_editor`). `None` when nothing is left.
@@ -209,7 +309,22 @@ pub fn purge_older_than(conn: &Connection, category: Category, cutoff: DateTime<
 
 #[cfg(test)]
 mod tests {
-    use super::normalize_key;
+    use chrono::{TimeDelta, Utc};
+
+    use super::{MemoryTtls, Ttl, normalize_key};
+    use crate::types::Category;
+
+    #[test]
+    fn a_memory_expires_after_its_ttl_and_a_ttl_past_the_calendar_expires_nothing() {
+        let now = Utc::now();
+        let ttls = MemoryTtls { progress: Ttl::Days(u32::MAX), ..MemoryTtls::default() };
+        let written = |days: i64| now - TimeDelta::days(days);
+        assert!(ttls.is_expired(Category::UserPreferences, written(91), now));
+        assert!(!ttls.is_expired(Category::UserPreferences, written(89), now));
+        assert!(!ttls.is_expired(Category::Memo, written(100_000), now), "memo: never");
+        assert_eq!(ttls.cutoff(Category::Progress, now), None);
+        assert!(!MemoryTtls::NEVER.is_expired(Category::UserPreferences, written(100_000), now));
+    }
 
     #[test]
     fn keys_normalize_to_snake_case() {

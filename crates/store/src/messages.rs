@@ -189,6 +189,7 @@ pub fn covered_by(conn: &Connection, node: crate::NodeId) -> Result<Vec<Message>
 
 /// Sets or clears the pin of a message. A message already folded into a summary cannot be
 /// pinned: it is no longer in the context to keep.
+#[cfg(any(test, feature = "test-support"))]
 pub fn set_pinned(conn: &Connection, id: MessageId, pinned: bool) -> Result<()> {
     let message = by_id(conn, id)?;
     if pinned && message.summary_id.is_some() {

@@ -128,17 +128,13 @@ impl ConsistentReader<'_> {
         crate::sessions::by_id(self.conn, id)
     }
 
-    /// See [`Store::message_outline`].
-    pub fn message_outline(&self, session: SessionId) -> Result<Vec<MessageOutline>> {
-        self.counted(outline(self.conn, session))
-    }
-
     /// See [`Store::live_outline`].
     pub fn live_outline(&self, session: SessionId, head: i64) -> Result<Vec<MessageOutline>> {
         self.counted(live_outline(self.conn, session, head))
     }
 
-    /// See [`Store::context_messages`].
+    /// The messages a context is built from: every message with seq below `head_end` (the
+    /// head, verbatim whatever covers it) and every uncovered message after it, in seq order.
     pub fn context_messages(&self, session: SessionId, head_end: i64) -> Result<Vec<Message>> {
         self.counted(context_messages(self.conn, session, head_end))
     }
@@ -231,11 +227,13 @@ impl Store {
     /// ranges, roots, context messages) have returned since it was opened, in every clone.
     /// Tests and benches use it to check that a cost follows the new messages, not the
     /// history; timings on a shared machine could not.
+    #[cfg(any(test, feature = "test-support"))]
     pub fn rows_read(&self) -> u64 {
         self.rows_read.load(Ordering::Relaxed)
     }
 
     /// The head (seq below `head_end`) and every uncovered message after it, in seq order.
+    #[cfg(any(test, feature = "test-support"))]
     pub fn context_messages(&self, session: SessionId, head_end: i64) -> Result<Vec<Message>> {
         count(&self.rows_read, self.read(|conn| context_messages(conn, session, head_end)))
     }

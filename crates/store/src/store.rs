@@ -114,7 +114,8 @@ pub struct SummarizerStats {
 pub struct Store {
     pub(crate) pool: Pool,
     path: PathBuf,
-    /// See [`Store::rows_read`].
+    /// How many message and node rows the planning reads returned, in every clone (what
+    /// tests check a cost by: `Store::rows_read`).
     pub(crate) rows_read: Arc<AtomicU64>,
 }
 
@@ -409,6 +410,7 @@ impl Store {
     }
 
     /// Pins or unpins a message (pinned messages are never compacted).
+    #[cfg(any(test, feature = "test-support"))]
     pub fn set_pinned(&self, id: MessageId, pinned: bool) -> Result<()> {
         self.write(|tx| messages::set_pinned(tx, id, pinned))
     }
@@ -417,6 +419,7 @@ impl Store {
 
     /// Atomically inserts a Level-0 node over `first_seq..=last_seq` and links those messages to
     /// it; refused with [`Error::AlreadyCovered`] if any of them is covered already.
+    #[cfg(any(test, feature = "test-support"))]
     pub fn insert_leaf(
         &self,
         session: SessionId,
@@ -485,6 +488,7 @@ impl Store {
 
     /// Inserts or replaces a memory. The agent may not write `user_preferences`
     /// ([`Error::ProtectedCategory`]).
+    #[cfg(any(test, feature = "test-support"))]
     pub fn put_memory(&self, writer: Writer, persona: &str, memory: &MemoryWrite<'_>) -> Result<Memory> {
         Ok(self.save_memory(writer, persona, memory)?.0)
     }
@@ -495,6 +499,7 @@ impl Store {
     ///
     /// The write's provenance is only its writer's kind (the user through the library, or the
     /// agent); [`Store::save_memory_from`] records where it came from.
+    #[cfg(any(test, feature = "test-support"))]
     pub fn save_memory(
         &self,
         writer: Writer,
@@ -508,8 +513,10 @@ impl Store {
         self.save_memory_from(writer, persona, memory, &provenance)
     }
 
-    /// Like [`Store::save_memory`], recording where the memory came from; an update keeps the
-    /// earlier text as a version ([`Store::memory_history`]).
+    /// Saves a memory (upsert by persona, category and key), recording where it came from, and
+    /// says whether it is new: decided inside the write transaction, so of several writers
+    /// racing to create one key exactly one hears "new". An update keeps the earlier text as a
+    /// version ([`Store::memory_history`]).
     pub fn save_memory_from(
         &self,
         writer: Writer,
@@ -567,6 +574,7 @@ impl Store {
     }
 
     /// Summary nodes written but not yet in the search indexes (schema 10).
+    #[cfg(any(test, feature = "test-support"))]
     pub fn unindexed_summaries(&self) -> Result<u64> {
         self.read(|conn| Deferred::Summaries.unindexed(conn))
     }

@@ -208,7 +208,8 @@ pub fn put(conn: &Connection, model: &str, items: &[(BacklogItem, Vec<Vec<f32>>)
     Ok(written)
 }
 
-/// How many vectors each table holds.
+/// How many vectors each table holds (what tests check).
+#[cfg(any(test, feature = "test-support"))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct VectorCounts {
     /// Message vectors.
@@ -219,6 +220,7 @@ pub struct VectorCounts {
     pub memories: u64,
 }
 
+#[cfg(any(test, feature = "test-support"))]
 impl VectorCounts {
     /// All vectors.
     pub fn total(&self) -> u64 {
@@ -295,6 +297,7 @@ pub fn backlog_count(conn: &Connection, persona: Option<&str>, session: Option<S
 }
 
 /// How many vectors (chunks) each table holds; zero before anything was embedded.
+#[cfg(any(test, feature = "test-support"))]
 pub fn vector_counts(conn: &Connection) -> Result<VectorCounts> {
     if space(conn)?.is_none() {
         return Ok(VectorCounts::default());
@@ -568,6 +571,7 @@ impl Store {
 
 impl Embeddings<'_> {
     /// The model the stored vectors belong to; `None` before anything was embedded.
+    #[cfg(any(test, feature = "test-support"))]
     pub fn space(&self) -> Result<Option<EmbeddingSpace>> {
         self.store.read(space)
     }
@@ -580,6 +584,7 @@ impl Embeddings<'_> {
     }
 
     /// Up to `limit` rows waiting for a vector.
+    #[cfg(any(test, feature = "test-support"))]
     pub fn backlog(&self, limit: usize) -> Result<Vec<BacklogItem>> {
         self.backlog_of(None, None, limit)
     }
@@ -608,6 +613,7 @@ impl Embeddings<'_> {
     /// The `k` rows of `kind` nearest to `query` (a vector of `model`) within one persona:
     /// (id, cosine distance of its nearest chunk), nearest first. Empty when the stored vectors
     /// are of another model.
+    #[cfg(any(test, feature = "test-support"))]
     pub fn nearest(
         &self,
         model: &str,
@@ -623,6 +629,7 @@ impl Embeddings<'_> {
     }
 
     /// How many vectors each table holds.
+    #[cfg(any(test, feature = "test-support"))]
     pub fn counts(&self) -> Result<VectorCounts> {
         self.store.read(vector_counts)
     }

@@ -39,7 +39,7 @@ pub fn live_memories(
     now: DateTime<Utc>,
 ) -> Result<Vec<Memory>> {
     let mut memories = store.memories(persona, category)?;
-    memories.retain(|m| !config.memory_ttls.is_expired(m.category, m.updated_at, now));
+    memories.retain(|memory| !config.memory_ttls.is_memory_expired(memory, now));
     Ok(memories)
 }
 

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use strata_store::{MessageId, NodeId, Provenance, Session, SessionId, Store};
 
-use crate::config::RecallConfig;
+use crate::config::RecallSettings;
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::fence;
@@ -99,8 +99,8 @@ pub struct ToolContext {
     pub session: Session,
     /// The embedding model, or why it is unavailable.
     pub embedder: EmbedderState,
-    /// Limits and defaults.
-    pub config: RecallConfig,
+    /// Limits and defaults, validated.
+    pub config: RecallSettings,
 }
 
 impl ToolContext {
@@ -109,7 +109,7 @@ impl ToolContext {
         store: Store,
         session: Session,
         embedder: impl Into<EmbedderState>,
-        config: RecallConfig,
+        config: RecallSettings,
     ) -> ToolContext {
         ToolContext { store, session, embedder: embedder.into(), config }
     }
@@ -120,43 +120,58 @@ impl ToolContext {
     }
 }
 
-/// Arguments of `memory_grep`.
-#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct MemoryGrepArgs {
-    /// Keywords, case-insensitive substrings that must all appear. "Quoted phrases" match as a
-    /// whole; `*` stands for any text (`deploy*` finds deploying). Works for any script (CJK too).
-    /// A bare `*` lists the messages of the time range, oldest first (without a range: the
-    /// newest), paged with offset.
-    pub query: String,
-    /// Only items at or after this time: RFC 3339 (2024-05-01T09:30:00Z) or a date (2024-05-01, UTC).
-    pub start_time: Option<String>,
-    /// Only items before this time (exclusive); a date alone means the end of that day.
-    pub end_time: Option<String>,
-    /// Most results: 1 to 50, default 10.
-    pub limit: Option<u32>,
-    /// Also return messages of this conversation that are still in your context verbatim
-    /// (left out by default; the answer counts them in left_out_in_context).
-    pub include_in_context: Option<bool>,
-    /// With a bare `*`: skip this many messages (paging; use next_offset from the previous page).
-    pub offset: Option<u32>,
+/// Declares a search tool's argument type: its `query`, then the fields every search shares
+/// (the time range, the limit, whether to return what the context holds), then its own. The
+/// shared fields are written once here because serde's `flatten` would lose
+/// `deny_unknown_fields`, which turns a misspelled argument into an error the model can act on.
+macro_rules! search_args {
+    (
+        $(#[$attr:meta])*
+        pub struct $name:ident {
+            $(#[$query_attr:meta])*
+            pub query: String,
+            $($(#[$field_attr:meta])* pub $field:ident: $ty:ty,)*
+        }
+    ) => {
+        $(#[$attr])*
+        #[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+        #[serde(deny_unknown_fields)]
+        pub struct $name {
+            $(#[$query_attr])*
+            pub query: String,
+            /// Only items at or after this time: RFC 3339 (2024-05-01T09:30:00Z) or a date (2024-05-01, UTC).
+            pub start_time: Option<String>,
+            /// Only items before this time (exclusive); a date alone means the end of that day.
+            pub end_time: Option<String>,
+            /// Most results: 1 to 50, default 10.
+            pub limit: Option<u32>,
+            /// Also return messages of this conversation that are still in your context verbatim
+            /// (left out by default; the answer counts them in left_out_in_context).
+            pub include_in_context: Option<bool>,
+            $($(#[$field_attr])* pub $field: $ty,)*
+        }
+    };
 }
 
-/// Arguments of `memory_search`.
-#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct MemorySearchArgs {
-    /// What to look for, in natural language; matches by meaning, not only by words.
-    pub query: String,
-    /// Most results: 1 to 50, default 10.
-    pub limit: Option<u32>,
-    /// Only items at or after this time: RFC 3339 (2024-05-01T09:30:00Z) or a date (2024-05-01, UTC).
-    pub start_time: Option<String>,
-    /// Only items before this time (exclusive); a date alone means the end of that day.
-    pub end_time: Option<String>,
-    /// Also return messages of this conversation that are still in your context verbatim
-    /// (left out by default; the answer counts them in left_out_in_context).
-    pub include_in_context: Option<bool>,
+search_args! {
+    /// Arguments of `memory_grep`.
+    pub struct MemoryGrepArgs {
+        /// Keywords, case-insensitive substrings that must all appear. "Quoted phrases" match as a
+        /// whole; `*` stands for any text (`deploy*` finds deploying). Works for any script (CJK too).
+        /// A bare `*` lists the messages of the time range, oldest first (without a range: the
+        /// newest), paged with offset.
+        pub query: String,
+        /// With a bare `*`: skip this many messages (paging; use next_offset from the previous page).
+        pub offset: Option<u32>,
+    }
+}
+
+search_args! {
+    /// Arguments of `memory_search`.
+    pub struct MemorySearchArgs {
+        /// What to look for, in natural language; matches by meaning, not only by words.
+        pub query: String,
+    }
 }
 
 /// Arguments of `view_message`.

@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use strata_recall::{Embedder, RecallConfig, ToolContext, call_tool, tool_names};
+use strata_recall::{Embedder, RecallSettings, ToolContext, call_tool, tool_names};
 use strata_store::{NewMessage, Role, Store};
 
 fn json_value() -> impl Strategy<Value = Value> {
@@ -57,7 +57,7 @@ thread_local! {
         store.append(session.id, &messages).unwrap();
         // No model: semantic search answers that it is unavailable, quickly.
         let embedder = Embedder::load(dir.path().join("no-model"));
-        let ctx = ToolContext::new(store, session, embedder, RecallConfig::default());
+        let ctx = ToolContext::new(store, session, embedder, RecallSettings::default());
         (dir, ctx)
     };
 }

@@ -1,7 +1,7 @@
 //! memory_grep and memory_search leave out what the calling context already holds verbatim.
 
 use serde_json::json;
-use strata_recall::{RecallConfig, ToolContext};
+use strata_recall::{RecallSettings, ToolContext};
 use strata_store::NewSummary;
 
 use super::util::*;
@@ -46,7 +46,7 @@ fn messages_still_in_the_callers_context_are_left_out_and_counted() {
         )
         .unwrap();
     embed_all(store);
-    let ctx = ToolContext::new(store.clone(), today.clone(), embedder(), RecallConfig::default());
+    let ctx = ToolContext::new(store.clone(), today.clone(), embedder(), RecallSettings::default());
 
     let answer = ok(&ctx, "memory_grep", json!({"query": "gateway"}));
     let ids: Vec<i64> =

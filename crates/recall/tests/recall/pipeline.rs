@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use strata_recall::{BacklogFilter, EmbedWorker, RecallConfig, embed_backlog_with};
+use strata_recall::{BacklogFilter, EmbedWorker, RecallConfig, RecallSettings, embed_backlog_with};
 use strata_store::{HitId, HitKind, MessageId, NewSummary, Scan};
 
 const MODEL: &str = strata_recall::DEFAULT_MODEL;
@@ -56,7 +56,7 @@ fn worker_embeds_new_rows_in_the_background() {
     let session = store.session("s", "p").unwrap();
     append_texts(store, &session, "2024-05-01T08:00:00Z", &["first batch one", "first batch two"]);
     let worker =
-        EmbedWorker::spawn(store.clone(), embedder(), RecallConfig::default(), Duration::from_secs(3600));
+        EmbedWorker::spawn(store.clone(), embedder(), RecallSettings::default(), Duration::from_secs(3600));
     worker.notify();
     assert!(worker.wait_idle(Duration::from_secs(120)));
     assert_eq!(store.embeddings().backlog_count(None, None).unwrap(), 0);

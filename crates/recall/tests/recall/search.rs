@@ -2,7 +2,7 @@
 //! the model is unavailable.
 
 use serde_json::json;
-use strata_recall::{Embedder, RecallConfig, ToolContext, call_tool};
+use strata_recall::{Embedder, RecallSettings, ToolContext, call_tool};
 
 use super::util::*;
 
@@ -104,7 +104,7 @@ fn without_the_model_search_says_why_and_everything_else_works() {
 
     for failure in [missing, broken_error] {
         let ctx =
-            ToolContext::new(store.clone(), caller(store, &session), Err(failure), RecallConfig::default());
+            ToolContext::new(store.clone(), caller(store, &session), Err(failure), RecallSettings::default());
         let error = err(&ctx, "memory_search", json!({"query": "the rebase blew up"}));
         assert_eq!(error["kind"], "semantic_search_unavailable");
         assert!(error["message"].as_str().unwrap().starts_with("semantic search unavailable: "), "{error}");

@@ -4,7 +4,7 @@ use std::sync::OnceLock;
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
-use strata_recall::{Embedder, RecallConfig, ToolContext, call_tool, embed_backlog};
+use strata_recall::{Embedder, RecallConfig, RecallSettings, ToolContext, call_tool, embed_backlog};
 use strata_store::{NewMessage, Role, Session, Store};
 
 /// The real all-MiniLM-L6-v2, loaded once per test binary.
@@ -71,7 +71,7 @@ pub fn ctx(store: &Store, session: &Session) -> ToolContext {
 }
 
 pub fn ctx_with(store: &Store, session: &Session, config: RecallConfig) -> ToolContext {
-    ToolContext::new(store.clone(), caller(store, session), embedder(), config)
+    ToolContext::new(store.clone(), caller(store, session), embedder(), RecallSettings::new(config).unwrap())
 }
 
 /// An empty session of `session`'s persona to call tools from.

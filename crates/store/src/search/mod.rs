@@ -134,7 +134,7 @@ pub enum HitKind {
 
 impl HitKind {
     /// The name used in tool answers.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             HitKind::Message => "message",
             HitKind::Summary => "summary",
@@ -209,6 +209,7 @@ pub struct SearchFilter {
 
 impl SearchFilter {
     /// Every kind of one persona, up to 20 hits.
+    #[cfg(any(test, feature = "test-support"))]
     pub fn persona(persona: impl Into<String>) -> SearchFilter {
         SearchFilter {
             persona: persona.into(),
