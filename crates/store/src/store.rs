@@ -419,7 +419,6 @@ impl Store {
 
     /// Atomically inserts a Level-0 node over `first_seq..=last_seq` and links those messages to
     /// it; refused with [`Error::AlreadyCovered`] if any of them is covered already.
-    #[cfg(any(test, feature = "test-support"))]
     pub fn insert_leaf(
         &self,
         session: SessionId,
@@ -488,7 +487,6 @@ impl Store {
 
     /// Inserts or replaces a memory. The agent may not write `user_preferences`
     /// ([`Error::ProtectedCategory`]).
-    #[cfg(any(test, feature = "test-support"))]
     pub fn put_memory(&self, writer: Writer, persona: &str, memory: &MemoryWrite<'_>) -> Result<Memory> {
         Ok(self.save_memory(writer, persona, memory)?.0)
     }
@@ -499,7 +497,6 @@ impl Store {
     ///
     /// The write's provenance is only its writer's kind (the user through the library, or the
     /// agent); [`Store::save_memory_from`] records where it came from.
-    #[cfg(any(test, feature = "test-support"))]
     pub fn save_memory(
         &self,
         writer: Writer,

@@ -134,7 +134,7 @@ pub enum HitKind {
 
 impl HitKind {
     /// The name used in tool answers.
-    pub(crate) fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             HitKind::Message => "message",
             HitKind::Summary => "summary",
