@@ -223,6 +223,7 @@ impl Config {
             ("min_similarity", recall.min_similarity),
             ("near_duplicate_similarity", recall.near_duplicate_similarity),
             ("near_duplicate_meaning", recall.near_duplicate_meaning),
+            ("near_duplicate_meaning_across_scripts", recall.near_duplicate_meaning_across_scripts),
             ("proactive_min_similarity", recall.proactive_min_similarity),
         ] {
             if !(-1.0..=1.0).contains(&value) {
