@@ -561,16 +561,7 @@ impl Snapshot {
                 Some(live_start) => reader.folded_before(session, head_end_seq..live_start, room)?,
                 None => reader.folded_before(session, head_end_seq..reader.next_seq(session)?, room)?,
             };
-            let live = |memory: &Memory| {
-                let max_age = match memory.category {
-                    Category::UserPreferences => config.preferences_max_age,
-                    Category::Progress => config.memories_max_age[0],
-                    Category::Memo => config.memories_max_age[1],
-                };
-                max_age
-                    .and_then(|age| now.checked_sub_signed(age))
-                    .is_none_or(|cutoff| memory.updated_at >= cutoff)
-            };
+            let live = |memory: &Memory| config.memory_is_live(memory, now);
             let mut preferences = reader.memories(&persona, Some(Category::UserPreferences))?;
             preferences.retain(live);
             let mut memories = Vec::new();

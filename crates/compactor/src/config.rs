@@ -73,6 +73,10 @@ pub struct CompactorConfig {
     /// After a rejected summary, the same sources are asked for again this many times in the
     /// same compaction, each time with a note of what was wrong (default 1).
     pub summary_retries: u32,
+    /// Tokens of the persona's memory keys and titles a summary of messages is shown, so that
+    /// its memory updates reuse a key instead of starting a twin: those named in the sources
+    /// first, then the most recently updated (default 300, about 25 memories; 0 shows none).
+    pub known_memory_tokens: u32,
     /// Tokens the scaffold may spend on the bodies of the newest roots (default 3,000).
     pub scaffold_body_tokens: u32,
     /// A message outside head and tail larger than this is sent as a stub naming its id and
@@ -159,6 +163,7 @@ impl Default for CompactorConfig {
             near_copy_ngram: 8,
             near_copy_max_share: 0.6,
             summary_retries: 1,
+            known_memory_tokens: 300,
             scaffold_body_tokens: 3_000,
             oversized_message_tokens: 2_000,
             max_message_bytes: 1 << 20,
@@ -206,6 +211,17 @@ fn invalid(field: &'static str, reason: impl Into<String>) -> Error {
 }
 
 impl CompactorConfig {
+    /// Whether `memory` is live at `now`: not older than its category's time-to-live
+    /// (`preferences_max_age`, `memories_max_age`), as the tools see it too.
+    pub fn memory_is_live(&self, memory: &strata_store::Memory, now: chrono::DateTime<chrono::Utc>) -> bool {
+        let max_age = match memory.category {
+            strata_store::Category::UserPreferences => self.preferences_max_age,
+            strata_store::Category::Progress => self.memories_max_age[0],
+            strata_store::Category::Memo => self.memories_max_age[1],
+        };
+        max_age.and_then(|age| now.checked_sub_signed(age)).is_none_or(|cutoff| memory.updated_at >= cutoff)
+    }
+
     /// The token budget of an assembled context: `context_window_tokens - reserve_tokens -
     /// request_overhead_tokens`.
     pub fn budget(&self) -> u32 {
