@@ -1,9 +1,11 @@
 //! `save_memory`, memory expiry and purge.
 //!
 //! The agent writes `progress` and `memo` only; `user_preferences` are the user's. A new key
-//! close to a live key of the persona (edit distance, word set, or key-embedding cosine) is
-//! refused with the existing key named unless `allow_new_key`, so a memory is updated rather
-//! than forked into near-twins. Queued facts from summaries are settled through the same rules.
+//! close to a live key of the persona (edit distance, word set, or, with the model, the meaning
+//! of the keys or of the whole memories, in any script) is refused with the existing key named
+//! unless `allow_new_key`, so a memory is updated rather than forked into near-twins. Queued
+//! facts from summaries are settled through the same rules, a twin updating the memory it is
+//! close to, which its history and the log record.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
