@@ -195,6 +195,28 @@ pub fn mostly_cjk(key: &str, title: &str) -> bool {
     cjk > words
 }
 
+/// The vectors of memory texts embedded so far: settling a summary's facts compares each with
+/// every live memory of its persona, whose texts are the same from one fact to the next, so
+/// they are embedded once per run rather than once per fact.
+#[derive(Debug, Default)]
+pub(crate) struct TextVectors(std::collections::HashMap<String, Vec<f32>>);
+
+impl TextVectors {
+    /// The vectors of `texts`, in order, embedding only those not seen before.
+    fn embed(&mut self, embedder: &Embedder, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        let mut missing: Vec<&String> = texts.iter().filter(|text| !self.0.contains_key(*text)).collect();
+        missing.sort_unstable();
+        missing.dedup();
+        if !missing.is_empty() {
+            let vectors = embedder.embed(&missing)?;
+            for (text, vector) in missing.into_iter().zip(vectors) {
+                self.0.insert(text.clone(), vector);
+            }
+        }
+        Ok(texts.iter().map(|text| self.0[text].clone()).collect())
+    }
+}
+
 /// The live memory `proposed` would be a twin of, and how it is alike: by spelling first (no
 /// model needed), then, when the model is loaded, by meaning: the higher cosine of their keys'
 /// words and of their whole texts, above the threshold for their scripts. Without the model
@@ -202,6 +224,7 @@ pub fn mostly_cjk(key: &str, title: &str) -> bool {
 fn near_duplicate<'m>(
     config: &RecallConfig,
     embedder: Option<&Embedder>,
+    vectors: &mut TextVectors,
     proposed: &MemoryWrite<'_>,
     live: &'m [Memory],
 ) -> Result<Option<(&'m Memory, Likeness)>> {
@@ -225,7 +248,7 @@ fn near_duplicate<'m>(
         .chain(std::iter::once(meaning_text(proposed.key, proposed.title, proposed.content)))
         .chain(others.iter().map(|m| meaning_text(&m.key, &m.title, &m.content)))
         .collect();
-    let vectors = embedder.embed(&texts)?;
+    let vectors = vectors.embed(embedder, &texts)?;
     let (keys, wholes) = vectors.split_at(others.len() + 1);
     let cjk = mostly_cjk(proposed.key, proposed.title);
     Ok(others
@@ -261,6 +284,19 @@ pub fn save(
     args: &SaveMemoryArgs,
     provenance: &Provenance,
 ) -> Result<SaveAnswer> {
+    save_checked(store, persona, config, embedder, &mut TextVectors::default(), args, provenance)
+}
+
+/// [`save`], with the vectors of memory texts embedded so far.
+fn save_checked(
+    store: &Store,
+    persona: &str,
+    config: &RecallConfig,
+    embedder: Option<&Embedder>,
+    vectors: &mut TextVectors,
+    args: &SaveMemoryArgs,
+    provenance: &Provenance,
+) -> Result<SaveAnswer> {
     let category: Category = match args.category.trim() {
         "user_preferences" => {
             return Err(Error::Store(strata_store::Error::ProtectedCategory));
@@ -289,7 +325,7 @@ pub fn save(
     let write = MemoryWrite { category, key: &key, title: args.title.trim(), content: &args.content };
     if !exists
         && !args.allow_new_key.unwrap_or(false)
-        && let Some((existing, likeness)) = near_duplicate(config, embedder, &write, &live)?
+        && let Some((existing, likeness)) = near_duplicate(config, embedder, vectors, &write, &live)?
     {
         return Err(Error::NearDuplicateKey {
             key: key.clone(),
@@ -345,6 +381,7 @@ pub fn settle_memory_updates(
     embedder: Option<&Embedder>,
 ) -> Result<Settled> {
     let mut settled = Settled::default();
+    let mut vectors = TextVectors::default();
     loop {
         let batch = store.memory_updates().pending(SETTLE_BATCH)?;
         if batch.is_empty() {
@@ -361,7 +398,7 @@ pub fn settle_memory_updates(
             );
         }
         for queued in &batch {
-            let applied = match settle_one(store, config, embedder, queued) {
+            let applied = match settle_one(store, config, embedder, &mut vectors, queued) {
                 Ok(applied) => applied,
                 Err(Error::Store(error)) if !matches!(error, strata_store::Error::Invalid { .. }) => {
                     return Err(Error::Store(error));
@@ -399,6 +436,7 @@ fn settle_one(
     store: &Store,
     config: &RecallConfig,
     embedder: Option<&Embedder>,
+    vectors: &mut TextVectors,
     queued: &QueuedUpdate,
 ) -> Result<Applied> {
     let update = &queued.update;
@@ -423,7 +461,7 @@ fn settle_one(
     };
     // Consolidated from the node whose summary found it (gone if a forget took it).
     let provenance = queued.node_id.map_or_else(Provenance::unknown, Provenance::summary);
-    match save(store, &queued.persona, config, embedder, &args, &provenance) {
+    match save_checked(store, &queued.persona, config, embedder, vectors, &args, &provenance) {
         Ok(_) => Ok(Applied::Saved { merged: false }),
         Err(Error::NearDuplicateKey { key, existing_key, existing_category, likeness })
             if existing_category != Category::UserPreferences =>
@@ -447,7 +485,7 @@ fn settle_one(
                 via: Some(format!("summary facts; proposed as key {key:?}, a near-duplicate {likeness}")),
                 ..provenance
             };
-            save(store, &queued.persona, config, embedder, &args, &merged)
+            save_checked(store, &queued.persona, config, embedder, vectors, &args, &merged)
                 .map(|_| Applied::Saved { merged: true })
         }
         Err(error) => Err(error),
