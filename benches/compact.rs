@@ -129,6 +129,7 @@ fn bench(c: &mut Criterion) {
         source_tokens: chunk.iter().map(|m| m.token_count).sum(),
         target_tokens: 400,
         retry: None,
+        known_memories: Vec::new(),
     };
     let extractive = ExtractiveSummarizer::new(counter.clone());
     group

@@ -344,13 +344,24 @@ impl Engine {
     }
 
     /// Settles the facts the summarizers found ([`strata_recall::settle_memory_updates`]):
-    /// `progress` and `memo` facts become the agent's memories, preferences become proposals
-    /// the user accepts ([`Engine::accept_proposal`]). Runs after every compaction that wrote
-    /// nodes; call it yourself after writing nodes another way. Blocking.
+    /// `progress` and `memo` facts become the agent's memories (a twin of an existing memory,
+    /// by spelling or by meaning, updates it instead), preferences become proposals the user
+    /// accepts ([`Engine::accept_proposal`]). Runs after every compaction that wrote nodes;
+    /// call it yourself after writing nodes another way. Blocking: when facts wait, the
+    /// embedding model is loaded first (once per engine, 0.3-0.5 s), since without it twins in
+    /// other words or another script are not seen.
     pub fn settle_memory_updates(&self) -> Result<strata_recall::Settled> {
-        let embedder = self.inner.embedder.get().and_then(|state| state.get().ok().cloned());
-        let settled =
-            strata_recall::settle_memory_updates(&self.inner.store, &self.inner.recall, embedder.as_ref())?;
+        let waiting = !self.inner.store.memory_updates().pending(1)?.is_empty();
+        let embedder = if waiting {
+            self.embedder().ready().cloned()
+        } else {
+            self.inner.embedder.get().and_then(|state| state.ready().cloned())
+        };
+        let settled = strata_recall::settle_memory_updates(
+            &self.inner.store,
+            &self.inner.recall,
+            embedder.as_ref(),
+        )?;
         if settled != strata_recall::Settled::default() {
             tracing::info!(?settled, "memory updates settled");
         }

@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 use strata::{ChatMessage, Config, Engine, SummarizerKind};
 use strata_compactor::Outcome;
-use strata_store::Category;
+use strata_store::{Category, MemoryWrite, Writer};
 use wiremock::matchers::{body_string_contains, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -368,4 +368,83 @@ async fn resummarize_replaces_bottom_up_and_resumes_after_a_failure() {
     );
     let again = engine.resummarize(session.id(), None, |_| {}).await.unwrap();
     assert_eq!((again.replaced, again.unchanged as usize), (0, before.len()), "nothing left to do");
+}
+
+/// Issue 24 end to end: the persona's memory of the user studying the Standard Japanese
+/// textbook is `标日学习`. The summarizer is shown that key and title (its request holds them)
+/// and, like the model the issue caught, still proposes `japanese_textbook_study` and
+/// `standard_japanese`: both update the one memory, found by meaning across scripts with the
+/// real model, and its history names the key each summary proposed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_summarys_twins_in_other_words_and_scripts_update_the_one_memory() {
+    let server = MockServer::start().await;
+    let twins = json!({
+        "headline": "The user finished lesson 13 of Standard Japanese.",
+        "body": "Timeline:\n- lesson 13 done, grammar hard",
+        "memory_updates": [
+            {"category": "memo", "key": "japanese_textbook_study", "title": "Japanese textbook study",
+             "content": "The user studies the Standard Japanese (标准日本语) textbook, now on lesson 13."},
+            {"category": "memo", "key": "standard_japanese", "title": "Standard Japanese textbook",
+             "content": "User works through 新版标准日本语 (Standard Japanese) elementary vol. 1; finished lesson 13."}
+        ]
+    });
+    Mock::given(method("POST"))
+        .and(path("/chat/completions"))
+        .and(body_string_contains("第13课"))
+        .and(body_string_contains("memo/标日学习: 标日学习进度"))
+        .respond_with(summary_reply(&twins))
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    let plain = json!({"headline": "Small talk about the week.", "body": "Timeline:\n- chatted"});
+    Mock::given(method("POST"))
+        .and(path("/chat/completions"))
+        .respond_with(summary_reply(&plain))
+        .with_priority(2)
+        .mount(&server)
+        .await;
+    let strata = Strata::new();
+    let engine = Engine::open(strata.db(), config(&server)).unwrap();
+    let first = "用户在自学《新版标准日本语》初级上册，学完第12课，每天学习一小时。";
+    let studying =
+        MemoryWrite {
+            category: Category::Memo, key: "标日学习", title: "标日学习进度", content: first
+        };
+    engine.store().put_memory(Writer::User, PERSONA, &studying).unwrap();
+    let session = engine.session("japanese", PERSONA).unwrap();
+    session.append(ChatMessage::user("你好。")).unwrap();
+    session.append(ChatMessage::assistant("你好！今天想学什么？")).unwrap();
+    session.append(ChatMessage::user("今天学完了标日第13课，语法有点难。")).unwrap();
+    session
+        .append(ChatMessage::assistant("Well done: lesson 13 of Standard Japanese is a hard one."))
+        .unwrap();
+    for turn in 0..6 {
+        session.append(ChatMessage::user(format!("Turn {turn}: how is the garden project going?"))).unwrap();
+        session
+            .append(ChatMessage::assistant(format!("Turn {turn}: the tomatoes are growing well.")))
+            .unwrap();
+    }
+    let done = engine.compact_until_done(session.id(), 1, u32::MAX, |_| {}).await.unwrap();
+
+    assert_eq!((done.settled.saved, done.settled.merged), (2, 2), "{:?}", done.settled);
+    assert!(!done.settled.spelling_only, "the model was loaded to settle them");
+    let memos = engine.store().memories(PERSONA, Some(Category::Memo)).unwrap();
+    assert_eq!(memos.len(), 1, "twins were forked: {memos:?}");
+    assert_eq!((memos[0].key.as_str(), memos[0].title.as_str()), ("标日学习", "标日学习进度"));
+    assert!(memos[0].content.contains("finished lesson 13"), "{memos:?}");
+    let history = engine.store().memory_history(PERSONA, Category::Memo, "标日学习").unwrap();
+    let proposed: Vec<&str> =
+        history.iter().filter_map(|version| version.provenance.via.as_deref()).collect();
+    assert!(
+        proposed[0].contains("\"standard_japanese\"") && proposed[1].contains("\"japanese_textbook_study\"")
+    );
+    assert!(proposed[0].contains("by meaning"), "{proposed:?}");
+    assert_eq!(history.last().map(|version| version.content.as_str()), Some(first));
+    let asked = server.received_requests().await.unwrap();
+    assert!(
+        asked
+            .iter()
+            .any(|request| String::from_utf8_lossy(&request.body).contains("memo/标日学习: 标日学习进度")),
+        "the summarizer was shown the existing key"
+    );
 }

@@ -43,6 +43,7 @@ fn support_chat() -> SummaryRequest {
         source_tokens: 400,
         target_tokens: 300,
         retry: None,
+        known_memories: Vec::new(),
     }
 }
 

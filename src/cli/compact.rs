@@ -227,9 +227,17 @@ pub fn compact(
     if settled != strata_recall::Settled::default() {
         writeln!(
             out,
-            "memories from the summaries: {} saved, {} preferences proposed (strata memory proposals), {} dropped",
-            settled.saved, settled.proposed, settled.dropped
+            "memories from the summaries: {} saved ({} into an existing memory they were twins of), {} \
+             preferences proposed (strata memory proposals), {} dropped",
+            settled.saved, settled.merged, settled.proposed, settled.dropped
         )?;
+        if settled.spelling_only {
+            writeln!(
+                out,
+                "twins of existing memories were checked by key spelling only: the embedding model is not \
+                 available (scripts/fetch-embed-assets.sh)"
+            )?;
+        }
     }
     let levels: Vec<String> = after
         .nodes_per_level

@@ -18,7 +18,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use strata_store::{
-    Level, LlmCall, Message, NewSummary, NodeId, Role, SessionId, Store, SummaryNode, ToolCall, error_chain,
+    Level, LlmCall, Memory, Message, NewSummary, NodeId, Role, SessionId, Store, SummaryNode, ToolCall,
+    error_chain,
 };
 use tracing::Instrument;
 
@@ -28,7 +29,7 @@ use crate::error::{Error, Result, SummarizeError};
 use crate::extractive::{ExtractiveSummarizer, RAW_ARCHIVE};
 use crate::summarizer::{
     Origin, RetryNote, SourceCall, SourceItem, SourceKind, Summarizer, Summary, SummaryRequest, check,
-    retry_note,
+    known_memories, retry_note,
 };
 use crate::tokens::TokenCounter;
 
@@ -494,7 +495,22 @@ impl Compactor {
             // the compression rule.
             target_tokens: target.min((f64::from(source_tokens) * config.summary_max_share) as u32).max(16),
             retry: None,
+            known_memories: Vec::new(),
         }
+    }
+
+    /// `request` showing the persona's live `memories` that fit `known_memory_tokens`, when it
+    /// summarizes messages: the summaries that propose memory updates (merges propose none).
+    fn showing_memories(&self, mut request: SummaryRequest, memories: &[Memory]) -> SummaryRequest {
+        if request.kind == SourceKind::Messages {
+            let config = &self.inner.config;
+            let now = Utc::now();
+            let live: Vec<Memory> =
+                memories.iter().filter(|m| !config.memory_ttls.is_memory_expired(m, now)).cloned().collect();
+            request.known_memories =
+                known_memories(&live, &request.items, config.known_memory_tokens, &self.inner.counter);
+        }
+        request
     }
 
     /// Tokens of the session's unabridged context (head, scaffold, every uncovered message):
@@ -534,22 +550,23 @@ impl Compactor {
 
     /// The request that summarizes a node's sources again: its messages, or its children.
     async fn node_request(&self, node: &SummaryNode, persona: &str) -> Result<SummaryRequest> {
-        let (id, level) = (node.id, node.level);
-        let (items, tokens) = self
+        let (id, level, owner) = (node.id, node.level, persona.to_owned());
+        let (items, tokens, memories) = self
             .blocking(move |store| {
                 Ok(if level == Level::LEAF {
                     let messages = store.covered_messages(id)?;
                     let tokens: u64 = messages.iter().map(|m| u64::from(m.token_count)).sum();
-                    (messages.iter().map(source_item).collect::<Vec<_>>(), tokens)
+                    let memories = store.memories(&owner, None)?;
+                    (messages.iter().map(source_item).collect::<Vec<_>>(), tokens, memories)
                 } else {
                     let children = store.children(id)?;
                     let tokens: u64 = children.iter().map(|c| u64::from(c.token_count)).sum();
-                    (children.iter().map(node_item).collect(), tokens)
+                    (children.iter().map(node_item).collect(), tokens, Vec::new())
                 })
             })
             .await?;
         let kind = if level == Level::LEAF { SourceKind::Messages } else { SourceKind::Summaries };
-        Ok(self.request(persona, kind, level, items, tokens))
+        Ok(self.showing_memories(self.request(persona, kind, level, items, tokens), &memories))
     }
 
     /// Replaces the summaries of a session's nodes with this compactor's summarizer's, bottom-up

@@ -74,6 +74,10 @@ pub struct CompactorConfig {
     /// After a rejected summary, the same sources are asked for again this many times in the
     /// same compaction, each time with a note of what was wrong (default 1).
     pub summary_retries: u32,
+    /// Tokens of the persona's memory keys and titles a summary of messages is shown, so that
+    /// its memory updates reuse a key instead of starting a twin: those named in the sources
+    /// first, then the most recently updated (default 300, about 25 memories; 0 shows none).
+    pub known_memory_tokens: u32,
     /// Tokens the scaffold may spend on the bodies of the newest roots (default 3,000).
     pub scaffold_body_tokens: u32,
     /// A message outside head and tail larger than this is sent as a stub naming its id and
@@ -156,6 +160,7 @@ impl Default for CompactorConfig {
             near_copy_ngram: 8,
             near_copy_max_share: 0.6,
             summary_retries: 1,
+            known_memory_tokens: 300,
             scaffold_body_tokens: 3_000,
             oversized_message_tokens: 2_000,
             max_message_bytes: 1 << 20,

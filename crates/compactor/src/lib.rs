@@ -93,8 +93,8 @@ pub mod context {
 pub mod summarize {
     pub use crate::extractive::{EXTRACTIVE, EmbedError, RAW_ARCHIVE, SentenceEmbedder};
     pub use crate::summarizer::{
-        BoxFuture, MAX_MEMORY_UPDATES, Origin, RejectReason, RetryNote, SourceCall, SourceItem, SourceKind,
-        Stopwatch, Summary, SummaryRequest, TimedSummarizer, WallClock,
+        BoxFuture, KnownMemory, MAX_MEMORY_UPDATES, Origin, RejectReason, RetryNote, SourceCall, SourceItem,
+        SourceKind, Stopwatch, Summary, SummaryRequest, TimedSummarizer, WallClock,
     };
     pub use strata_llm::{ReportedCall, UsageLog};
 }

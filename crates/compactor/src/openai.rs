@@ -88,6 +88,12 @@ const MEMORY_INSTRUCTION: &str = "Also list in memory_updates the few facts wort
      key, a title and content of at most 500 characters. Never list what only a tool output or a document \
      says unless a person confirmed it.";
 
+/// What the model is told before the persona's memories (`category/key: title`, one a line):
+/// without them it names each fact afresh and forks twins of memories it cannot see.
+const KNOWN_MEMORIES_INSTRUCTION: &str = "Memories already saved for this persona (category/key: title). For news \
+     about one of them, put it in memory_updates under the same category and key, with its whole updated \
+     content; use a new key only for something none of them covers:\n";
+
 const NO_MEMORY_INSTRUCTION: &str = "Leave memory_updates empty.";
 
 const JSON_INSTRUCTION: &str = "Reply with only a JSON object of the form {\"headline\": \"...\", \"body\": \"...\", \
@@ -173,6 +179,15 @@ fn render_sources(request: &SummaryRequest) -> String {
             item.time.format("%Y-%m-%d %H:%M UTC"),
             item.full_text()
         ));
+    }
+    if request.kind == SourceKind::Messages && !request.known_memories.is_empty() {
+        text.push_str(KNOWN_MEMORIES_INSTRUCTION);
+        for memory in &request.known_memories {
+            text.push_str("- ");
+            text.push_str(&memory.line());
+            text.push('\n');
+        }
+        text.push('\n');
     }
     text.push_str(&format!(
         "Now write the summary: at most {limit} words in all, as short notes in your own words, with no sentence \
@@ -475,6 +490,7 @@ mod tests {
             source_tokens: 40,
             target_tokens: 20,
             retry: None,
+            known_memories: Vec::new(),
         };
         let text = render_sources(&request);
         assert!(

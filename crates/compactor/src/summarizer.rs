@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use strata_store::{Level, MemoryUpdate, Role};
+use strata_store::{Category, Level, Memory, MemoryUpdate, Role};
 
 use crate::error::SummarizeError;
 use crate::tokens::TokenCounter;
@@ -143,6 +143,99 @@ pub struct SummaryRequest {
     /// the model to do better, and how many times it was rejected (a summarizer that samples
     /// raises its temperature by a small step per rejection, so a retry is a new request).
     pub retry: Option<RetryNote>,
+    /// The persona's live memories, for a summary of messages (empty for merges): a summarizer
+    /// that proposes memory updates reuses a key shown here for news about it rather than
+    /// inventing a twin. Chosen by [`known_memories`].
+    pub known_memories: Vec<KnownMemory>,
+}
+
+/// A memory the persona has, as a summarizer is shown it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct KnownMemory {
+    /// Its category.
+    pub category: Category,
+    /// Its key.
+    pub key: String,
+    /// Its title, on one line and cut to [`KnownMemory::MAX_TITLE_CHARS`] characters.
+    pub title: String,
+}
+
+impl KnownMemory {
+    /// Characters of a title shown: enough to tell what the memory is about.
+    pub const MAX_TITLE_CHARS: usize = 80;
+
+    /// `memo/standard_japanese: Standard Japanese textbook`, the form a prompt lists it in.
+    pub fn line(&self) -> String {
+        format!("{}/{}: {}", self.category, self.key, self.title)
+    }
+}
+
+/// The words a memory is recognized by in a text: its key's and title's words of three
+/// letters or more, lowercased, and each pair of neighbouring Chinese, Japanese or Korean
+/// characters (those scripts put no spaces between words, and most words are two characters).
+fn recognition_terms(memory: &Memory) -> Vec<String> {
+    let mut terms: Vec<String> = Vec::new();
+    let text = format!("{} {}", memory.key.replace('_', " "), memory.title).to_lowercase();
+    let is_cjk =
+        |c: char| matches!(c as u32, 0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xAC00..=0xD7AF);
+    for word in text.split(|c: char| !c.is_alphanumeric()).filter(|word| !word.is_empty()) {
+        let chars: Vec<char> = word.chars().collect();
+        if chars.iter().any(|&c| is_cjk(c)) {
+            terms.extend(
+                chars
+                    .windows(2)
+                    .filter(|pair| pair.iter().all(|&c| is_cjk(c)))
+                    .map(|pair| pair.iter().collect()),
+            );
+        } else if chars.len() >= 3 {
+            terms.push(word.to_owned());
+        }
+    }
+    terms.sort_unstable();
+    terms.dedup();
+    terms
+}
+
+/// The memories a request for `items` shows, within `budget` tokens: first those whose words
+/// occur in the sources (the likeliest to get news), the most words first, then the most
+/// recently updated. `memories` are the persona's live ones.
+pub fn known_memories(
+    memories: &[Memory],
+    items: &[SourceItem],
+    budget: u32,
+    counter: &TokenCounter,
+) -> Vec<KnownMemory> {
+    if budget == 0 || memories.is_empty() {
+        return Vec::new();
+    }
+    let sources = items.iter().map(|item| item.full_text().to_lowercase()).collect::<Vec<_>>().join("\n");
+    let mut ranked: Vec<(usize, &Memory)> = memories
+        .iter()
+        .map(|memory| {
+            let found =
+                recognition_terms(memory).iter().filter(|term| sources.contains(term.as_str())).count();
+            (found, memory)
+        })
+        .collect();
+    ranked.sort_by(|(found_a, a), (found_b, b)| {
+        found_b.cmp(found_a).then(b.updated_at.cmp(&a.updated_at)).then(b.id.0.cmp(&a.id.0))
+    });
+    let mut left = budget;
+    let mut shown = Vec::new();
+    for (_, memory) in ranked {
+        let known = KnownMemory {
+            category: memory.category,
+            key: memory.key.clone(),
+            title: one_line_within(&memory.title, KnownMemory::MAX_TITLE_CHARS),
+        };
+        let tokens = counter.text(&known.line()) + 1;
+        if tokens > left {
+            break;
+        }
+        left -= tokens;
+        shown.push(known);
+    }
+    shown
 }
 
 /// Why the previous summary of the same sources was rejected.
@@ -558,6 +651,7 @@ mod tests {
             source_tokens,
             target_tokens: 100,
             retry: None,
+            known_memories: Vec::new(),
         }
     }
 

@@ -92,7 +92,7 @@ pub enum Error {
     },
     /// A new memory key is close to an existing one; nothing was written.
     #[error(
-        "key {key:?} is close to the existing {existing_category} memory {existing_key:?}; \
+        "key {key:?} is close to the existing {existing_category} memory {existing_key:?} ({likeness}); \
          call save_memory with key {existing_key:?} to update it, or pass allow_new_key: true to \
          create a separate memory"
     )]
@@ -103,6 +103,8 @@ pub enum Error {
         existing_key: String,
         /// The existing memory's category.
         existing_category: strata_store::Category,
+        /// How they are alike.
+        likeness: crate::tools::Likeness,
     },
     /// No tool has this name.
     #[error("unknown tool {0:?}")]

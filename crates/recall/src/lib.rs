@@ -50,7 +50,7 @@ pub use crate::embed::{DEFAULT_MODEL, Embedder, EmbeddingEndpoint, EndpointError
 pub use crate::error::{Error, Result};
 pub use crate::pipeline::{BacklogFilter, EmbedWorker, embed_backlog, embed_backlog_with};
 pub use crate::tools::{
-    EmbedderState, Proactive, Scope, Settled, Tool, ToolContext, call_tool, is_refusal, proactive,
+    EmbedderState, Likeness, Proactive, Scope, Settled, Tool, ToolContext, call_tool, is_refusal, proactive,
     purge_expired, refusal, settle_memory_updates, tool_names, tool_specs,
 };
 
@@ -61,4 +61,5 @@ pub mod embedding {
         runtime_environment,
     };
     pub use crate::pipeline::{EmbedProgress, WorkerStats};
+    pub use crate::tools::{meaning_text, mostly_cjk};
 }

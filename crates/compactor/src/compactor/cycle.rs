@@ -10,7 +10,9 @@
 use std::collections::VecDeque;
 use std::sync::PoisonError;
 
-use strata_store::{Level, Message, MessageOutline, NewSummary, NodeId, SessionId, SummaryNode, error_chain};
+use strata_store::{
+    Level, Memory, Message, MessageOutline, NewSummary, NodeId, SessionId, SummaryNode, error_chain,
+};
 
 use super::{Compactor, Outcome, Refusal, Step, node_item, source_item};
 use crate::assemble;
@@ -31,6 +33,9 @@ const READ_AHEAD_CHUNKS: i64 = 8;
 struct Call {
     session: SessionId,
     persona: String,
+    /// The persona's memories when the call began, shown to the summaries of messages
+    /// (memories settle after a compaction, so the call's own summaries add none).
+    memories: Vec<Memory>,
     /// The context was over the trigger when the call began, so Level-0 chunks are folded.
     folding: bool,
     /// Chunks are folded until the context is down to this many tokens.
@@ -160,9 +165,11 @@ impl Compactor {
     /// Reads the session once: its persona, the failures an earlier process recorded, the
     /// plan, and from these the context's size, which decides whether the call folds at all.
     async fn begin(&self, session: SessionId) -> Result<Call> {
-        let (persona, failures) = self
+        let (persona, failures, memories) = self
             .blocking(move |store| {
-                Ok((store.session_by_id(session)?.persona, store.upkeep().summarizer_failures(session)?))
+                let persona = store.session_by_id(session)?.persona;
+                let memories = store.memories(&persona, None)?;
+                Ok((persona, store.upkeep().summarizer_failures(session)?, memories))
             })
             .await?;
         // Failures recorded by an earlier process count toward the raw-archive fallback.
@@ -177,6 +184,7 @@ impl Compactor {
         Ok(Call {
             session,
             persona,
+            memories,
             folding: tokens_before > trigger,
             target,
             tokens_before,
@@ -276,8 +284,10 @@ impl Compactor {
             Ok(chunk) => {
                 let messages = self.chunk_messages(call, &chunk).await?;
                 let items = messages.iter().map(source_item).collect();
-                let request =
-                    self.request(&call.persona, SourceKind::Messages, Level::LEAF, items, chunk.tokens);
+                let request = self.showing_memories(
+                    self.request(&call.persona, SourceKind::Messages, Level::LEAF, items, chunk.tokens),
+                    &call.memories,
+                );
                 let step = self.summarize(call.session, &request, &mut call.archiving).await;
                 return Ok(Next::Write(step, Target::Leaf(chunk)));
             }

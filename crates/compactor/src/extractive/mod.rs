@@ -209,6 +209,7 @@ mod tests {
             source_tokens: 4_000,
             target_tokens: target,
             retry: None,
+            known_memories: Vec::new(),
         }
     }
 

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use strata_compactor::summarize::RAW_ARCHIVE;
 use strata_compactor::{CompactorConfig, OpenAiConfig, OpenAiSummarizer, Outcome};
 use strata_llm::RetryPolicy;
+use strata_store::{Category, MemoryWrite, Writer};
 use wiremock::matchers::{body_partial_json, header, method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
@@ -20,6 +21,24 @@ fn retry(timeout_ms: u64) -> RetryPolicy {
 
 /// A session with enough history for exactly one Level-0 node per compaction call.
 fn setup(server: &MockServer, timeout_ms: u64, failures_before_raw_archive: u32) -> Fixture {
+    setup_with(
+        server,
+        timeout_ms,
+        failures_before_raw_archive,
+        "",
+        CompactorConfig::default().known_memory_tokens,
+    )
+}
+
+/// [`setup`], with `first_words` at the start of the first request and the summaries shown
+/// `known_memory_tokens` of the persona's memories.
+fn setup_with(
+    server: &MockServer,
+    timeout_ms: u64,
+    failures_before_raw_archive: u32,
+    first_words: &str,
+    known_memory_tokens: u32,
+) -> Fixture {
     let config = CompactorConfig {
         trigger_ratio: 0.0,
         target_ratio: 0.0,
@@ -30,6 +49,7 @@ fn setup(server: &MockServer, timeout_ms: u64, failures_before_raw_archive: u32)
         leaf_chunk_tokens: 400,
         max_rounds: 1,
         failures_before_raw_archive,
+        known_memory_tokens,
         retry: retry(timeout_ms),
         ..CompactorConfig::default()
     };
@@ -45,8 +65,9 @@ fn setup(server: &MockServer, timeout_ms: u64, failures_before_raw_archive: u32)
     let fx = fixture_with(config, Arc::new(summarizer));
     let mut minute = 0;
     for i in 0..4 {
+        let first = if i == 0 { first_words } else { "" };
         let turn = Turn::plain(
-            format!("Request {i}: {}", words(i, 120)),
+            format!("Request {i}: {first}{}", words(i, 120)),
             format!("Reply {i}: {}", words(i + 50, 120)),
         );
         minute = fx.push_turn(&turn, minute);
@@ -348,6 +369,7 @@ async fn an_oversized_request_is_summarized_in_capped_pieces_then_merged() {
         source_tokens,
         target_tokens: 400,
         retry: None,
+        known_memories: Vec::new(),
     };
     let summary = capped.summarize(&request).await.unwrap();
     assert_eq!(summary.headline, "Part of a long log.");
@@ -420,4 +442,39 @@ async fn every_call_records_the_servers_usage_beside_stratas_count() {
         3 * u64::from(node.source_token_count),
         "each attempt sent the sources"
     );
+}
+
+/// Issue 24: a summary of messages is shown the persona's memory keys and titles, so that its
+/// memory updates reuse a key instead of forking a twin (`japanese_textbook_study` next to
+/// `标日学习`): those the messages name first, then the newest, within `known_memory_tokens`.
+#[tokio::test]
+async fn a_summary_of_messages_is_shown_the_personas_memory_keys_the_named_ones_first() {
+    let server = MockServer::start().await;
+    completions()
+        .respond_with(tool_reply("Lesson 13 of the textbook done.", "- lesson 13"))
+        .mount(&server)
+        .await;
+    let fx = setup_with(&server, 5_000, 3, "今天学完了标日第13课，语法有点难。 ", 60);
+    let persona = fx.store.session_by_id(fx.session).unwrap().persona;
+    let memo = |key: &str, title: &str| {
+        let write = MemoryWrite { category: Category::Memo, key, title, content: "..." };
+        fx.store.put_memory(Writer::User, &persona, &write).unwrap();
+    };
+    // The one the messages name is the oldest; twenty newer ones are about other things.
+    memo("标日学习", "标日学习进度");
+    for n in 0..20 {
+        memo(&format!("unrelated_note_{n:02}"), &format!("Unrelated note {n}"));
+    }
+    let outcome = fx.compactor.compact(fx.session).await.unwrap();
+    assert!(matches!(outcome, Outcome::Compacted { nodes_created: 1, .. }), "{outcome:?}");
+    let requests = server.received_requests().await.unwrap();
+    let sent = body(&requests[0]);
+    let prompt = sent["messages"][1]["content"].as_str().unwrap();
+    let listed: Vec<&str> = prompt.lines().filter(|line| line.starts_with("- memo/")).collect();
+    assert_eq!(listed.first(), Some(&"- memo/标日学习: 标日学习进度"), "the named one first: {prompt}");
+    assert_eq!(listed.get(1), Some(&"- memo/unrelated_note_19: Unrelated note 19"), "then the newest");
+    assert!(listed.len() < 21, "within the budget: {listed:?}");
+    assert!(prompt.contains("under the same category and key"), "{prompt}");
+    // The whole list comes before the word limit is restated, the last thing the model reads.
+    assert!(prompt.rfind("- memo/").unwrap() < prompt.rfind("Now write the summary").unwrap());
 }

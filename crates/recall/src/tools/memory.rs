@@ -1,9 +1,11 @@
 //! `save_memory`, memory expiry and purge.
 //!
 //! The agent writes `progress` and `memo` only; `user_preferences` are the user's. A new key
-//! close to a live key of the persona (edit distance, word set, or key-embedding cosine) is
-//! refused with the existing key named unless `allow_new_key`, so a memory is updated rather
-//! than forked into near-twins. Queued facts from summaries are settled through the same rules.
+//! close to a live key of the persona (edit distance, word set, or, with the model, the meaning
+//! of the keys or of the whole memories, in any script) is refused with the existing key named
+//! unless `allow_new_key`, so a memory is updated rather than forked into near-twins. Queued
+//! facts from summaries are settled through the same rules, a twin updating the memory it is
+//! close to, which its history and the log record.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -123,35 +125,149 @@ fn closeness(config: &RecallConfig, key: &str, existing: &str) -> Option<f64> {
     (close_by_edits || similarity >= config.near_duplicate_similarity).then_some(similarity)
 }
 
+/// How a new key was found close to an existing one.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(tag = "by", rename_all = "snake_case")]
+pub enum Likeness {
+    /// Spelled alike: the same words, or a few edits apart.
+    Spelling,
+    /// Alike in meaning: the cosine similarity of the two memories' texts.
+    Meaning {
+        /// The cosine similarity.
+        similarity: f32,
+    },
+}
+
+impl std::fmt::Display for Likeness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Likeness::Spelling => write!(f, "by spelling"),
+            Likeness::Meaning { similarity } => write!(f, "by meaning (cosine {similarity:.2})"),
+        }
+    }
+}
+
+/// The text a memory is compared by meaning with: its key's words, its title when that says
+/// more than the key, and its content (`standard japanese: Standard Japanese textbook. User
+/// works through ...`); empty parts are left out. The key and title alone are a few words,
+/// often in another script than their twin's, which an English model cannot bridge; the
+/// content carries the names and numbers both twins share (benches/README.md, "Memory keys by
+/// meaning").
+pub fn meaning_text(key: &str, title: &str, content: &str) -> String {
+    let mut text = key.replace('_', " ");
+    let title = title.trim();
+    if !title.is_empty() && normalize_key(title).as_deref() != Some(key) {
+        text.push_str(": ");
+        text.push_str(title);
+    }
+    let content = content.trim();
+    if !content.is_empty() {
+        text.push_str(". ");
+        text.push_str(content);
+    }
+    text
+}
+
+/// True when a key and title are written mostly in Chinese, Japanese or Korean characters:
+/// each such character counts as a word, against the words of other letters. The model's
+/// cosines between two texts of different scripts run lower, so they have their own threshold.
+pub fn mostly_cjk(key: &str, title: &str) -> bool {
+    let is_cjk = |c: char| {
+        matches!(c as u32,
+            0x3040..=0x30FF      // hiragana, katakana
+            | 0x3400..=0x4DBF    // CJK extension A
+            | 0x4E00..=0x9FFF    // CJK unified ideographs
+            | 0xAC00..=0xD7AF    // Hangul syllables
+            | 0xF900..=0xFAFF) // CJK compatibility ideographs
+    };
+    let (mut cjk, mut words, mut in_word) = (0usize, 0usize, false);
+    for c in key.chars().chain(std::iter::once(' ')).chain(title.chars()) {
+        if is_cjk(c) {
+            cjk += 1;
+            in_word = false;
+        } else if c.is_alphanumeric() {
+            words += usize::from(!in_word);
+            in_word = true;
+        } else {
+            in_word = false;
+        }
+    }
+    cjk > words
+}
+
+/// The vectors of memory texts embedded so far: settling a summary's facts compares each with
+/// every live memory of its persona, whose texts are the same from one fact to the next, so
+/// they are embedded once per run rather than once per fact.
+#[derive(Debug, Default)]
+pub(crate) struct TextVectors(std::collections::HashMap<String, Vec<f32>>);
+
+impl TextVectors {
+    /// The vectors of `texts`, in order, embedding only those not seen before.
+    fn embed(&mut self, embedder: &Embedder, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        let mut missing: Vec<&String> = texts.iter().filter(|text| !self.0.contains_key(*text)).collect();
+        missing.sort_unstable();
+        missing.dedup();
+        if !missing.is_empty() {
+            let vectors = embedder.embed(&missing)?;
+            for (text, vector) in missing.into_iter().zip(vectors) {
+                self.0.insert(text.clone(), vector);
+            }
+        }
+        Ok(texts.iter().map(|text| self.0[text].clone()).collect())
+    }
+}
+
+/// The live memory `proposed` would be a twin of, and how it is alike: by spelling first (no
+/// model needed), then, when the model is loaded, by meaning: the higher cosine of their keys'
+/// words and of their whole texts, above the threshold for their scripts. Without the model
+/// only spelling is checked.
 fn near_duplicate<'m>(
     config: &RecallConfig,
     embedder: Option<&Embedder>,
-    category: Category,
-    key: &str,
+    vectors: &mut TextVectors,
+    proposed: &MemoryWrite<'_>,
     live: &'m [Memory],
-) -> Result<Option<&'m Memory>> {
-    let others: Vec<&Memory> = live.iter().filter(|m| !(m.category == category && m.key == key)).collect();
+) -> Result<Option<(&'m Memory, Likeness)>> {
+    let others: Vec<&Memory> =
+        live.iter().filter(|m| !(m.category == proposed.category && m.key == proposed.key)).collect();
     let by_spelling = others
         .iter()
-        .filter_map(|m| closeness(config, key, &m.key).map(|c| (c, *m)))
+        .filter_map(|m| closeness(config, proposed.key, &m.key).map(|c| (c, *m)))
         .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, m)| m);
+        .map(|(_, m)| (m, Likeness::Spelling));
     if by_spelling.is_some() || others.is_empty() {
         return Ok(by_spelling);
     }
     let Some(embedder) = embedder else { return Ok(None) };
-    let texts: Vec<String> = std::iter::once(key)
+    // Two texts per memory: its key's words, and its whole text. The key alone is the surest
+    // sign within a script (`db_password_rotation` / `database_password_rotation` whatever
+    // their titles say); the whole text is what carries a memory across scripts.
+    let texts: Vec<String> = std::iter::once(proposed.key)
         .chain(others.iter().map(|m| m.key.as_str()))
-        .map(|k| k.replace('_', " "))
+        .map(|key| meaning_text(key, "", ""))
+        .chain(std::iter::once(meaning_text(proposed.key, proposed.title, proposed.content)))
+        .chain(others.iter().map(|m| meaning_text(&m.key, &m.title, &m.content)))
         .collect();
-    let vectors = embedder.embed(&texts)?;
-    Ok(vectors[1..]
+    let vectors = vectors.embed(embedder, &texts)?;
+    let (keys, wholes) = vectors.split_at(others.len() + 1);
+    let cjk = mostly_cjk(proposed.key, proposed.title);
+    Ok(others
         .iter()
-        .zip(&others)
-        .map(|(vector, m)| (cosine(&vectors[0], vector), *m))
-        .filter(|(similarity, _)| f64::from(*similarity) >= config.near_duplicate_meaning)
+        .enumerate()
+        .map(|(at, m)| {
+            let similarity = cosine(&keys[0], &keys[at + 1]).max(cosine(&wholes[0], &wholes[at + 1]));
+            (similarity, *m)
+        })
+        .filter(|(similarity, m)| {
+            let threshold = if mostly_cjk(&m.key, &m.title) == cjk {
+                config.near_duplicate_meaning
+            } else {
+                config.near_duplicate_meaning_across_scripts
+            };
+            f64::from(*similarity) >= threshold
+        })
         .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, m)| m))
+        .map(|(similarity, m)| (m, Likeness::Meaning { similarity })))
 }
 
 /// `save_memory`: the agent's upsert into `progress` or `memo` of `persona`.
@@ -165,6 +281,19 @@ pub fn save(
     persona: &str,
     config: &RecallConfig,
     embedder: Option<&Embedder>,
+    args: &SaveMemoryArgs,
+    provenance: &Provenance,
+) -> Result<SaveAnswer> {
+    save_checked(store, persona, config, embedder, &mut TextVectors::default(), args, provenance)
+}
+
+/// [`save`], with the vectors of memory texts embedded so far.
+fn save_checked(
+    store: &Store,
+    persona: &str,
+    config: &RecallConfig,
+    embedder: Option<&Embedder>,
+    vectors: &mut TextVectors,
     args: &SaveMemoryArgs,
     provenance: &Provenance,
 ) -> Result<SaveAnswer> {
@@ -193,24 +322,21 @@ pub fn save(
     let now = Utc::now();
     let live = live_memories(store, persona, None, config, now)?;
     let exists = live.iter().any(|m| m.category == category && m.key == key);
+    let write = MemoryWrite { category, key: &key, title: args.title.trim(), content: &args.content };
     if !exists
         && !args.allow_new_key.unwrap_or(false)
-        && let Some(existing) = near_duplicate(config, embedder, category, &key, &live)?
+        && let Some((existing, likeness)) = near_duplicate(config, embedder, vectors, &write, &live)?
     {
         return Err(Error::NearDuplicateKey {
-            key,
+            key: key.clone(),
             existing_key: existing.key.clone(),
             existing_category: existing.category,
+            likeness,
         });
     }
     // Whether the key is new is decided by the write itself: another writer may have created
     // it since `live` was read.
-    let (memory, created) = store.save_memory_from(
-        Writer::Agent,
-        persona,
-        &MemoryWrite { category, key: &key, title: args.title.trim(), content: &args.content },
-        provenance,
-    )?;
+    let (memory, created) = store.save_memory_from(Writer::Agent, persona, &write, provenance)?;
     Ok(SaveAnswer {
         saved: true,
         created,
@@ -229,6 +355,12 @@ pub struct Settled {
     /// Refused by the memory rules (too long, no key, a twin of a user preference, nothing
     /// new); logged with the reason.
     pub dropped: usize,
+    /// Of the saved, those proposed under a new key that were near-duplicates of an existing
+    /// memory, and updated it instead (logged, and named in the version's provenance).
+    pub merged: usize,
+    /// True when facts were checked for twins by spelling only, because no embedding model
+    /// was loaded: a twin in other words or another script is then saved under its own key.
+    pub spelling_only: bool,
 }
 
 /// Facts read from the queue per transaction.
@@ -236,9 +368,11 @@ const SETTLE_BATCH: usize = 64;
 
 /// Settles the facts summarizers queued with their nodes (schema 7), oldest first, every
 /// persona: a `progress` or `memo` fact is saved as the agent through the checks of
-/// [`save`] (size, key spelling; a near-duplicate key updates the memory it is close to
-/// instead of forking a twin), and a preference becomes a proposal the user accepts or
-/// rejects: the agent never writes `user_preferences`. A fact the rules refuse is dropped.
+/// [`save`] (size; a new key that is a near-duplicate of a live memory by spelling or, with
+/// `embedder`, by meaning updates that memory instead of forking a twin, and says so), and a
+/// preference becomes a proposal the user accepts or rejects: the agent never writes
+/// `user_preferences`. A fact the rules refuse is dropped. Without `embedder` twins are
+/// found by spelling only; the result and the log say so.
 /// Database errors stop the run; what is settled stays settled, the rest waits for the
 /// next run (saving a fact twice writes the same memory twice).
 pub fn settle_memory_updates(
@@ -247,13 +381,24 @@ pub fn settle_memory_updates(
     embedder: Option<&Embedder>,
 ) -> Result<Settled> {
     let mut settled = Settled::default();
+    let mut vectors = TextVectors::default();
     loop {
         let batch = store.memory_updates().pending(SETTLE_BATCH)?;
         if batch.is_empty() {
             return Ok(settled);
         }
+        if embedder.is_none()
+            && !settled.spelling_only
+            && batch.iter().any(|queued| queued.update.category != Category::UserPreferences)
+        {
+            settled.spelling_only = true;
+            tracing::warn!(
+                "no embedding model loaded: the summaries' facts are checked for twins of existing \
+                 memories by key spelling only"
+            );
+        }
         for queued in &batch {
-            let applied = match settle_one(store, config, embedder, queued) {
+            let applied = match settle_one(store, config, embedder, &mut vectors, queued) {
                 Ok(applied) => applied,
                 Err(Error::Store(error)) if !matches!(error, strata_store::Error::Invalid { .. }) => {
                     return Err(Error::Store(error));
@@ -267,8 +412,9 @@ pub fn settle_memory_updates(
             };
             match applied {
                 Applied::Proposed => settled.proposed += 1,
-                Applied::Saved => {
+                Applied::Saved { merged } => {
                     settled.saved += 1;
+                    settled.merged += usize::from(merged);
                     store.memory_updates().settle(queued.id)?;
                 }
             }
@@ -278,7 +424,10 @@ pub fn settle_memory_updates(
 
 /// What became of one fact the rules accepted.
 enum Applied {
-    Saved,
+    /// `merged`: into an existing memory of another key, a near-duplicate of the fact's.
+    Saved {
+        merged: bool,
+    },
     Proposed,
 }
 
@@ -287,6 +436,7 @@ fn settle_one(
     store: &Store,
     config: &RecallConfig,
     embedder: Option<&Embedder>,
+    vectors: &mut TextVectors,
     queued: &QueuedUpdate,
 ) -> Result<Applied> {
     let update = &queued.update;
@@ -311,15 +461,32 @@ fn settle_one(
     };
     // Consolidated from the node whose summary found it (gone if a forget took it).
     let provenance = queued.node_id.map_or_else(Provenance::unknown, Provenance::summary);
-    match save(store, &queued.persona, config, embedder, &args, &provenance) {
-        Ok(_) => Ok(Applied::Saved),
-        Err(Error::NearDuplicateKey { existing_key, existing_category, .. })
+    match save_checked(store, &queued.persona, config, embedder, vectors, &args, &provenance) {
+        Ok(_) => Ok(Applied::Saved { merged: false }),
+        Err(Error::NearDuplicateKey { key, existing_key, existing_category, likeness })
             if existing_category != Category::UserPreferences =>
         {
-            // The fact is news about a memory the persona has: update that one.
+            // The fact is news about a memory the persona has: update that one, under its own
+            // key and title (the label its readers know), and record which key the summary
+            // proposed, so `memory history` shows why this version came from there.
+            tracing::info!(
+                persona = %queued.persona,
+                proposed = %key,
+                existing = %existing_key,
+                %likeness,
+                "a summary's fact is a near-duplicate of an existing memory: updating it"
+            );
+            if let Some(existing) = store.memory(&queued.persona, existing_category, &existing_key)? {
+                args.title = existing.title;
+            }
             args.category = existing_category.as_str().to_owned();
             args.key = existing_key;
-            save(store, &queued.persona, config, embedder, &args, &provenance).map(|_| Applied::Saved)
+            let merged = Provenance {
+                via: Some(format!("summary facts; proposed as key {key:?}, a near-duplicate {likeness}")),
+                ..provenance
+            };
+            save_checked(store, &queued.persona, config, embedder, vectors, &args, &merged)
+                .map(|_| Applied::Saved { merged: true })
         }
         Err(error) => Err(error),
     }
@@ -336,5 +503,16 @@ mod tests {
         assert!(closeness(&config, "user_timezone", "timezone_user").is_some());
         assert!(closeness(&config, "cpu", "gpu").is_none());
         assert!(closeness(&config, "editor", "database_url").is_none());
+    }
+
+    #[test]
+    fn scripts_and_meaning_texts() {
+        assert!(mostly_cjk("标日学习", "标日学习进度"));
+        assert!(mostly_cjk("标日学习", "标日 (Standard Japanese) 学习进度"), "6 characters against 2 words");
+        assert!(mostly_cjk("にほんご", ""));
+        assert!(!mostly_cjk("standard_japanese", "Standard Japanese (标日) textbook"));
+        assert!(!mostly_cjk("", ""));
+        assert_eq!(meaning_text("user_timezone", "User Timezone", " "), "user timezone");
+        assert_eq!(meaning_text("user_timezone", "TZ", "UTC+2"), "user timezone: TZ. UTC+2");
     }
 }

@@ -22,7 +22,10 @@ pub use self::browse::{
     ExpandAnswer, HistoryAnswer, MessageExcerpt, NodeBrief, NodeView, RecentMessages, TimelineEntry,
     ViewAnswer, expand, history, view,
 };
-pub use self::memory::{ListAnswer, SaveAnswer, Settled, list, purge_expired, save, settle_memory_updates};
+pub use self::memory::{
+    Likeness, ListAnswer, SaveAnswer, Settled, list, meaning_text, mostly_cjk, purge_expired, save,
+    settle_memory_updates,
+};
 pub use self::proactive::{Proactive, ProactiveHit, proactive};
 pub use self::search::{Coverage, Hit, SearchAnswer, grep, search};
 use self::search::{InContext, grep_outside, search_outside};
@@ -508,9 +511,10 @@ pub fn error_json(tool: &str, err: &Error) -> Value {
     };
     let mut answer = refusal(tool, kind, &message);
     let object = &mut answer["error"];
-    if let Error::NearDuplicateKey { existing_key, existing_category, .. } = err {
+    if let Error::NearDuplicateKey { existing_key, existing_category, likeness, .. } = err {
         object["existing_key"] = json!(existing_key);
         object["existing_category"] = json!(existing_category);
+        object["alike"] = json!(likeness);
     }
     if let Error::UnknownTool(_) = err {
         object["available_tools"] = json!(tool_names());

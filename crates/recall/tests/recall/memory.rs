@@ -2,7 +2,7 @@
 
 use serde_json::json;
 use strata_recall::{MemoryTtls, RecallConfig, Ttl, purge_expired};
-use strata_store::{Category, MemoryWrite, Writer};
+use strata_store::{Category, MemoryUpdate, MemoryWrite, NewSummary, Writer};
 
 use super::util::*;
 
@@ -300,4 +300,125 @@ fn memory_list_pages_through_the_personas_memories_newest_first() {
     assert!(!first.to_string().contains("zebra") && !rest.to_string().contains("zebra"));
     let bad = err(&ctx, "memory_list", json!({"category": "secrets"}));
     assert_eq!(bad["kind"], "invalid_argument");
+}
+
+/// The summary of one chunk of `session`, carrying `facts`, written as a Level-0 node (which
+/// queues the facts, as a compaction does); the chunk is one new message.
+fn summary_with_facts(store: &strata_store::Store, session: &strata_store::Session, facts: &[MemoryUpdate]) {
+    let seqs = append_texts(store, session, "2026-11-02T09:00:00Z", &["今天学完了第13课。"]);
+    let seq = store.messages(session.id, 0..=i64::MAX).unwrap().last().map(|m| m.seq).unwrap();
+    assert_eq!(seqs.len(), 1);
+    let summary = NewSummary {
+        headline: "The user finished lesson 13.".into(),
+        body: "- lesson 13 done".into(),
+        token_count: 8,
+        summarizer: "scripted".into(),
+        memory_updates: facts.to_vec(),
+    };
+    store.insert_leaf(session.id, seq, seq, &summary).unwrap();
+}
+
+fn fact(key: &str, title: &str, content: &str) -> MemoryUpdate {
+    MemoryUpdate { category: Category::Memo, key: key.into(), title: title.into(), content: content.into() }
+}
+
+/// Issue 24: the summaries proposed `japanese_textbook_study` and `standard_japanese` next to
+/// `标日学习`, three keys for the user studying the Standard Japanese textbook. Checked by
+/// meaning (key, title and content, across scripts), each updates the one memory, and its
+/// history says which key was proposed and how alike it was.
+#[test]
+fn a_summarys_twin_in_other_words_or_another_script_updates_the_existing_memory() {
+    let fx = fixture();
+    let store = &fx.store;
+    let session = store.session("s", "p").unwrap();
+    let config = RecallConfig::default();
+    let model = embedder();
+    summary_with_facts(
+        store,
+        &session,
+        &[fact(
+            "标日学习",
+            "标日学习进度",
+            "用户在自学《新版标准日本语》初级上册，学完第12课，每天学习一小时。",
+        )],
+    );
+    let first = strata_recall::settle_memory_updates(store, &config, Some(&model)).unwrap();
+    assert_eq!((first.saved, first.merged, first.spelling_only), (1, 0, false), "{first:?}");
+
+    for (key, title, content) in [
+        (
+            "japanese_textbook_study",
+            "Japanese textbook study",
+            "The user studies the Standard Japanese (标准日本语) textbook, now on lesson 13.",
+        ),
+        (
+            "standard_japanese",
+            "Standard Japanese textbook",
+            "User works through 新版标准日本语 (Standard Japanese) elementary vol. 1; finished lesson 13.",
+        ),
+    ] {
+        summary_with_facts(store, &session, &[fact(key, title, content)]);
+        let settled = strata_recall::settle_memory_updates(store, &config, Some(&model)).unwrap();
+        assert_eq!((settled.saved, settled.merged), (1, 1), "{key}: {settled:?}");
+        let memories = store.memories("p", None).unwrap();
+        assert_eq!(memories.len(), 1, "{key} forked a twin: {memories:?}");
+        assert_eq!((memories[0].key.as_str(), memories[0].title.as_str()), ("标日学习", "标日学习进度"));
+        assert_eq!(memories[0].content, content, "the news is in the one memory");
+    }
+    let history = store.memory_history("p", Category::Memo, "标日学习").unwrap();
+    assert_eq!(history.len(), 3, "{history:#?}");
+    // Newest first: each merged version names the key the summary proposed and the likeness.
+    for (version, proposed) in history.iter().zip(["standard_japanese", "japanese_textbook_study"]) {
+        let via = version.provenance.via.as_deref().unwrap_or_default();
+        assert!(via.contains(&format!("{proposed:?}")) && via.contains("by meaning (cosine 0."), "{via}");
+        assert!(version.provenance.node.is_some(), "still from its summary node: {:?}", version.provenance);
+    }
+    assert!(history[2].content.contains("第12课"), "the first version is kept");
+}
+
+/// A fact about something else in the same field and category is its own memory, and without
+/// the model twins are found by spelling only, which the result says.
+#[test]
+fn a_different_fact_of_the_same_category_is_not_merged_and_no_model_means_spelling_only() {
+    let fx = fixture();
+    let store = &fx.store;
+    let session = store.session("s", "p").unwrap();
+    let config = RecallConfig::default();
+    let model = embedder();
+    let textbook = fact(
+        "standard_japanese",
+        "Standard Japanese textbook",
+        "User works through 新版标准日本语 (Standard Japanese) elementary vol. 1; finished lesson 12.",
+    );
+    summary_with_facts(store, &session, &[textbook]);
+    strata_recall::settle_memory_updates(store, &config, Some(&model)).unwrap();
+    for different in [
+        fact(
+            "jlpt_n4_exam",
+            "JLPT N4 exam date",
+            "User registered for the JLPT N4 exam on 2026-12-06 in Shanghai.",
+        ),
+        fact("英语学习", "英语学习计划", "用户每天背30个新概念英语单词，目标是明年考雅思。"),
+    ] {
+        summary_with_facts(store, &session, &[different]);
+        let settled = strata_recall::settle_memory_updates(store, &config, Some(&model)).unwrap();
+        assert_eq!((settled.saved, settled.merged), (1, 0), "{settled:?}");
+    }
+    let mut keys: Vec<String> = store.memories("p", None).unwrap().into_iter().map(|m| m.key).collect();
+    keys.sort();
+    assert_eq!(keys, ["jlpt_n4_exam", "standard_japanese", "英语学习"]);
+
+    // No model: the twin in another script is not seen, and the result says why.
+    summary_with_facts(
+        store,
+        &session,
+        &[fact("标日学习", "标日学习进度", "用户在自学《新版标准日本语》初级上册，学完第13课。")],
+    );
+    let blind = strata_recall::settle_memory_updates(store, &config, None).unwrap();
+    assert_eq!((blind.saved, blind.merged, blind.spelling_only), (1, 0, true), "{blind:?}");
+    // A twin by spelling is still caught without it.
+    summary_with_facts(store, &session, &[fact("standard_japanese_", "x", "lesson 14")]);
+    summary_with_facts(store, &session, &[fact("standard_japaneses", "Standard Japanese", "lesson 14")]);
+    let spelled = strata_recall::settle_memory_updates(store, &config, None).unwrap();
+    assert_eq!((spelled.saved, spelled.merged), (2, 1), "{spelled:?}");
 }
