@@ -357,11 +357,8 @@ impl Engine {
         } else {
             self.inner.embedder.get().and_then(|state| state.ready().cloned())
         };
-        let settled = strata_recall::settle_memory_updates(
-            &self.inner.store,
-            &self.inner.recall,
-            embedder.as_ref(),
-        )?;
+        let settled =
+            strata_recall::settle_memory_updates(&self.inner.store, &self.inner.recall, embedder.as_ref())?;
         if settled != strata_recall::Settled::default() {
             tracing::info!(?settled, "memory updates settled");
         }

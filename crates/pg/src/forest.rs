@@ -4,7 +4,7 @@
 
 use chrono::Utc;
 use postgres::Transaction;
-use strata_store::backend::validate_summary;
+use strata_store::backend::{plan_merge, validate_summary};
 use strata_store::{Error, Level, Missing, NewSummary, NodeId, SessionId, SummaryNode, to_unix};
 
 use crate::db::pg;
@@ -105,29 +105,14 @@ pub(crate) fn merge(
     let first = by_id(tx, children[0])?;
     let persona = lock_session(tx, first.session_id)?;
     // Read again under the lock: another merge may have linked them meanwhile.
-    let mut nodes = children.iter().map(|&id| by_id(tx, id)).collect::<Result<Vec<_>, Error>>()?;
-    nodes.sort_by_key(|node| node.first_seq);
-    if nodes.windows(2).any(|pair| pair[0].id == pair[1].id) {
-        return Err(Error::Invalid { field: "children", reason: "a node is named twice".into() });
-    }
-    let (session, level) = (nodes[0].session_id, nodes[0].level);
-    for node in &nodes {
-        if node.session_id != session || node.level != level {
-            return Err(Error::Invalid {
-                field: "children",
-                reason: "nodes of one session and one level only".into(),
-            });
-        }
-        if let Some(parent) = node.parent_id {
-            return Err(Error::AlreadyMerged { node: node.id, parent });
-        }
-    }
+    let nodes = children.iter().map(|&id| by_id(tx, id)).collect::<Result<Vec<_>, Error>>()?;
+    let (nodes, parent) = plan_merge(nodes)?;
     let (first, last) = (&nodes[0], &nodes[nodes.len() - 1]);
     let between: i64 = tx
         .query_one(
             "SELECT count(*) FROM summary_nodes
              WHERE session_id = $1 AND level = $2 AND parent_id IS NULL AND first_seq BETWEEN $3 AND $4",
-            &[&session.0, &(level.0 as i32), &first.first_seq, &last.first_seq],
+            &[&parent.session.0, &(first.level.0 as i32), &first.first_seq, &last.first_seq],
         )
         .map_err(pg)?
         .get(0);
@@ -138,15 +123,14 @@ pub(crate) fn merge(
         });
     }
     let place = Place {
-        session,
+        session: parent.session,
         persona: &persona,
-        level: level.up(),
-        first_seq: first.first_seq,
-        last_seq: last.last_seq,
-        // As in SQLite: the min and max of the sources' times (a transcript's clock may go back).
-        start_time: nodes.iter().map(|node| to_unix(node.start_time)).fold(f64::INFINITY, f64::min),
-        end_time: nodes.iter().map(|node| to_unix(node.end_time)).fold(f64::NEG_INFINITY, f64::max),
-        source_token_count: nodes.iter().map(|node| i64::from(node.token_count)).sum(),
+        level: parent.level,
+        first_seq: parent.first_seq,
+        last_seq: parent.last_seq,
+        start_time: parent.start_time,
+        end_time: parent.end_time,
+        source_token_count: parent.source_token_count,
     };
     let id = insert(tx, &place, summary)?;
     let ids: Vec<i64> = nodes.iter().map(|node| node.id.0).collect();

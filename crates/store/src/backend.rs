@@ -21,7 +21,7 @@ use crate::types::{
 };
 use crate::vectors::{BacklogItem, EmbeddingSpace};
 
-pub use crate::forest::validate as validate_summary;
+pub use crate::forest::{MergePlan, plan_merge, validate as validate_summary};
 pub use crate::memories::{check_writer, validate as validate_memory};
 pub use crate::messages::validate as validate_message;
 pub use crate::search::grep::{fold, rank_grep_hits};

@@ -109,43 +109,28 @@ pub fn merge(
     if children.len() < 2 {
         return Err(Error::invalid("children", "a merge needs at least two nodes"));
     }
-    let mut nodes = children.iter().map(|&id| by_id(conn, id)).collect::<Result<Vec<_>>>()?;
-    nodes.sort_by_key(|node| node.first_seq);
-    if nodes.windows(2).any(|pair| pair[0].id == pair[1].id) {
-        return Err(Error::invalid("children", "a node is named twice"));
-    }
-    let (session, level) = (nodes[0].session_id, nodes[0].level);
-    for node in &nodes {
-        if node.session_id != session || node.level != level {
-            return Err(Error::invalid("children", "nodes of one session and one level only"));
-        }
-        if let Some(parent) = node.parent_id {
-            return Err(Error::AlreadyMerged { node: node.id, parent });
-        }
-    }
-    let first = &nodes[0];
-    let last = &nodes[nodes.len() - 1];
+    let nodes = children.iter().map(|&id| by_id(conn, id)).collect::<Result<Vec<_>>>()?;
+    let (nodes, parent) = plan_merge(nodes)?;
+    let (first, last) = (&nodes[0], &nodes[nodes.len() - 1]);
     let between: i64 = conn
         .prepare_cached(
             "SELECT count(*) FROM summary_nodes
              WHERE session_id = ?1 AND level = ?2 AND parent_id IS NULL AND first_seq BETWEEN ?3 AND ?4",
         )?
-        .query_row(params![session, level, first.first_seq, last.first_seq], |row| row.get(0))?;
+        .query_row(params![parent.session, first.level, first.first_seq, last.first_seq], |row| row.get(0))?;
     if between != nodes.len() as i64 {
         return Err(Error::invalid("children", "the nodes are not adjacent roots of their level"));
     }
     let id = insert(
         conn,
         &Row {
-            session,
-            level: level.up(),
-            first_seq: first.first_seq,
-            last_seq: last.last_seq,
-            // Times may go backwards in a transcript (clock changes, imported merges): a node's
-            // range is the min and max of its sources', never its first's start and last's end.
-            start_time: nodes.iter().map(|node| to_unix(node.start_time)).fold(f64::INFINITY, f64::min),
-            end_time: nodes.iter().map(|node| to_unix(node.end_time)).fold(f64::NEG_INFINITY, f64::max),
-            source_token_count: nodes.iter().map(|node| i64::from(node.token_count)).sum(),
+            session: parent.session,
+            level: parent.level,
+            first_seq: parent.first_seq,
+            last_seq: parent.last_seq,
+            start_time: parent.start_time,
+            end_time: parent.end_time,
+            source_token_count: parent.source_token_count,
         },
         summary,
         now,
@@ -186,6 +171,59 @@ pub fn replace_summary(
     }
     queues::queue(conn, id, &summary.memory_updates, now)?;
     by_id(conn, id)
+}
+
+/// Where a merge puts the parent node ([`plan_merge`]).
+#[derive(Clone, Debug)]
+pub struct MergePlan {
+    /// The children's session.
+    pub session: SessionId,
+    /// The parent's level: one above the children's.
+    pub level: Level,
+    /// The first child's first seq.
+    pub first_seq: i64,
+    /// The last child's last seq.
+    pub last_seq: i64,
+    /// The earliest of the children's start times (UNIX seconds).
+    pub start_time: f64,
+    /// The latest of the children's end times (UNIX seconds).
+    pub end_time: f64,
+    /// The children's tokens, together.
+    pub source_token_count: i64,
+}
+
+/// The rules of a merge's children, whatever stores them: at least two distinct nodes of one
+/// session and one level, none merged already ([`Error::AlreadyMerged`]). Returns them in
+/// order and the parent's place; that they are adjacent roots is for the caller's query.
+pub fn plan_merge(mut nodes: Vec<SummaryNode>) -> Result<(Vec<SummaryNode>, MergePlan)> {
+    if nodes.len() < 2 {
+        return Err(Error::invalid("children", "a merge needs at least two nodes"));
+    }
+    nodes.sort_by_key(|node| node.first_seq);
+    if nodes.windows(2).any(|pair| pair[0].id == pair[1].id) {
+        return Err(Error::invalid("children", "a node is named twice"));
+    }
+    let (session, level) = (nodes[0].session_id, nodes[0].level);
+    for node in &nodes {
+        if node.session_id != session || node.level != level {
+            return Err(Error::invalid("children", "nodes of one session and one level only"));
+        }
+        if let Some(parent) = node.parent_id {
+            return Err(Error::AlreadyMerged { node: node.id, parent });
+        }
+    }
+    let plan = MergePlan {
+        session,
+        level: level.up(),
+        first_seq: nodes[0].first_seq,
+        last_seq: nodes[nodes.len() - 1].last_seq,
+        // Times may go backwards in a transcript (clock changes, imported merges): a node's
+        // range is the min and max of its sources', never its first's start and last's end.
+        start_time: nodes.iter().map(|node| to_unix(node.start_time)).fold(f64::INFINITY, f64::min),
+        end_time: nodes.iter().map(|node| to_unix(node.end_time)).fold(f64::NEG_INFINITY, f64::max),
+        source_token_count: nodes.iter().map(|node| i64::from(node.token_count)).sum(),
+    };
+    Ok((nodes, plan))
 }
 
 struct Row {

@@ -209,7 +209,6 @@ pub struct SearchFilter {
 
 impl SearchFilter {
     /// Every kind of one persona, up to 20 hits.
-    #[cfg(any(test, feature = "test-support"))]
     pub fn persona(persona: impl Into<String>) -> SearchFilter {
         SearchFilter {
             persona: persona.into(),
