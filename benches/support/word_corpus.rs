@@ -82,6 +82,16 @@ fn random_unit(rng: &mut ChaCha8Rng) -> Vec<f32> {
 /// 10,000 of persona `q` (so a persona filter has work to do), indexes them for search and,
 /// with `vectors`, gives every one a synthetic vector in [`MODEL`]'s space.
 pub fn fill(store: &Store, messages: usize, vectors: bool) {
+    let mut random = random_unit;
+    fill_with(store, messages, vectors.then_some(&mut random as &mut DrawVector<'_>));
+}
+
+/// Draws a message's vector from the fixture's seeded generator.
+pub type DrawVector<'a> = dyn FnMut(&mut ChaCha8Rng) -> Vec<f32> + 'a;
+
+#[allow(dead_code, reason = "only the vectors bench draws its own vectors")]
+/// [`fill`], each message's vector drawn by `vector` (from the fixture's seeded generator).
+pub fn fill_with(store: &Store, messages: usize, vector: Option<&mut DrawVector<'_>>) {
     let mut rng = ChaCha8Rng::seed_from_u64(42);
     let start = chrono::DateTime::from_timestamp(1_767_225_600, 0).unwrap();
     for (persona, sessions) in [("p", messages / PER_SESSION), ("q", 10)] {
@@ -101,14 +111,14 @@ pub fn fill(store: &Store, messages: usize, vectors: bool) {
     }
     // Each append indexes its batch before it returns; this finds nothing left to index.
     store.index_messages(usize::MAX >> 1).unwrap();
-    if vectors {
+    if let Some(vector) = vector {
         store.embeddings().use_space(&EmbeddingSpace { model: MODEL.into(), dimensions: DIMS }).unwrap();
         loop {
             let items = store.embeddings().backlog(5_000).unwrap();
             if items.is_empty() {
                 break;
             }
-            let pairs: Vec<_> = items.into_iter().map(|item| (item, vec![random_unit(&mut rng)])).collect();
+            let pairs: Vec<_> = items.into_iter().map(|item| (item, vec![vector(&mut rng)])).collect();
             store.embeddings().put(MODEL, &pairs).unwrap();
         }
     }
