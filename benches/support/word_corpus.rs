@@ -83,6 +83,16 @@ fn random_unit(rng: &mut ChaCha8Rng) -> Vec<f32> {
 /// with `vectors`, gives every one a synthetic vector in [`MODEL`]'s space. Through the storage
 /// seam, so one fixture is built alike on either backend.
 pub fn fill(store: &dyn Backend, messages: usize, vectors: bool) {
+    let mut random = random_unit;
+    fill_with(store, messages, vectors.then_some(&mut random as &mut DrawVector<'_>));
+}
+
+/// Draws a message's vector from the fixture's seeded generator.
+pub type DrawVector<'a> = dyn FnMut(&mut ChaCha8Rng) -> Vec<f32> + 'a;
+
+#[allow(dead_code, reason = "only the vectors bench draws its own vectors")]
+/// [`fill`], each message's vector drawn by `vector` (from the fixture's seeded generator).
+pub fn fill_with(store: &dyn Backend, messages: usize, vector: Option<&mut DrawVector<'_>>) {
     let mut rng = ChaCha8Rng::seed_from_u64(42);
     let start = chrono::DateTime::from_timestamp(1_767_225_600, 0).unwrap();
     for (persona, sessions) in [("p", messages / PER_SESSION), ("q", 10)] {
@@ -101,14 +111,14 @@ pub fn fill(store: &dyn Backend, messages: usize, vectors: bool) {
         }
     }
     // Each append indexes its batch before it returns: nothing is left to index.
-    if vectors {
+    if let Some(vector) = vector {
         store.use_space(&EmbeddingSpace { model: MODEL.into(), dimensions: DIMS }).unwrap();
         loop {
             let items = store.backlog(None, None, 5_000).unwrap();
             if items.is_empty() {
                 break;
             }
-            let pairs: Vec<_> = items.into_iter().map(|item| (item, vec![random_unit(&mut rng)])).collect();
+            let pairs: Vec<_> = items.into_iter().map(|item| (item, vec![vector(&mut rng)])).collect();
             store.put_vectors(MODEL, &pairs).unwrap();
         }
     }

@@ -3,7 +3,7 @@
 //! a panic and never a download.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, TryLockError};
 
 use fastembed::{InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel};
 use strata_store::EmbeddingSpace;
@@ -174,10 +174,21 @@ pub trait EmbeddingEndpoint: Send + Sync {
 /// What computes the vectors.
 #[derive(Clone)]
 enum Backend {
-    /// The local model (calls take turns: ONNX Runtime already uses both cores for one batch).
-    Local(Arc<Mutex<TextEmbedding>>),
+    /// The local model (batches take turns: ONNX Runtime already uses both cores for one).
+    Local(Arc<LocalModel>),
     /// An endpoint, sent at most `batch_size` texts per request.
     Remote { endpoint: Arc<dyn EmbeddingEndpoint>, batch_size: usize },
+}
+
+/// The local model's sessions: one for batches, and, once a background worker runs beside the
+/// queries, a second one for queries alone, so that a query never waits for a batch in flight
+/// (a batch of 32 texts holds the first for hundreds of milliseconds; see benches/README.md,
+/// "The background embedder").
+struct LocalModel {
+    batches: Mutex<TextEmbedding>,
+    queries: OnceLock<Mutex<TextEmbedding>>,
+    /// What a second session is made from.
+    runtime: RuntimeOptions,
 }
 
 /// A sentence-embedding model, local or behind an endpoint: text in, L2-normalized floats out.
@@ -198,6 +209,43 @@ type RememberedQueries = std::collections::VecDeque<(String, Vec<f32>)>;
 
 /// Queries whose vectors [`Embedder::embed_query`] keeps.
 const REMEMBERED_QUERIES: usize = 16;
+
+/// A session of `spec`'s model from `assets`, loading ONNX Runtime the first time.
+fn local_session(assets: &Path, spec: &'static ModelSpec, runtime: RuntimeOptions) -> Result<TextEmbedding> {
+    let library = assets.join(RUNTIME_LIBRARY);
+    let model_dir = assets.join(spec.dir);
+    // Check every file before touching ONNX Runtime, so the error names what is missing.
+    for path in std::iter::once(library.clone()).chain(MODEL_FILES.iter().map(|f| model_dir.join(f))) {
+        if !path.is_file() {
+            return Err(Error::AssetsMissing { missing: path });
+        }
+    }
+    let read = |name: &str| {
+        let path = model_dir.join(name);
+        std::fs::read(&path).map_err(|source| Error::AssetRead { path, source })
+    };
+    let model = UserDefinedEmbeddingModel::new(
+        read("model.onnx")?,
+        TokenizerFiles {
+            tokenizer_file: read("tokenizer.json")?,
+            config_file: read("config.json")?,
+            special_tokens_map_file: read("special_tokens_map.json")?,
+            tokenizer_config_file: read("tokenizer_config.json")?,
+        },
+    )
+    .with_pooling(match spec.pooling {
+        PoolingKind::Mean => Pooling::Mean,
+        PoolingKind::Cls => Pooling::Cls,
+    });
+    let mut options = InitOptionsUserDefined::new()
+        .with_environment(environment(&library)?)
+        .with_max_length(spec.max_tokens)
+        .with_session_config("session.intra_op.allow_spinning", if runtime.spinning { "1" } else { "0" });
+    if runtime.threads > 0 {
+        options = options.with_intra_threads(runtime.threads);
+    }
+    TextEmbedding::try_new_from_user_defined(model, options).map_err(Error::Model)
+}
 
 impl std::fmt::Debug for Embedder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -228,41 +276,13 @@ impl Embedder {
         runtime: RuntimeOptions,
     ) -> Result<Embedder> {
         let assets = assets.as_ref();
-        let library = assets.join(RUNTIME_LIBRARY);
-        let model_dir = assets.join(spec.dir);
-        // Check every file before touching ONNX Runtime, so the error names what is missing.
-        for path in std::iter::once(library.clone()).chain(MODEL_FILES.iter().map(|f| model_dir.join(f))) {
-            if !path.is_file() {
-                return Err(Error::AssetsMissing { missing: path });
-            }
-        }
-        let read = |name: &str| {
-            let path = model_dir.join(name);
-            std::fs::read(&path).map_err(|source| Error::AssetRead { path, source })
-        };
-        let model = UserDefinedEmbeddingModel::new(
-            read("model.onnx")?,
-            TokenizerFiles {
-                tokenizer_file: read("tokenizer.json")?,
-                config_file: read("config.json")?,
-                special_tokens_map_file: read("special_tokens_map.json")?,
-                tokenizer_config_file: read("tokenizer_config.json")?,
-            },
-        )
-        .with_pooling(match spec.pooling {
-            PoolingKind::Mean => Pooling::Mean,
-            PoolingKind::Cls => Pooling::Cls,
-        });
-        let mut options = InitOptionsUserDefined::new()
-            .with_environment(environment(&library)?)
-            .with_max_length(spec.max_tokens)
-            .with_session_config("session.intra_op.allow_spinning", if runtime.spinning { "1" } else { "0" });
-        if runtime.threads > 0 {
-            options = options.with_intra_threads(runtime.threads);
-        }
-        let model = TextEmbedding::try_new_from_user_defined(model, options).map_err(Error::Model)?;
+        let model = local_session(assets, spec, runtime)?;
         let embedder = Embedder {
-            backend: Backend::Local(Arc::new(Mutex::new(model))),
+            backend: Backend::Local(Arc::new(LocalModel {
+                batches: Mutex::new(model),
+                queries: OnceLock::new(),
+                runtime,
+            })),
             spec,
             assets: assets.to_path_buf(),
             queries: Arc::default(),
@@ -270,6 +290,20 @@ impl Embedder {
         // A model file that loads but computes garbage (wrong model, wrong shape) fails here.
         embedder.embed(&["strata"])?;
         Ok(embedder)
+    }
+
+    /// Makes the local model's second session, for queries alone (one thread), unless it
+    /// exists: from then on a query never waits for a batch in flight. The background worker
+    /// calls it when it starts; a no-op for an endpoint.
+    pub fn separate_queries(&self) -> Result<()> {
+        let Backend::Local(local) = &self.backend else { return Ok(()) };
+        if local.queries.get().is_none() {
+            let runtime = RuntimeOptions { threads: 1, ..local.runtime };
+            let session = local_session(&self.assets, self.spec, runtime)?;
+            // Two threads racing here both made a session; the second one is dropped.
+            let _ = local.queries.set(Mutex::new(session));
+        }
+        Ok(())
     }
 
     /// An embedder whose vectors come from `endpoint` (see [`crate::EmbedProvider::Openai`]),
@@ -335,12 +369,25 @@ impl Embedder {
     /// Embeds texts in one batch, in order, as they are (no prefix): [`Embedder::embed_query`]
     /// and [`Embedder::embed_passages`] add the model's prefixes.
     pub fn embed<S: AsRef<str> + Send + Sync>(&self, texts: &[S]) -> Result<Vec<Vec<f32>>> {
+        self.embed_in(texts, false)
+    }
+
+    /// [`Embedder::embed`]; a `query` that finds the batch session busy goes to the query session
+    /// when there is one ([`Embedder::separate_queries`]).
+    fn embed_in<S: AsRef<str> + Send + Sync>(&self, texts: &[S], query: bool) -> Result<Vec<Vec<f32>>> {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
         let vectors = match &self.backend {
-            Backend::Local(model) => {
-                let mut model = model.lock().unwrap_or_else(PoisonError::into_inner);
+            Backend::Local(local) => {
+                let mut model = match local.batches.try_lock() {
+                    Ok(model) => model,
+                    Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+                    Err(TryLockError::WouldBlock) => match local.queries.get() {
+                        Some(queries) if query => queries.lock().unwrap_or_else(PoisonError::into_inner),
+                        _ => local.batches.lock().unwrap_or_else(PoisonError::into_inner),
+                    },
+                };
                 model.embed(texts, Some(texts.len())).map_err(Error::Model)?
             }
             Backend::Remote { endpoint, batch_size } => {
@@ -387,7 +434,7 @@ impl Embedder {
         if let Some(vector) = remembered(&self.queries.lock().unwrap_or_else(PoisonError::into_inner)) {
             return Ok(vector);
         }
-        let vector = self.embed_one(&format!("{}{query}", self.spec.query_prefix))?;
+        let vector = self.embed_in(&[format!("{}{query}", self.spec.query_prefix)], true)?.remove(0);
         let mut queries = self.queries.lock().unwrap_or_else(PoisonError::into_inner);
         if queries.len() == REMEMBERED_QUERIES {
             queries.pop_front();

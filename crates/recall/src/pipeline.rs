@@ -232,6 +232,11 @@ impl Drop for EmbedWorker {
 }
 
 fn run(store: &Store, embedder: &Embedder, config: &RecallConfig, poll: Duration, shared: &Shared) {
+    // Queries (memory_search, the recalled block of prepare_context) get a session of their
+    // own, so they never wait for this worker's batch in flight.
+    if let Err(err) = embedder.separate_queries() {
+        tracing::warn!(error = %err.chain_message(), "queries share the model with the embedding worker");
+    }
     let filter = BacklogFilter::default();
     loop {
         let seen = {

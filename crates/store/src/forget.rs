@@ -236,10 +236,8 @@ fn delete_vectors(conn: &Connection, kind: HitKind, ids: &[i64]) -> Result<u64> 
     if rowids.is_empty() {
         return Ok(0);
     }
-    let mut delete =
-        conn.prepare_cached(&format!("DELETE FROM {} WHERE rowid = ?1", vectors::table(kind)))?;
     for &rowid in &rowids {
-        delete.execute([rowid])?;
+        vectors::delete_chunk(conn, kind, rowid)?;
     }
     Ok(rowids.len() as u64)
 }

@@ -4,8 +4,9 @@
 //! The vector tables are built for one model at a time (the *embedding space*: model id and
 //! dimensions, one row of `embedding_space`). Long texts are embedded in chunks: a row's chunk
 //! `c` is stored at vector rowid `id * MAX_CHUNKS + c`, and a query keeps each row's nearest
-//! chunk. Each vector is stored twice: as floats for exact distances and as one bit per
-//! dimension for a fast first pass (see [`nearest`]).
+//! chunk. Each vector is stored three times: as floats in vec0 (sqlite-vec's exact scan), as
+//! one bit per dimension in vec0 (a fast first pass, see [`nearest`]) and as floats in a plain
+//! table by vector rowid (the first pass's exact re-scoring, one b-tree lookup a candidate).
 
 use std::collections::{BinaryHeap, HashMap, HashSet};
 
@@ -68,6 +69,51 @@ pub(crate) fn table(kind: HitKind) -> &'static str {
     Kind::of(kind).vectors
 }
 
+/// The plain table beside a vec0 table that holds each chunk's float vector by vector rowid
+/// (`id`): the re-scoring of a quantized scan reads a candidate's vector with one b-tree
+/// lookup, where vec0's storage (one blob per 1,024 vectors) costs a walk along the blob's
+/// overflow pages (at 1,000,000 vectors: 0.4 ms a candidate). Its name starts with the vec0
+/// table's, so `doctor` takes it for one of the vector tables, which it is.
+fn floats_table(vectors: &str) -> String {
+    format!("{vectors}_floats")
+}
+
+/// Whether the floats table of `vectors` exists (a database embedded before it did has vec0's
+/// storage only, until its next embedding run fills it: [`use_space`]).
+fn has_floats(conn: &Connection, vectors: &str) -> Result<bool> {
+    Ok(conn
+        .prepare_cached("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1")?
+        .query_row([floats_table(vectors)], |_| Ok(()))
+        .optional()?
+        .is_some())
+}
+
+/// Creates the floats tables that are missing, filled from their vec0 tables.
+fn ensure_floats(conn: &Connection) -> Result<()> {
+    for kind in Kind::ALL {
+        if !has_floats(conn, kind.vectors)? {
+            conn.execute_batch(&format!(
+                "CREATE TABLE {floats}(id INTEGER PRIMARY KEY, vector BLOB NOT NULL);
+                 INSERT INTO {floats}(id, vector) SELECT rowid, embedding FROM {vectors};",
+                floats = floats_table(kind.vectors),
+                vectors = kind.vectors,
+            ))?;
+        }
+    }
+    Ok(())
+}
+
+/// Deletes one chunk's vector (vector rowid `rowid`) from the vec0 table and its floats.
+pub(crate) fn delete_chunk(conn: &Connection, kind: HitKind, rowid: i64) -> Result<()> {
+    let table = table(kind);
+    conn.prepare_cached(&format!("DELETE FROM {table} WHERE rowid = ?1"))?.execute([rowid])?;
+    if has_floats(conn, table)? {
+        conn.prepare_cached(&format!("DELETE FROM {} WHERE id = ?1", floats_table(table)))?
+            .execute([rowid])?;
+    }
+    Ok(())
+}
+
 /// The text a summary or memory is embedded from now, to check a vector against (messages
 /// never change, so they need no check).
 fn current_text_sql(kind: HitKind) -> Option<String> {
@@ -94,18 +140,22 @@ pub fn use_space(conn: &Connection, wanted: &EmbeddingSpace) -> Result<bool> {
     wanted.validate()?;
     let current = space(conn)?;
     if current.as_ref() == Some(wanted) {
+        ensure_floats(conn)?;
         return Ok(false);
     }
     for kind in Kind::ALL {
         let table = kind.vectors;
         conn.execute_batch(&format!(
             "DROP TABLE IF EXISTS {table};
+             DROP TABLE IF EXISTS {floats};
              CREATE VIRTUAL TABLE {table} USING vec0(
                  role TEXT PARTITION KEY,
                  embedding float[{dims}] distance_metric=cosine,
                  embedding_bits bit[{dims}]
-             );",
+             );
+             CREATE TABLE {floats}(id INTEGER PRIMARY KEY, vector BLOB NOT NULL);",
             dims = wanted.dimensions,
+            floats = floats_table(table),
         ))?;
     }
     conn.execute(
@@ -134,9 +184,8 @@ pub(crate) fn forget(conn: &Connection, kind: HitKind, id: i64) -> Result<()> {
     if space(conn)?.is_none() {
         return Ok(());
     }
-    let mut delete = conn.prepare_cached(&format!("DELETE FROM {} WHERE rowid = ?1", table(kind)))?;
     for chunk in 0..MAX_CHUNKS as i64 {
-        delete.execute([id * MAX_CHUNKS as i64 + chunk])?;
+        delete_chunk(conn, kind, id * MAX_CHUNKS as i64 + chunk)?;
     }
     Ok(())
 }
@@ -155,6 +204,7 @@ pub fn put(conn: &Connection, model: &str, items: &[(BacklogItem, Vec<Vec<f32>>)
             format!("vectors of {model} cannot join the stored vectors of {}", space.model),
         ));
     }
+    ensure_floats(conn)?;
     let mut written = 0;
     for (item, chunks) in items {
         let (kind, id) = (item.id.kind(), item.id.raw());
@@ -196,8 +246,15 @@ pub fn put(conn: &Connection, model: &str, items: &[(BacklogItem, Vec<Vec<f32>>)
             "INSERT INTO {table}(rowid, role, embedding, embedding_bits)
              VALUES (?1, ?2, ?3, vec_quantize_binary(?3))"
         ))?;
+        let mut floats = conn.prepare_cached(&format!(
+            "INSERT OR REPLACE INTO {}(id, vector) VALUES (?1, ?2)",
+            floats_table(table)
+        ))?;
         for (chunk, vector) in chunks.iter().enumerate() {
-            insert.execute(params![id * MAX_CHUNKS as i64 + chunk as i64, item.persona, to_blob(vector)])?;
+            let rowid = id * MAX_CHUNKS as i64 + chunk as i64;
+            let blob = to_blob(vector);
+            insert.execute(params![rowid, item.persona, blob])?;
+            floats.execute(params![rowid, blob])?;
         }
         if kind == HitKind::Memory {
             conn.prepare_cached("UPDATE agent_memories SET embedding = ?2 WHERE id = ?1")?
@@ -388,21 +445,45 @@ pub fn nearest(
             |row| Ok((row.get(0)?, row.get(1)?)),
         )?,
     };
-    let mut best: HashMap<i64, f64> = HashMap::new();
-    for (rowid, distance) in found {
-        let id = rowid.div_euclid(MAX_CHUNKS as i64);
-        let entry = best.entry(id).or_insert(distance);
-        *entry = entry.min(distance);
-    }
+    let mut best = nearest_per_row(found);
     if post_filter {
         let ids: Vec<i64> = best.keys().copied().collect();
         let kept = in_window(conn, kind, filter, &ids)?;
         best.retain(|id, _| kept.contains(id));
+        if best.len() < k {
+            // The nearest chunks of the persona lie mostly outside a window too large to read
+            // first: read its ids after all and scan among them as asked, so a window that
+            // holds rows never comes back thin or empty.
+            if let Some(ids) = window_ids(conn, kind, filter, u32::MAX as usize)? {
+                let rescored = match scan {
+                    Scan::Quantized { candidates } => candidates.max(chunks),
+                    Scan::Exact => ids.len() * MAX_CHUNKS,
+                };
+                let found = scan_bits(conn, table, &filter.persona, query, chunks, rescored, Some(&ids))?;
+                return Ok(nearest_first(nearest_per_row(found), k));
+            }
+        }
     }
+    Ok(nearest_first(best, k))
+}
+
+/// Each row's nearest chunk: row id -> distance.
+fn nearest_per_row(chunks: Vec<(i64, f64)>) -> HashMap<i64, f64> {
+    let mut best: HashMap<i64, f64> = HashMap::new();
+    for (rowid, distance) in chunks {
+        let id = rowid.div_euclid(MAX_CHUNKS as i64);
+        let entry = best.entry(id).or_insert(distance);
+        *entry = entry.min(distance);
+    }
+    best
+}
+
+/// The `k` nearest rows, nearest first (ties by id).
+fn nearest_first(best: HashMap<i64, f64>, k: usize) -> Vec<(i64, f64)> {
     let mut rows: Vec<(i64, f64)> = best.into_iter().collect();
     rows.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
     rows.truncate(k);
-    Ok(rows)
+    rows
 }
 
 /// The ids of `kind` inside the filter's window, or `None` when there are more than `cap`.
@@ -456,8 +537,9 @@ struct Candidate {
 /// 400 float lookups 124 ms. So the scan reads vec0's storage itself, as sqlite-vec lays it out
 /// (one `_chunks` row per 1,024 vectors of a partition, with a validity bitmap and the rowids;
 /// one blob of vectors per chunk and vector column, `00` the floats, `01` the bits, in
-/// declaration order), keeps the best in a heap, and reads each candidate's float vector
-/// through incremental blob I/O. A test checks the result against sqlite-vec's exact search.
+/// declaration order), keeps the best in a heap, and reads each candidate's float vector from
+/// the floats table (through incremental blob I/O of vec0's storage in a database whose floats
+/// table is not filled yet). A test checks the result against sqlite-vec's exact search.
 fn scan_bits(
     conn: &Connection,
     table: &str,
@@ -474,7 +556,7 @@ fn scan_bits(
             query_bits[i / 8] |= 1 << (i % 8);
         }
     }
-    let mut best: BinaryHeap<Candidate> = BinaryHeap::with_capacity(candidates + 1);
+    let mut best: BinaryHeap<Candidate> = BinaryHeap::with_capacity(candidates.min(1 << 16) + 1);
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT c.chunk_id, c.validity, c.rowids, v.vectors
          FROM {table}_chunks c JOIN {table}_vector_chunks01 v ON v._rowid_ = c.chunk_id
@@ -507,17 +589,30 @@ fn scan_bits(
     }
     drop(rows);
     let mut chosen = best.into_vec();
-    chosen.sort_by_key(|candidate| (candidate.chunk_id, candidate.offset));
     let query_norm = query.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
-    let floats = format!("{table}_vector_chunks00");
-    let mut vector = vec![0u8; query.len() * 4];
     let mut scored = Vec::with_capacity(chosen.len());
-    for same_chunk in chosen.chunk_by(|a, b| a.chunk_id == b.chunk_id) {
-        let blob = conn.blob_open(MAIN_DB, floats.as_str(), "vectors", same_chunk[0].chunk_id, true)?;
-        for candidate in same_chunk {
-            let at = candidate.offset * vector.len();
-            blob.read_at_exact(&mut vector, at)?;
-            scored.push((candidate.rowid, cosine_distance(query, query_norm, &vector)));
+    if has_floats(conn, table)? {
+        chosen.sort_by_key(|candidate| candidate.rowid);
+        let mut lookup =
+            conn.prepare_cached(&format!("SELECT vector FROM {} WHERE id = ?1", floats_table(table)))?;
+        for candidate in &chosen {
+            let mut rows = lookup.query([candidate.rowid])?;
+            if let Some(row) = rows.next()? {
+                let vector = row.get_ref(0)?.as_blob().map_err(rusqlite::Error::from)?;
+                scored.push((candidate.rowid, cosine_distance(query, query_norm, vector)));
+            }
+        }
+    } else {
+        chosen.sort_by_key(|candidate| (candidate.chunk_id, candidate.offset));
+        let floats = format!("{table}_vector_chunks00");
+        let mut vector = vec![0u8; query.len() * 4];
+        for same_chunk in chosen.chunk_by(|a, b| a.chunk_id == b.chunk_id) {
+            let blob = conn.blob_open(MAIN_DB, floats.as_str(), "vectors", same_chunk[0].chunk_id, true)?;
+            for candidate in same_chunk {
+                let at = candidate.offset * vector.len();
+                blob.read_at_exact(&mut vector, at)?;
+                scored.push((candidate.rowid, cosine_distance(query, query_norm, &vector)));
+            }
         }
     }
     scored.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));

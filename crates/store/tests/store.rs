@@ -906,6 +906,39 @@ fn quantized_scan_agrees_with_sqlite_vec() {
     assert!(found[0].1.abs() < 1e-5);
 }
 
+/// A database embedded before the floats tables existed re-scores from vec0's own storage, and
+/// gets its floats tables, filled, on its next embedding run (`use_space`): the same answers
+/// before and after.
+#[test]
+fn vectors_stored_before_the_floats_tables_are_searched_and_copied() {
+    let (dir, store) = temp_store();
+    const WIDE: usize = 64;
+    let space = EmbeddingSpace { model: MODEL.into(), dimensions: WIDE };
+    store.embeddings().use_space(&space).unwrap();
+    session_with(&store, "a", "alice", 1_500);
+    let backlog = store.embeddings().backlog(10_000).unwrap();
+    let items: Vec<_> =
+        backlog.iter().map(|item| (item.clone(), vec![scattered(item.id.raw() as u64, WIDE)])).collect();
+    store.embeddings().put(MODEL, &items).unwrap();
+    let query = scattered(99, WIDE);
+    let every_chunk = Scan::Quantized { candidates: 100_000 };
+    let exact =
+        store.embeddings().nearest(MODEL, HitKind::Message, "alice", &query, 20, Scan::Exact).unwrap();
+    let ids = |found: &[(HitId, f64)]| found.iter().map(|(id, _)| *id).collect::<Vec<_>>();
+    let raw = rusqlite::Connection::open(dir.path().join("strata.db")).unwrap();
+    raw.execute_batch("DROP TABLE messages_vec_floats").unwrap();
+    let from_vec0 =
+        store.embeddings().nearest(MODEL, HitKind::Message, "alice", &query, 20, every_chunk).unwrap();
+    assert_eq!(ids(&from_vec0), ids(&exact));
+    assert!(!store.embeddings().use_space(&space).unwrap(), "the same space");
+    let copied: i64 =
+        raw.query_row("SELECT count(*) FROM messages_vec_floats", [], |row| row.get(0)).unwrap();
+    assert_eq!(copied, 1_500);
+    let from_floats =
+        store.embeddings().nearest(MODEL, HitKind::Message, "alice", &query, 20, every_chunk).unwrap();
+    assert_eq!(ids(&from_floats), ids(&exact));
+}
+
 /// A session or time window is searched among its own rows: nearer rows outside it do not
 /// crowd it out, whatever the scan.
 #[test]
@@ -946,6 +979,49 @@ fn a_sparse_window_is_searched_within() {
     };
     let near = nearest_within(&store, HitKind::Message, &all, &query, 10, Scan::Quantized { candidates: 50 });
     assert_eq!(near[0].0, backlog[10].id, "{near:?}");
+}
+
+/// A window too large to read first is filtered after the scan; when the persona's nearest rows
+/// all lie outside it, the search falls back to scanning among the window's own rows instead of
+/// coming back empty, whatever the scan.
+#[test]
+fn a_large_window_whose_rows_are_all_far_still_comes_back_full() {
+    let (_dir, store) = temp_store();
+    const DIMS: usize = 32;
+    let space = EmbeddingSpace { model: MODEL.into(), dimensions: DIMS };
+    store.embeddings().use_space(&space).unwrap();
+    // More rows than a window may hold to be read first (20,000), all far from the query, and
+    // a few hundred outside the window right beside it.
+    let wide = session_with(&store, "wide", "alice", 20_001);
+    session_with(&store, "near", "alice", 400);
+    let query = scattered(1, DIMS);
+    let around = |sign: f32, seed: u64| -> Vec<f32> {
+        let noise = scattered(seed, DIMS);
+        let mut v: Vec<f32> = query.iter().zip(&noise).map(|(q, n)| sign * q + 0.3 * n).collect();
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        v.iter_mut().for_each(|x| *x /= norm);
+        v
+    };
+    let wide_ids: std::collections::HashSet<i64> =
+        store.all_messages(wide.id).unwrap().iter().map(|m| m.id.0).collect();
+    let backlog = store.embeddings().backlog(30_000).unwrap();
+    let items: Vec<_> = backlog
+        .iter()
+        .map(|item| {
+            let sign = if wide_ids.contains(&item.id.raw()) { -1.0 } else { 1.0 };
+            (item.clone(), vec![around(sign, item.id.raw() as u64 + 7)])
+        })
+        .collect();
+    assert_eq!(store.embeddings().put(MODEL, &items).unwrap(), 20_401);
+    let window = SearchFilter { session: Some(wide.id), ..SearchFilter::persona("alice") };
+    for scan in [Scan::Exact, Scan::Quantized { candidates: 50 }] {
+        let unfiltered =
+            nearest_within(&store, HitKind::Message, &SearchFilter::persona("alice"), &query, 10, scan);
+        assert!(unfiltered.iter().all(|(id, _)| !wide_ids.contains(&id.raw())), "the nearest are outside");
+        let near = nearest_within(&store, HitKind::Message, &window, &query, 10, scan);
+        assert_eq!(near.len(), 10, "{scan:?}");
+        assert!(near.iter().all(|(id, _)| wide_ids.contains(&id.raw())), "{scan:?}: {near:?}");
+    }
 }
 
 /// Schema 8: a bulk import leaves search indexing to its caller, `append` catches up before it

@@ -126,3 +126,30 @@ fn tool_results_get_one_vector_by_default_and_conversation_text_all_of_its_chunk
     assert_eq!(vectors(&RecallConfig { embed_tool_chunks: 8, ..RecallConfig::default() }), 1 + 5 + 5);
     assert_eq!(vectors(&RecallConfig { embed_max_chunks: 2, ..RecallConfig::default() }), 1 + 1 + 2);
 }
+
+/// With a separate query session (what the background worker sets up), a query embedded while
+/// another thread's batch holds the batch session gets the vector it gets alone.
+#[test]
+fn queries_beside_a_batch_in_flight_get_the_same_vectors() {
+    let embedder = strata_recall::Embedder::load_default().unwrap();
+    let questions: Vec<String> =
+        (0..12).map(|i| format!("what did we decide about the cache in week {i}?")).collect();
+    // Alone, through the batch session (this model has no query prefix; `embed` bypasses the
+    // memo of recent queries, so the queries below reach a model).
+    let alone: Vec<Vec<f32>> = questions.iter().map(|q| embedder.embed_one(q).unwrap()).collect();
+    embedder.separate_queries().unwrap();
+    let texts: Vec<String> =
+        (0..600).map(|i| format!("a long backlog text number {i} about trains and tea")).collect();
+    std::thread::scope(|scope| {
+        let batch = scope.spawn(|| {
+            let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+            embedder.embed_sorted(&texts, 32).unwrap().len()
+        });
+        for (question, expected) in questions.iter().zip(&alone) {
+            let vector = embedder.embed_query(question).unwrap();
+            let cosine: f32 = vector.iter().zip(expected).map(|(a, b)| a * b).sum();
+            assert!(cosine > 0.9999, "{question}: cosine {cosine}");
+        }
+        assert_eq!(batch.join().unwrap(), 600);
+    });
+}
