@@ -145,7 +145,7 @@ pub struct SummaryRequest {
     pub retry: Option<RetryNote>,
     /// The persona's live memories, for a summary of messages (empty for merges): a summarizer
     /// that proposes memory updates reuses a key shown here for news about it rather than
-    /// inventing a twin. Chosen by [`known_memories`].
+    /// inventing a twin. Chosen by `known_memories`.
     pub known_memories: Vec<KnownMemory>,
 }
 

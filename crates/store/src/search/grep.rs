@@ -82,7 +82,7 @@ fn grep_kind(
 }
 
 /// Ranks one kind's grep matches, each read with its grep text (a memory's is its key, a
-/// space and its text) and arriving newest first: best [`match_score`] first, ties newest
+/// space and its text) and arriving newest first: best `match_score` first, ties newest
 /// first, at most `limit`, each shown as its text. Every backend ranks its matches here, so
 /// `memory_grep` orders alike whatever the database.
 pub fn rank_grep_hits(query: &TextQuery, mut found: Vec<TextHit>, limit: usize) -> Vec<TextHit> {
