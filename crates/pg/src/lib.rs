@@ -25,6 +25,7 @@ mod rows;
 mod search;
 mod vectors;
 
+use std::collections::HashMap;
 use std::ops::RangeInclusive;
 
 use chrono::Utc;
@@ -115,6 +116,53 @@ fn session_by_id(tx: &mut Transaction<'_>, id: SessionId, lock: bool) -> Result<
         .ok_or(Error::NotFound(Missing::Session(id)))
 }
 
+/// Where an appended message's id comes from.
+enum Slot {
+    /// The session held it already, under its key.
+    Stored(MessageId),
+    /// The new row at this index of [`NewRows`].
+    New(usize),
+}
+
+/// The new messages of an append as columns, for one `INSERT ... SELECT FROM unnest(...)`.
+#[derive(Default)]
+struct NewRows {
+    seq: Vec<i64>,
+    role: Vec<&'static str>,
+    content: Vec<String>,
+    tool_calls: Vec<Option<serde_json::Value>>,
+    tool_call_id: Vec<Option<String>>,
+    name: Vec<Option<String>>,
+    created_at: Vec<f64>,
+    token_count: Vec<i32>,
+    pinned: Vec<bool>,
+    external_id: Vec<Option<String>>,
+    folded: Vec<String>,
+}
+
+impl NewRows {
+    fn push(&mut self, message: &NewMessage, seq: i64, created_at: f64) {
+        self.seq.push(seq);
+        self.role.push(message.role.as_str());
+        self.content.push(message.content.clone());
+        self.tool_calls.push(tool_calls(message).cloned());
+        self.tool_call_id.push(message.tool_call_id.clone());
+        self.name.push(message.name.clone());
+        self.created_at.push(created_at);
+        self.token_count.push(message.token_count as i32);
+        self.pinned.push(message.pinned);
+        self.external_id.push(message.external_id.clone());
+        self.folded.push(strata_store::backend::fold(&message.content));
+    }
+}
+
+fn key_reused(key: &str, id: i64) -> Error {
+    Error::Invalid {
+        field: "external_id",
+        reason: format!("{key:?} already names message {id} of this session, which is a different message"),
+    }
+}
+
 /// An empty array of tool calls (some servers send one) is no tool call, as in SQLite.
 fn tool_calls(message: &NewMessage) -> Option<&serde_json::Value> {
     message.tool_calls.as_ref().filter(|calls| calls.as_array().is_some_and(|a| !a.is_empty()))
@@ -160,62 +208,94 @@ impl Backend for PgStore {
             let persona = session_by_id(tx, session, true)?.persona;
             let mut seq: i64 =
                 tx.query_one("SELECT next_seq FROM sessions WHERE id = $1", &[&session.0]).map_err(pg)?.get(0);
-            let insert = tx
-                .prepare(
-                    "INSERT INTO messages(session_id, persona, seq, role, content, tool_calls, tool_call_id,
-                                          name, created_at, token_count, pinned, external_id, folded)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id",
+            // The messages the session already holds under their keys, in one read.
+            let keys: Vec<&str> = messages.iter().filter_map(|message| message.external_id.as_deref()).collect();
+            let stored: HashMap<String, (i64, String, String)> = if keys.is_empty() {
+                HashMap::new()
+            } else {
+                tx.query(
+                    "SELECT external_id, id, role, content FROM messages
+                     WHERE session_id = $1 AND external_id = ANY($2)",
+                    &[&session.0, &keys],
                 )
-                .map_err(pg)?;
-            let mut ids = Vec::with_capacity(messages.len());
+                .map_err(pg)?
+                .into_iter()
+                .map(|row| (row.get(0), (row.get(1), row.get(2), row.get(3))))
+                .collect()
+            };
+            // Every new message goes in one statement (columns as arrays), so an append of a
+            // thousand costs one round trip, not a thousand.
+            let first_seq = seq;
+            let mut rows = NewRows::default();
+            let mut plan: Vec<Slot> = Vec::with_capacity(messages.len());
             let mut newest = f64::MIN;
+            let mut fresh_keys: HashMap<&str, usize> = HashMap::new();
             for message in messages {
-                if let Some(key) = &message.external_id {
-                    let stored = tx
-                        .query_opt(
-                            "SELECT id, role, content FROM messages WHERE session_id = $1 AND external_id = $2",
-                            &[&session.0, key],
-                        )
-                        .map_err(pg)?;
-                    if let Some(row) = stored {
-                        let id: i64 = row.get(0);
-                        if row.get::<_, &str>(1) != message.role.as_str() || row.get::<_, &str>(2) != message.content {
-                            return Err(Error::Invalid {
-                                field: "external_id",
-                                reason: format!(
-                                    "{key:?} already names message {id} of this session, which is a different message"
-                                ),
-                            });
+                if let Some(key) = message.external_id.as_deref() {
+                    if let Some((id, role, content)) = stored.get(key) {
+                        if role != message.role.as_str() || *content != message.content {
+                            return Err(key_reused(key, *id));
                         }
-                        ids.push(MessageId(id));
+                        plan.push(Slot::Stored(MessageId(*id)));
                         continue;
                     }
+                    // A key twice in one call: the second is the first's retry.
+                    if let Some(&row) = fresh_keys.get(key) {
+                        if rows.content[row] != message.content || rows.role[row] != message.role.as_str() {
+                            return Err(Error::Invalid {
+                                field: "external_id",
+                                reason: format!("{key:?} names two different messages in one append"),
+                            });
+                        }
+                        plan.push(Slot::New(row));
+                        continue;
+                    }
+                    fresh_keys.insert(key, rows.seq.len());
                 }
                 let created_at = to_unix(message.created_at);
                 newest = newest.max(created_at);
-                let row = tx
-                    .query_one(
-                        &insert,
+                plan.push(Slot::New(rows.seq.len()));
+                rows.push(message, seq, created_at);
+                seq += 1;
+            }
+            let mut inserted = vec![MessageId(0); rows.seq.len()];
+            if !rows.seq.is_empty() {
+                let returned = tx
+                    .query(
+                        "INSERT INTO messages(session_id, persona, seq, role, content, tool_calls, tool_call_id,
+                                              name, created_at, token_count, pinned, external_id, folded)
+                         SELECT $1, $2, * FROM unnest($3::BIGINT[], $4::TEXT[], $5::TEXT[], $6::JSONB[],
+                                                      $7::TEXT[], $8::TEXT[], $9::FLOAT8[], $10::INTEGER[],
+                                                      $11::BOOLEAN[], $12::TEXT[], $13::TEXT[])
+                         RETURNING id, seq",
                         &[
                             &session.0,
                             &persona,
-                            &seq,
-                            &message.role.as_str(),
-                            &message.content,
-                            &tool_calls(message),
-                            &message.tool_call_id,
-                            &message.name,
-                            &created_at,
-                            &(message.token_count as i32),
-                            &message.pinned,
-                            &message.external_id,
-                            &strata_store::backend::fold(&message.content),
+                            &rows.seq,
+                            &rows.role,
+                            &rows.content,
+                            &rows.tool_calls,
+                            &rows.tool_call_id,
+                            &rows.name,
+                            &rows.created_at,
+                            &rows.token_count,
+                            &rows.pinned,
+                            &rows.external_id,
+                            &rows.folded,
                         ],
                     )
                     .map_err(pg)?;
-                ids.push(MessageId(row.get(0)));
-                seq += 1;
+                for row in returned {
+                    inserted[(row.get::<_, i64>(1) - first_seq) as usize] = MessageId(row.get(0));
+                }
             }
+            let ids = plan
+                .into_iter()
+                .map(|slot| match slot {
+                    Slot::Stored(id) => id,
+                    Slot::New(row) => inserted[row],
+                })
+                .collect();
             tx.execute(
                 "UPDATE sessions SET next_seq = $2, last_active_at = greatest(last_active_at, $3) WHERE id = $1",
                 &[&session.0, &seq, &newest],

@@ -69,6 +69,10 @@ fn appends_number_messages_densely_and_are_idempotent_by_key(backend: &dyn Backe
     let error = backend.append(session.id, &[keyed("d", "four"), keyed("a", "not one")]).unwrap_err();
     assert!(matches!(error, Error::Invalid { field: "external_id", .. }), "{error}");
     assert_eq!(backend.messages(session.id, 0..=i64::MAX).unwrap().len(), 3);
+    // One key twice in one call is one message.
+    let twice = backend.append(session.id, &[keyed("e", "five"), keyed("e", "five")]).unwrap();
+    assert_eq!(twice[0], twice[1]);
+    assert_eq!(backend.messages(session.id, 0..=i64::MAX).unwrap().len(), 4);
 }
 
 fn a_session_key_belongs_to_one_persona(backend: &dyn Backend) {
