@@ -84,7 +84,19 @@ fn backends(c: &mut Criterion) {
 
     let mut group = c.benchmark_group("backends_100k");
     group.sample_size(20);
-    group.bench_function("baseline_query_embedding", |b| b.iter(|| embedder.embed_query(question).unwrap()));
+    // A new question each iteration: the embedder remembers the vectors of questions it saw.
+    let mut asked = 0u64;
+    let mut fresh_question = move || {
+        asked += 1;
+        format!("{question} (take {asked})")
+    };
+    group.bench_function("baseline_query_embedding", |b| {
+        b.iter_batched(
+            &mut fresh_question,
+            |text| embedder.embed_query(&text).unwrap(),
+            BatchSize::PerIteration,
+        )
+    });
     group.bench_function("baseline_postgres_round_trip", |b| {
         b.iter(|| raw.query_one("SELECT 1", &[]).unwrap())
     });
@@ -137,31 +149,45 @@ fn backends(c: &mut Criterion) {
             })
         });
         group.bench_function(format!("{name}/memory_search_with_query_embedding"), |b| {
-            let args = MemorySearchArgs {
-                query: question.into(),
+            let args = |query| MemorySearchArgs {
+                query,
                 limit: Some(10),
                 start_time: None,
                 end_time: None,
                 include_in_context: None,
             };
-            b.iter(|| strata_recall::tools::search(backend, &scope, &config, &state, &args).unwrap())
+            b.iter_batched(
+                || args(fresh_question()),
+                |args| strata_recall::tools::search(backend, &scope, &config, &state, &args).unwrap(),
+                BatchSize::PerIteration,
+            )
         });
-        group.throughput(Throughput::Elements(1_000));
+    }
+    // Appends go to fresh databases, so that the searches above find the fixtures as built on
+    // every run.
+    group.throughput(Throughput::Elements(1_000));
+    let dir = tempfile::tempdir().unwrap();
+    let append_name = format!("strata_bench_append_{}", std::process::id());
+    let mut admin = postgres::Client::connect(&server, postgres::NoTls).unwrap();
+    admin.batch_execute(&format!("CREATE DATABASE {append_name}")).unwrap();
+    let append_url = format!("{}/{append_name}", server.rsplit_once('/').unwrap().0);
+    let fresh_sqlite = strata_store::Store::open(dir.path().join("append.db")).unwrap();
+    let fresh_postgres = PgStore::open(&append_url).unwrap();
+    let fresh: [(&str, &dyn Backend); 2] = [("sqlite", &fresh_sqlite), ("postgres", &fresh_postgres)];
+    for (name, backend) in fresh {
         let mut round = 0;
         group.bench_function(format!("{name}/append_1000"), |b| {
             b.iter_batched(
                 || {
                     round += 1;
-                    backend.session(&format!("append-{}-{round}", std::process::id()), "bench").unwrap()
+                    backend.session(&format!("append-{round}"), "bench").unwrap()
                 },
                 |session| backend.append(session.id, &appended).unwrap(),
                 BatchSize::PerIteration,
             )
         });
-        group.throughput(Throughput::Elements(1));
     }
-    group.throughput(Throughput::Elements(1_000));
-    let dir = tempfile::tempdir().unwrap();
+    drop(fresh_postgres);
     let bare = appends::bare_table(&dir.path().join("bare.db"), "", "");
     let mut seq = 0;
     group.bench_function("baseline_sqlite_bare_insert_1000", |b| {
@@ -185,6 +211,7 @@ fn backends(c: &mut Criterion) {
         })
     });
     group.finish();
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {append_name} WITH (FORCE)")).unwrap();
 }
 
 criterion_group!(benches, backends);
