@@ -279,7 +279,7 @@ fn embedder_busy(c: &mut Criterion) {
             other.append_many(backlog(4_000)).unwrap();
             std::thread::sleep(Duration::from_millis(500));
         }
-        let waiting_before = engine.store().embeddings().backlog_count(None, None).unwrap();
+        let waiting_before = engine.store().backlog_count(None, None).unwrap();
         let (mut appends, mut prepares) = (Vec::new(), Vec::new());
         group.bench_function(format!("turn/{state}"), |b| {
             b.iter_custom(|iters| {
@@ -299,7 +299,7 @@ fn embedder_busy(c: &mut Criterion) {
                 total
             })
         });
-        let waiting_after = engine.store().embeddings().backlog_count(None, None).unwrap();
+        let waiting_after = engine.store().backlog_count(None, None).unwrap();
         eprintln!(
             "embedder {state}: append p50 {:.2} ms p90 {:.2} ms, prepare_context p50 {:.2} ms p90 {:.2} ms \
              ({} turns; {waiting_before} rows waiting before, {waiting_after} after)",

@@ -25,7 +25,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use strata_compactor::{AssembledContext, Compaction, Outcome, Resummarized};
-use strata_store::{Level, MessageId, SessionId, Store, SummaryNode};
+use strata_store::{Level, MessageId, SessionId, SharedBackend, Store, SummaryNode};
 use tokio::runtime::{Handle, Runtime};
 
 use crate::config::Config;
@@ -80,7 +80,7 @@ impl Engine {
     }
 
     /// An engine over a database the caller opened, on a runtime of its own.
-    pub fn from_store(store: Store, config: Config) -> Result<Engine> {
+    pub fn from_store(store: impl Into<SharedBackend>, config: Config) -> Result<Engine> {
         Engine::new(crate::Engine::from_store(store, config)?)
     }
 
@@ -103,8 +103,13 @@ impl Engine {
     }
 
     /// The database.
-    pub fn store(&self) -> &Store {
+    pub fn store(&self) -> &SharedBackend {
         self.engine.store()
+    }
+
+    /// The SQLite file behind this engine (see [`crate::Engine::sqlite`]).
+    pub fn sqlite(&self, what: &'static str) -> Result<&Store> {
+        self.engine.sqlite(what)
     }
 
     /// The configuration in force.

@@ -23,7 +23,7 @@ use strata_recall::{
     EmbedWorker, Embedder, EmbedderState, RecallConfig, RecallSettings, Settled, Tool, ToolContext,
 };
 use strata_store::{
-    Level, Memory, MessageId, NewMessage, QueuedUpdate, Session, SessionId, Store, SummaryNode,
+    Level, Memory, MessageId, NewMessage, QueuedUpdate, Session, SessionId, SharedBackend, Store, SummaryNode,
 };
 use tokio::task::JoinHandle;
 use tracing::Instrument;
@@ -47,7 +47,7 @@ pub struct Engine {
 
 #[derive(Debug)]
 struct Inner {
-    store: Store,
+    store: SharedBackend,
     config: Config,
     /// `config.recall`, validated: what the tools and the embedding worker run on.
     recall: RecallSettings,
@@ -95,21 +95,23 @@ pub struct CompactedSession {
 }
 
 impl Engine {
-    /// Opens (or creates) the database at `path` with the summarizer `config` names.
-    pub fn open(path: impl AsRef<Path>, config: Config) -> Result<Engine> {
-        // Validated before the file is touched, and only here.
+    /// Opens (or creates) the database at `location` with the summarizer `config` names: a
+    /// SQLite file's path, or a PostgreSQL url (`postgres://user:password@host/database`, with
+    /// the `postgres` feature) for a fleet of processes sharing one memory.
+    pub fn open(location: impl AsRef<Path>, config: Config) -> Result<Engine> {
+        // Validated before the database is touched, and only here.
         let settings = config.validate()?;
-        Engine::from_validated(Store::open(path)?, config, settings)
+        Engine::from_validated(open_backend(location.as_ref())?, config, settings)
     }
 
-    /// An engine over a database the caller opened (with its own busy timeout, say), with the
-    /// summarizer `config` names.
-    pub fn from_store(store: Store, config: Config) -> Result<Engine> {
+    /// An engine over a database the caller opened (a SQLite [`Store`] with its own busy
+    /// timeout, say, or a `strata_pg::PgStore`), with the summarizer `config` names.
+    pub fn from_store(store: impl Into<SharedBackend>, config: Config) -> Result<Engine> {
         let settings = config.validate()?;
-        Engine::from_validated(store, config, settings)
+        Engine::from_validated(store.into(), config, settings)
     }
 
-    fn from_validated(store: Store, config: Config, settings: Settings) -> Result<Engine> {
+    fn from_validated(store: SharedBackend, config: Config, settings: Settings) -> Result<Engine> {
         // The extractive summarizer's sentence vectors come from the model the tools use,
         // loaded once, on the first summary (or never, without its files: lexical selection).
         let embedder = Arc::new(OnceLock::new());
@@ -118,18 +120,20 @@ impl Engine {
         Engine::build(store, config, settings, summarizer, embedder)
     }
 
-    /// Opens the database at `path` with a summarizer of the caller's choosing.
+    /// Opens the database at `location` (as [`Engine::open`]) with a summarizer of the
+    /// caller's choosing.
     pub fn with_summarizer(
-        path: impl AsRef<Path>,
+        location: impl AsRef<Path>,
         config: Config,
         summarizer: Arc<dyn Summarizer>,
     ) -> Result<Engine> {
         let settings = config.validate()?;
-        Engine::build(Store::open(path)?, config, settings, summarizer, Arc::new(OnceLock::new()))
+        let store = open_backend(location.as_ref())?;
+        Engine::build(store, config, settings, summarizer, Arc::new(OnceLock::new()))
     }
 
     fn build(
-        store: Store,
+        store: SharedBackend,
         config: Config,
         settings: Settings,
         summarizer: Arc<dyn Summarizer>,
@@ -162,8 +166,14 @@ impl Engine {
     }
 
     /// The database.
-    pub fn store(&self) -> &Store {
+    pub fn store(&self) -> &SharedBackend {
         &self.inner.store
+    }
+
+    /// The SQLite file behind this engine, for what only SQLite has (export, forget, backups,
+    /// the file checks); [`Error::NeedsSqlite`] naming `what` on any other backend.
+    pub fn sqlite(&self, what: &'static str) -> Result<&Store> {
+        self.inner.store.as_sqlite().ok_or(Error::NeedsSqlite { what, backend: self.inner.store.name() })
     }
 
     /// strata's metrics in the Prometheus text format: the database's totals and this
@@ -229,7 +239,7 @@ impl Engine {
         let embedder = self.embedder().get().map_err(Error::Recall)?;
         let filter = strata_recall::BacklogFilter::default();
         Ok(strata_recall::embed_backlog_with(
-            &self.inner.store,
+            &*self.inner.store,
             embedder,
             &self.inner.recall,
             &filter,
@@ -351,14 +361,14 @@ impl Engine {
     /// embedding model is loaded first (once per engine, 0.3-0.5 s), since without it twins in
     /// other words or another script are not seen.
     pub fn settle_memory_updates(&self) -> Result<strata_recall::Settled> {
-        let waiting = !self.inner.store.memory_updates().pending(1)?.is_empty();
+        let waiting = !self.inner.store.pending_updates(1)?.is_empty();
         let embedder = if waiting {
             self.embedder().ready().cloned()
         } else {
             self.inner.embedder.get().and_then(|state| state.ready().cloned())
         };
         let settled =
-            strata_recall::settle_memory_updates(&self.inner.store, &self.inner.recall, embedder.as_ref())?;
+            strata_recall::settle_memory_updates(&*self.inner.store, &self.inner.recall, embedder.as_ref())?;
         if settled != strata_recall::Settled::default() {
             tracing::info!(?settled, "memory updates settled");
         }
@@ -367,20 +377,20 @@ impl Engine {
 
     /// The preferences the summaries found that wait for the user's yes or no.
     pub fn proposals(&self, persona: &str) -> Result<Vec<QueuedUpdate>> {
-        Ok(self.inner.store.memory_updates().proposals(persona)?)
+        Ok(self.inner.store.proposals(persona)?)
     }
 
     /// The user accepts a proposed preference: it becomes a `user_preferences` memory (written
     /// by the user, so the agent sees it in every regular turn's injection).
     pub fn accept_proposal(&self, persona: &str, key: &str) -> Result<Memory> {
-        let memory = self.inner.store.memory_updates().accept(persona, key)?;
+        let memory = self.inner.store.accept_proposal(persona, key)?;
         self.notify_worker();
         Ok(memory)
     }
 
     /// The user rejects a proposed preference; it is deleted.
     pub fn reject_proposal(&self, persona: &str, key: &str) -> Result<QueuedUpdate> {
-        Ok(self.inner.store.memory_updates().reject(persona, key)?)
+        Ok(self.inner.store.reject_proposal(persona, key)?)
     }
 
     /// Replaces the summaries of a session's nodes with this engine's summarizer's, bottom-up
@@ -622,7 +632,7 @@ impl EngineSession {
 /// engine (`strata context`) makes its own.
 #[derive(Debug)]
 pub struct HistorySearch {
-    store: Store,
+    store: SharedBackend,
     config: RecallConfig,
     embedder: Arc<OnceLock<EmbedderState>>,
     /// The engine's counters, which hear each block's hits.
@@ -632,7 +642,12 @@ pub struct HistorySearch {
 impl HistorySearch {
     /// The search over `store` with the model `config` names, loaded now (or found absent:
     /// then keywords serve alone).
-    pub fn loaded(store: Store, config: &RecallConfig, retry: &strata_llm::RetryPolicy) -> HistorySearch {
+    pub fn loaded(
+        store: impl Into<SharedBackend>,
+        config: &RecallConfig,
+        retry: &strata_llm::RetryPolicy,
+    ) -> HistorySearch {
+        let store = store.into();
         let embedder = Arc::new(OnceLock::new());
         embedder.get_or_init(|| crate::load_embedder(config, retry).into());
         HistorySearch { store, config: config.clone(), embedder, counters: None }
@@ -647,7 +662,7 @@ impl Recaller for HistorySearch {
         exclude: &std::collections::HashSet<MessageId>,
     ) -> Recalled {
         let embedder = self.embedder.get().and_then(|state| state.get().ok());
-        match strata_recall::proactive(&self.store, persona, &self.config, embedder, request, exclude) {
+        match strata_recall::proactive(&*self.store, persona, &self.config, embedder, request, exclude) {
             Ok(found) => {
                 if let Some(counters) = &self.counters {
                     counters.recalled(found.hits.len());
@@ -681,6 +696,20 @@ impl Recaller for HistorySearch {
             }
         }
     }
+}
+
+/// The database at `location`: a PostgreSQL url, or else a SQLite file's path.
+pub(crate) fn open_backend(location: &Path) -> Result<SharedBackend> {
+    let text = location.to_string_lossy();
+    if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+        #[cfg(feature = "postgres")]
+        return Ok(std::sync::Arc::new(strata_pg::PgStore::open(&text)?));
+        #[cfg(not(feature = "postgres"))]
+        return Err(Error::Config(
+            "the database is a PostgreSQL url, and this build of strata has no `postgres` feature".into(),
+        ));
+    }
+    Ok(Store::open(location)?.into())
 }
 
 fn not_loaded() -> strata_recall::Error {

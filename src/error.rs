@@ -31,6 +31,15 @@ pub enum Error {
     /// A message handed to `append` is not one strata can store; nothing was written.
     #[error("invalid message: {0}")]
     InvalidMessage(String),
+    /// What was asked exists only for a SQLite database (export, forget, backups, the file
+    /// checks), and this one is on another backend.
+    #[error("{what} needs a SQLite database; this one is on {backend}")]
+    NeedsSqlite {
+        /// What was asked.
+        what: &'static str,
+        /// The backend the database is on.
+        backend: &'static str,
+    },
     /// The async runtime of the blocking facade could not be started.
     #[error("cannot start the async runtime")]
     Runtime(#[source] std::io::Error),

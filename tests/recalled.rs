@@ -70,7 +70,7 @@ fn the_recalled_block_brings_back_what_was_folded_away_without_a_tool_round() {
     let strata = Strata::new();
     let engine = Engine::open(strata.db(), folding()).unwrap();
     let session = folded_session(&engine);
-    let stored = engine.store().all_messages(session.id()).unwrap();
+    let stored = engine.store().messages(session.id(), 0..=i64::MAX).unwrap();
     let first = stored[2].id;
     assert!(stored[2].summary_id.is_some(), "the fact is folded away");
     let runtime = strata::blocking::runtime().unwrap();
@@ -90,7 +90,7 @@ fn the_recalled_block_brings_back_what_was_folded_away_without_a_tool_round() {
     assert!(context.tokens.recalled > 0 && context.tokens.total <= context.tokens.budget);
     // A dry run: the request's entry has no id and nothing was stored.
     assert_eq!(context.entries.last().unwrap().message_id, None);
-    assert_eq!(engine.store().all_messages(session.id()).unwrap().len(), stored.len());
+    assert_eq!(engine.store().messages(session.id(), 0..=i64::MAX).unwrap().len(), stored.len());
 }
 
 #[test]

@@ -14,7 +14,7 @@ use pyo3::types::{PyDict, PyString};
 use pythonize::{depythonize, pythonize};
 use serde_json::Value;
 use strata::Incoming;
-use strata::store::{Category, MemoryWrite, Provenance, Store, Writer, normalize_key};
+use strata::store::{Category, MemoryWrite, Provenance, SharedBackend, Store, Writer, normalize_key};
 
 mod errors;
 
@@ -116,7 +116,7 @@ impl PyEngine {
         engine.clone().ok_or_else(|| to_py(Failure::Closed))
     }
 
-    fn store(&self) -> PyResult<Store> {
+    fn store(&self) -> PyResult<SharedBackend> {
         Ok(self.get()?.store().clone())
     }
 }
@@ -215,7 +215,7 @@ impl PyEngine {
             let title = title.unwrap_or_else(|| key.clone());
             let write = MemoryWrite { category, key: &key, title: &title, content: &content };
             let (memory, created) =
-                store.save_memory_from(Writer::User, &persona, &write, &Provenance::user("python"))?;
+                store.save_memory(Writer::User, &persona, &write, &Provenance::user("python"))?;
             engine.engine().notify_embedder();
             Ok(serde_json::json!({"memory": memory, "created": created}))
         })
@@ -328,7 +328,8 @@ impl PyEngine {
     }
 
     fn backup(&self, py: Python<'_>, dest: PathBuf) -> PyResult<()> {
-        let store = self.store()?;
+        let engine = self.get()?;
+        let store = engine.sqlite("a backup").map_err(|error| to_py(error.into()))?.clone();
         py.detach(move || store.backup(&dest)).map_err(|error| to_py(error.into()))
     }
 
@@ -446,7 +447,7 @@ impl PySession {
     fn tree(&self, py: Python<'_>) -> PyResult<String> {
         let session = self.open()?;
         let store = self.engine.get().store()?;
-        py.detach(move || strata::compactor::render_tree(&store, session.id()))
+        py.detach(move || strata::compactor::render_tree(&*store, session.id()))
             .map_err(|error| to_py(error.into()))
     }
 

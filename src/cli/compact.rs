@@ -9,7 +9,7 @@ use serde_json::json;
 use strata::blocking::Engine;
 use strata::{CompactedSession, Config, SummarizerKind};
 use strata_compactor::{AssembledContext, Compaction, Outcome};
-use strata_store::{Session, Store};
+use strata_store::{Backend, Session, SharedBackend};
 
 use crate::cli::output::print_json;
 
@@ -129,18 +129,18 @@ pub(crate) fn for_window(config: &Config, window: u32) -> Config {
     config
 }
 
-fn session(store: &Store, key: &str) -> anyhow::Result<Session> {
-    store.find_session(key)?.with_context(|| format!("no session {key:?} in {}", store.path().display()))
+fn session(store: &dyn Backend, key: &str) -> anyhow::Result<Session> {
+    store.find_session(key)?.with_context(|| format!("no session {key:?} in the database"))
 }
 
 pub fn compact(
-    store: Store,
+    store: SharedBackend,
     args: &CompactArgs,
     settings: &Config,
     json: bool,
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
-    let session = session(&store, &args.common.session)?;
+    let session = session(&*store, &args.common.session)?;
     let engine = Engine::from_store(store.clone(), args.summarizer.apply(&windowed(&args.common, settings)))?;
     let before = store.stats()?;
     let progress = ProgressBar::new(before.messages - before.compacted_messages).with_style(
@@ -257,7 +257,7 @@ pub fn compact(
 /// `strata resummarize`: every node (of a session, of a level) not written by the chosen
 /// summarizer gets its summary, bottom-up; an interrupted run continues where it stopped.
 pub fn resummarize(
-    store: Store,
+    store: SharedBackend,
     args: &ResummarizeArgs,
     settings: &Config,
     json: bool,
@@ -265,7 +265,7 @@ pub fn resummarize(
 ) -> anyhow::Result<()> {
     let engine = Engine::from_store(store, args.summarizer.apply(settings))?;
     let sessions = match &args.session {
-        Some(key) => vec![session(engine.store(), key)?],
+        Some(key) => vec![session(&**engine.store(), key)?],
         None => engine.store().sessions(None)?,
     };
     let progress = ProgressBar::new_spinner().with_style(
@@ -343,13 +343,13 @@ fn describe(outcome: &Outcome) -> String {
 }
 
 pub fn context(
-    store: Store,
+    store: SharedBackend,
     args: &ContextArgs,
     settings: &Config,
     json: bool,
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
-    let session = session(&store, &args.common.session)?;
+    let session = session(&*store, &args.common.session)?;
     let now: DateTime<Utc> = match &args.now {
         Some(text) => DateTime::parse_from_rfc3339(text)
             .with_context(|| format!("--now {text:?} is not RFC 3339"))?
@@ -453,11 +453,11 @@ pub struct TreeArgs {
     session: String,
 }
 
-pub fn tree(store: Store, args: &TreeArgs, json: bool, out: &mut impl Write) -> anyhow::Result<()> {
-    let session = session(&store, &args.session)?;
+pub fn tree(store: SharedBackend, args: &TreeArgs, json: bool, out: &mut impl Write) -> anyhow::Result<()> {
+    let session = session(&*store, &args.session)?;
     if json {
         return print_json(out, &json!({ "session": session.key, "nodes": store.nodes(session.id)? }));
     }
-    write!(out, "{}", strata_compactor::render_tree(&store, session.id)?)?;
+    write!(out, "{}", strata_compactor::render_tree(&*store, session.id)?)?;
     Ok(())
 }

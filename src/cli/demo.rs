@@ -112,7 +112,7 @@ pub fn run(
         ("commit_style", "Commit messages", "Imperative mood, at most 60 characters in the subject."),
     ] {
         let category = Category::UserPreferences;
-        engine.store().save_memory_from(
+        engine.store().save_memory(
             Writer::User,
             PERSONA,
             &MemoryWrite { category, key, title, content },
@@ -162,7 +162,7 @@ pub fn run(
     if let Some(embedder) = &embedder {
         let progress = bar(stats.embedding_backlog, "embedding");
         let embedded = strata_recall::embed_backlog_with(
-            engine.store(),
+            &**engine.store(),
             embedder,
             &engine.config().recall,
             &strata_recall::BacklogFilter::default(),
@@ -198,7 +198,7 @@ pub fn run(
     let out = steps.out;
 
     writeln!(out, "\nThe summary forest, oldest first (full view: strata tree --session {SESSION}):")?;
-    let tree = strata_compactor::render_tree(engine.store(), session.id())?;
+    let tree = strata_compactor::render_tree(&**engine.store(), session.id())?;
     let lines: Vec<&str> = tree.lines().collect();
     for line in lines.iter().take(18) {
         writeln!(out, "  {line}")?;

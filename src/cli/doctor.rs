@@ -4,12 +4,12 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, bail};
-use strata_store::Store;
+use strata_store::{Backend, Store};
 
 use crate::cli::output::print_json;
 
 /// Runs every check; a readable report, and an error (so a non-zero exit) when one failed.
-pub fn doctor(store: &Store, full: bool, json: bool, out: &mut impl Write) -> anyhow::Result<()> {
+pub fn doctor(store: &dyn Backend, full: bool, json: bool, out: &mut impl Write) -> anyhow::Result<()> {
     let report = store.doctor(full).context("the checks could not run")?;
     if json {
         print_json(out, &report)?;
@@ -31,7 +31,7 @@ pub fn doctor(store: &Store, full: bool, json: bool, out: &mut impl Write) -> an
     if !report.healthy() {
         let failed: Vec<&str> =
             report.checks.iter().filter(|check| check.problems > 0).map(|check| check.name).collect();
-        bail!("{} is not healthy: {}", store.path().display(), failed.join("; "));
+        bail!("the database is not healthy: {}", failed.join("; "));
     }
     Ok(())
 }

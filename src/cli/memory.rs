@@ -5,7 +5,7 @@ use std::io::Write;
 use anyhow::Context;
 use chrono::SecondsFormat;
 use clap::Subcommand;
-use strata_store::{Category, Memory, MemoryWrite, Provenance, Store, Writer, normalize_key};
+use strata_store::{Backend, Category, Memory, MemoryWrite, Provenance, Writer, normalize_key};
 
 use crate::cli::output::print_json;
 
@@ -142,7 +142,7 @@ pub fn source_line(provenance: &Provenance) -> String {
 }
 
 pub fn run(
-    store: &Store,
+    store: &dyn Backend,
     recall: &strata_recall::RecallConfig,
     command: &MemoryCommand,
     json: bool,
@@ -152,7 +152,7 @@ pub fn run(
         MemoryCommand::Set { category, key, content, title, persona } => {
             let key = key_of(key)?;
             let title = title.as_deref().unwrap_or(&key);
-            let (memory, _) = store.save_memory_from(
+            let (memory, _) = store.save_memory(
                 Writer::User,
                 persona,
                 &MemoryWrite { category: *category, key: &key, title, content },
@@ -235,7 +235,7 @@ pub fn run(
         }
         MemoryCommand::Purge => crate::cli::recall::purge(store, recall, json, out)?,
         MemoryCommand::Proposals { persona } => {
-            let proposals = store.memory_updates().proposals(persona)?;
+            let proposals = store.proposals(persona)?;
             if json {
                 print_json(out, &proposals)?;
             } else if proposals.is_empty() {
@@ -260,7 +260,7 @@ pub fn run(
             }
         }
         MemoryCommand::Accept { key, persona } => {
-            let memory = store.memory_updates().accept(persona, &key_of(key)?)?;
+            let memory = store.accept_proposal(persona, &key_of(key)?)?;
             if json {
                 print_json(out, &memory)?;
             } else {
@@ -268,7 +268,7 @@ pub fn run(
             }
         }
         MemoryCommand::Reject { key, persona } => {
-            let proposal = store.memory_updates().reject(persona, &key_of(key)?)?;
+            let proposal = store.reject_proposal(persona, &key_of(key)?)?;
             if json {
                 print_json(out, &proposal)?;
             } else {

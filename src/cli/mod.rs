@@ -20,7 +20,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use strata_store::Store;
+use strata_store::{SharedBackend, Store};
 
 use crate::cli::output::print_json;
 
@@ -157,16 +157,53 @@ fn message_count(min: u64, max: u64) -> clap::builder::RangedU64ValueParser<usiz
 /// Opens the database named on the command line for a command that only reads: a missing
 /// file is an error, never created, and the store's connections are read-only, so the command
 /// never takes the write lock (a search finds unindexed rows without writing).
-fn open_existing(cli: &Cli) -> anyhow::Result<Store> {
-    Store::open_existing(&cli.db, std::time::Duration::from_millis(cli.busy_timeout_ms))
-        .with_context(|| format!("cannot use database {}", cli.db.display()))
+///
+/// A PostgreSQL url (`postgres://...`) opens that database instead; its reads run in
+/// read-only snapshots.
+fn open_existing(cli: &Cli) -> anyhow::Result<SharedBackend> {
+    if let Some(url) = postgres_url(cli) {
+        return open_postgres(url);
+    }
+    Ok(Store::open_existing(&cli.db, std::time::Duration::from_millis(cli.busy_timeout_ms))
+        .with_context(|| format!("cannot use database {}", cli.db.display()))?
+        .into())
 }
 
 /// Opens (or creates) the database named on the command line, for a command that writes: a
 /// damaged file is refused before anything is written to it (the store's open checks it).
-fn open(cli: &Cli) -> anyhow::Result<Store> {
+fn open(cli: &Cli) -> anyhow::Result<SharedBackend> {
+    if let Some(url) = postgres_url(cli) {
+        return open_postgres(url);
+    }
+    Ok(open_sqlite(cli, "")?.into())
+}
+
+/// Opens the SQLite file named on the command line for a command only SQLite has (`what`
+/// names it in the error a PostgreSQL url gets).
+fn open_sqlite(cli: &Cli, what: &str) -> anyhow::Result<Store> {
+    if postgres_url(cli).is_some() {
+        anyhow::bail!("{what} needs a SQLite database; {} is a PostgreSQL url", redacted(cli));
+    }
     Store::open_with_timeout(&cli.db, std::time::Duration::from_millis(cli.busy_timeout_ms))
         .with_context(|| format!("cannot use database {}", cli.db.display()))
+}
+
+/// The `--db` value when it is a PostgreSQL url.
+fn postgres_url(cli: &Cli) -> Option<&str> {
+    cli.db.to_str().filter(|db| db.starts_with("postgres://") || db.starts_with("postgresql://"))
+}
+
+/// The `--db` value for messages, without a password.
+fn redacted(cli: &Cli) -> String {
+    let db = cli.db.to_string_lossy();
+    match (db.find("://"), db.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => format!("{}***{}", &db[..scheme + 3], &db[at..]),
+        _ => db.into_owned(),
+    }
+}
+
+fn open_postgres(url: &str) -> anyhow::Result<SharedBackend> {
+    Ok(std::sync::Arc::new(strata_pg::PgStore::open(url).context("cannot use the PostgreSQL database")?))
 }
 
 /// Loads the configuration: defaults, then the file, then `STRATA_*` variables.
@@ -208,24 +245,36 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 None => out.write_all(transcript.to_jsonl().as_bytes())?,
             }
         }
-        Command::Export(args) => export::run(&open_existing(&cli)?, args, cli.json, &mut out)?,
-        Command::Forget(args) => forget::run(open(&cli)?, &config(&cli)?, args, cli.json, &mut out)?,
+        Command::Export(args) => export::run(&open_sqlite(&cli, "strata export")?, args, cli.json, &mut out)?,
+        Command::Forget(args) => {
+            forget::run(open_sqlite(&cli, "strata forget")?, &config(&cli)?, args, cli.json, &mut out)?
+        }
         Command::Init => {
             let store = open(&cli)?;
             // The encoding every count in this database is made with, from now on.
             let counter = config(&cli)?.compactor.token_counter();
-            counter.claim(&store)?;
+            counter.claim(&*store)?;
             writeln!(
                 out,
-                "initialized {} (schema version {}, tokens counted with {})",
-                store.path().display(),
-                strata_store::SCHEMA_VERSION,
+                "initialized {} ({}, tokens counted with {})",
+                redacted(&cli),
+                store.name(),
                 counter.encoding().as_str()
             )?;
         }
-        Command::Ingest(args) => ingest::run(&open(&cli)?, &config(&cli)?, args, cli.json, &mut out)?,
-        Command::Import(args) => import::run(&open(&cli)?, &config(&cli)?, args, cli.json, &mut out)?,
+        Command::Ingest(args) => {
+            ingest::run(&open_sqlite(&cli, "strata ingest")?, &config(&cli)?, args, cli.json, &mut out)?
+        }
+        Command::Import(args) => {
+            import::run(&open_sqlite(&cli, "strata import")?, &config(&cli)?, args, cli.json, &mut out)?
+        }
         Command::Doctor { full, accept_lost_commits } => {
+            if postgres_url(&cli).is_some() {
+                let store = open(&cli)?;
+                doctor::doctor(&*store, *full, cli.json, &mut out)?;
+                out.flush()?;
+                return Ok(());
+            }
             let store =
                 Store::open_to_inspect(&cli.db, std::time::Duration::from_millis(cli.busy_timeout_ms))
                     .with_context(|| format!("cannot use database {}", cli.db.display()))?;
@@ -238,11 +287,17 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             }
             doctor::doctor(&store, *full, cli.json, &mut out)?
         }
-        Command::Backup { dest } => doctor::backup(&open_existing(&cli)?, dest, cli.json, &mut out)?,
+        Command::Backup { dest } => {
+            doctor::backup(&open_sqlite(&cli, "strata backup")?, dest, cli.json, &mut out)?
+        }
         Command::Stats => {
             let store = open_existing(&cli)?;
             let stats = store.stats()?;
-            let usage = store.usage_by_day()?;
+            // Usage by day is SQLite's report for now; PostgreSQL records the calls.
+            let usage = match store.as_sqlite() {
+                Some(sqlite) => sqlite.usage_by_day()?,
+                None => Vec::new(),
+            };
             if cli.json {
                 let mut value = serde_json::to_value(&stats)?;
                 value["llm_usage"] = serde_json::to_value(&usage)?;
@@ -304,27 +359,27 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             }
         }
         Command::View { id } => {
-            recall::view(&open_existing(&cli)?, &config(&cli)?.recall, *id, cli.json, &mut out)?
+            recall::view(&*open_existing(&cli)?, &config(&cli)?.recall, *id, cli.json, &mut out)?
         }
         Command::Grep(args) => {
             let (store, config) = (open_existing(&cli)?, config(&cli)?);
-            recall::search(&store, &config, args, recall::Matching::Keywords, cli.json, &mut out)?
+            recall::search(&*store, &config, args, recall::Matching::Keywords, cli.json, &mut out)?
         }
         Command::Search(args) => {
             let (store, config) = (open_existing(&cli)?, config(&cli)?);
-            recall::search(&store, &config, args, recall::Matching::Meaning, cli.json, &mut out)?
+            recall::search(&*store, &config, args, recall::Matching::Meaning, cli.json, &mut out)?
         }
         Command::Expand(args) => {
-            recall::expand(&open_existing(&cli)?, &config(&cli)?.recall, args, cli.json, &mut out)?
+            recall::expand(&*open_existing(&cli)?, &config(&cli)?.recall, args, cli.json, &mut out)?
         }
-        Command::Embed(args) => recall::embed(&open(&cli)?, &config(&cli)?, args, cli.json, &mut out)?,
+        Command::Embed(args) => recall::embed(&*open(&cli)?, &config(&cli)?, args, cli.json, &mut out)?,
         Command::Chat(args) => chat::run(&cli, args, &mut out)?,
         Command::Eval(command) => eval::run(&config(&cli)?, command, cli.json, &mut out)?,
         #[cfg(feature = "mcp")]
         Command::Mcp(_) => {} // served above, before standard output was locked
         Command::Memory(command) => {
             let store = if command.reads_only() { open_existing(&cli)? } else { open(&cli)? };
-            memory::run(&store, &config(&cli)?.recall, command, cli.json, &mut out)?
+            memory::run(&*store, &config(&cli)?.recall, command, cli.json, &mut out)?
         }
         Command::Compact(args) => compact::compact(open(&cli)?, args, &config(&cli)?, cli.json, &mut out)?,
         Command::Context(args) => {

@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use strata_recall::tools::{ExpandSummaryArgs, Hit, MemoryGrepArgs, MemorySearchArgs, SearchAnswer};
 use strata_recall::{BacklogFilter, Embedder, EmbedderState, RecallConfig, Scope};
-use strata_store::{MessageId, NodeId, Store};
+use strata_store::{Backend, MessageId, NodeId};
 
 use crate::cli::output::{MessageView, print_json};
 
@@ -64,7 +64,7 @@ pub struct EmbedCommand {
 
 /// The persona and session the filters name. Without either, the only persona in the database
 /// (several: the user must choose).
-fn scope(store: &Store, filters: &Filters) -> anyhow::Result<Scope> {
+fn scope(store: &dyn Backend, filters: &Filters) -> anyhow::Result<Scope> {
     if let Some(key) = &filters.session {
         let session = store.find_session(key)?.with_context(|| format!("no session {key:?}"))?;
         if let Some(persona) = &filters.persona {
@@ -129,7 +129,7 @@ pub enum Matching {
 
 /// `strata grep` and `strata search`: the tool's answer for the command line's scope.
 pub fn search(
-    store: &Store,
+    store: &dyn Backend,
     settings: &strata::Config,
     command: &SearchCommand,
     matching: Matching,
@@ -157,7 +157,7 @@ pub fn search(
 
 /// `strata expand`.
 pub fn expand(
-    store: &Store,
+    store: &dyn Backend,
     config: &RecallConfig,
     command: &ExpandCommand,
     json: bool,
@@ -254,7 +254,7 @@ impl Drained {
 /// Embeds the backlog rows `filter` selects with a progress bar showing the rate and the time
 /// left (on a terminal; elsewhere a line every 10% of the rows, so a log shows the same).
 pub fn embed_with_progress(
-    store: &Store,
+    store: &dyn Backend,
     embedder: &Embedder,
     config: &RecallConfig,
     filter: &BacklogFilter,
@@ -294,7 +294,7 @@ pub fn embed_with_progress(
 /// `strata embed`: embeds the backlog with a progress bar (rate and time left). `--limit` caps
 /// how many rows this run embeds.
 pub fn embed(
-    store: &Store,
+    store: &dyn Backend,
     settings: &strata::Config,
     command: &EmbedCommand,
     json: bool,
@@ -315,7 +315,7 @@ pub fn embed(
     let drained = embed_with_progress(store, &embedder, config, &filter)?;
     let report = EmbedReport {
         embedded: drained.embedded,
-        remaining: store.embeddings().backlog_count(persona.as_deref(), session)?,
+        remaining: store.backlog_count(persona.as_deref(), session)?,
         seconds: drained.elapsed.as_secs_f64(),
         rows_per_second: drained.rate(),
         model: embedder.spec().id.to_owned(),
@@ -334,7 +334,12 @@ pub fn embed(
 }
 
 /// `strata memory purge`: deletes expired memories (see `memory_ttls`).
-pub fn purge(store: &Store, config: &RecallConfig, json: bool, out: &mut impl Write) -> anyhow::Result<()> {
+pub fn purge(
+    store: &dyn Backend,
+    config: &RecallConfig,
+    json: bool,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
     let purged = strata_recall::purge_expired(store, config, chrono::Utc::now())?;
     if json {
         let object: serde_json::Map<String, serde_json::Value> =
@@ -363,7 +368,7 @@ struct FullView<'a> {
 
 /// `strata view`.
 pub fn view(
-    store: &Store,
+    store: &dyn Backend,
     config: &RecallConfig,
     id: MessageId,
     json: bool,

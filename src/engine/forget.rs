@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 impl Engine {
     /// What [`Engine::forget`] would erase, changing nothing (`strata forget --dry-run`).
     pub async fn forget_plan(&self, scope: &ForgetScope) -> Result<ForgetPlan> {
-        let (store, scope) = (self.inner.store.clone(), scope.clone());
+        let (store, scope) = (self.sqlite("forgetting")?.clone(), scope.clone());
         Ok(tokio::task::spawn_blocking(move || store.forget_plan(&scope)).await.map_err(join)??)
     }
 
@@ -32,7 +32,7 @@ impl Engine {
                 rebuilt.push(Rebuilt { span, summary });
             }
         }
-        let (store, scope, command) = (self.inner.store.clone(), scope.clone(), command.to_owned());
+        let (store, scope, command) = (self.sqlite("forgetting")?.clone(), scope.clone(), command.to_owned());
         let forgotten =
             tokio::task::spawn_blocking(move || store.forget(&scope, &command, &rebuilt, &mut progress))
                 .await

@@ -1,6 +1,6 @@
 //! Context assembly: head, scaffold, acknowledgement, buffer, tail, inside the budget.
 //!
-//! Everything assembly reads comes from one snapshot (`Store::read_consistent`, a deferred read
+//! Everything assembly reads comes from one snapshot (`Backend::read_snapshot`, a deferred read
 //! transaction), so another process's compaction never lands between two of its reads, and it
 //! reads only the live session (head, uncovered messages, roots), never the summarized history.
 //! The scaffold depends only on the forest and the configuration, never on the buffer: that
@@ -20,8 +20,8 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::{Value, json};
 use strata_store::{
-    Category, ConsistentReader, Memory, Message, MessageId, MessageOutline, NewMessage, Role, SessionId,
-    Store, SummaryNode, fence,
+    Backend, Category, Memory, Message, MessageId, MessageOutline, NewMessage, Role, SessionId,
+    SharedBackend, SummaryNode, fence,
 };
 
 use crate::config::{CompactorConfig, CompactorSettings};
@@ -438,7 +438,7 @@ fn total(slots: &[Slot]) -> u32 {
 /// every [`Compactor`](crate::Compactor) holds one.
 #[derive(Clone, Debug)]
 pub struct Assembler {
-    store: Store,
+    store: SharedBackend,
     config: CompactorSettings,
     counter: TokenCounter,
 }
@@ -446,9 +446,10 @@ pub struct Assembler {
 impl Assembler {
     /// An assembler over `store` with the budget and token encoding of `config` (refused when
     /// the database counts with another, [`crate::Error::EncodingMismatch`]).
-    pub fn new(store: Store, config: CompactorSettings) -> Result<Assembler> {
+    pub fn new(store: impl Into<SharedBackend>, config: CompactorSettings) -> Result<Assembler> {
+        let store = store.into();
         let counter = config.token_counter();
-        counter.check(&store)?;
+        counter.check(&*store)?;
         Ok(Assembler { store, config, counter })
     }
 
@@ -471,7 +472,7 @@ impl Assembler {
             self.config.check_message_size(request)?;
             self.counter.count_new(request);
         }
-        let snapshot = Snapshot::read(&self.store, session, &self.config, options.now, request)?;
+        let snapshot = Snapshot::read(&*self.store, session, &self.config, options.now, request)?;
         assemble(session, &snapshot, &self.config, &self.counter, options.recaller.as_deref())
     }
 }
@@ -518,7 +519,7 @@ impl Snapshot {
     /// What assembly reads of `session` at `now`; `pending`, a request that is not stored,
     /// joins it as the next message.
     pub fn read(
-        store: &Store,
+        store: &dyn Backend,
         session: SessionId,
         config: &CompactorConfig,
         now: DateTime<Utc>,
@@ -526,7 +527,7 @@ impl Snapshot {
     ) -> Result<Snapshot> {
         // One read snapshot: a compaction committed by another process between these reads
         // could otherwise show the same messages verbatim and inside a new node.
-        Ok(store.read_consistent(|reader| {
+        Ok(strata_store::read_consistent(store, |reader| {
             let persona = reader.session(session)?.persona;
             // Only the live part of the session: the head and what no summary covers.
             let mut outline = reader.live_outline(session, i64::from(config.head_messages))?;
@@ -619,7 +620,7 @@ fn unstored(session: SessionId, seq: i64, new: NewMessage) -> Message {
 /// so every tool round of one turn gets the same injection (and the same bytes) however long
 /// the tools take. What the live outline leaves out (covered messages) is asked for directly.
 fn latest_request(
-    reader: &ConsistentReader<'_>,
+    reader: &dyn strata_store::Snapshot,
     session: SessionId,
     outline: &[MessageOutline],
     config: &CompactorConfig,

@@ -18,8 +18,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use strata_store::{
-    Level, LlmCall, Memory, Message, NewSummary, NodeId, Role, SessionId, Store, SummaryNode, ToolCall,
-    error_chain,
+    Backend, Level, LlmCall, Memory, Message, NewSummary, NodeId, Role, SessionId, SharedBackend,
+    SummaryNode, ToolCall, error_chain,
 };
 use tracing::Instrument;
 
@@ -112,7 +112,7 @@ pub struct Compactor {
 
 #[derive(Debug)]
 struct Inner {
-    store: Store,
+    store: SharedBackend,
     assembler: Assembler,
     config: CompactorSettings,
     counter: TokenCounter,
@@ -251,7 +251,11 @@ fn node_item(node: &SummaryNode) -> SourceItem {
 impl Compactor {
     /// A compactor over `store` with `config`, validated here ([`CompactorSettings::new`]);
     /// see [`Compactor::with_settings`].
-    pub fn new(store: Store, config: CompactorConfig, summarizer: Arc<dyn Summarizer>) -> Result<Compactor> {
+    pub fn new(
+        store: impl Into<SharedBackend>,
+        config: CompactorConfig,
+        summarizer: Arc<dyn Summarizer>,
+    ) -> Result<Compactor> {
         Compactor::with_settings(store, CompactorSettings::new(config)?, summarizer)
     }
 
@@ -259,13 +263,14 @@ impl Compactor {
     /// as the database's, or refused when the database counts with another
     /// ([`Error::EncodingMismatch`]).
     pub fn with_settings(
-        store: Store,
+        store: impl Into<SharedBackend>,
         config: CompactorSettings,
         summarizer: Arc<dyn Summarizer>,
     ) -> Result<Compactor> {
+        let store = store.into();
         let counter = config.token_counter();
         // Compaction writes counts: the database's encoding is recorded if it has none.
-        counter.claim(&store)?;
+        counter.claim(&*store)?;
         Ok(Compactor {
             inner: Arc::new(Inner {
                 assembler: Assembler::new(store.clone(), config.clone())?,
@@ -295,8 +300,8 @@ impl Compactor {
         self.inner.summarizer.name()
     }
 
-    /// The store.
-    pub fn store(&self) -> &Store {
+    /// The database.
+    pub fn store(&self) -> &SharedBackend {
         &self.inner.store
     }
 
@@ -305,10 +310,10 @@ impl Compactor {
     async fn blocking<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
-        F: FnOnce(&Store) -> Result<T> + Send + 'static,
+        F: FnOnce(&dyn Backend) -> Result<T> + Send + 'static,
     {
         let store = self.inner.store.clone();
-        tokio::task::spawn_blocking(move || f(&store)).await.map_err(Error::Join)?
+        tokio::task::spawn_blocking(move || f(&*store)).await.map_err(Error::Join)?
     }
 
     fn session_lock(&self, session: SessionId) -> Arc<tokio::sync::Mutex<()>> {
@@ -330,7 +335,7 @@ impl Compactor {
             return;
         }
         if let Err(error) =
-            self.blocking(move |store| Ok(store.upkeep().set_summarizer_failures(session, count)?)).await
+            self.blocking(move |store| Ok(store.set_summarizer_failures(session, count)?)).await
         {
             tracing::warn!(%session, error = %error_chain(&error), "cannot record the summarizer failures");
         }
@@ -409,7 +414,7 @@ impl Compactor {
             );
             let name = summarizer.name().to_owned();
             let counted =
-                self.blocking(move |store| Ok(store.upkeep().count_rejection(&name, reason.as_str())?)).await;
+                self.blocking(move |store| Ok(store.count_rejection(&name, reason.as_str())?)).await;
             if let Err(count_error) = counted {
                 tracing::warn!(error = %error_chain(&count_error), "could not count a rejected summary");
             }

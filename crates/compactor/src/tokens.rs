@@ -128,14 +128,14 @@ impl Memo {
 impl TokenCounter {
     /// Makes this counter's encoding the database's when it has none yet (the first command
     /// that counts records it), and refuses a database whose counts were made with another.
-    pub fn claim(&self, store: &strata_store::Store) -> crate::Result<()> {
+    pub fn claim(&self, store: &dyn strata_store::Backend) -> crate::Result<()> {
         let recorded = store.claim_token_encoding(self.encoding.as_str())?;
         self.agree(recorded)
     }
 
     /// Like [`TokenCounter::claim`], without writing: for commands that only read. A database
     /// with no recorded encoding passes.
-    pub fn check(&self, store: &strata_store::Store) -> crate::Result<()> {
+    pub fn check(&self, store: &dyn strata_store::Backend) -> crate::Result<()> {
         match store.token_encoding()? {
             Some(recorded) => self.agree(recorded),
             None => Ok(()),

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use strata_store::{NodeId, SessionId, Store, SummaryNode};
+use strata_store::{Backend, NodeId, SessionId, SummaryNode};
 
 use crate::error::Result;
 use crate::scaffold::time_range;
@@ -11,7 +11,7 @@ use crate::scaffold::time_range;
 /// Draws a session's forest: every root in time order with its descendants indented below it,
 /// each line naming id, level, seq range, time range, tokens, summarizer and headline; then
 /// the messages no node covers.
-pub fn render_tree(store: &Store, session: SessionId) -> Result<String> {
+pub fn render_tree(store: &dyn Backend, session: SessionId) -> Result<String> {
     let info = store.session_by_id(session)?;
     let nodes = store.nodes(session)?;
     let outline = store.message_outline(session)?;

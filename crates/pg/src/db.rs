@@ -11,7 +11,8 @@ pub(crate) type Pool = r2d2::Pool<PostgresConnectionManager<NoTls>>;
 pub(crate) type Connection = r2d2::PooledConnection<PostgresConnectionManager<NoTls>>;
 
 /// The migrations, in order: file `NNNN_*.sql` is schema version NNNN.
-const MIGRATIONS: &[&str] = &[include_str!("../schema/0001_init.sql")];
+const MIGRATIONS: &[&str] =
+    &[include_str!("../schema/0001_init.sql"), include_str!("../schema/0002_engine.sql")];
 
 /// The newest schema this build writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -234,3 +234,45 @@ fn queue(tx: &mut Transaction<'_>, node: NodeId, persona: &str, summary: &NewSum
     }
     Ok(())
 }
+
+/// The roots of a session's forest in time order, only of `level` when given.
+pub(crate) fn roots(
+    tx: &mut Transaction<'_>,
+    session: SessionId,
+    level: Option<Level>,
+) -> Result<Vec<SummaryNode>, Error> {
+    let level = level.map(|level| level.0 as i32);
+    let sql = format!(
+        "SELECT {} FROM summary_nodes WHERE session_id = $1 AND parent_id IS NULL
+         AND ($2::INTEGER IS NULL OR level = $2) ORDER BY first_seq",
+        rows::NODE
+    );
+    Ok(tx.query(&sql, &[&session.0, &level]).map_err(pg)?.iter().map(rows::node).collect())
+}
+
+/// Every node of a session, by level then position.
+pub(crate) fn all(tx: &mut Transaction<'_>, session: SessionId) -> Result<Vec<SummaryNode>, Error> {
+    let sql =
+        format!("SELECT {} FROM summary_nodes WHERE session_id = $1 ORDER BY level, first_seq", rows::NODE);
+    Ok(tx.query(&sql, &[&session.0]).map_err(pg)?.iter().map(rows::node).collect())
+}
+
+/// The children of a node in time order.
+pub(crate) fn children(tx: &mut Transaction<'_>, id: NodeId) -> Result<Vec<SummaryNode>, Error> {
+    let sql = format!("SELECT {} FROM summary_nodes WHERE parent_id = $1 ORDER BY first_seq", rows::NODE);
+    Ok(tx.query(&sql, &[&id.0]).map_err(pg)?.iter().map(rows::node).collect())
+}
+
+/// The first `raw-archive` node of a session, by level then position (a partial index: nothing
+/// is read when there are none).
+pub(crate) fn first_raw_archive(
+    tx: &mut Transaction<'_>,
+    session: SessionId,
+) -> Result<Option<SummaryNode>, Error> {
+    let sql = format!(
+        "SELECT {} FROM summary_nodes WHERE session_id = $1 AND summarizer = 'raw-archive'
+         ORDER BY level, first_seq LIMIT 1",
+        rows::NODE
+    );
+    Ok(tx.query_opt(&sql, &[&session.0]).map_err(pg)?.map(|row| rows::node(&row)))
+}

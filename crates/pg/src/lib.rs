@@ -19,24 +19,28 @@
 //! ```
 #![deny(missing_docs)]
 
+mod check;
 mod db;
 mod forest;
+mod memories;
+mod outline;
 mod rows;
 mod search;
+mod upkeep;
 mod vectors;
 
 use std::collections::HashMap;
 use std::ops::RangeInclusive;
 
+use chrono::DateTime;
 use chrono::Utc;
 use postgres::Transaction;
-use strata_store::backend::{
-    check_writer, validate_memory, validate_message, validate_persona, validate_session_key,
-};
+use strata_store::backend::{validate_message, validate_persona, validate_session_key};
 use strata_store::{
-    Backend, BacklogItem, CandidateQuery, Candidates, Category, EmbeddingSpace, Error, Lease, Level, Memory,
-    MemoryWrite, Message, MessageId, Missing, NewMessage, NewSummary, NodeId, QueuedUpdate, Result,
-    SearchFilter, Session, SessionId, SummaryNode, TextHit, TextQuery, UpdateId, Writer, to_unix,
+    Backend, BacklogItem, CandidateQuery, Candidates, Category, EmbeddingSpace, Error, Lease, Level, LlmCall,
+    Memory, MemoryVersion, MemoryWrite, Message, MessageId, MessageOutline, Missing, NewMessage, NewSummary,
+    NodeId, Provenance, QueuedUpdate, Report, Result, SearchFilter, Session, SessionId, SessionOverview,
+    Snapshot, Stats, StoreMetrics, SummaryNode, TextHit, TextQuery, UpdateId, Writer, from_unix, to_unix,
 };
 
 pub use crate::db::SCHEMA_VERSION;
@@ -198,6 +202,47 @@ impl Backend for PgStore {
         })
     }
 
+    fn find_session(&self, key: &str) -> Result<Option<Session>> {
+        let sql = format!("SELECT {} FROM sessions WHERE key = $1", rows::SESSION);
+        Ok(self.connection()?.query_opt(&sql, &[&key]).map_err(pg)?.map(|row| rows::session(&row)))
+    }
+
+    fn session_by_id(&self, id: SessionId) -> Result<Session> {
+        self.snapshot(|tx| session_by_id(tx, id, false))
+    }
+
+    fn sessions(&self, persona: Option<&str>) -> Result<Vec<Session>> {
+        let sql = format!(
+            "SELECT {} FROM sessions WHERE $1::TEXT IS NULL OR persona = $1 ORDER BY created_at, id",
+            rows::SESSION
+        );
+        Ok(self.connection()?.query(&sql, &[&persona]).map_err(pg)?.iter().map(rows::session).collect())
+    }
+
+    fn session_overviews(&self, persona: &str) -> Result<Vec<SessionOverview>> {
+        let found = self
+            .connection()?
+            .query(
+                "SELECT s.id, s.key, s.created_at, s.last_active_at,
+                        (SELECT count(*) FROM messages m WHERE m.session_id = s.id),
+                        (SELECT count(*) FROM messages m WHERE m.session_id = s.id AND m.summary_id IS NULL)
+                 FROM sessions s WHERE s.persona = $1 ORDER BY s.created_at, s.id",
+                &[&persona],
+            )
+            .map_err(pg)?;
+        Ok(found
+            .iter()
+            .map(|row| SessionOverview {
+                id: SessionId(row.get(0)),
+                key: row.get(1),
+                created_at: from_unix(row.get(2)),
+                last_active_at: from_unix(row.get(3)),
+                messages: row.get::<_, i64>(4) as u64,
+                uncompacted_messages: row.get::<_, i64>(5) as u64,
+            })
+            .collect())
+    }
+
     fn append(&self, session: SessionId, messages: &[NewMessage]) -> Result<Vec<MessageId>> {
         for message in messages {
             validate_message(message)?;
@@ -320,14 +365,31 @@ impl Backend for PgStore {
         Ok(found.iter().map(rows::message).collect())
     }
 
-    fn insert_leaf(
+    fn message_outline(&self, session: SessionId) -> Result<Vec<MessageOutline>> {
+        self.snapshot(|tx| outline::outline(tx, session))
+    }
+
+    fn live_outline(&self, session: SessionId, head: i64) -> Result<Vec<MessageOutline>> {
+        self.snapshot(|tx| outline::live_outline(tx, session, head))
+    }
+
+    fn recent_uncovered(&self, session: SessionId, limit: usize) -> Result<Vec<Message>> {
+        self.snapshot(|tx| outline::recent_uncovered(tx, session, limit))
+    }
+
+    fn insert_leaves(
         &self,
         session: SessionId,
-        first_seq: i64,
-        last_seq: i64,
-        summary: &NewSummary,
-    ) -> Result<SummaryNode> {
-        self.write(|tx| forest::insert_leaf(tx, session, first_seq, last_seq, summary))
+        leaves: &[(i64, i64, NewSummary)],
+    ) -> Result<Vec<SummaryNode>> {
+        self.write(|tx| {
+            leaves
+                .iter()
+                .map(|(first_seq, last_seq, summary)| {
+                    forest::insert_leaf(tx, session, *first_seq, *last_seq, summary)
+                })
+                .collect()
+        })
     }
 
     fn merge(&self, children: &[NodeId], summary: &NewSummary) -> Result<SummaryNode> {
@@ -348,14 +410,23 @@ impl Backend for PgStore {
     }
 
     fn roots(&self, session: SessionId, level: Option<Level>) -> Result<Vec<SummaryNode>> {
-        let level = level.map(|level| level.0 as i32);
-        let sql = format!(
-            "SELECT {} FROM summary_nodes WHERE session_id = $1 AND parent_id IS NULL
-             AND ($2::INTEGER IS NULL OR level = $2) ORDER BY first_seq",
-            rows::NODE
-        );
-        let found = self.connection()?.query(&sql, &[&session.0, &level]).map_err(pg)?;
-        Ok(found.iter().map(rows::node).collect())
+        self.snapshot(|tx| forest::roots(tx, session, level))
+    }
+
+    fn nodes(&self, session: SessionId) -> Result<Vec<SummaryNode>> {
+        self.snapshot(|tx| forest::all(tx, session))
+    }
+
+    fn children(&self, id: NodeId) -> Result<Vec<SummaryNode>> {
+        self.snapshot(|tx| forest::children(tx, id))
+    }
+
+    fn first_raw_archive(&self, session: SessionId) -> Result<Option<SummaryNode>> {
+        self.snapshot(|tx| forest::first_raw_archive(tx, session))
+    }
+
+    fn read_snapshot(&self, f: &mut dyn FnMut(&dyn Snapshot) -> Result<()>) -> Result<()> {
+        self.snapshot(|tx| f(&outline::Reader::new(tx)))
     }
 
     fn covered_messages(&self, node: NodeId) -> Result<Vec<Message>> {
@@ -364,38 +435,14 @@ impl Backend for PgStore {
         Ok(found.iter().map(rows::message).collect())
     }
 
-    fn put_memory(&self, writer: Writer, persona: &str, memory: &MemoryWrite<'_>) -> Result<Memory> {
-        check_writer(writer, memory.category)?;
-        validate_persona(persona)?;
-        validate_memory(memory)?;
-        let folded =
-            strata_store::backend::fold(&format!("{} {}: {}", memory.key, memory.title, memory.content));
-        self.write(|tx| {
-            let sql = format!(
-                "INSERT INTO agent_memories(persona, category, key, title, content, updated_at, folded)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7)
-                 ON CONFLICT (category, key, persona) DO UPDATE SET
-                     title = EXCLUDED.title, content = EXCLUDED.content,
-                     updated_at = EXCLUDED.updated_at, folded = EXCLUDED.folded
-                 RETURNING {}",
-                rows::MEMORY
-            );
-            let row = tx
-                .query_one(
-                    &sql,
-                    &[
-                        &persona,
-                        &memory.category.as_str(),
-                        &memory.key,
-                        &memory.title,
-                        &memory.content,
-                        &to_unix(Utc::now()),
-                        &folded,
-                    ],
-                )
-                .map_err(pg)?;
-            Ok(rows::memory(&row))
-        })
+    fn save_memory(
+        &self,
+        writer: Writer,
+        persona: &str,
+        memory: &MemoryWrite<'_>,
+        provenance: &Provenance,
+    ) -> Result<(Memory, bool)> {
+        self.write(|tx| memories::save(tx, writer, persona, memory, provenance, Utc::now()))
     }
 
     fn memory(&self, persona: &str, category: Category, key: &str) -> Result<Option<Memory>> {
@@ -408,14 +455,19 @@ impl Backend for PgStore {
     }
 
     fn memories(&self, persona: &str, category: Option<Category>) -> Result<Vec<Memory>> {
-        let category = category.map(Category::as_str);
-        let sql = format!(
-            "SELECT {} FROM agent_memories WHERE persona = $1 AND ($2::TEXT IS NULL OR category = $2)
-             ORDER BY category, key",
-            rows::MEMORY
-        );
-        let found = self.connection()?.query(&sql, &[&persona, &category]).map_err(pg)?;
-        Ok(found.iter().map(rows::memory).collect())
+        self.snapshot(|tx| memories::list(tx, persona, category))
+    }
+
+    fn memory_history(&self, persona: &str, category: Category, key: &str) -> Result<Vec<MemoryVersion>> {
+        self.snapshot(|tx| memories::history(tx, persona, category, key))
+    }
+
+    fn delete_memory(&self, writer: Writer, persona: &str, category: Category, key: &str) -> Result<bool> {
+        self.write(|tx| memories::delete(tx, writer, persona, category, key))
+    }
+
+    fn purge_memories(&self, category: Category, cutoff: DateTime<Utc>) -> Result<usize> {
+        self.write(|tx| memories::purge(tx, category, cutoff))
     }
 
     fn pending_updates(&self, limit: usize) -> Result<Vec<QueuedUpdate>> {
@@ -432,6 +484,32 @@ impl Backend for PgStore {
             .execute("DELETE FROM memory_updates WHERE id = $1 AND state = 'pending'", &[&id.0])
             .map_err(pg)?;
         Ok(())
+    }
+
+    fn propose_preference(&self, id: UpdateId, key: &str, title: &str, content: &str) -> Result<()> {
+        self.write(|tx| memories::propose(tx, id, key, title, content))
+    }
+
+    fn proposals(&self, persona: &str) -> Result<Vec<QueuedUpdate>> {
+        self.snapshot(|tx| memories::proposals(tx, persona))
+    }
+
+    fn accept_proposal(&self, persona: &str, key: &str) -> Result<Memory> {
+        self.write(|tx| {
+            let found = memories::take_proposal(tx, persona, key)?;
+            let write = MemoryWrite {
+                category: Category::UserPreferences,
+                key: &found.update.key,
+                title: &found.update.title,
+                content: &found.update.content,
+            };
+            let provenance = Provenance::proposal(found.node_id);
+            Ok(memories::save(tx, Writer::User, persona, &write, &provenance, Utc::now())?.0)
+        })
+    }
+
+    fn reject_proposal(&self, persona: &str, key: &str) -> Result<QueuedUpdate> {
+        self.write(|tx| memories::take_proposal(tx, persona, key))
     }
 
     fn grep(&self, query: &TextQuery, filter: &SearchFilter) -> Result<Vec<TextHit>> {
@@ -465,6 +543,46 @@ impl Backend for PgStore {
 
     fn put_vectors(&self, model: &str, items: &[(BacklogItem, Vec<Vec<f32>>)]) -> Result<usize> {
         self.write(|tx| vectors::put(tx, model, items))
+    }
+
+    fn summarizer_failures(&self, session: SessionId) -> Result<u32> {
+        self.snapshot(|tx| upkeep::summarizer_failures(tx, session))
+    }
+
+    fn set_summarizer_failures(&self, session: SessionId, failures: u32) -> Result<()> {
+        self.write(|tx| upkeep::set_summarizer_failures(tx, session, failures))
+    }
+
+    fn count_rejection(&self, summarizer: &str, reason: &str) -> Result<()> {
+        self.write(|tx| upkeep::count_rejection(tx, summarizer, reason))
+    }
+
+    fn record_llm_calls(&self, calls: &[LlmCall]) -> Result<()> {
+        if calls.is_empty() {
+            return Ok(());
+        }
+        self.write(|tx| upkeep::record_llm_calls(tx, calls))
+    }
+
+    fn token_encoding(&self) -> Result<Option<String>> {
+        self.snapshot(upkeep::token_encoding)
+    }
+
+    fn claim_token_encoding(&self, encoding: &str) -> Result<String> {
+        self.write(|tx| upkeep::claim_token_encoding(tx, encoding))
+    }
+
+    fn stats(&self) -> Result<Stats> {
+        self.snapshot(upkeep::stats)
+    }
+
+    fn metrics(&self) -> Result<StoreMetrics> {
+        self.snapshot(upkeep::metrics)
+    }
+
+    fn doctor(&self, _full: bool) -> Result<Report> {
+        // The server checks its own pages (checksums, WAL); strata checks its rows.
+        self.snapshot(check::doctor)
     }
 
     fn compaction_lease(&self, session: SessionId) -> Result<Option<Box<dyn Lease>>> {

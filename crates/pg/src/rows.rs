@@ -2,9 +2,23 @@
 
 use postgres::Row;
 use strata_store::{
-    Category, Level, Memory, MemoryId, MemoryUpdate, Message, MessageId, NodeId, QueuedUpdate, Role, Session,
-    SessionId, SummaryNode, UpdateId, from_unix,
+    Category, Level, Memory, MemoryId, MemoryUpdate, Message, MessageId, MessageOutline, NodeId,
+    QueuedUpdate, Role, Session, SessionId, SummaryNode, UpdateId, from_unix,
 };
+
+pub(crate) const OUTLINE: &str = "id, seq, role, token_count, pinned, summary_id, created_at";
+
+pub(crate) fn outline(row: &Row) -> MessageOutline {
+    MessageOutline {
+        id: MessageId(row.get(0)),
+        seq: row.get(1),
+        role: row.get::<_, &str>(2).parse().unwrap_or(Role::User),
+        token_count: row.get::<_, i32>(3) as u32,
+        pinned: row.get(4),
+        summary_id: row.get::<_, Option<i64>>(5).map(NodeId),
+        created_at: from_unix(row.get(6)),
+    }
+}
 
 pub(crate) const SESSION: &str = "id, key, persona, created_at, last_active_at, last_bootstrap_at";
 
@@ -62,7 +76,7 @@ pub(crate) fn node(row: &Row) -> SummaryNode {
     }
 }
 
-pub(crate) const MEMORY: &str = "id, category, key, title, content, updated_at, persona";
+pub(crate) const MEMORY: &str = "id, category, key, title, content, updated_at, persona, provenance";
 
 pub(crate) fn memory(row: &Row) -> Memory {
     Memory {
@@ -73,7 +87,10 @@ pub(crate) fn memory(row: &Row) -> Memory {
         content: row.get(4),
         updated_at: from_unix(row.get(5)),
         persona: row.get(6),
-        provenance: None,
+        // Written by strata from a `Provenance`; a row it cannot read has no known source.
+        provenance: row
+            .get::<_, Option<serde_json::Value>>(7)
+            .and_then(|json| serde_json::from_value(json).ok()),
     }
 }
 

@@ -11,7 +11,7 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use strata_store::{Backend, BacklogItem, MAX_CHUNKS, Role, SessionId, Store};
+use strata_store::{Backend, BacklogItem, MAX_CHUNKS, Role, SessionId, SharedBackend};
 
 use crate::config::{RecallConfig, RecallSettings};
 use crate::embed::{Embedder, chunk_text};
@@ -162,12 +162,18 @@ pub struct EmbedWorker {
 
 impl EmbedWorker {
     /// Starts the worker thread.
-    pub fn spawn(store: Store, embedder: Embedder, config: RecallSettings, poll: Duration) -> EmbedWorker {
+    pub fn spawn(
+        store: impl Into<SharedBackend>,
+        embedder: Embedder,
+        config: RecallSettings,
+        poll: Duration,
+    ) -> EmbedWorker {
+        let store = store.into();
         let shared = Arc::new(Shared::default());
         let thread_shared = Arc::clone(&shared);
         let handle = std::thread::Builder::new()
             .name("strata-embed".into())
-            .spawn(move || run(&store, &embedder, &config, poll, &thread_shared))
+            .spawn(move || run(&*store, &embedder, &config, poll, &thread_shared))
             .expect("spawning a thread");
         EmbedWorker { shared, handle: Some(handle) }
     }
@@ -231,7 +237,7 @@ impl Drop for EmbedWorker {
     }
 }
 
-fn run(store: &Store, embedder: &Embedder, config: &RecallConfig, poll: Duration, shared: &Shared) {
+fn run(store: &dyn Backend, embedder: &Embedder, config: &RecallConfig, poll: Duration, shared: &Shared) {
     // Queries (memory_search, the recalled block of prepare_context) get a session of their
     // own, so they never wait for this worker's batch in flight.
     if let Err(err) = embedder.separate_queries() {

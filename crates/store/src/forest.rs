@@ -311,56 +311,38 @@ pub fn children(conn: &Connection, id: NodeId) -> Result<Vec<SummaryNode>> {
     query_all(conn, &sql, [id], SummaryNode::from_row)
 }
 
-/// The compactor's bookkeeping in one [`Store`] ([`Store::upkeep`]).
-#[derive(Clone, Copy, Debug)]
-pub struct Upkeep<'a> {
-    store: &'a Store,
+// The compactor's bookkeeping, behind `Backend`'s methods of the same names.
+
+/// Consecutive failed summarizer calls recorded for a session.
+pub(crate) fn summarizer_failures(store: &Store, session: SessionId) -> Result<u32> {
+    store.read(|conn| {
+        let failures: Option<i64> = conn
+            .prepare_cached("SELECT summarizer_failures FROM sessions WHERE id = ?1")?
+            .query_row([session], |row| row.get(0))
+            .optional()?;
+        failures
+            .map(|n| n.clamp(0, i64::from(u32::MAX)) as u32)
+            .ok_or_else(|| Error::NotFound(Missing::Session(session)))
+    })
 }
 
-impl Store {
-    /// The compactor's bookkeeping.
-    pub fn upkeep(&self) -> Upkeep<'_> {
-        Upkeep { store: self }
-    }
+/// Records the consecutive failed summarizer calls of a session (0 after a success).
+pub(crate) fn set_summarizer_failures(store: &Store, session: SessionId, failures: u32) -> Result<()> {
+    store.write(|tx| {
+        tx.prepare_cached("UPDATE sessions SET summarizer_failures = ?2 WHERE id = ?1")?
+            .execute(rusqlite::params![session, failures])?;
+        Ok(())
+    })
 }
 
-impl Upkeep<'_> {
-    /// Consecutive failed summarizer calls recorded for a session.
-    pub fn summarizer_failures(&self, session: SessionId) -> Result<u32> {
-        self.store.read(|conn| {
-            let failures: Option<i64> = conn
-                .prepare_cached("SELECT summarizer_failures FROM sessions WHERE id = ?1")?
-                .query_row([session], |row| row.get(0))
-                .optional()?;
-            failures
-                .map(|n| n.clamp(0, i64::from(u32::MAX)) as u32)
-                .ok_or_else(|| Error::NotFound(Missing::Session(session)))
-        })
-    }
-
-    /// Records the consecutive failed summarizer calls of a session (0 after a success).
-    pub fn set_summarizer_failures(&self, session: SessionId, failures: u32) -> Result<()> {
-        self.store.write(|tx| {
-            tx.prepare_cached("UPDATE sessions SET summarizer_failures = ?2 WHERE id = ?1")?
-                .execute(rusqlite::params![session, failures])?;
-            Ok(())
-        })
-    }
-
-    /// Counts one summary of `summarizer` refused by the quality gate for `reason`.
-    pub fn count_rejection(&self, summarizer: &str, reason: &str) -> Result<()> {
-        self.store.write(|tx| {
-            tx.prepare_cached(
-                "INSERT INTO summary_rejections (summarizer, reason, count, last_at) VALUES (?1, ?2, 1, ?3)
-                 ON CONFLICT (summarizer, reason) DO UPDATE SET count = count + 1, last_at = excluded.last_at",
-            )?
-            .execute(rusqlite::params![summarizer, reason, crate::types::to_unix(Utc::now())])?;
-            Ok(())
-        })
-    }
-
-    /// The first `raw-archive` node of a session, by level then position (an index lookup).
-    pub fn first_raw_archive(&self, session: SessionId) -> Result<Option<SummaryNode>> {
-        self.store.read(|conn| first_raw_archive(conn, session))
-    }
+/// Counts one summary of `summarizer` refused by the quality gate for `reason`.
+pub(crate) fn count_rejection(store: &Store, summarizer: &str, reason: &str) -> Result<()> {
+    store.write(|tx| {
+        tx.prepare_cached(
+            "INSERT INTO summary_rejections (summarizer, reason, count, last_at) VALUES (?1, ?2, 1, ?3)
+             ON CONFLICT (summarizer, reason) DO UPDATE SET count = count + 1, last_at = excluded.last_at",
+        )?
+        .execute(rusqlite::params![summarizer, reason, crate::types::to_unix(Utc::now())])?;
+        Ok(())
+    })
 }

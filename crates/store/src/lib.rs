@@ -60,24 +60,22 @@ mod vec;
 mod vectors;
 mod watermark;
 
-pub use crate::backend::{Backend, Lease};
+pub use crate::backend::{Backend, Lease, SharedBackend, Snapshot, read_consistent};
 pub use crate::check::{Check, Report};
 pub use crate::error::{Error, Missing, Result, error_chain};
 pub use crate::export::{ExportScope, ExportedMessage};
-pub use crate::forest::Upkeep;
 pub use crate::forget::{ForgetCounts, ForgetPlan, ForgetScope, Forgotten, KeptSpan, Rebuilt};
 pub use crate::ingests::line_digest;
 pub use crate::memories::{MAX_CONTENT_CHARS, MAX_KEY_CHARS, MemoryTtls, MemoryWrite, Ttl, normalize_key};
 pub use crate::metrics::{CallTotals, NodeTotals, StoreMetrics, ToolTotals};
 pub use crate::migrate::SCHEMA_VERSION;
-pub use crate::outline::{ConsistentReader, MessageOutline};
+pub use crate::outline::MessageOutline;
 pub use crate::provenance::{MemoryVersion, Provenance, Source};
-pub use crate::queues::MemoryUpdates;
 pub use crate::search::{
     CandidateQuery, Candidates, HitId, HitKind, Ranking, STOPWORDS, SearchFilter, TextHit, TextQuery,
     WordStatistics,
 };
-pub use crate::sessions::{Browsing, SessionOverview, validate_persona};
+pub use crate::sessions::{SessionOverview, validate_persona};
 pub use crate::store::{Imported, IncomingMessage, RejectionCount, Stats, Store, SummarizerStats};
 pub use crate::text::{prefix_within_bytes, truncate_chars};
 pub use crate::types::{

@@ -4,16 +4,20 @@
 //! The compactor plans over a light outline of a session (no message text), then reads only the
 //! messages it needs: the chunk it summarizes, or the head and the uncovered ones it sends.
 
+use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 
+use crate::backend::Snapshot;
 use crate::db::query_all;
 use crate::error::Result;
 use crate::store::Store;
-use crate::types::{Message, MessageId, NodeId, Role, SessionId, from_unix};
+use crate::types::{
+    Category, Level, Memory, Message, MessageId, NodeId, Role, Session, SessionId, SummaryNode, from_unix,
+};
 
 /// A message without its text: what the compactor needs to plan cuts and budgets.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -113,7 +117,7 @@ pub(crate) fn count<T>(counter: &AtomicU64, rows: Result<Vec<T>>) -> Result<Vec<
 /// deferred read transaction (in WAL mode, a snapshot). Assembly uses it so a compaction
 /// committed by another process midway cannot show messages both verbatim and summarized.
 #[derive(Debug)]
-pub struct ConsistentReader<'a> {
+pub(crate) struct ConsistentReader<'a> {
     conn: &'a Connection,
     rows_read: &'a AtomicU64,
 }
@@ -122,35 +126,30 @@ impl ConsistentReader<'_> {
     fn counted<T>(&self, rows: Result<Vec<T>>) -> Result<Vec<T>> {
         count(self.rows_read, rows)
     }
+}
 
-    /// The session with this id.
-    pub fn session(&self, id: SessionId) -> Result<crate::Session> {
+impl Snapshot for ConsistentReader<'_> {
+    fn session(&self, id: SessionId) -> Result<Session> {
         crate::sessions::by_id(self.conn, id)
     }
 
-    /// See [`Store::live_outline`].
-    pub fn live_outline(&self, session: SessionId, head: i64) -> Result<Vec<MessageOutline>> {
+    fn live_outline(&self, session: SessionId, head: i64) -> Result<Vec<MessageOutline>> {
         self.counted(live_outline(self.conn, session, head))
     }
 
-    /// The messages a context is built from: every message with seq below `head_end` (the
-    /// head, verbatim whatever covers it) and every uncovered message after it, in seq order.
-    pub fn context_messages(&self, session: SessionId, head_end: i64) -> Result<Vec<Message>> {
+    fn context_messages(&self, session: SessionId, head_end: i64) -> Result<Vec<Message>> {
         self.counted(context_messages(self.conn, session, head_end))
     }
 
-    /// See [`Store::roots`].
-    pub fn roots(&self, session: SessionId, level: Option<crate::Level>) -> Result<Vec<crate::SummaryNode>> {
+    fn roots(&self, session: SessionId, level: Option<Level>) -> Result<Vec<SummaryNode>> {
         self.counted(crate::forest::roots(self.conn, session, level))
     }
 
-    /// See [`Store::memories`].
-    pub fn memories(&self, persona: &str, category: Option<crate::Category>) -> Result<Vec<crate::Memory>> {
+    fn memories(&self, persona: &str, category: Option<Category>) -> Result<Vec<Memory>> {
         crate::memories::list(self.conn, persona, category)
     }
 
-    /// When the message at `seq` of a session was sent; `None` if there is none.
-    pub fn message_time(&self, session: SessionId, seq: i64) -> Result<Option<DateTime<Utc>>> {
+    fn message_time(&self, session: SessionId, seq: i64) -> Result<Option<DateTime<Utc>>> {
         let time: Option<f64> = self
             .conn
             .prepare_cached("SELECT created_at FROM messages WHERE session_id = ?1 AND seq = ?2")?
@@ -159,23 +158,14 @@ impl ConsistentReader<'_> {
         Ok(time.map(from_unix))
     }
 
-    /// The seq the session's next message will have.
-    pub fn next_seq(&self, session: SessionId) -> Result<i64> {
+    fn next_seq(&self, session: SessionId) -> Result<i64> {
         Ok(self
             .conn
             .prepare_cached("SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE session_id = ?1")?
             .query_row(params![session], |row| row.get(0))?)
     }
 
-    /// The newest messages of a session with a seq in `seqs`, in seq order: as many as it takes
-    /// to pass `tokens` tokens (one more than fit, so the caller can cut at a turn edge). Read
-    /// newest first and stopped there, so the rows read follow `tokens`, not the history.
-    pub fn folded_before(
-        &self,
-        session: SessionId,
-        seqs: std::ops::Range<i64>,
-        tokens: u64,
-    ) -> Result<Vec<Message>> {
+    fn folded_before(&self, session: SessionId, seqs: Range<i64>, tokens: u64) -> Result<Vec<Message>> {
         let sql = format!(
             "SELECT {} FROM messages m WHERE m.session_id = ?1 AND m.seq >= ?2 AND m.seq < ?3 ORDER BY m.seq DESC",
             Message::COLUMNS
@@ -194,9 +184,7 @@ impl ConsistentReader<'_> {
         self.counted(Ok(messages))
     }
 
-    /// Whether a session holds a user message before `seq`. The scan stops at the first one,
-    /// which is nearly always among the session's first messages.
-    pub fn has_request_before(&self, session: SessionId, seq: i64) -> Result<bool> {
+    fn has_request_before(&self, session: SessionId, seq: i64) -> Result<bool> {
         Ok(self
             .conn
             .prepare_cached(
@@ -208,7 +196,7 @@ impl ConsistentReader<'_> {
 
 impl Store {
     /// Runs `f` with reads that share one snapshot of the database (see [`ConsistentReader`]).
-    pub fn read_consistent<T>(&self, f: impl FnOnce(&ConsistentReader<'_>) -> Result<T>) -> Result<T> {
+    pub(crate) fn read_consistent<T>(&self, f: impl FnOnce(&ConsistentReader<'_>) -> Result<T>) -> Result<T> {
         self.read_snapshot(|conn| f(&ConsistentReader { conn, rows_read: &self.rows_read }))
     }
 

@@ -8,7 +8,6 @@ use crate::db::query_all;
 use crate::error::{Error, Missing, Result};
 use crate::memories::{self, MemoryWrite};
 use crate::provenance::Provenance;
-use crate::store::Store;
 use crate::types::{Category, Memory, MemoryUpdate, NodeId, QueuedUpdate, UpdateId, Writer, to_unix};
 
 /// Queues the facts found by the summary of `node`, for the persona of its session. Call in
@@ -112,54 +111,4 @@ pub fn reject(conn: &Connection, persona: &str, key: &str) -> Result<QueuedUpdat
     let found = proposal(conn, persona, key)?;
     conn.prepare_cached("DELETE FROM memory_updates WHERE id = ?1")?.execute([found.id])?;
     Ok(found)
-}
-
-/// The queue of facts on their way to memory, over one [`Store`] ([`Store::memory_updates`]):
-/// recall settles what summarizers found, and the application shows the user the preferences
-/// proposed to them.
-#[derive(Clone, Copy, Debug)]
-pub struct MemoryUpdates<'a> {
-    store: &'a Store,
-}
-
-impl Store {
-    /// The queue of facts on their way to memory (schema 7).
-    pub fn memory_updates(&self) -> MemoryUpdates<'_> {
-        MemoryUpdates { store: self }
-    }
-}
-
-impl MemoryUpdates<'_> {
-    /// Up to `limit` facts found by summarizers and not yet settled, oldest first.
-    pub fn pending(&self, limit: usize) -> Result<Vec<QueuedUpdate>> {
-        self.store.read(|conn| pending(conn, limit))
-    }
-
-    /// Removes a fact from the queue once it is applied (or refused by the memory rules).
-    /// Settling twice is harmless.
-    pub fn settle(&self, id: UpdateId) -> Result<()> {
-        self.store.write(|tx| settle(tx, id))
-    }
-
-    /// Turns a queued preference into the persona's open proposal for `key` (replacing an older
-    /// one), with the checked key, title and content.
-    pub fn propose_preference(&self, id: UpdateId, key: &str, title: &str, content: &str) -> Result<()> {
-        self.store.write(|tx| propose(tx, id, key, title, content))
-    }
-
-    /// A persona's open preference proposals, oldest first.
-    pub fn proposals(&self, persona: &str) -> Result<Vec<QueuedUpdate>> {
-        self.store.read(|conn| proposals(conn, persona))
-    }
-
-    /// The user accepts a proposal: in one transaction it becomes their `user_preferences`
-    /// memory and leaves the queue. [`Error::NotFound`] if there is no such proposal.
-    pub fn accept(&self, persona: &str, key: &str) -> Result<Memory> {
-        self.store.write(|tx| accept(tx, persona, key, Utc::now()))
-    }
-
-    /// The user rejects a proposal; returns it. [`Error::NotFound`] if there is none.
-    pub fn reject(&self, persona: &str, key: &str) -> Result<QueuedUpdate> {
-        self.store.write(|tx| reject(tx, persona, key))
-    }
 }

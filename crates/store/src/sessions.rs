@@ -1,6 +1,5 @@
-//! Sessions: get-or-create by key, bound to one persona, and [`Browsing`], the reads of the
-//! browsing tools as seen from a persona (a session carries the persona): another persona's
-//! row is [`Error::NotFound`], exactly like one that does not exist.
+//! Sessions: get-or-create by key, bound to one persona, and what the browsing tools read of
+//! them (a persona's sessions with their counts, a session's newest uncovered messages).
 
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
@@ -8,9 +7,7 @@ use serde::Serialize;
 
 use crate::db::query_all;
 use crate::error::{Error, Missing, Result};
-use crate::store::Store;
-use crate::types::{Message, MessageId, NodeId, Session, SessionId, SummaryNode, from_unix, to_unix};
-use crate::{forest, messages};
+use crate::types::{Message, Session, SessionId, from_unix, to_unix};
 
 /// The longest persona name.
 pub(crate) const MAX_PERSONA_CHARS: usize = 64;
@@ -137,60 +134,12 @@ pub(crate) fn overview(conn: &Connection, persona: &str) -> Result<Vec<SessionOv
     )
 }
 
-/// The reads of the browsing tools over one [`Store`] ([`Store::browsing`]): lookups by id as
-/// seen from a persona (another persona's row is [`Error::NotFound`], exactly like one that does
-/// not exist), a persona's sessions, and a session's newest uncovered messages.
-#[derive(Clone, Copy, Debug)]
-pub struct Browsing<'a> {
-    store: &'a Store,
-}
-
-impl Store {
-    /// The reads of the browsing tools.
-    pub fn browsing(&self) -> Browsing<'_> {
-        Browsing { store: self }
-    }
-}
-
-impl Browsing<'_> {
-    /// One message by id, as seen from `persona`, with its session.
-    pub fn message(&self, persona: &str, id: MessageId) -> Result<(Message, Session)> {
-        self.store.read(|conn| {
-            let message = messages::by_id(conn, id)?;
-            let session = by_id(conn, message.session_id)?;
-            if session.persona != persona {
-                return Err(Error::NotFound(Missing::Message(id)));
-            }
-            Ok((message, session))
-        })
-    }
-
-    /// One node by id, as seen from `persona`, with its session.
-    pub fn node(&self, persona: &str, id: NodeId) -> Result<(SummaryNode, Session)> {
-        self.store.read(|conn| {
-            let node = forest::by_id(conn, id)?;
-            let session = by_id(conn, node.session_id)?;
-            if session.persona != persona {
-                return Err(Error::NotFound(Missing::Node(id)));
-            }
-            Ok((node, session))
-        })
-    }
-
-    /// The sessions of a persona with message counts, oldest first.
-    pub fn sessions(&self, persona: &str) -> Result<Vec<SessionOverview>> {
-        self.store.read(|conn| overview(conn, persona))
-    }
-
-    /// The newest `limit` messages of a session that no summary covers yet, oldest first.
-    pub fn recent_uncovered(&self, session: SessionId, limit: usize) -> Result<Vec<Message>> {
-        self.store.read(|conn| {
-            let sql = format!(
-                "SELECT * FROM (SELECT {} FROM messages m WHERE m.session_id = ?1 AND m.summary_id IS NULL
-                 ORDER BY m.seq DESC LIMIT ?2) ORDER BY seq",
-                Message::COLUMNS
-            );
-            query_all(conn, &sql, params![session, limit as i64], Message::from_row)
-        })
-    }
+/// The newest `limit` messages of a session that no summary covers yet, oldest first.
+pub(crate) fn recent_uncovered(conn: &Connection, session: SessionId, limit: usize) -> Result<Vec<Message>> {
+    let sql = format!(
+        "SELECT * FROM (SELECT {} FROM messages m WHERE m.session_id = ?1 AND m.summary_id IS NULL
+         ORDER BY m.seq DESC LIMIT ?2) ORDER BY seq",
+        Message::COLUMNS
+    );
+    query_all(conn, &sql, params![session, limit as i64], Message::from_row)
 }

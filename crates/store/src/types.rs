@@ -347,7 +347,7 @@ pub struct NewSummary {
     /// Model id, `extractive` or `raw-archive`.
     pub summarizer: String,
     /// Facts the summarizer found worth keeping: queued in the transaction that writes the node
-    /// (see [`crate::MemoryUpdates::pending`]).
+    /// (see [`crate::Backend::pending_updates`]).
     pub memory_updates: Vec<MemoryUpdate>,
 }
 

@@ -10,7 +10,7 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 
 use strata_store::{
-    CandidateQuery, Category, Check, EmbeddingSpace, Error, HitId, HitKind, IncomingMessage, Level,
+    Backend, CandidateQuery, Category, Check, EmbeddingSpace, Error, HitId, HitKind, IncomingMessage, Level,
     MemoryWrite, NewMessage, NewSummary, Role, Scan, SearchFilter, Store, TextQuery, Writer,
 };
 
@@ -366,7 +366,7 @@ fn personas_are_isolated_in_listing_and_search() {
         // Guessing ids does not help either.
         let other_message = store.find_session(&format!("{other}-chat")).unwrap().unwrap();
         let other_id = store.all_messages(other_message.id).unwrap()[0].id;
-        assert!(matches!(store.browsing().message(persona, other_id), Err(Error::NotFound(_))));
+        assert!(matches!(Backend::message_of(&store, persona, other_id), Err(Error::NotFound(_))));
     }
 }
 
@@ -719,16 +719,15 @@ fn a_vector_of_outdated_text_does_not_clear_the_backlog() {
 fn consistent_reads_do_not_see_a_commit_made_between_them() {
     let (_dir, store) = temp_store();
     let session = session_with(&store, "s", "p", 6);
-    let seen = store
-        .read_consistent(|reader| {
-            let before = reader.context_messages(session.id, 0)?.len();
-            // Another connection commits a compaction between two reads of the snapshot.
-            store.insert_leaf(session.id, 0, 3, &summary("meanwhile")).unwrap();
-            let roots = reader.roots(session.id, None)?.len();
-            let after = reader.context_messages(session.id, 0)?.len();
-            Ok((before, roots, after))
-        })
-        .unwrap();
+    let seen = strata_store::read_consistent(&store, |reader| {
+        let before = reader.context_messages(session.id, 0)?.len();
+        // Another connection commits a compaction between two reads of the snapshot.
+        store.insert_leaf(session.id, 0, 3, &summary("meanwhile")).unwrap();
+        let roots = reader.roots(session.id, None)?.len();
+        let after = reader.context_messages(session.id, 0)?.len();
+        Ok((before, roots, after))
+    })
+    .unwrap();
     assert_eq!(seen, (6, 0, 6), "the snapshot neither shows the node nor loses the messages");
     assert_eq!(store.roots(session.id, None).unwrap().len(), 1, "the compaction did commit");
     assert_eq!(store.context_messages(session.id, 0).unwrap().len(), 2);

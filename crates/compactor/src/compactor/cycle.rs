@@ -169,7 +169,7 @@ impl Compactor {
             .blocking(move |store| {
                 let persona = store.session_by_id(session)?.persona;
                 let memories = store.memories(&persona, None)?;
-                Ok((persona, store.upkeep().summarizer_failures(session)?, memories))
+                Ok((persona, store.summarizer_failures(session)?, memories))
             })
             .await?;
         // Failures recorded by an earlier process count toward the raw-archive fallback.
@@ -454,8 +454,7 @@ impl Compactor {
         session: SessionId,
         persona: &str,
     ) -> Result<Option<(NodeId, SummaryRequest)>> {
-        let Some(node) = self.blocking(move |store| Ok(store.upkeep().first_raw_archive(session)?)).await?
-        else {
+        let Some(node) = self.blocking(move |store| Ok(store.first_raw_archive(session)?)).await? else {
             return Ok(None);
         };
         let request = self.node_request(&node, persona).await?;

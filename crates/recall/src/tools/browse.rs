@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use strata_store::{Level, Message, MessageId, NodeId, SessionOverview, Store, SummaryNode};
+use strata_store::{Backend, Level, Message, MessageId, NodeId, SessionOverview, SummaryNode};
 
 use super::{ExpandSummaryArgs, ViewMessageArgs};
 use crate::config::RecallConfig;
@@ -178,12 +178,12 @@ pub struct ViewAnswer {
 /// `view_message`: one message of `persona` (a page of its text), its neighbours and its
 /// covering summary. Pages are exact character ranges: concatenated, they are the message.
 pub fn view(
-    store: &Store,
+    store: &dyn Backend,
     persona: &str,
     config: &RecallConfig,
     args: &ViewMessageArgs,
 ) -> Result<ViewAnswer> {
-    let (message, session) = store.browsing().message(persona, args.message_id)?;
+    let (message, session) = store.message_of(persona, args.message_id)?;
     let page_chars = match args.max_chars {
         Some(0) => return Err(Error::invalid("max_chars", "must be at least 1")),
         Some(n) => (n as usize).min(config.view_page_chars.saturating_mul(4)),
@@ -197,7 +197,7 @@ pub fn view(
     let (before, after): (Vec<&Message>, Vec<&Message>) =
         neighbours.iter().filter(|m| m.seq != message.seq).partition(|m| m.seq < message.seq);
     let covering_summary = match message.summary_id {
-        Some(node) => Some(NodeView::new(store.browsing().node(persona, node)?.0, &session.key)),
+        Some(node) => Some(NodeView::new(store.node_of(persona, node)?.0, &session.key)),
         None => None,
     };
     Ok(ViewAnswer {
@@ -247,12 +247,12 @@ pub struct ExpandAnswer {
 
 /// `expand_summary`: a node's children, or a page of a Level-0 node's source messages.
 pub fn expand(
-    store: &Store,
+    store: &dyn Backend,
     persona: &str,
     config: &RecallConfig,
     args: &ExpandSummaryArgs,
 ) -> Result<ExpandAnswer> {
-    let (node, session) = store.browsing().node(persona, args.node_id)?;
+    let (node, session) = store.node_of(persona, args.node_id)?;
     let (id, level) = (node.id, node.level);
     let view = NodeView::new(node, &session.key);
     if level > Level::LEAF {
@@ -333,8 +333,8 @@ pub struct RecentMessages {
 }
 
 /// `view_chat_history_summary`: the persona's consolidated timeline across its sessions.
-pub fn history(store: &Store, persona: &str, config: &RecallConfig) -> Result<HistoryAnswer> {
-    let sessions = store.browsing().sessions(persona)?;
+pub fn history(store: &dyn Backend, persona: &str, config: &RecallConfig) -> Result<HistoryAnswer> {
+    let sessions = store.session_overviews(persona)?;
     let mut roots = Vec::new();
     for session in &sessions {
         for node in store.roots(session.id, None)? {
@@ -361,7 +361,7 @@ pub fn history(store: &Store, persona: &str, config: &RecallConfig) -> Result<Hi
     let mut recent = Vec::new();
     if config.history_recent_messages > 0 {
         for session in sessions.iter().filter(|s| s.uncompacted_messages > 0) {
-            let messages = store.browsing().recent_uncovered(session.id, config.history_recent_messages)?;
+            let messages = store.recent_uncovered(session.id, config.history_recent_messages)?;
             recent.push(RecentMessages {
                 session: session.key.clone(),
                 uncompacted_messages: session.uncompacted_messages,

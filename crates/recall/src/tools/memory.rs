@@ -10,7 +10,8 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use strata_store::{
-    Category, MAX_CONTENT_CHARS, Memory, MemoryWrite, Provenance, QueuedUpdate, Store, Writer, normalize_key,
+    Backend, Category, MAX_CONTENT_CHARS, Memory, MemoryWrite, Provenance, QueuedUpdate, Writer,
+    normalize_key,
 };
 
 use super::{MemoryListArgs, SaveMemoryArgs};
@@ -34,7 +35,7 @@ pub struct SaveAnswer {
 
 /// The live (not expired) memories of a persona, optionally of one category.
 pub fn live_memories(
-    store: &Store,
+    store: &dyn Backend,
     persona: &str,
     category: Option<Category>,
     config: &RecallConfig,
@@ -58,7 +59,7 @@ pub struct ListAnswer {
 
 /// `memory_list`: the live memories of `persona`, newest first, filtered and paged.
 pub fn list(
-    store: &Store,
+    store: &dyn Backend,
     persona: &str,
     config: &RecallConfig,
     args: &MemoryListArgs,
@@ -90,7 +91,7 @@ pub fn list(
 
 /// Deletes every expired memory (all personas); returns how many per category.
 pub fn purge_expired(
-    store: &Store,
+    store: &dyn Backend,
     config: &RecallConfig,
     now: DateTime<Utc>,
 ) -> Result<Vec<(Category, usize)>> {
@@ -277,7 +278,7 @@ fn near_duplicate<'m>(
 /// persona (any category) by spelling or meaning, unless `allow_new_key` is set: the error
 /// names the existing key so the model updates it instead of forking a twin.
 pub fn save(
-    store: &Store,
+    store: &dyn Backend,
     persona: &str,
     config: &RecallConfig,
     embedder: Option<&Embedder>,
@@ -289,7 +290,7 @@ pub fn save(
 
 /// [`save`], with the vectors of memory texts embedded so far.
 fn save_checked(
-    store: &Store,
+    store: &dyn Backend,
     persona: &str,
     config: &RecallConfig,
     embedder: Option<&Embedder>,
@@ -336,7 +337,7 @@ fn save_checked(
     }
     // Whether the key is new is decided by the write itself: another writer may have created
     // it since `live` was read.
-    let (memory, created) = store.save_memory_from(Writer::Agent, persona, &write, provenance)?;
+    let (memory, created) = store.save_memory(Writer::Agent, persona, &write, provenance)?;
     Ok(SaveAnswer {
         saved: true,
         created,
@@ -376,14 +377,14 @@ const SETTLE_BATCH: usize = 64;
 /// Database errors stop the run; what is settled stays settled, the rest waits for the
 /// next run (saving a fact twice writes the same memory twice).
 pub fn settle_memory_updates(
-    store: &Store,
+    store: &dyn Backend,
     config: &RecallConfig,
     embedder: Option<&Embedder>,
 ) -> Result<Settled> {
     let mut settled = Settled::default();
     let mut vectors = TextVectors::default();
     loop {
-        let batch = store.memory_updates().pending(SETTLE_BATCH)?;
+        let batch = store.pending_updates(SETTLE_BATCH)?;
         if batch.is_empty() {
             return Ok(settled);
         }
@@ -406,7 +407,7 @@ pub fn settle_memory_updates(
                 Err(refused) => {
                     tracing::info!(key = %queued.update.key, reason = %refused, "memory update dropped");
                     settled.dropped += 1;
-                    store.memory_updates().settle(queued.id)?;
+                    store.settle_update(queued.id)?;
                     continue;
                 }
             };
@@ -415,7 +416,7 @@ pub fn settle_memory_updates(
                 Applied::Saved { merged } => {
                     settled.saved += 1;
                     settled.merged += usize::from(merged);
-                    store.memory_updates().settle(queued.id)?;
+                    store.settle_update(queued.id)?;
                 }
             }
         }
@@ -433,7 +434,7 @@ enum Applied {
 
 /// Applies one fact; an error is a refusal (or a database error, which the caller tells apart).
 fn settle_one(
-    store: &Store,
+    store: &dyn Backend,
     config: &RecallConfig,
     embedder: Option<&Embedder>,
     vectors: &mut TextVectors,
@@ -449,7 +450,7 @@ fn settle_one(
         if current.is_some_and(|memory| memory.content.trim() == update.content.trim()) {
             return Err(Error::invalid("content", "the user's preference says this already"));
         }
-        store.memory_updates().propose_preference(queued.id, &key, title.trim(), update.content.trim())?;
+        store.propose_preference(queued.id, &key, title.trim(), update.content.trim())?;
         return Ok(Applied::Proposed);
     }
     let mut args = SaveMemoryArgs {

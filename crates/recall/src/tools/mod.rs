@@ -11,7 +11,7 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use strata_store::{MessageId, NodeId, Provenance, Session, SessionId, Store};
+use strata_store::{MessageId, NodeId, Provenance, Session, SessionId, SharedBackend};
 
 use crate::config::RecallSettings;
 use crate::embed::Embedder;
@@ -97,7 +97,7 @@ impl Scope {
 #[derive(Clone, Debug)]
 pub struct ToolContext {
     /// The database.
-    pub store: Store,
+    pub store: SharedBackend,
     /// The calling session; its persona scopes every tool.
     pub session: Session,
     /// The embedding model, or why it is unavailable.
@@ -109,12 +109,12 @@ pub struct ToolContext {
 impl ToolContext {
     /// A context for calls made from `session`.
     pub fn new(
-        store: Store,
+        store: impl Into<SharedBackend>,
         session: Session,
         embedder: impl Into<EmbedderState>,
         config: RecallSettings,
     ) -> ToolContext {
-        ToolContext { store, session, embedder: embedder.into(), config }
+        ToolContext { store: store.into(), session, embedder: embedder.into(), config }
     }
 
     /// The calling session's persona, all of its sessions.
@@ -379,7 +379,7 @@ impl Tool {
 
     fn dispatch(self, ctx: &ToolContext, args: &Value) -> Result<Value> {
         let scope = ctx.scope();
-        let store = &ctx.store;
+        let store = &*ctx.store;
         let config = &ctx.config;
         match self {
             Tool::MemoryGrep => {

@@ -13,7 +13,7 @@ use std::collections::HashSet;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use strata_store::{HitId, HitKind, MemoryId, MessageId, Store};
+use strata_store::{Backend, HitId, HitKind, MemoryId, MessageId};
 
 use super::Tool;
 use super::search::{FusionQuery, coverage, cut_query, fuse, one_hit_per_source};
@@ -59,7 +59,7 @@ pub struct ProactiveHit {
 /// The messages and memories of `persona` that bear on `request`, leaving out the messages in
 /// `exclude` (what the context shows verbatim). `embedder` is the loaded model, if any.
 pub fn proactive(
-    store: &Store,
+    store: &dyn Backend,
     persona: &str,
     config: &RecallConfig,
     embedder: Option<&Embedder>,
@@ -104,7 +104,7 @@ pub fn proactive(
     let mut hits = Vec::new();
     for hit in one_hit_per_source(messages, &fusion, config.proactive_hits) {
         let HitId::Message(id) = hit.id else { continue };
-        let (message, session) = store.browsing().message(persona, id)?;
+        let (message, session) = store.message_of(persona, id)?;
         hits.push(ProactiveHit {
             message_id: id,
             session: session.key,

@@ -17,7 +17,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use strata_store::{
     Backend, CandidateQuery, Candidates, Category, HitId, HitKind, Level, MessageId, NodeId, STOPWORDS,
-    SearchFilter, Store, TextHit, TextQuery, WordStatistics, truncate_chars,
+    SearchFilter, TextHit, TextQuery, WordStatistics, truncate_chars,
 };
 
 use super::{EmbedderState, MemoryGrepArgs, MemorySearchArgs, Scope};
@@ -142,7 +142,7 @@ pub struct InContext(pub std::collections::HashSet<MessageId>);
 impl InContext {
     /// The messages of `session` no summary covers: the head, buffer and tail the compactor
     /// assembles verbatim, the latest request included.
-    pub fn of_session(store: &Store, session: strata_store::SessionId) -> Result<InContext> {
+    pub fn of_session(store: &dyn Backend, session: strata_store::SessionId) -> Result<InContext> {
         let outline = store.live_outline(session, 0)?;
         Ok(InContext(outline.into_iter().filter(|m| m.summary_id.is_none()).map(|m| m.id).collect()))
     }

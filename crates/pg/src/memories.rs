@@ -1,0 +1,223 @@
+//! Memories (one per category, key and persona, each with its source and every version it
+//! had) and the queue of facts on their way to memory, with the proposals waiting for the user.
+
+use chrono::{DateTime, Utc};
+use postgres::Transaction;
+use strata_store::backend::{check_writer, fold, validate_memory};
+use strata_store::{
+    Category, Error, Memory, MemoryVersion, MemoryWrite, Missing, Provenance, QueuedUpdate, UpdateId, Writer,
+    from_unix, to_unix,
+};
+
+use crate::db::pg;
+use crate::rows;
+
+/// A persona's memories, optionally of one category.
+pub(crate) fn list(
+    tx: &mut Transaction<'_>,
+    persona: &str,
+    category: Option<Category>,
+) -> Result<Vec<Memory>, Error> {
+    let category = category.map(Category::as_str);
+    let sql = format!(
+        "SELECT {} FROM agent_memories WHERE persona = $1 AND ($2::TEXT IS NULL OR category = $2)
+         ORDER BY category, key",
+        rows::MEMORY
+    );
+    Ok(tx.query(&sql, &[&persona, &category]).map_err(pg)?.iter().map(rows::memory).collect())
+}
+
+/// Saves a memory (upsert by category, key and persona) with its source, keeping the text as a
+/// version; says whether it is new, decided inside the transaction.
+pub(crate) fn save(
+    tx: &mut Transaction<'_>,
+    writer: Writer,
+    persona: &str,
+    memory: &MemoryWrite<'_>,
+    provenance: &Provenance,
+    now: DateTime<Utc>,
+) -> Result<(Memory, bool), Error> {
+    check_writer(writer, memory.category)?;
+    strata_store::validate_persona(persona)?;
+    validate_memory(memory)?;
+    let mut provenance = provenance.clone();
+    // A fact consolidated from a summary names the messages that summary covers.
+    if let Some(node) = provenance.node
+        && provenance.session.is_none()
+        && let Some(row) = tx
+            .query_opt("SELECT session_id, first_seq, last_seq FROM summary_nodes WHERE id = $1", &[&node.0])
+            .map_err(pg)?
+    {
+        provenance.session = Some(strata_store::SessionId(row.get(0)));
+        provenance.first_seq = Some(row.get(1));
+        provenance.last_seq = Some(row.get(2));
+    }
+    let source = serde_json::to_value(&provenance)
+        .map_err(|error| Error::Invalid { field: "provenance", reason: error.to_string() })?;
+    let folded = fold(&format!("{} {}: {}", memory.key, memory.title, memory.content));
+    // `xmax = 0` holds for a row this statement inserted, not for one it updated.
+    let sql = format!(
+        "INSERT INTO agent_memories(persona, category, key, title, content, updated_at, folded, provenance)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+         ON CONFLICT (category, key, persona) DO UPDATE SET
+             title = EXCLUDED.title, content = EXCLUDED.content, updated_at = EXCLUDED.updated_at,
+             folded = EXCLUDED.folded, provenance = EXCLUDED.provenance
+         RETURNING {}, (xmax = 0)",
+        rows::MEMORY
+    );
+    let now = to_unix(now);
+    let row = tx
+        .query_one(
+            &sql,
+            &[
+                &persona,
+                &memory.category.as_str(),
+                &memory.key,
+                &memory.title,
+                &memory.content,
+                &now,
+                &folded,
+                &source,
+            ],
+        )
+        .map_err(pg)?;
+    let created: bool = row.get(8);
+    let stored = rows::memory(&row);
+    tx.execute(
+        "INSERT INTO memory_versions(memory_id, title, content, provenance, written_at) VALUES ($1, $2, $3, $4, $5)",
+        &[&stored.id.0, &memory.title, &memory.content, &source, &now],
+    )
+    .map_err(pg)?;
+    Ok((stored, created))
+}
+
+/// Every version of a memory, newest first; each was replaced when the next was written.
+pub(crate) fn history(
+    tx: &mut Transaction<'_>,
+    persona: &str,
+    category: Category,
+    key: &str,
+) -> Result<Vec<MemoryVersion>, Error> {
+    let rows = tx
+        .query(
+            "SELECT v.title, v.content, v.written_at, v.provenance
+             FROM memory_versions v JOIN agent_memories m ON m.id = v.memory_id
+             WHERE m.persona = $1 AND m.category = $2 AND m.key = $3 ORDER BY v.id DESC",
+            &[&persona, &category.as_str(), &key],
+        )
+        .map_err(pg)?;
+    let mut replaced_at = None;
+    Ok(rows
+        .iter()
+        .map(|row| {
+            let written_at = from_unix(row.get(2));
+            let version = MemoryVersion {
+                title: row.get(0),
+                content: row.get(1),
+                written_at,
+                replaced_at,
+                provenance: serde_json::from_value(row.get(3)).unwrap_or_else(|_| Provenance::unknown()),
+            };
+            replaced_at = Some(written_at);
+            version
+        })
+        .collect())
+}
+
+/// Deletes one memory with its vector; returns whether it existed.
+pub(crate) fn delete(
+    tx: &mut Transaction<'_>,
+    writer: Writer,
+    persona: &str,
+    category: Category,
+    key: &str,
+) -> Result<bool, Error> {
+    check_writer(writer, category)?;
+    let ids: Vec<i64> = tx
+        .query(
+            "DELETE FROM agent_memories WHERE persona = $1 AND category = $2 AND key = $3 RETURNING id",
+            &[&persona, &category.as_str(), &key],
+        )
+        .map_err(pg)?
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    forget_vectors(tx, &ids)?;
+    Ok(!ids.is_empty())
+}
+
+/// Deletes the memories of `category` not written since `cutoff`, with their vectors.
+pub(crate) fn purge(
+    tx: &mut Transaction<'_>,
+    category: Category,
+    cutoff: DateTime<Utc>,
+) -> Result<usize, Error> {
+    let ids: Vec<i64> = tx
+        .query(
+            "DELETE FROM agent_memories WHERE category = $1 AND updated_at < $2 RETURNING id",
+            &[&category.as_str(), &to_unix(cutoff)],
+        )
+        .map_err(pg)?
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    forget_vectors(tx, &ids)?;
+    Ok(ids.len())
+}
+
+/// A deleted memory's vectors and place in the backlog go with it.
+fn forget_vectors(tx: &mut Transaction<'_>, ids: &[i64]) -> Result<(), Error> {
+    tx.execute("DELETE FROM embeddings WHERE kind = 'memory' AND item_id = ANY($1)", &[&ids]).map_err(pg)?;
+    tx.execute("DELETE FROM embedding_backlog WHERE kind = 'memory' AND item_id = ANY($1)", &[&ids])
+        .map_err(pg)?;
+    Ok(())
+}
+
+/// Turns a pending fact into the persona's open proposal for `key`, replacing an older one.
+pub(crate) fn propose(
+    tx: &mut Transaction<'_>,
+    id: UpdateId,
+    key: &str,
+    title: &str,
+    content: &str,
+) -> Result<(), Error> {
+    // A proposal obeys the rules of the preference it would become, so accepting never fails.
+    validate_memory(&MemoryWrite { category: Category::UserPreferences, key, title, content })?;
+    tx.execute(
+        "DELETE FROM memory_updates WHERE state = 'proposed' AND key = $2
+             AND persona = (SELECT persona FROM memory_updates WHERE id = $1)",
+        &[&id.0, &key],
+    )
+    .map_err(pg)?;
+    tx.execute(
+        "UPDATE memory_updates SET state = 'proposed', key = $2, title = $3, content = $4
+         WHERE id = $1 AND state = 'pending'",
+        &[&id.0, &key, &title, &content],
+    )
+    .map_err(pg)?;
+    Ok(())
+}
+
+/// A persona's open proposals, oldest first.
+pub(crate) fn proposals(tx: &mut Transaction<'_>, persona: &str) -> Result<Vec<QueuedUpdate>, Error> {
+    let sql = format!(
+        "SELECT {} FROM memory_updates WHERE state = 'proposed' AND persona = $1 ORDER BY id",
+        rows::UPDATE
+    );
+    Ok(tx.query(&sql, &[&persona]).map_err(pg)?.iter().map(rows::update).collect())
+}
+
+/// Removes the persona's proposal for `key` and returns it; [`Error::NotFound`] if none.
+pub(crate) fn take_proposal(
+    tx: &mut Transaction<'_>,
+    persona: &str,
+    key: &str,
+) -> Result<QueuedUpdate, Error> {
+    let sql = format!(
+        "DELETE FROM memory_updates WHERE state = 'proposed' AND persona = $1 AND key = $2 RETURNING {}",
+        rows::UPDATE
+    );
+    tx.query_opt(&sql, &[&persona, &key]).map_err(pg)?.map(|row| rows::update(&row)).ok_or_else(|| {
+        Error::NotFound(Missing::Proposal { persona: persona.to_owned(), key: key.to_owned() })
+    })
+}
