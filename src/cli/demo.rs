@@ -59,16 +59,17 @@ pub fn run(
     args: &DemoArgs,
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
-    let engine = Engine::open(db, config).with_context(|| format!("cannot open {}", db.display()))?;
+    let shown = super::shown(db);
+    let engine = Engine::open(db, config).with_context(|| format!("cannot open {shown}"))?;
     if engine.store().find_session(SESSION)?.is_some() {
-        bail!("{} already holds the demo; remove it or pass another --db", db.display());
+        bail!("{shown} already holds the demo; remove it or pass another --db");
     }
     let session = engine.session(SESSION, PERSONA)?;
     writeln!(
         out,
         "strata demo: a week of pair programming, stored verbatim, compacted, embedded and recalled\n\
          database {} · seed {} · model window {} tokens\n",
-        db.display(),
+        shown,
         args.seed,
         engine.config().compactor.context_window_tokens
     )?;
@@ -353,10 +354,10 @@ pub fn run(
         out,
         "\nNothing was lost: all {} messages are still in {}, verbatim. Try:\n  strata --db {} grep \"{}\"\n  strata --db {} search \"{}\"",
         stats.messages,
-        db.display(),
-        db.display(),
+        shown,
+        shown,
         fix.grep,
-        db.display(),
+        shown,
         find("number")?.paraphrase
     )?;
     Ok(())

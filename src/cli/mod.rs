@@ -195,7 +195,12 @@ fn postgres_url(cli: &Cli) -> Option<&str> {
 
 /// The `--db` value for messages, without a password.
 fn redacted(cli: &Cli) -> String {
-    let db = cli.db.to_string_lossy();
+    shown(&cli.db)
+}
+
+/// A database location for messages: a url without its password, a path as it is.
+pub(crate) fn shown(db: &std::path::Path) -> String {
+    let db = db.to_string_lossy();
     match (db.find("://"), db.rfind('@')) {
         (Some(scheme), Some(at)) if at > scheme => format!("{}***{}", &db[..scheme + 3], &db[at..]),
         _ => db.into_owned(),

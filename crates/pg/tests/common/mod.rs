@@ -50,7 +50,13 @@ pub fn server() -> String {
     if let Ok(url) = std::env::var("STRATA_TEST_POSTGRES") {
         return url;
     }
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/postgres.sh");
+    // This file serves strata-pg's tests and the root package's: the script is in the
+    // workspace's root, found upwards from the package.
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .map(|dir| dir.join("scripts/postgres.sh"))
+        .find(|script| script.exists())
+        .expect("scripts/postgres.sh in the workspace");
     let output = Command::new("bash").arg(script).arg("url").output().expect("bash runs scripts/postgres.sh");
     assert!(
         output.status.success(),
@@ -72,6 +78,12 @@ pub fn new_database() -> (String, String, String) {
     client.batch_execute(&format!("CREATE DATABASE {name}")).expect("a new database");
     let url = format!("{}/{name}", server.rsplit_once('/').expect("a URL with a database").0);
     (server, url, name)
+}
+
+/// A new, empty database on the test server that is dropped with the returned guard; its URL.
+pub fn scratch_database() -> (String, impl Drop) {
+    let (server, url, name) = new_database();
+    (url, Home::Database { server, name })
 }
 
 pub fn postgres() -> Fixture {
