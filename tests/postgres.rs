@@ -141,3 +141,90 @@ fn the_engine_answers_alike_on_sqlite_and_postgresql() {
     assert_eq!(sqlite.refused, "forbidden");
     assert_eq!(sqlite, postgres);
 }
+
+/// A compaction takes the session's lease, so a session another process is compacting is left
+/// to it: nothing is written until the lease is given up, on either backend.
+#[test]
+fn a_compaction_leaves_a_leased_session_to_its_holder() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, _database) = common::scratch_database();
+    for location in [dir.path().join("strata.db"), std::path::PathBuf::from(&url)] {
+        let engine = Engine::open(&location, folding()).unwrap();
+        let session = engine.session("chat-1", "assistant").unwrap();
+        for round in 0..8 {
+            session
+                .append(ChatMessage::user(format!("Round {round}: shall we rename the meeting?")))
+                .unwrap();
+            session.append(ChatMessage::assistant(format!("Round {round}: let us keep its name."))).unwrap();
+        }
+        let runtime = strata::blocking::runtime().unwrap();
+        let held = engine.store().compaction_lease(session.id()).unwrap().expect("a free lease");
+        runtime.block_on(session.prepare_context()).unwrap();
+        assert!(
+            engine.store().nodes(session.id()).unwrap().is_empty(),
+            "{location:?}: compacted under a lease"
+        );
+        drop(held);
+        runtime.block_on(session.prepare_context()).unwrap();
+        assert!(!engine.store().nodes(session.id()).unwrap().is_empty(), "{location:?}: never compacted");
+    }
+}
+
+/// `strata copy` moves a SQLite file into PostgreSQL exactly (the same counts, the same answers
+/// by the same ids), and a copy killed midway is finished by running it again.
+#[test]
+fn a_copy_into_postgresql_is_exact_and_a_killed_one_finishes_when_run_again() {
+    let strata = Strata::new();
+    // The demo's session (nodes, vectors, memories), and a bulk of messages to cut a copy in.
+    strata.run(&["demo", "--messages", "260"]).success();
+    let file = strata.dir().join("week.jsonl");
+    strata.run(&["synth", "--messages", "12000", "--out", file.to_str().unwrap()]).success();
+    strata.run(&["ingest", file.to_str().unwrap(), "--session", "bulk"]).success();
+    let (url, _database) = common::scratch_database();
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+
+    let mut child = strata.command().args(["copy", "--to", &url]).spawn().unwrap();
+    let killed = crate::util::kill_when(&mut child, || {
+        client.query_one("SELECT count(*) FROM messages", &[]).is_ok_and(|row| row.get::<_, i64>(0) > 2_000)
+    });
+    assert!(killed, "the copy finished before it could be cut short");
+    let copied = strata.run(&["--json", "copy", "--to", &url]).json();
+    assert_eq!(copied["same_counts"], true, "{copied}");
+    assert_eq!(copied["healthy"], true, "{copied}");
+    assert!(copied["vectors"].as_u64().unwrap() > 260, "{copied}");
+
+    let db = std::path::Path::new(&url);
+    let mut source = strata.run(&["--json", "stats"]).json();
+    let mut copy = strata.run_on(db, &["--json", "stats"]).json();
+    for stats in [&mut source, &mut copy] {
+        stats.as_object_mut().unwrap().remove("file_bytes");
+    }
+    assert_eq!(source, copy);
+    for command in [
+        &["grep", "max_retries", "--persona", "coder"][..],
+        &["grep", "the", "--session", "bulk"],
+        &["view", "206"],
+    ] {
+        assert_eq!(strata.run(command).success(), strata.run_on(db, command).success(), "{command:?}");
+    }
+    // A ranked search finds the same rows; the backends' keyword statistics differ a little, so
+    // the scores and the order of the weak hits may.
+    let search = ["search", "how often does the staging password change", "--persona", "coder"];
+    let found = |out: String| {
+        let mut ids: Vec<String> = out
+            .lines()
+            .filter(|line| line.starts_with('['))
+            .map(|line| line[..line.find(']').unwrap()].to_owned())
+            .collect();
+        let first = ids.first().cloned();
+        ids.sort();
+        (first, ids)
+    };
+    assert_eq!(found(strata.run(&search).success()), found(strata.run_on(db, &search).success()));
+    // A second run finds nothing left to do; another file's copy is refused.
+    assert_eq!(strata.run(&["--json", "copy", "--to", &url]).json(), copied);
+    let other = Strata::new();
+    other.run(&["memory", "set", "memo", "k", "a note"]).success();
+    let refused = other.run(&["copy", "--to", &url]).failure();
+    assert!(refused.contains("holds a copy of"), "{refused}");
+}

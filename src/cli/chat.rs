@@ -63,7 +63,7 @@ pub(crate) fn open_session(
     persona: Option<&str>,
     embed: bool,
 ) -> anyhow::Result<(Engine, EngineSession)> {
-    let store = super::open(cli).with_context(|| format!("cannot use database {}", cli.db.display()))?;
+    let store = super::open(cli).with_context(|| format!("cannot use database {}", super::shown(&cli.db)))?;
     let engine = Engine::from_store(store, config)?;
     let persona = match persona {
         Some(persona) => persona.to_owned(),

@@ -93,6 +93,14 @@ enum Command {
         /// The file to create (must not exist).
         dest: PathBuf,
     },
+    /// Copy the SQLite database into PostgreSQL exactly (every row with its id, the forest,
+    /// memories with their versions, the queue, usage, vectors); run it again to finish a copy
+    /// that was cut short. The target must be empty or a copy of the same file.
+    Copy {
+        /// The PostgreSQL database to copy into (`postgres://user:password@host/database`).
+        #[arg(long)]
+        to: String,
+    },
     /// Append chat messages from a JSON Lines file, one message per line.
     Ingest(ingest::IngestArgs),
     /// Import conversations written by other tools: Claude Code, Codex CLI, OpenCode, OpenAI
@@ -292,6 +300,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             }
             doctor::doctor(&store, *full, cli.json, &mut out)?
         }
+        Command::Copy { to } => doctor::copy(&open_sqlite(&cli, "strata copy")?, to, cli.json, &mut out)?,
         Command::Backup { dest } => {
             doctor::backup(&open_sqlite(&cli, "strata backup")?, dest, cli.json, &mut out)?
         }

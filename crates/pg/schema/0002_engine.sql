@@ -53,3 +53,13 @@ CREATE TABLE memory_versions (
 );
 
 CREATE INDEX memory_versions_memory ON memory_versions(memory_id, id);
+
+-- `strata copy` from a SQLite file: which file this database is a copy of (a re-run resumes
+-- only a copy of the same file) and what is done.
+CREATE TABLE strata_copy (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    source TEXT NOT NULL,
+    started_at DOUBLE PRECISION NOT NULL,
+    usage_copied BOOLEAN NOT NULL DEFAULT false,
+    finished_at DOUBLE PRECISION
+);

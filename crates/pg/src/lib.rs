@@ -20,6 +20,7 @@
 #![deny(missing_docs)]
 
 mod check;
+mod copy;
 mod db;
 mod forest;
 mod memories;
@@ -43,6 +44,7 @@ use strata_store::{
     Snapshot, Stats, StoreMetrics, SummaryNode, TextHit, TextQuery, UpdateId, Writer, from_unix, to_unix,
 };
 
+pub use crate::copy::Copied;
 pub use crate::db::SCHEMA_VERSION;
 use crate::db::{Connection, Pool, pg, pool_error};
 
@@ -589,7 +591,7 @@ impl Backend for PgStore {
         let mut conn = self.connection()?;
         let key = LEASE_NAMESPACE | session.0;
         let taken: bool = conn.query_one("SELECT pg_try_advisory_lock($1)", &[&key]).map_err(pg)?.get(0);
-        Ok(taken.then(|| Box::new(AdvisoryLease { conn, key }) as Box<dyn Lease>))
+        Ok(taken.then(|| Box::new(AdvisoryLease { conn: Some(conn), key }) as Box<dyn Lease>))
     }
 }
 
@@ -600,7 +602,7 @@ const LEASE_NAMESPACE: i64 = 1 << 62;
 /// lease lives. The server releases it when that connection ends, so a crashed process's lease
 /// goes with it.
 struct AdvisoryLease {
-    conn: Connection,
+    conn: Option<Connection>,
     key: i64,
 }
 
@@ -608,9 +610,20 @@ impl Lease for AdvisoryLease {}
 
 impl Drop for AdvisoryLease {
     fn drop(&mut self) {
-        if let Err(error) = self.conn.execute("SELECT pg_advisory_unlock($1)", &[&self.key]) {
-            // The connection is broken, and the server drops its locks with it.
-            tracing::warn!(%error, "could not give a compaction lease back");
+        let (Some(conn), key) = (self.conn.take(), self.key) else { return };
+        // The synchronous client cannot block a thread that drives async tasks (a compaction
+        // dropped mid-way on tokio, say): there the lock is given back from a thread of its own.
+        if tokio::runtime::Handle::try_current().is_ok() {
+            std::thread::spawn(move || unlock(conn, key));
+        } else {
+            unlock(conn, key);
         }
+    }
+}
+
+fn unlock(mut conn: Connection, key: i64) {
+    if let Err(error) = conn.execute("SELECT pg_advisory_unlock($1)", &[&key]) {
+        // The connection is broken, and the server drops its locks with it.
+        tracing::warn!(%error, "could not give a compaction lease back");
     }
 }

@@ -36,6 +36,7 @@
 pub mod backend;
 mod check;
 mod db;
+mod dump;
 mod error;
 mod export;
 pub mod fence;
@@ -62,6 +63,7 @@ mod watermark;
 
 pub use crate::backend::{Backend, Lease, SharedBackend, Snapshot, read_consistent};
 pub use crate::check::{Check, Report};
+pub use crate::dump::{Dump, StoredMemory, StoredMessage, StoredSession, StoredVector};
 pub use crate::error::{Error, Missing, Result, error_chain};
 pub use crate::export::{ExportScope, ExportedMessage};
 pub use crate::forget::{ForgetCounts, ForgetPlan, ForgetScope, Forgotten, KeptSpan, Rebuilt};

@@ -63,6 +63,32 @@ pub struct UsageDay {
     pub millis: u64,
 }
 
+/// Every recorded call, oldest first.
+pub(crate) fn all_calls(conn: &rusqlite::Connection) -> Result<Vec<LlmCall>> {
+    query_all(
+        conn,
+        "SELECT at, purpose, caller, model, ok, prompt_tokens, completion_tokens, counted_prompt_tokens,
+                counted_completion_tokens, millis
+         FROM llm_calls ORDER BY id",
+        [],
+        |row| {
+            let n = |index: usize| row.get::<_, Option<i64>>(index).map(|n| n.map(|n| n.max(0) as u64));
+            Ok(LlmCall {
+                at: crate::types::from_unix(row.get(0)?),
+                purpose: row.get(1)?,
+                caller: row.get(2)?,
+                model: row.get(3)?,
+                ok: row.get(4)?,
+                prompt_tokens: n(5)?,
+                completion_tokens: n(6)?,
+                counted_prompt_tokens: n(7)?,
+                counted_completion_tokens: n(8)?,
+                millis: n(9)?.unwrap_or(0),
+            })
+        },
+    )
+}
+
 impl Store {
     /// Records calls made to an LLM, in one transaction.
     pub fn record_llm_calls(&self, calls: &[LlmCall]) -> Result<()> {

@@ -103,6 +103,39 @@ fn ensure_floats(conn: &Connection) -> Result<()> {
     Ok(())
 }
 
+/// Up to `limit` chunk vectors of `kind` with a vector rowid above `after`, in rowid order
+/// (a row's chunks together): what a copy to another backend reads.
+pub(crate) fn dump(
+    conn: &Connection,
+    kind: HitKind,
+    after: i64,
+    limit: usize,
+) -> Result<Vec<crate::dump::StoredVector>> {
+    let table = table(kind);
+    let exists: bool = conn
+        .prepare_cached("SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = ?1)")?
+        .query_row([table], |row| row.get(0))?;
+    if !exists {
+        return Ok(Vec::new());
+    }
+    // The floats table when it exists (one b-tree read a vector), vec0's storage before.
+    let sql = if has_floats(conn, table)? {
+        format!("SELECT id, vector FROM {} WHERE id > ?1 ORDER BY id LIMIT ?2", floats_table(table))
+    } else {
+        format!("SELECT rowid, embedding FROM {table} WHERE rowid > ?1 ORDER BY rowid LIMIT ?2")
+    };
+    query_all(conn, &sql, params![after, limit as i64], |row| {
+        let rowid: i64 = row.get(0)?;
+        let blob: Vec<u8> = row.get(1)?;
+        Ok(crate::dump::StoredVector {
+            kind,
+            item_id: rowid / MAX_CHUNKS as i64,
+            chunk: (rowid % MAX_CHUNKS as i64) as usize,
+            vector: blob.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect(),
+        })
+    })
+}
+
 /// Deletes one chunk's vector (vector rowid `rowid`) from the vec0 table and its floats.
 pub(crate) fn delete_chunk(conn: &Connection, kind: HitKind, rowid: i64) -> Result<()> {
     let table = table(kind);

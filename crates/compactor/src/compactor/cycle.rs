@@ -151,6 +151,20 @@ impl Compactor {
     pub(super) async fn compact_in_span(&self, session: SessionId, max_rounds: u32) -> Result<Outcome> {
         let lock = self.session_lock(session);
         let _guard = lock.lock().await;
+        // Across processes (a fleet on one PostgreSQL database, two `strata compact` on one
+        // file) the session's lease: while another process compacts it, this call leaves the
+        // work to that one and writes nothing. The lease dies with its holder.
+        let Some(lease) = self.blocking(move |store| Ok(store.compaction_lease(session)?)).await? else {
+            tracing::debug!(%session, "another process is compacting this session");
+            return Ok(Outcome::NoProgress { refused: None });
+        };
+        let outcome = self.compact_leased(session, max_rounds).await;
+        // Given back in the blocking pool, before the next compaction of this process asks.
+        tokio::task::spawn_blocking(move || drop(lease)).await.map_err(Error::Join)?;
+        outcome
+    }
+
+    async fn compact_leased(&self, session: SessionId, max_rounds: u32) -> Result<Outcome> {
         let mut call = self.begin(session).await?;
         let mut ended = None;
         for _round in 0..max_rounds {

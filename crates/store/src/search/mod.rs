@@ -133,6 +133,9 @@ pub enum HitKind {
 }
 
 impl HitKind {
+    /// Every kind.
+    pub const ALL: [HitKind; 3] = [HitKind::Message, HitKind::Summary, HitKind::Memory];
+
     /// The name used in tool answers.
     pub fn as_str(self) -> &'static str {
         match self {
