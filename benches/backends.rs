@@ -6,6 +6,10 @@
 //! PostgreSQL database (`strata_bench_100000_v<schema>`) on the test server that
 //! `scripts/postgres.sh` starts (or `STRATA_TEST_POSTGRES`), kept there between runs.
 //!
+//! The engine's two calls at scale come from the scale bench's fixtures, copied into
+//! PostgreSQL with `strata copy`'s code: `prepare_context` on a compacted session of 100,000
+//! messages, and compacting a session of 20,000 new messages (a fresh copy each iteration).
+//!
 //! ```sh
 //! cargo bench --bench backends              # every figure, both backends
 //! cargo bench --bench backends -- postgres  # one backend
@@ -15,17 +19,19 @@
 //! `target/criterion/backends_100k/<bench>/new/estimates.json`.
 
 use std::process::Command;
+use std::sync::Arc;
 use std::time::Instant;
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use strata_compactor::{Compactor, CompactorConfig, ExtractiveSummarizer};
 use strata_pg::PgStore;
 use strata_recall::tools::{MemoryGrepArgs, MemorySearchArgs, Scope};
 use strata_recall::{EmbedderState, RecallConfig};
-use strata_store::{Backend, CandidateQuery, Scan, SearchFilter, TextQuery};
+use strata_store::{Backend, CandidateQuery, Scan, SearchFilter, SharedBackend, TextQuery};
 
 #[path = "support/appends.rs"]
 mod appends;
-#[allow(dead_code, reason = "the compaction fixtures are the scale bench's")]
+#[allow(dead_code, reason = "the extractive compactor over a Store is the scale bench's")]
 #[path = "support/fixtures.rs"]
 mod fixtures;
 #[path = "support/word_corpus.rs"]
@@ -46,9 +52,13 @@ fn server() -> String {
     String::from_utf8(output.stdout).unwrap().trim().to_owned()
 }
 
+/// The version of the PostgreSQL fixtures' contents: opening one migrates its schema, so a new
+/// schema does not rebuild them (15 minutes); a change to what they hold does.
+const FIXTURE: u32 = 1;
+
 /// The PostgreSQL fixture, built on first use; a build cut short is dropped and redone.
 fn pg_fixture(server: &str) -> (PgStore, postgres::Client) {
-    let name = format!("strata_bench_{MESSAGES}_v{}", strata_pg::SCHEMA_VERSION);
+    let name = format!("strata_bench_{MESSAGES}_v{FIXTURE}");
     let url = format!("{}/{name}", server.rsplit_once('/').unwrap().0);
     let mut admin = postgres::Client::connect(server, postgres::NoTls).unwrap();
     let ready = postgres::Client::connect(&url, postgres::NoTls)
@@ -214,5 +224,122 @@ fn backends(c: &mut Criterion) {
     admin.batch_execute(&format!("DROP DATABASE IF EXISTS {append_name} WITH (FORCE)")).unwrap();
 }
 
-criterion_group!(benches, backends);
+/// A database on the server holding a copy of the SQLite file at `path`, made on first use.
+fn pg_copy(server: &str, name: &str, path: &std::path::Path) -> String {
+    let url = format!("{}/{name}", server.rsplit_once('/').unwrap().0);
+    let done = postgres::Client::connect(&url, postgres::NoTls)
+        .ok()
+        .and_then(|mut client| {
+            client.query_opt("SELECT 1 FROM strata_copy WHERE finished_at IS NOT NULL", &[]).ok().flatten()
+        })
+        .is_some();
+    if !done {
+        let mut admin = postgres::Client::connect(server, postgres::NoTls).unwrap();
+        admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).unwrap();
+        admin.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
+        let started = Instant::now();
+        let source = strata_store::Store::open(path).unwrap();
+        PgStore::open(&url).unwrap().copy_from(&source, &path.display().to_string(), |_, _| {}).unwrap();
+        postgres::Client::connect(&url, postgres::NoTls).unwrap().batch_execute("VACUUM ANALYZE").unwrap();
+        eprintln!("copied {} into {name} in {:.1} s", path.display(), started.elapsed().as_secs_f64());
+    }
+    url
+}
+
+fn extractive(store: SharedBackend) -> Compactor {
+    let config = CompactorConfig::default();
+    let summarizer = Arc::new(ExtractiveSummarizer::new(config.token_counter()));
+    Compactor::new(store, config, summarizer).unwrap()
+}
+
+/// `prepare_context` (a compaction call that finds nothing, then the assembly) of a compacted
+/// session of 100,000 messages, and compacting 20,000 new messages, on both backends, beside a
+/// bare read of the session's newest 50 messages on each.
+fn engine(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let server = server();
+    let compacted = fixtures::session_fixture(MESSAGES, true);
+    let pg_url = pg_copy(&server, &format!("strata_bench_compacted_{MESSAGES}_v{FIXTURE}"), &compacted);
+    let mut group = c.benchmark_group("engine_100k");
+    group.sample_size(30);
+    let backends: [(&str, SharedBackend); 2] = [
+        ("sqlite", strata_store::Store::open(&compacted).unwrap().into()),
+        ("postgres", Arc::new(PgStore::open(&pg_url).unwrap())),
+    ];
+    for (name, backend) in backends {
+        let session = backend.find_session("s").unwrap().unwrap().id;
+        let compactor = extractive(backend);
+        group.bench_function(format!("{name}/prepare_context"), |b| {
+            b.iter(|| {
+                runtime.block_on(async {
+                    compactor.compact(session).await.unwrap();
+                    compactor.assemble(session, chrono::Utc::now()).await.unwrap()
+                })
+            })
+        });
+    }
+    let sqlite = rusqlite::Connection::open(&compacted).unwrap();
+    group.bench_function("baseline_sqlite_newest_50", |b| {
+        let mut stmt = sqlite
+            .prepare("SELECT id, content FROM messages WHERE session_id = 1 ORDER BY seq DESC LIMIT 50")
+            .unwrap();
+        b.iter(|| stmt.query_map([], |row| row.get::<_, i64>(0)).unwrap().count())
+    });
+    let mut pg = postgres::Client::connect(&pg_url, postgres::NoTls).unwrap();
+    group.bench_function("baseline_postgres_newest_50", |b| {
+        b.iter(|| {
+            pg.query("SELECT id, content FROM messages WHERE session_id = 1 ORDER BY seq DESC LIMIT 50", &[])
+                .unwrap()
+        })
+    });
+    group.finish();
+
+    // Compacting 20,000 new messages: each iteration a fresh copy of the uncompacted session.
+    let mut group = c.benchmark_group("engine_compact_20k");
+    group.sample_size(10).measurement_time(std::time::Duration::from_secs(60));
+    let template = fixtures::session_fixture(20_000, false);
+    let work = tempfile::tempdir().unwrap();
+    let mut admin = postgres::Client::connect(&server, postgres::NoTls).unwrap();
+    let mut copies = 0u64;
+    for name in ["sqlite", "postgres"] {
+        group.bench_function(format!("{name}/compact_20000"), |b| {
+            b.iter_custom(|iters| {
+                let mut total = std::time::Duration::ZERO;
+                for _ in 0..iters {
+                    copies += 1;
+                    let path = work.path().join(format!("copy-{copies}.db"));
+                    std::fs::copy(&template, &path).unwrap();
+                    let database = format!("strata_bench_compact_{}_{copies}", std::process::id());
+                    let store: SharedBackend = if name == "sqlite" {
+                        strata_store::Store::open(&path).unwrap().into()
+                    } else {
+                        admin.batch_execute(&format!("CREATE DATABASE {database}")).unwrap();
+                        let url = format!("{}/{database}", server.rsplit_once('/').unwrap().0);
+                        let target = PgStore::open(&url).unwrap();
+                        target
+                            .copy_from(&strata_store::Store::open(&path).unwrap(), &database, |_, _| {})
+                            .unwrap();
+                        Arc::new(target)
+                    };
+                    let session = store.find_session("s").unwrap().unwrap().id;
+                    let compactor = extractive(store);
+                    let start = Instant::now();
+                    runtime.block_on(compactor.compact_rounds(session, u32::MAX)).unwrap();
+                    total += start.elapsed();
+                    drop(compactor);
+                    if name == "postgres" {
+                        admin.batch_execute(&format!("DROP DATABASE {database} WITH (FORCE)")).unwrap();
+                    }
+                    for suffix in ["", "-wal", "-shm"] {
+                        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+                    }
+                }
+                total
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, backends, engine);
 criterion_main!(benches);

@@ -4,6 +4,19 @@
 -- the live part of a session and the raw archives cheap to find.
 
 CREATE INDEX messages_uncovered ON messages(session_id, seq) WHERE summary_id IS NULL;
+
+-- An append queues its messages for embedding once per statement, from the rows it inserted,
+-- rather than once per row (whose trigger turned each whole row into JSON for its session).
+DROP TRIGGER messages_backlog ON messages;
+CREATE FUNCTION strata_messages_backlog() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO embedding_backlog(kind, item_id, persona, session_id)
+    SELECT 'message', id, persona, session_id FROM appended
+    ON CONFLICT DO NOTHING;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER messages_backlog AFTER INSERT ON messages REFERENCING NEW TABLE AS appended
+    FOR EACH STATEMENT EXECUTE FUNCTION strata_messages_backlog();
 CREATE INDEX summary_nodes_session ON summary_nodes(session_id, level, first_seq);
 CREATE INDEX summary_nodes_raw_archive ON summary_nodes(session_id, level, first_seq)
     WHERE summarizer = 'raw-archive';

@@ -246,112 +246,165 @@ fn any_word(words: &[String], params: &mut Params) -> String {
     each.join(" || ")
 }
 
-/// The newest rows holding any of the words (up to [`RANK_SCAN_ROWS`]), scored by bm25 as
-/// FTS5 scores it (k1 = 1.2, b = 0.75, idf `ln((N - n + 0.5) / (n + 0.5))`), best first: recall
-/// weighs a keyword score against the bm25 a row holding every word would reach
-/// (`ideal_score`), so the score must be bm25, not `ts_rank`. Term counts come from the stored
-/// tsvector (stemmed as it stems); a row's length is its count of distinct words, against the
-/// mean over the rows read (the tsvector keeps no plain token count).
-fn rank_words(
+/// The keyword side of a ranked search of one kind: the persona's word statistics and the
+/// newest rows holding any of the words (up to [`RANK_SCAN_ROWS`]), scored by bm25 as FTS5
+/// scores it (k1 = 1.2, b = 0.75, idf `ln((N - n + 0.5) / (n + 0.5))`), best first; `None`
+/// when the persona has no row of the kind. Recall weighs a keyword score against the bm25 a
+/// row holding every word would reach (`ideal_score`), so the score must be bm25, not
+/// `ts_rank`.
+///
+/// One read serves both: the rows are read with their tsvector's text and counted here (term
+/// counts, stemmed as the server stems; a row's length is its count of distinct words, against
+/// the mean over the rows read). When the search has no window but the persona, those rows are
+/// every row holding a word, or at least `cap` of them, so they also give each word's capped
+/// frequency; only a rare word in a full read is counted apart (a small index scan).
+fn keyword_side(
     tx: &mut Transaction<'_>,
     kind: &Kind,
     words: &[String],
     filter: &SearchFilter,
-    statistics: &WordStatistics,
-) -> Result<Vec<(i64, f64)>, Error> {
+    cap: usize,
+) -> Result<Option<(WordStatistics, Vec<(i64, f64)>)>, Error> {
     const K1: f64 = 1.2;
     const B: f64 = 0.75;
+    let table = kind.from.split(' ').next().expect("a kind names its table");
+    let total: i64 = tx
+        .query_one(&format!("SELECT count(*) FROM {table} WHERE persona = $1"), &[&filter.persona])
+        .map_err(pg)?
+        .get(0);
+    if total == 0 {
+        return Ok(None);
+    }
+    // Each word's lexemes as the server stems them: a row holds the word when it holds all.
+    let lexemes: Vec<Vec<String>> = tx
+        .query(
+            "SELECT array(SELECT lexeme FROM unnest(to_tsvector('english', w))) FROM unnest($1::TEXT[]) w",
+            &[&words],
+        )
+        .map_err(pg)?
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
     let mut params = Params::default();
     let query = any_word(words, &mut params);
-    let counts: Vec<String> = words
-        .iter()
-        .map(|word| {
-            format!(
-                "(SELECT coalesce(sum(coalesce(array_length(u.positions, 1), 1)), 0)::INTEGER FROM unnest(t.words) u
-                  WHERE u.lexeme = ANY(ARRAY(SELECT lexeme FROM unnest(to_tsvector('english', {})))))",
-                params.push(word.clone())
-            )
-        })
-        .collect();
     let mut conditions = kind.window(filter, &mut params);
     conditions.push(format!("{}.words @@ q.q", kind.alias));
     let sql = format!(
-        "SELECT t.id, length(t.words), ARRAY[{counts}] FROM (
-             SELECT {a}.id, {a}.words FROM {from}, (SELECT {query} AS q) q
-             WHERE {conditions} ORDER BY {a}.id DESC LIMIT {scan}
-         ) t",
-        counts = counts.join(", "),
+        "SELECT {a}.id, {a}.words::TEXT FROM {from}, (SELECT {query} AS q) q
+         WHERE {conditions} ORDER BY {a}.id DESC LIMIT {scan}",
         a = kind.alias,
         from = kind.from,
         conditions = conditions.join(" AND "),
         scan = params.push(RANK_SCAN_ROWS),
     );
-    let rows = tx.query(&sql, &params.refs()).map_err(pg)?;
-    if rows.is_empty() {
-        return Ok(Vec::new());
+    let read: Vec<(i64, HashMap<String, u32>)> = tx
+        .query(&sql, &params.refs())
+        .map_err(pg)?
+        .iter()
+        .map(|row| (row.get(0), term_counts(row.get(1))))
+        .collect();
+    let holds = |terms: &HashMap<String, u32>, word: &[String]| {
+        !word.is_empty() && word.iter().all(|lexeme| terms.contains_key(lexeme))
+    };
+    let whole_persona = filter.session.is_none() && filter.start.is_none() && filter.end.is_none();
+    let complete = (read.len() as i64) < RANK_SCAN_ROWS;
+    let mut frequencies = Vec::with_capacity(words.len());
+    for (word, stems) in words.iter().zip(&lexemes) {
+        let seen = read.iter().filter(|(_, terms)| holds(terms, stems)).count();
+        let frequency = if stems.is_empty() {
+            0
+        } else if whole_persona && (complete || seen >= cap) {
+            seen.min(cap)
+        } else {
+            let counted: i64 = tx
+                .query_one(
+                    &format!(
+                        "SELECT count(*) FROM (SELECT 1 FROM {table}
+                         WHERE persona = $1 AND words @@ plainto_tsquery('english', $2) LIMIT $3) holding"
+                    ),
+                    &[&filter.persona, word, &(cap as i64)],
+                )
+                .map_err(pg)?
+                .get(0);
+            counted as usize
+        };
+        frequencies.push(frequency as u64);
     }
-    let lengths: Vec<f64> = rows.iter().map(|row| f64::from(row.get::<_, i32>(1).max(1))).collect();
+    let statistics = WordStatistics { rows: total as u64, frequencies };
+    if read.is_empty() {
+        return Ok(Some((statistics, Vec::new())));
+    }
+    let lengths: Vec<f64> = read.iter().map(|(_, terms)| terms.len().max(1) as f64).collect();
     let mean_length = lengths.iter().sum::<f64>() / lengths.len() as f64;
-    let total = statistics.rows as f64;
+    let rows = statistics.rows as f64;
     let idf: Vec<f64> = statistics
         .frequencies
         .iter()
         .map(|&n| {
-            let n = (n as f64).min(total);
-            ((total - n + 0.5) / (n + 0.5)).ln().max(1e-6)
+            let n = (n as f64).min(rows);
+            ((rows - n + 0.5) / (n + 0.5)).ln().max(1e-6)
         })
         .collect();
-    let mut scored: Vec<(i64, f64)> = rows
+    let mut scored: Vec<(i64, f64)> = read
         .iter()
         .zip(&lengths)
-        .map(|(row, length)| {
-            let counts: Vec<i32> = row.get(2);
+        .map(|((id, terms), length)| {
             let norm = K1 * (1.0 - B + B * length / mean_length);
-            let score = counts
+            let score = lexemes
                 .iter()
                 .zip(&idf)
-                .map(|(&tf, idf)| {
-                    let tf = f64::from(tf);
+                .map(|(stems, idf)| {
+                    let tf = f64::from(
+                        stems.iter().map(|lexeme| terms.get(lexeme).copied().unwrap_or(0)).sum::<u32>(),
+                    );
                     idf * tf * (K1 + 1.0) / (tf + norm)
                 })
                 .sum();
-            (row.get(0), score)
+            (*id, score)
         })
         .collect();
     // Best first; ties newest first, as the rows arrived.
     scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
     scored.truncate(filter.limit.clamp(1, 4096));
-    Ok(scored)
+    Ok(Some((statistics, scored)))
 }
 
-/// How many of the persona's rows of `kind` there are, and how many hold each word (up to `cap`).
-fn word_statistics(
-    tx: &mut Transaction<'_>,
-    kind: &Kind,
-    persona: &str,
-    words: &[String],
-    cap: usize,
-) -> Result<WordStatistics, Error> {
-    let table = kind.from.split(' ').next().expect("a kind names its table");
-    let rows: i64 = tx
-        .query_one(&format!("SELECT count(*) FROM {table} WHERE persona = $1"), &[&persona])
-        .map_err(pg)?
-        .get(0);
-    let mut frequencies = Vec::with_capacity(words.len());
-    for word in words {
-        let count: i64 = tx
-            .query_one(
-                &format!(
-                    "SELECT count(*) FROM (SELECT 1 FROM {table}
-                     WHERE persona = $1 AND words @@ plainto_tsquery('english', $2) LIMIT $3) holding"
-                ),
-                &[&persona, word, &(cap as i64)],
-            )
-            .map_err(pg)?
-            .get(0);
-        frequencies.push(count as u64);
+/// A tsvector's text (`'lexeme':1,4B 'it''s':2`) as each lexeme's count of positions (1 for a
+/// lexeme stored without positions).
+fn term_counts(text: &str) -> HashMap<String, u32> {
+    let mut counts = HashMap::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\'' {
+            continue;
+        }
+        let mut lexeme = String::new();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => lexeme.extend(chars.next()),
+                '\'' if chars.peek() == Some(&'\'') => {
+                    chars.next();
+                    lexeme.push('\'');
+                }
+                '\'' => break,
+                c => lexeme.push(c),
+            }
+        }
+        let mut positions = 1;
+        if chars.peek() == Some(&':') {
+            while let Some(&c) = chars.peek() {
+                if c == ' ' {
+                    break;
+                }
+                if c == ',' {
+                    positions += 1;
+                }
+                chars.next();
+            }
+        }
+        counts.insert(lexeme, positions);
     }
-    Ok(WordStatistics { rows: rows as u64, frequencies })
+    counts
 }
 
 pub(crate) fn candidates(tx: &mut Transaction<'_>, query: &CandidateQuery<'_>) -> Result<Candidates, Error> {
@@ -379,8 +432,9 @@ pub(crate) fn candidates(tx: &mut Transaction<'_>, query: &CandidateQuery<'_>) -
         if words.is_empty() {
             continue;
         }
-        let statistics = word_statistics(tx, kind, &filter.persona, &words, query.frequency_cap)?;
-        let ranked = rank_words(tx, kind, &words, filter, &statistics)?;
+        let Some((statistics, ranked)) = keyword_side(tx, kind, &words, filter, query.frequency_cap)? else {
+            continue;
+        };
         if ranked.is_empty() {
             continue;
         }
@@ -406,4 +460,19 @@ pub(crate) fn candidates(tx: &mut Transaction<'_>, query: &CandidateQuery<'_>) -
         found.spans = rows.iter().map(|row| (NodeId(row.get(0)), (row.get(1), row.get(2)))).collect();
     }
     Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::term_counts;
+
+    #[test]
+    fn a_tsvector_text_gives_each_lexemes_positions() {
+        let counts = term_counts("'bill':1,5B 'it''s':3 'mi\\\\x':2 'plain'");
+        assert_eq!(counts["bill"], 2);
+        assert_eq!(counts["it's"], 1);
+        assert_eq!(counts["mi\\x"], 1);
+        assert_eq!(counts["plain"], 1);
+        assert_eq!(counts.len(), 4);
+    }
 }
