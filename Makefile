@@ -48,7 +48,8 @@ python:
 
 test-python: MATURIN_ARGS = --profile dev
 test-python: embed-assets python
-	$(VENV_PYTHON) -m pytest python/tests -q
+	@export STRATA_TEST_POSTGRES="$$(./scripts/postgres.sh url)" || exit 1; \
+	$(VENV_PYTHON) -m pytest python/tests -q; status=$$?; ./scripts/postgres.sh stop; exit $$status
 
 # A release wheel (abi3: one file for CPython 3.9 and later) in target/wheels.
 wheel:

@@ -121,6 +121,21 @@ impl PyEngine {
     }
 }
 
+fn is_postgres_url(path: &std::path::Path) -> bool {
+    path.to_str().is_some_and(|text| text.starts_with("postgres://") || text.starts_with("postgresql://"))
+}
+
+/// A database location for `repr`: a url without its password.
+fn shown(path: &std::path::Path) -> String {
+    let text = path.to_string_lossy();
+    match (text.find("://"), text.rfind('@')) {
+        (Some(scheme), Some(at)) if is_postgres_url(path) && at > scheme => {
+            format!("{}***{}", &text[..scheme + 3], &text[at..])
+        }
+        _ => text.into_owned(),
+    }
+}
+
 /// Runs `work` with the GIL released and turns its answer into Python data.
 fn detached<T: serde::Serialize>(
     py: Python<'_>,
@@ -149,8 +164,14 @@ impl PyEngine {
         let handle = runtime().handle().clone();
         let engine = py
             .detach(|| -> Result<_, Failure> {
-                let store = Store::open_with_timeout(&path, timeout)?;
-                Ok(strata::blocking::Engine::on_runtime(strata::Engine::from_store(store, config)?, handle))
+                // A PostgreSQL url opens that database (its pool waits for connections, not
+                // for SQLite's lock); anything else is a SQLite file.
+                let engine = if is_postgres_url(&path) {
+                    strata::Engine::open(&path, config)?
+                } else {
+                    strata::Engine::from_store(Store::open_with_timeout(&path, timeout)?, config)?
+                };
+                Ok(strata::blocking::Engine::on_runtime(engine, handle))
             })
             .map_err(to_py)?;
         Ok(PyEngine { engine: RwLock::new(Some(engine)), path })
@@ -335,7 +356,7 @@ impl PyEngine {
 
     fn __repr__(&self) -> String {
         let state = if self.closed() { ", closed" } else { "" };
-        format!("strata.Engine({:?}{state})", self.path.display().to_string())
+        format!("strata.Engine({:?}{state})", shown(&self.path))
     }
 }
 

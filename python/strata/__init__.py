@@ -120,7 +120,9 @@ def _config(config: Config) -> Union[Dict[str, Any], str, None]:
 class Engine:
     """A strata database: its sessions, memories and search.
 
-    Opens (or creates) the SQLite file at ``path``. ``config`` is a dict, a TOML path or
+    Opens (or creates) the SQLite file at ``path``, or the PostgreSQL database a
+    ``postgres://user:password@host/database`` url names (for bot processes on several hosts
+    sharing one memory). ``config`` is a dict, a TOML path or
     ``None`` (the defaults: the offline extractive summarizer, a 32k window). ``busy_timeout``
     is how many seconds a write waits for another writer (another process on the same file)
     before raising :class:`Busy`.
