@@ -1,11 +1,14 @@
 //! strata: an embeddable, SQLite-backed memory and hierarchical context-compaction engine for
 //! LLM chat agents.
 //!
-//! Every message is kept verbatim in one SQLite file; old turns are folded into a forest of
-//! summaries so the prompt fits the model's window; tools let the model search and drill back
-//! into anything folded away. This crate wires the three library crates together:
+//! Every message is kept verbatim in one SQLite file (or, with the `postgres` feature, in a
+//! PostgreSQL database that a fleet of processes shares: give [`Engine::open`] a
+//! `postgres://` url); old turns are folded into a forest of summaries so the prompt fits the
+//! model's window; tools let the model search and drill back into anything folded away. This
+//! crate wires the three library crates together:
 //!
-//! - [`store`]: the SQLite layer (sessions, messages, summary nodes, memories, indexes).
+//! - [`store`]: the storage seam (`Backend`) and the SQLite layer (sessions, messages, summary
+//!   nodes, memories, indexes).
 //! - [`compactor`]: token counting, compaction and context assembly.
 //! - [`recall`]: the LLM's tools.
 //!
