@@ -17,7 +17,7 @@ const RANK_SCAN_ROWS: i64 = 1024;
 /// Rows holding a word are counted exactly up to this many; a word in more is common, and
 /// how many rows hold it is estimated from how densely it occurs among the newest rows (see
 /// [`count_words_in`]).
-const EXACT_WORD_ROWS: usize = 10_000;
+const EXACT_WORD_ROWS: usize = 2_000;
 
 /// Ranks the rows of `kind` that hold any of `words` by bm25 over the word index (Porter
 /// stemmed, so `painting` finds `painted`): (id, score, higher is better), best first, at most
@@ -86,16 +86,16 @@ pub(crate) fn rank_words_in(
 pub(crate) struct WordCounts {
     /// Roughly how many rows there are (the largest id: rows are rarely deleted).
     pub rows: u64,
-    /// Rows holding each word: exact up to 10,000, estimated above (for bm25's weights).
+    /// Rows holding each word: exact up to 2,000, estimated above (for bm25's weights).
     pub hits: Vec<f64>,
-    /// Rows holding each word, exact up to the cap asked for and the cap above it.
+    /// Rows holding each word, counted no further than the cap asked for.
     pub capped: Vec<u64>,
 }
 
 /// How many rows of `kind` hold each of `words` ([`WordCounts`]): counted exactly up to
-/// `cap` or 10,000, whichever is more, and for a word in more rows estimated from the newest
-/// 10,000 rows holding it, by the share of rows they span: a word in 45% of a million rows
-/// costs the walk of 10,000 index entries, not of 450,000. With these a caller can weigh a
+/// `cap` or 2,000, whichever is more, and for a word in more rows estimated from the newest
+/// 2,000 rows holding it, by the share of rows they span: a word in 45% of a million rows
+/// costs the walk of 2,000 index entries, not of 450,000. With these a caller can weigh a
 /// bm25 score against the best score the query could reach, and bm25 weighs the words.
 pub(crate) fn count_words_in(conn: &Connection, kind: &Kind, words: &[String], cap: usize) -> Result<WordCounts> {
     let rows: Option<i64> = conn
