@@ -32,7 +32,8 @@ pub(crate) fn register() {
     });
 }
 
-type EntryPoint = unsafe extern "C" fn(*mut ffi::sqlite3, *mut *mut c_char, *const ffi::sqlite3_api_routines) -> c_int;
+type EntryPoint =
+    unsafe extern "C" fn(*mut ffi::sqlite3, *mut *mut c_char, *const ffi::sqlite3_api_routines) -> c_int;
 
 /// Encodes a vector in the little-endian f32 layout `vec0` reads.
 pub(crate) fn to_blob(vector: &[f32]) -> Vec<u8> {
@@ -100,7 +101,8 @@ unsafe fn add_bm25(db: *mut ffi::sqlite3) -> c_int {
     // user data and no destructor.
     unsafe {
         let mut statement: *mut ffi::sqlite3_stmt = ptr::null_mut();
-        let rc = ffi::sqlite3_prepare_v2(db, c"SELECT fts5(?1)".as_ptr(), -1, &mut statement, ptr::null_mut());
+        let rc =
+            ffi::sqlite3_prepare_v2(db, c"SELECT fts5(?1)".as_ptr(), -1, &mut statement, ptr::null_mut());
         if rc != ffi::SQLITE_OK {
             ffi::sqlite3_finalize(statement);
             return rc;
@@ -254,8 +256,12 @@ unsafe fn bm25(
         check(api.xColumnSize.ok_or(missing)?(fts, -1, &mut length))?;
         let (k1, b) = (1.2, 0.75);
         let norm = k1 * (1.0 - b + b * f64::from(length) / query.average_length);
-        let score: f64 =
-            query.idf.iter().zip(&query.frequencies).map(|(idf, f)| idf * ((f * (k1 + 1.0)) / (f + norm))).sum();
+        let score: f64 = query
+            .idf
+            .iter()
+            .zip(&query.frequencies)
+            .map(|(idf, f)| idf * ((f * (k1 + 1.0)) / (f + norm)))
+            .sum();
         Ok(-score)
     }
 }

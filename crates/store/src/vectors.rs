@@ -429,13 +429,13 @@ pub fn nearest(
     let table = table(kind);
     let found: Vec<(i64, f64)> = match (scan, &inside) {
         (Scan::Quantized { candidates }, _) => {
-            let shortlist = candidates.max(chunks);
-            scan_bits(conn, table, &filter.persona, query, chunks, shortlist, Rescoring::Share, inside.as_ref())?
+            let shortlist = Shortlist::Share(candidates.max(chunks));
+            scan_bits(conn, table, &filter.persona, query, chunks, shortlist, inside.as_ref())?
         }
         // A small window is scanned exactly: every one of its chunks is re-scored.
         (Scan::Exact, Some(ids)) => {
-            let every = ids.len() * MAX_CHUNKS;
-            scan_bits(conn, table, &filter.persona, query, chunks, every, Rescoring::Every, Some(ids))?
+            let every = Shortlist::Every(ids.len() * MAX_CHUNKS);
+            scan_bits(conn, table, &filter.persona, query, chunks, every, Some(ids))?
         }
         (Scan::Exact, None) => query_all(
             conn,
@@ -457,12 +457,11 @@ pub fn nearest(
             // first: read its ids after all and scan among them as asked, so a window that
             // holds rows never comes back thin or empty.
             if let Some(ids) = window_ids(conn, kind, filter, u32::MAX as usize)? {
-                let (shortlist, rescoring) = match scan {
-                    Scan::Quantized { candidates } => (candidates.max(chunks), Rescoring::Share),
-                    Scan::Exact => (ids.len() * MAX_CHUNKS, Rescoring::Every),
+                let shortlist = match scan {
+                    Scan::Quantized { candidates } => Shortlist::Share(candidates.max(chunks)),
+                    Scan::Exact => Shortlist::Every(ids.len() * MAX_CHUNKS),
                 };
-                let found =
-                    scan_bits(conn, table, &filter.persona, query, chunks, shortlist, rescoring, Some(&ids))?;
+                let found = scan_bits(conn, table, &filter.persona, query, chunks, shortlist, Some(&ids))?;
                 return Ok(nearest_first(nearest_per_row(found), k));
             }
         }
@@ -532,14 +531,15 @@ struct Candidate {
     slot: usize,
 }
 
-/// Which of the bit scan's shortlist are re-scored from their float vectors.
+/// How many chunks the bit scan keeps (its shortlist), and which of them are re-scored from
+/// their float vectors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Rescoring {
+enum Shortlist {
     /// Every one: the exact search of a small window.
-    Every,
+    Every(usize),
     /// The best [`RESCORED_SHARE`]th by the query's floats against their bits (all of them
     /// when the shortlist holds every chunk scanned: a small persona is searched exactly).
-    Share,
+    Share(usize),
 }
 
 /// The shortlist's share re-scored from float vectors: 1 in 2. Each re-scored chunk costs a
@@ -568,8 +568,8 @@ fn byte_sums(query: &[f32]) -> Vec<[f32; 256]> {
 /// The `keep` chunks nearest to `query` (cosine distance) among the `candidates` nearest by
 /// hamming distance of their 1-bit vectors (the shortlist), within one persona and, when
 /// given, among the chunks of the rows in `inside`: (vector rowid, distance), nearest first.
-/// Of the shortlist, `rescoring` says which are re-scored from their float vectors: every one,
-/// or the best half by the query's floats against their bits ([`Rescoring`]).
+/// Of the shortlist, `shortlist` says which are re-scored from their float vectors: every one,
+/// or the best half by the query's floats against their bits ([`Shortlist`]).
 ///
 /// sqlite-vec's own k-nearest query selects its best k with a pass over each chunk of 1,024
 /// vectors per result (k x 1,024 comparisons a chunk), and its lookups of single float vectors
@@ -587,10 +587,10 @@ fn scan_bits(
     persona: &str,
     query: &[f32],
     keep: usize,
-    candidates: usize,
-    rescoring: Rescoring,
+    shortlist: Shortlist,
     inside: Option<&HashSet<i64>>,
 ) -> Result<Vec<(i64, f64)>> {
+    let (Shortlist::Every(candidates) | Shortlist::Share(candidates)) = shortlist;
     let bytes = query.len() / 8;
     let mut query_bits = vec![0u8; bytes];
     for (i, x) in query.iter().enumerate() {
@@ -653,8 +653,8 @@ fn scan_bits(
         chosen.truncate(candidates);
         shortened = true;
     }
-    let rescored = match rescoring {
-        Rescoring::Share if shortened => (candidates / RESCORED_SHARE).max(keep),
+    let rescored = match shortlist {
+        Shortlist::Share(_) if shortened => (candidates / RESCORED_SHARE).max(keep),
         _ => chosen.len(),
     };
     if chosen.len() > rescored {

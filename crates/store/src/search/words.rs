@@ -97,7 +97,12 @@ pub(crate) struct WordCounts {
 /// 2,000 rows holding it, by the share of rows they span: a word in 45% of a million rows
 /// costs the walk of 2,000 index entries, not of 450,000. With these a caller can weigh a
 /// bm25 score against the best score the query could reach, and bm25 weighs the words.
-pub(crate) fn count_words_in(conn: &Connection, kind: &Kind, words: &[String], cap: usize) -> Result<WordCounts> {
+pub(crate) fn count_words_in(
+    conn: &Connection,
+    kind: &Kind,
+    words: &[String],
+    cap: usize,
+) -> Result<WordCounts> {
     let rows: Option<i64> = conn
         .prepare_cached(&format!("SELECT max(id) FROM {}", kind.table))?
         .query_row([], |row| row.get(0))?;
@@ -151,8 +156,11 @@ mod tests {
         let tx = conn.unchecked_transaction().unwrap();
         for id in 1..=rows {
             tx.execute("INSERT INTO messages(id) VALUES (?1)", [id]).unwrap();
-            tx.execute("INSERT INTO messages_words(rowid, text) VALUES (?1, ?2)", rusqlite::params![id, text(id)])
-                .unwrap();
+            tx.execute(
+                "INSERT INTO messages_words(rowid, text) VALUES (?1, ?2)",
+                rusqlite::params![id, text(id)],
+            )
+            .unwrap();
         }
         tx.commit().unwrap();
         conn
@@ -171,9 +179,11 @@ mod tests {
             text
         });
         let count = |word: &str| -> f64 {
-            conn.query_row("SELECT count(*) FROM messages_words WHERE messages_words MATCH ?1", [word], |row| {
-                row.get::<_, i64>(0)
-            })
+            conn.query_row(
+                "SELECT count(*) FROM messages_words WHERE messages_words MATCH ?1",
+                [word],
+                |row| row.get::<_, i64>(0),
+            )
             .unwrap() as f64
         };
         let (billing, deploy) = (count("billing"), count("deploy"));
@@ -187,8 +197,10 @@ mod tests {
         let query = "WHERE messages_words MATCH '\"billing\" OR \"deploy\"' AND ?1 IS NOT NULL AND ?2 IS NOT NULL \
                      ORDER BY rowid";
         let fts5 = scores(&format!("SELECT rowid, bm25(messages_words) FROM messages_words {query}"));
-        let given = scores(&format!("SELECT rowid, strata_bm25(messages_words, ?1, ?2) FROM messages_words {query}"));
-        let counted = scores(&format!("SELECT rowid, strata_bm25(messages_words) FROM messages_words {query}"));
+        let given =
+            scores(&format!("SELECT rowid, strata_bm25(messages_words, ?1, ?2) FROM messages_words {query}"));
+        let counted =
+            scores(&format!("SELECT rowid, strata_bm25(messages_words) FROM messages_words {query}"));
         assert_eq!(fts5.len(), 300);
         assert_eq!(given, fts5, "the same scores, bit for bit, from the counts given");
         assert_eq!(counted, fts5, "the same scores from counts it makes itself");
