@@ -31,7 +31,7 @@ use serde_json::json;
 use strata::blocking::Engine;
 use strata::{ChatMessage, Config};
 use strata_recall::{Embedder, RecallConfig, RecallSettings, ToolContext, call_tool};
-use strata_store::{HitKind, Scan, Store};
+use strata_store::{CandidateQuery, HitKind, Scan, SearchFilter, Store};
 
 #[allow(dead_code)]
 #[path = "support/appends.rs"]
@@ -111,8 +111,12 @@ fn search_1m(c: &mut Criterion) {
     // Recall of the quantized k-nearest against the exact one, per candidate count: the share
     // of the exact 10 (and 50) nearest rows the quantized scan returns.
     let query_vectors: Vec<Vec<f32>> = queries.iter().map(|q| embedder.embed_query(q).unwrap()).collect();
+    // `STRATA_BENCH_SKIP_RECALL=1` leaves this part out (40 exact scans: about 35 s) when only
+    // the timings are wanted.
+    let recall_wanted = std::env::var_os("STRATA_BENCH_SKIP_RECALL").is_none();
     let exact: Vec<Vec<i64>> = query_vectors
         .iter()
+        .filter(|_| recall_wanted)
         .map(|v| {
             store
                 .embeddings()
@@ -123,7 +127,7 @@ fn search_1m(c: &mut Criterion) {
                 .collect()
         })
         .collect();
-    for candidates in [400, 800, 1_600, 3_200, 6_400] {
+    for candidates in [400, 800, 1_600, 3_200, 6_400].into_iter().filter(|_| recall_wanted) {
         let (mut at10, mut at50) = (0.0, 0.0);
         for (v, truth) in query_vectors.iter().zip(&exact) {
             let found: HashSet<i64> = store
@@ -183,6 +187,38 @@ fn search_1m(c: &mut Criterion) {
             })
         });
     }
+    // The store's one read of a search (`Ranking::candidates`, what `memory_search` fuses), on
+    // each side alone and whole: where the time between the vector scan and the tool goes.
+    let words: Vec<String> =
+        ["billing", "migration", "fail", "staging"].into_iter().map(str::to_owned).collect();
+    let read = |vector: Option<&[f32]>| {
+        store
+            .ranking()
+            .candidates(&CandidateQuery {
+                filter: SearchFilter { limit: 50, ..SearchFilter::persona("p") },
+                words: &words,
+                vector: vector.map(|v| (MODEL, v)),
+                scan: Scan::Quantized { candidates: 3_200 },
+                frequency_cap: 1_000,
+            })
+            .unwrap()
+    };
+    group.bench_function("candidates_keywords_only", |b| b.iter(|| read(None)));
+    group.bench_function("candidates_vector_only", |b| {
+        b.iter(|| {
+            store
+                .ranking()
+                .candidates(&CandidateQuery {
+                    filter: SearchFilter { limit: 50, ..SearchFilter::persona("p") },
+                    words: &[],
+                    vector: Some((MODEL, vector)),
+                    scan: Scan::Quantized { candidates: 3_200 },
+                    frequency_cap: 1_000,
+                })
+                .unwrap()
+        })
+    });
+    group.bench_function("candidates_both", |b| b.iter(|| read(Some(vector))));
     group.bench_function("memory_search_exact_scan", |b| {
         b.iter(|| call_tool(&exact_scan, "memory_search", &json!({"query": question(), "limit": 10})))
     });

@@ -20,7 +20,7 @@ use crate::types::{Category, Level, MemoryId, MessageId, NodeId, SessionId, from
 
 pub(crate) use grep::{grep, said_between};
 pub use ranked::{CandidateQuery, Candidates, Ranking, WordStatistics};
-use words::{rank_words_in, word_frequencies_in};
+use words::{count_words_in, rank_words_in};
 
 /// Most fragments a query may have; more are dropped (the search only gets broader).
 pub(crate) const MAX_TERMS: usize = 32;

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use rusqlite::{Connection, params};
 
-use super::{HitId, HitKind, SearchFilter, TextHit, rank_words_in, word_frequencies_in};
+use super::{HitId, HitKind, SearchFilter, TextHit, count_words_in, rank_words_in};
 use crate::db::query_all;
 use crate::error::Result;
 use crate::kinds::Kind;
@@ -120,12 +120,15 @@ fn candidates(conn: &Connection, query: &CandidateQuery<'_>) -> Result<Candidate
                 found.semantic.push((hit, distance));
             }
         }
-        let ranked = rank_words_in(conn, kind, query.words, filter)?;
+        if query.words.is_empty() || (filter.session.is_some() && kind.session.is_none()) {
+            continue;
+        }
+        let counts = count_words_in(conn, kind, query.words, query.frequency_cap)?;
+        let ranked = rank_words_in(conn, kind, query.words, &counts.hits, filter)?;
         if ranked.is_empty() {
             continue;
         }
-        let (rows, frequencies) = word_frequencies_in(conn, kind, query.words, query.frequency_cap)?;
-        found.words.insert(kind.kind, WordStatistics { rows, frequencies });
+        found.words.insert(kind.kind, WordStatistics { rows: counts.rows, frequencies: counts.capped });
         let ids: Vec<HitId> = ranked.iter().map(|&(id, _)| HitId::new(kind.kind, id)).collect();
         let scores: HashMap<i64, f64> = ranked.into_iter().collect();
         for hit in hits_by_ids(conn, &filter.persona, &ids)? {
