@@ -246,6 +246,9 @@ fn any_word(words: &[String], params: &mut Params) -> String {
     each.join(" || ")
 }
 
+/// A kind's word statistics and its scored rows (id, bm25), best first.
+type KeywordSide = (WordStatistics, Vec<(i64, f64)>);
+
 /// The keyword side of a ranked search of one kind: the persona's word statistics and the
 /// newest rows holding any of the words (up to [`RANK_SCAN_ROWS`]), scored by bm25 as FTS5
 /// scores it (k1 = 1.2, b = 0.75, idf `ln((N - n + 0.5) / (n + 0.5))`), best first; `None`
@@ -264,7 +267,7 @@ fn keyword_side(
     words: &[String],
     filter: &SearchFilter,
     cap: usize,
-) -> Result<Option<(WordStatistics, Vec<(i64, f64)>)>, Error> {
+) -> Result<Option<KeywordSide>, Error> {
     const K1: f64 = 1.2;
     const B: f64 = 0.75;
     let table = kind.from.split(' ').next().expect("a kind names its table");

@@ -69,11 +69,12 @@ pub struct RecallConfig {
     /// Candidates each side (semantic, keyword) contributes to fusion, before the limit.
     /// Default 50.
     pub search_candidates: usize,
-    /// Chunks the 1-bit first pass of a vector search keeps for exact re-scoring; 0 scans the
-    /// float vectors exactly (sqlite-vec). Default 3,200: at 1,000,000 vectors they hold 98.5%
-    /// of the exact 10 nearest (400 held 79%) and the pass takes 52 ms against 869 ms for the
-    /// exact scan; a persona of fewer chunks is re-scored whole, which is exact
-    /// (benches/README.md, "Search at a million vectors").
+    /// Chunks the 1-bit first pass of a vector search shortlists; the better half of them (by
+    /// the query's floats against each chunk's bits) is re-scored exactly. 0 scans the float
+    /// vectors exactly (sqlite-vec). Default 3,200: at 1,000,000 vectors they hold 98.5% of the
+    /// exact 10 nearest (400 held 79%), and `memory_search` takes 49 ms against 836 ms for the
+    /// exact scan; a persona whose chunks all fit the shortlist is re-scored whole, which is
+    /// exact (benches/README.md, "Search at a million vectors").
     pub quantized_candidates: usize,
     /// Messages shown before and after the one `view_message` opens. Default 3.
     pub view_neighbours: usize,
