@@ -701,7 +701,7 @@ impl Recaller for HistorySearch {
 /// The database at `location`: a PostgreSQL url, or else a SQLite file's path.
 pub(crate) fn open_backend(location: &Path) -> Result<SharedBackend> {
     let text = location.to_string_lossy();
-    if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+    if strata_store::is_postgres_url(&text) {
         #[cfg(feature = "postgres")]
         return Ok(std::sync::Arc::new(strata_pg::PgStore::open(&text)?));
         #[cfg(not(feature = "postgres"))]

@@ -3,12 +3,12 @@
 //! answers on both backends, and the commands only SQLite has say so and change nothing.
 
 use serde_json::json;
-use strata::{ChatMessage, Config, Engine};
+use strata::{ChatMessage, Engine};
 
 #[path = "../crates/pg/tests/common/mod.rs"]
 mod common;
 
-use crate::util::Strata;
+use crate::util::{Strata, folding};
 
 #[test]
 fn the_demo_runs_on_postgresql() {
@@ -44,18 +44,6 @@ fn the_demo_runs_on_postgresql() {
     // Running the demo again is refused, not duplicated.
     let again = strata.run_on(db, &["demo", "--messages", "260"]).failure();
     assert!(again.contains("already holds the demo"), "{again}");
-}
-
-/// Folds as soon as there is a little to fold, so early turns live only in summaries.
-fn folding() -> Config {
-    let mut config = Config::default();
-    config.compactor.trigger_ratio = 0.0;
-    config.compactor.target_ratio = 0.0;
-    config.compactor.leaf_min_tokens = 100;
-    config.compactor.leaf_chunk_tokens = 300;
-    config.compactor.tail_turns = 1;
-    config.compactor.tail_tokens = 200;
-    config
 }
 
 /// What one backend answered, to compare with the other's.

@@ -2,23 +2,10 @@
 //! comes back for the request that needs it, nothing comes for a request about something never
 //! said, the prefix stays byte-identical, and a dry run stores nothing.
 
-use strata::{ChatMessage, Config, Engine};
+use strata::{ChatMessage, Engine};
 use strata_store::{NewMessage, Role};
 
-use crate::util::Strata;
-
-/// Folds as soon as there is a little to fold, so the early turns are only in summaries.
-fn folding() -> Config {
-    let mut config = Config::default();
-    config.compactor.trigger_ratio = 0.0;
-    config.compactor.target_ratio = 0.0;
-    config.compactor.leaf_min_tokens = 100;
-    config.compactor.leaf_chunk_tokens = 300;
-    config.compactor.tail_turns = 1;
-    config.compactor.tail_tokens = 200;
-    config.compactor.refill_folded_turns = false;
-    config
-}
+use crate::util::{Strata, folding};
 
 const TOPICS: [&str; 6] = [
     "the quarterly marketing newsletter layout",

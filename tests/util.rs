@@ -145,3 +145,16 @@ pub fn assert_consistent(store: &Store, key: &str, expected_messages: usize) {
         }
     }
 }
+
+/// Folds as soon as there is a little to fold, so the early turns are only in summaries.
+pub fn folding() -> strata::Config {
+    let mut config = strata::Config::default();
+    config.compactor.trigger_ratio = 0.0;
+    config.compactor.target_ratio = 0.0;
+    config.compactor.leaf_min_tokens = 100;
+    config.compactor.leaf_chunk_tokens = 300;
+    config.compactor.tail_turns = 1;
+    config.compactor.tail_tokens = 200;
+    config.compactor.refill_folded_turns = false;
+    config
+}

@@ -122,18 +122,12 @@ impl PyEngine {
 }
 
 fn is_postgres_url(path: &std::path::Path) -> bool {
-    path.to_str().is_some_and(|text| text.starts_with("postgres://") || text.starts_with("postgresql://"))
+    path.to_str().is_some_and(strata::store::is_postgres_url)
 }
 
 /// A database location for `repr`: a url without its password.
 fn shown(path: &std::path::Path) -> String {
-    let text = path.to_string_lossy();
-    match (text.find("://"), text.rfind('@')) {
-        (Some(scheme), Some(at)) if is_postgres_url(path) && at > scheme => {
-            format!("{}***{}", &text[..scheme + 3], &text[at..])
-        }
-        _ => text.into_owned(),
-    }
+    strata::store::without_password(&path.to_string_lossy())
 }
 
 /// Runs `work` with the GIL released and turns its answer into Python data.

@@ -198,7 +198,7 @@ fn open_sqlite(cli: &Cli, what: &str) -> anyhow::Result<Store> {
 
 /// The `--db` value when it is a PostgreSQL url.
 fn postgres_url(cli: &Cli) -> Option<&str> {
-    cli.db.to_str().filter(|db| db.starts_with("postgres://") || db.starts_with("postgresql://"))
+    cli.db.to_str().filter(|db| strata_store::is_postgres_url(db))
 }
 
 /// The `--db` value for messages, without a password.
@@ -208,11 +208,7 @@ fn redacted(cli: &Cli) -> String {
 
 /// A database location for messages: a url without its password, a path as it is.
 pub(crate) fn shown(db: &std::path::Path) -> String {
-    let db = db.to_string_lossy();
-    match (db.find("://"), db.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => format!("{}***{}", &db[..scheme + 3], &db[at..]),
-        _ => db.into_owned(),
-    }
+    strata_store::without_password(&db.to_string_lossy())
 }
 
 fn open_postgres(url: &str) -> anyhow::Result<SharedBackend> {

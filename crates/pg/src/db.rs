@@ -34,7 +34,7 @@ pub(crate) fn pool_error(source: r2d2::Error) -> Error {
 pub(crate) fn open(url: &str, size: u32) -> Result<Pool> {
     let config: postgres::Config = url.parse().map_err(|source: postgres::Error| Error::Invalid {
         field: "database url",
-        reason: format!("{} ({source})", redact(url)),
+        reason: format!("{} ({source})", strata_store::without_password(url)),
     })?;
     let mut client = config.connect(NoTls).map_err(pg)?;
     migrate(&mut client)?;
@@ -65,29 +65,4 @@ fn migrate(client: &mut postgres::Client) -> Result<()> {
         tx.execute("INSERT INTO strata_schema(version) VALUES ($1)", &[&version]).map_err(pg)?;
     }
     tx.commit().map_err(pg)
-}
-
-/// The url without its password, for messages.
-pub(crate) fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let credentials = &url[scheme + 3..at];
-            match credentials.find(':') {
-                Some(colon) => format!("{}{}:***{}", &url[..scheme + 3], &credentials[..colon], &url[at..]),
-                None => url.to_owned(),
-            }
-        }
-        _ => url.to_owned(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_url_is_shown_without_its_password() {
-        assert_eq!(redact("postgres://bot:s3cret@db:5432/strata"), "postgres://bot:***@db:5432/strata");
-        assert_eq!(redact("postgres://db/strata"), "postgres://db/strata");
-    }
 }

@@ -73,12 +73,12 @@ impl PgStore {
 
     /// Like [`PgStore::open`], with at most `size` connections.
     pub fn open_with_pool_size(url: &str, size: u32) -> Result<PgStore> {
-        Ok(PgStore { pool: db::open(url, size.max(1))?, url: db::redact(url) })
+        Ok(PgStore { pool: db::open(url, size.max(1))?, url: strata_store::without_password(url) })
     }
 
     /// True for a database location this backend opens (`postgres://`, `postgresql://`).
     pub fn is_url(location: &str) -> bool {
-        location.starts_with("postgres://") || location.starts_with("postgresql://")
+        strata_store::is_postgres_url(location)
     }
 
     fn connection(&self) -> Result<Connection> {
@@ -499,13 +499,7 @@ impl Backend for PgStore {
     fn accept_proposal(&self, persona: &str, key: &str) -> Result<Memory> {
         self.write(|tx| {
             let found = memories::take_proposal(tx, persona, key)?;
-            let write = MemoryWrite {
-                category: Category::UserPreferences,
-                key: &found.update.key,
-                title: &found.update.title,
-                content: &found.update.content,
-            };
-            let provenance = Provenance::proposal(found.node_id);
+            let (write, provenance) = strata_store::backend::accepted_proposal(&found);
             Ok(memories::save(tx, Writer::User, persona, &write, &provenance, Utc::now())?.0)
         })
     }

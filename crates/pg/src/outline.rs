@@ -20,21 +20,14 @@ pub(crate) fn outline(tx: &mut Transaction<'_>, session: SessionId) -> Result<Ve
     Ok(tx.query(&sql, &[&session.0]).map_err(pg)?.iter().map(rows::outline).collect())
 }
 
-/// The outline of the head (seq below `head`) and of every uncovered message, in seq order.
-/// Two index ranges (the second through `messages_uncovered`), so the summarized history is
-/// never read.
+/// The outline of the head (seq below `head`) and of every uncovered message, in seq order;
+/// the summarized history is never read.
 pub(crate) fn live_outline(
     tx: &mut Transaction<'_>,
     session: SessionId,
     head: i64,
 ) -> Result<Vec<MessageOutline>, Error> {
-    let sql = format!(
-        "SELECT {0} FROM messages WHERE session_id = $1 AND seq < $2
-         UNION ALL
-         SELECT {0} FROM messages WHERE session_id = $1 AND summary_id IS NULL AND seq >= $2
-         ORDER BY seq",
-        rows::OUTLINE
-    );
+    let sql = live_part(rows::OUTLINE);
     Ok(tx.query(&sql, &[&session.0, &head]).map_err(pg)?.iter().map(rows::outline).collect())
 }
 
@@ -44,14 +37,19 @@ fn context_messages(
     session: SessionId,
     head_end: i64,
 ) -> Result<Vec<Message>, Error> {
-    let sql = format!(
-        "SELECT {0} FROM messages WHERE session_id = $1 AND seq < $2
-         UNION ALL
-         SELECT {0} FROM messages WHERE session_id = $1 AND summary_id IS NULL AND seq >= $2
-         ORDER BY seq",
-        rows::MESSAGE
-    );
+    let sql = live_part(rows::MESSAGE);
     Ok(tx.query(&sql, &[&session.0, &head_end]).map_err(pg)?.iter().map(rows::message).collect())
+}
+
+/// `columns` of a session's live part: the messages with seq below `$2` and every uncovered
+/// one, in seq order, as two index ranges (the second through `messages_uncovered`).
+fn live_part(columns: &str) -> String {
+    format!(
+        "SELECT {columns} FROM messages WHERE session_id = $1 AND seq < $2
+         UNION ALL
+         SELECT {columns} FROM messages WHERE session_id = $1 AND summary_id IS NULL AND seq >= $2
+         ORDER BY seq"
+    )
 }
 
 /// The newest `limit` messages of a session that no summary covers yet, oldest first.

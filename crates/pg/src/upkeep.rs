@@ -42,14 +42,7 @@ pub(crate) fn count_rejection(tx: &mut Transaction<'_>, summarizer: &str, reason
 }
 
 pub(crate) fn record_llm_calls(tx: &mut Transaction<'_>, calls: &[LlmCall]) -> Result<(), Error> {
-    for call in calls {
-        if !matches!(call.purpose.as_str(), "summary" | "chat") {
-            return Err(Error::Invalid {
-                field: "purpose",
-                reason: format!("{:?} is not summary or chat", call.purpose),
-            });
-        }
-    }
+    strata_store::backend::validate_llm_calls(calls)?;
     let count = |n: Option<u64>| n.map(|n| n.min(i64::MAX as u64) as i64);
     let insert = tx
         .prepare(

@@ -33,8 +33,10 @@ use crate::vectors::{BacklogItem, EmbeddingSpace};
 pub use crate::forest::{MergePlan, plan_merge, validate as validate_summary};
 pub use crate::memories::{check_writer, validate as validate_memory};
 pub use crate::messages::validate as validate_message;
+pub use crate::queues::accepted as accepted_proposal;
 pub use crate::search::grep::{fold, rank_grep_hits};
 pub use crate::sessions::{validate_persona, validate_session_key};
+pub use crate::usage::validate as validate_llm_calls;
 
 /// A compaction lease on one session: while it is held, no other holder (in this process or
 /// any other sharing the database) gets one for that session. Dropping it gives it up; so

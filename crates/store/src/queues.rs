@@ -94,16 +94,22 @@ fn proposal(conn: &Connection, persona: &str, key: &str) -> Result<QueuedUpdate>
 /// is gone. Both in the caller's transaction.
 pub fn accept(conn: &Connection, persona: &str, key: &str, now: DateTime<Utc>) -> Result<Memory> {
     let found = proposal(conn, persona, key)?;
-    let write = MemoryWrite {
-        category: Category::UserPreferences,
-        key: &found.update.key,
-        title: &found.update.title,
-        content: &found.update.content,
-    };
-    let provenance = Provenance::proposal(found.node_id);
+    let (write, provenance) = accepted(&found);
     let (memory, _) = memories::upsert(conn, Writer::User, persona, &write, &provenance, now)?;
     conn.prepare_cached("DELETE FROM memory_updates WHERE id = ?1")?.execute([found.id])?;
     Ok(memory)
+}
+
+/// What an accepted proposal is saved as: the user's preference, sourced to the proposal (and
+/// the summary that found it).
+pub fn accepted(proposal: &QueuedUpdate) -> (MemoryWrite<'_>, Provenance) {
+    let write = MemoryWrite {
+        category: Category::UserPreferences,
+        key: &proposal.update.key,
+        title: &proposal.update.title,
+        content: &proposal.update.content,
+    };
+    (write, Provenance::proposal(proposal.node_id))
 }
 
 /// The user rejects a proposal; it is deleted.

@@ -63,6 +63,14 @@ pub struct UsageDay {
     pub millis: u64,
 }
 
+/// Checks calls before they are recorded: a purpose is `summary` or `chat`.
+pub fn validate(calls: &[LlmCall]) -> Result<()> {
+    match calls.iter().find(|call| !matches!(call.purpose.as_str(), "summary" | "chat")) {
+        Some(call) => Err(Error::invalid("purpose", format!("{:?} is not summary or chat", call.purpose))),
+        None => Ok(()),
+    }
+}
+
 /// Every recorded call, oldest first.
 pub(crate) fn all_calls(conn: &rusqlite::Connection) -> Result<Vec<LlmCall>> {
     query_all(
@@ -95,11 +103,7 @@ impl Store {
         if calls.is_empty() {
             return Ok(());
         }
-        for call in calls {
-            if !matches!(call.purpose.as_str(), "summary" | "chat") {
-                return Err(Error::invalid("purpose", format!("{:?} is not summary or chat", call.purpose)));
-            }
-        }
+        validate(calls)?;
         let count = |n: Option<u64>| n.map(|n| n.min(i64::MAX as u64) as i64);
         self.write(|tx| {
             let mut insert = tx.prepare_cached(
