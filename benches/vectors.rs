@@ -25,7 +25,6 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 use strata::blocking::Engine;
@@ -39,52 +38,12 @@ mod appends;
 #[allow(dead_code)]
 #[path = "support/fixtures.rs"]
 mod fixtures;
+#[path = "support/real_vectors.rs"]
+mod real_vectors;
 #[path = "support/word_corpus.rs"]
 mod word_corpus;
 
 use word_corpus::MODEL;
-
-/// Texts of the demo's generated week (user and assistant text, tool results), cut to 600
-/// characters (the model reads 256 tokens), in order.
-fn week_texts() -> Vec<String> {
-    appends::first_messages(2_500)
-        .into_iter()
-        .filter(|message| message.content.len() >= 40)
-        .map(|message| strata_store::truncate_chars(&message.content, 600))
-        .collect()
-}
-
-/// The texts every fixture vector is drawn around, and the held-out query texts.
-fn bases_and_queries() -> (Vec<String>, Vec<String>) {
-    let mut bases = week_texts();
-    let queries = bases.split_off(bases.len() - QUERIES);
-    (bases, queries)
-}
-
-/// The model's vectors of the base texts.
-fn embed_bases(embedder: &Embedder, bases: &[String]) -> Vec<Vec<f32>> {
-    let started = Instant::now();
-    let refs: Vec<&str> = bases.iter().map(String::as_str).collect();
-    let vectors = embedder.embed_sorted(&refs, 32).unwrap();
-    eprintln!("embedded {} base texts in {:.1} s", vectors.len(), started.elapsed().as_secs_f64());
-    vectors
-}
-
-const QUERIES: usize = 40;
-
-/// One fixture vector: a base, plus up to half of another, plus noise of norm about 0.75,
-/// normalized.
-fn around(bases: &[Vec<f32>], rng: &mut ChaCha8Rng) -> Vec<f32> {
-    let a = &bases[rng.random_range(0..bases.len())];
-    let b = &bases[rng.random_range(0..bases.len())];
-    let share = rng.random_range(0.0f32..0.5);
-    // Uniform noise of standard deviation 0.038 per dimension (sqrt(3) * 0.038 = 0.066).
-    let mut v: Vec<f32> =
-        a.iter().zip(b).map(|(x, y)| x + share * y + rng.random_range(-0.066f32..0.066)).collect();
-    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    v.iter_mut().for_each(|x| *x /= norm);
-    v
-}
 
 fn vector_count() -> usize {
     std::env::var("STRATA_BENCH_VECTORS").ok().and_then(|n| n.parse().ok()).unwrap_or(1_000_000)
@@ -93,10 +52,10 @@ fn vector_count() -> usize {
 fn search_1m(c: &mut Criterion) {
     let embedder = Embedder::load_default().expect("run scripts/fetch-embed-assets.sh first");
     let n = vector_count();
-    let (bases, queries) = bases_and_queries();
+    let (bases, queries) = real_vectors::bases_and_queries();
     let path = fixtures::cached_fixture(&format!("realvec-{n}"), |store| {
-        let bases = embed_bases(&embedder, &bases);
-        let mut draw = |rng: &mut ChaCha8Rng| around(&bases, rng);
+        let bases = real_vectors::embed_bases(&embedder, &bases);
+        let mut draw = |rng: &mut ChaCha8Rng| real_vectors::around(&bases, rng);
         word_corpus::fill_with(store, n, Some(&mut draw));
     });
     let store = Store::open(&path).unwrap();
@@ -290,7 +249,7 @@ fn embedder_busy(c: &mut Criterion) {
     // at once (the worker is notified and starts on them).
     let other = engine.session("backlog", "other").unwrap();
     let backlog = |n: usize| -> Vec<strata::Incoming> {
-        week_texts()
+        real_vectors::week_texts()
             .into_iter()
             .cycle()
             .take(n)

@@ -3,6 +3,7 @@
 //! answers on both backends, and the commands only SQLite has say so and change nothing.
 
 use serde_json::json;
+use strata::compactor::Outcome;
 use strata::{ChatMessage, Engine};
 
 #[path = "../crates/pg/tests/common/mod.rs"]
@@ -139,13 +140,18 @@ fn a_compaction_leaves_a_leased_session_to_its_holder() {
     for location in [dir.path().join("strata.db"), std::path::PathBuf::from(&url)] {
         let engine = Engine::open(&location, folding()).unwrap();
         let session = engine.session("chat-1", "assistant").unwrap();
+        let runtime = strata::blocking::runtime().unwrap();
+        // A call with nothing to write asks for no lease: held elsewhere, it still says why.
+        let held = engine.store().compaction_lease(session.id()).unwrap().expect("a free lease");
+        let idle = runtime.block_on(session.prepare_context()).unwrap().outcome;
+        assert!(matches!(idle, Some(Outcome::BelowThreshold { .. })), "{location:?}: {idle:?}");
+        drop(held);
         for round in 0..8 {
             session
                 .append(ChatMessage::user(format!("Round {round}: shall we rename the meeting?")))
                 .unwrap();
             session.append(ChatMessage::assistant(format!("Round {round}: let us keep its name."))).unwrap();
         }
-        let runtime = strata::blocking::runtime().unwrap();
         let held = engine.store().compaction_lease(session.id()).unwrap().expect("a free lease");
         runtime.block_on(session.prepare_context()).unwrap();
         assert!(

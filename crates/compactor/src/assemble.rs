@@ -562,16 +562,17 @@ impl Snapshot {
                 Some(live_start) => reader.folded_before(session, head_end_seq..live_start, room)?,
                 None => reader.folded_before(session, head_end_seq..reader.next_seq(session)?, room)?,
             };
-            let live = |memory: &Memory| !config.memory_ttls.is_memory_expired(memory, now);
-            let mut preferences = reader.memories(&persona, Some(Category::UserPreferences))?;
-            preferences.retain(live);
-            let mut memories = Vec::new();
-            if config.injected_memory_tokens > 0 {
-                for category in [Category::Progress, Category::Memo] {
-                    memories.extend(reader.memories(&persona, Some(category))?.into_iter().filter(live));
-                }
-                memories.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(b.id.0.cmp(&a.id.0)));
+            // Every category in one read (ordered by category, then key): the preferences, and
+            // progress and memos newest first.
+            let (preferences, mut memories): (Vec<Memory>, Vec<Memory>) = reader
+                .memories(&persona, None)?
+                .into_iter()
+                .filter(|memory| !config.memory_ttls.is_memory_expired(memory, now))
+                .partition(|memory| memory.category == Category::UserPreferences);
+            if config.injected_memory_tokens == 0 {
+                memories.clear();
             }
+            memories.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(b.id.0.cmp(&a.id.0)));
             Ok(Snapshot {
                 persona,
                 plan,

@@ -3,10 +3,8 @@
 //! rows (coverage, the forest's shape, dense seqs, the backlog and the vectors). Each check
 //! is one query whose rows are its problems.
 
-use postgres::Transaction;
+use crate::db::{Queries, SCHEMA_VERSION, Tx, pg};
 use strata_store::{Check, Error, Report};
-
-use crate::db::{SCHEMA_VERSION, pg};
 
 /// The most problems a check lists (all are counted).
 const MAX_LISTED: usize = 10;
@@ -21,7 +19,7 @@ const TRIGGERS: [(&str, &str); 6] = [
     ("agent_memories", "memories_backlog"),
 ];
 
-fn rows_check(tx: &mut Transaction<'_>, name: &'static str, sql: &str) -> Result<Check, Error> {
+fn rows_check(tx: &mut Tx<'_>, name: &'static str, sql: &str) -> Result<Check, Error> {
     let rows = tx.query(sql, &[]).map_err(pg)?;
     Ok(Check {
         name,
@@ -30,7 +28,7 @@ fn rows_check(tx: &mut Transaction<'_>, name: &'static str, sql: &str) -> Result
     })
 }
 
-fn schema_check(tx: &mut Transaction<'_>) -> Result<Check, Error> {
+fn schema_check(tx: &mut Tx<'_>) -> Result<Check, Error> {
     let mut check = Check { name: "the schema is strata's", problems: 0, details: Vec::new() };
     let version: Option<i64> =
         tx.query_one("SELECT max(version) FROM strata_schema", &[]).map_err(pg)?.get(0);
@@ -56,7 +54,7 @@ fn schema_check(tx: &mut Transaction<'_>) -> Result<Check, Error> {
 }
 
 /// Runs every check, in one snapshot.
-pub(crate) fn doctor(tx: &mut Transaction<'_>) -> Result<Report, Error> {
+pub(crate) fn doctor(tx: &mut Tx<'_>) -> Result<Report, Error> {
     let mut checks = vec![schema_check(tx)?];
     checks.push(rows_check(
         tx,

@@ -8,13 +8,12 @@
 //! copy cut short (a crash, a lost connection) is finished by running it again. The target
 //! must be empty or a copy of the same file (`strata_copy` names the file).
 
+use crate::db::{Queries, Tx, pg};
 use chrono::Utc;
 use pgvector::Vector;
-use postgres::Transaction;
 use strata_store::backend::fold;
 use strata_store::{Error, HitKind, Store, StoredMemory, to_unix};
 
-use crate::db::pg;
 use crate::{PgStore, search, vectors};
 
 /// Rows a batch carries.
@@ -262,7 +261,7 @@ impl PgStore {
 }
 
 /// Records this copy in the target, or refuses a target that holds anything else.
-fn claim(tx: &mut Transaction<'_>, name: &str) -> Result<(), Error> {
+fn claim(tx: &mut Tx<'_>, name: &str) -> Result<(), Error> {
     let recorded: Option<String> =
         tx.query_opt("SELECT source FROM strata_copy", &[]).map_err(pg)?.map(|row| row.get(0));
     match recorded {
@@ -289,16 +288,16 @@ fn claim(tx: &mut Transaction<'_>, name: &str) -> Result<(), Error> {
     }
 }
 
-fn count(tx: &mut Transaction<'_>, table: &str) -> Result<u64, Error> {
+fn count(tx: &mut Tx<'_>, table: &str) -> Result<u64, Error> {
     Ok(tx.query_one(&format!("SELECT count(*) FROM {table}"), &[]).map_err(pg)?.get::<_, i64>(0) as u64)
 }
 
 /// The highest id a table holds (0 when empty): where a resumed copy goes on.
-fn max_id(tx: &mut Transaction<'_>, table: &str) -> Result<i64, Error> {
+fn max_id(tx: &mut Tx<'_>, table: &str) -> Result<i64, Error> {
     Ok(tx.query_one(&format!("SELECT coalesce(max(id), 0) FROM {table}"), &[]).map_err(pg)?.get(0))
 }
 
-fn last_vector(tx: &mut Transaction<'_>, kind: HitKind) -> Result<Option<(i64, usize)>, Error> {
+fn last_vector(tx: &mut Tx<'_>, kind: HitKind) -> Result<Option<(i64, usize)>, Error> {
     let row = tx
         .query_opt(
             "SELECT item_id, chunk FROM embeddings WHERE kind = $1 ORDER BY item_id DESC, chunk DESC LIMIT 1",
@@ -308,11 +307,7 @@ fn last_vector(tx: &mut Transaction<'_>, kind: HitKind) -> Result<Option<(i64, u
     Ok(row.map(|row| (row.get(0), row.get::<_, i32>(1) as usize)))
 }
 
-fn insert_vectors(
-    tx: &mut Transaction<'_>,
-    kind: HitKind,
-    batch: &[strata_store::StoredVector],
-) -> Result<(), Error> {
+fn insert_vectors(tx: &mut Tx<'_>, kind: HitKind, batch: &[strata_store::StoredVector]) -> Result<(), Error> {
     let kind = search::kind(kind);
     let ids: Vec<i64> = batch.iter().map(|v| v.item_id).collect();
     let chunks: Vec<i32> = batch.iter().map(|v| v.chunk as i32).collect();
@@ -334,7 +329,7 @@ fn insert_vectors(
 }
 
 /// A memory and its versions, oldest first; nothing when it was copied before.
-fn copy_memory(tx: &mut Transaction<'_>, stored: &StoredMemory) -> Result<(), Error> {
+fn copy_memory(tx: &mut Tx<'_>, stored: &StoredMemory) -> Result<(), Error> {
     let memory = &stored.memory;
     let source = |provenance: &strata_store::Provenance| {
         serde_json::to_value(provenance)
@@ -409,7 +404,7 @@ impl Columns {
         self.folded.push(fold(&message.content));
     }
 
-    fn insert(&self, tx: &mut Transaction<'_>) -> Result<(), Error> {
+    fn insert(&self, tx: &mut Tx<'_>) -> Result<(), Error> {
         tx.execute(
             "INSERT INTO messages(id, session_id, persona, seq, role, content, tool_calls, tool_call_id, name,
                                   created_at, token_count, pinned, summary_id, external_id, folded)

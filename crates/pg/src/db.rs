@@ -1,14 +1,151 @@
 //! The connection pool, the numbered migrations, and how the server's errors become the
 //! store's.
+//!
+//! Each pooled connection keeps the statements it has prepared, keyed by their SQL, so a
+//! statement is parsed once per connection and every later call is one round trip (bind and
+//! execute) instead of two: `prepare_context` makes about twenty reads, and on loopback the
+//! round trips, not the server's work, were most of its time.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
-use postgres::NoTls;
-use r2d2_postgres::PostgresConnectionManager;
+use postgres::types::ToSql;
+use postgres::{Client, GenericClient, NoTls, Row, Statement, Transaction};
 use strata_store::{Error, Result};
 
-pub(crate) type Pool = r2d2::Pool<PostgresConnectionManager<NoTls>>;
-pub(crate) type Connection = r2d2::PooledConnection<PostgresConnectionManager<NoTls>>;
+pub(crate) type Pool = r2d2::Pool<Manager>;
+pub(crate) type Connection = r2d2::PooledConnection<Manager>;
+
+/// Statements a connection keeps prepared at most; past it, they are dropped and prepared
+/// again as they are used. The searches' SQL varies with their filters, so the set is bounded
+/// but not tiny.
+const MAX_STATEMENTS: usize = 256;
+
+/// Opens connections for the pool, each with its own statement cache.
+pub(crate) struct Manager {
+    config: postgres::Config,
+}
+
+/// A connection and the statements prepared on it.
+pub(crate) struct Conn {
+    client: Client,
+    statements: Statements,
+}
+
+#[derive(Default)]
+struct Statements(HashMap<String, Statement>);
+
+impl Statements {
+    fn prepared(&mut self, client: &mut impl GenericClient, sql: &str) -> Result<Statement, postgres::Error> {
+        if let Some(statement) = self.0.get(sql) {
+            return Ok(statement.clone());
+        }
+        if self.0.len() >= MAX_STATEMENTS {
+            self.0.clear();
+        }
+        let statement = client.prepare(sql)?;
+        self.0.insert(sql.to_owned(), statement.clone());
+        Ok(statement)
+    }
+}
+
+type Params<'p> = &'p [&'p (dyn ToSql + Sync)];
+
+/// The reads and writes strata makes: on a connection (one statement, its own snapshot) or
+/// in a transaction, through the connection's prepared statements.
+pub(crate) trait Queries {
+    fn query(&mut self, sql: &str, params: Params<'_>) -> Result<Vec<Row>, postgres::Error>;
+    fn query_one(&mut self, sql: &str, params: Params<'_>) -> Result<Row, postgres::Error>;
+    fn query_opt(&mut self, sql: &str, params: Params<'_>) -> Result<Option<Row>, postgres::Error>;
+    fn execute(&mut self, sql: &str, params: Params<'_>) -> Result<u64, postgres::Error>;
+}
+
+macro_rules! cached_queries {
+    ($type:ty, $client:ident) => {
+        impl Queries for $type {
+            fn query(&mut self, sql: &str, params: Params<'_>) -> Result<Vec<Row>, postgres::Error> {
+                let statement = self.statements.prepared(&mut self.$client, sql)?;
+                self.$client.query(&statement, params)
+            }
+
+            fn query_one(&mut self, sql: &str, params: Params<'_>) -> Result<Row, postgres::Error> {
+                let statement = self.statements.prepared(&mut self.$client, sql)?;
+                self.$client.query_one(&statement, params)
+            }
+
+            fn query_opt(&mut self, sql: &str, params: Params<'_>) -> Result<Option<Row>, postgres::Error> {
+                let statement = self.statements.prepared(&mut self.$client, sql)?;
+                self.$client.query_opt(&statement, params)
+            }
+
+            fn execute(&mut self, sql: &str, params: Params<'_>) -> Result<u64, postgres::Error> {
+                let statement = self.statements.prepared(&mut self.$client, sql)?;
+                self.$client.execute(&statement, params)
+            }
+        }
+    };
+}
+
+cached_queries!(Conn, client);
+cached_queries!(Tx<'_>, tx);
+
+impl Conn {
+    /// A read-committed transaction.
+    pub fn transaction(&mut self) -> Result<Tx<'_>, postgres::Error> {
+        Ok(Tx { tx: self.client.transaction()?, statements: &mut self.statements })
+    }
+
+    /// A read-only repeatable-read transaction: one snapshot for every read in it, and it never
+    /// waits for a writer.
+    pub fn snapshot(&mut self) -> Result<Tx<'_>, postgres::Error> {
+        let tx = self
+            .client
+            .build_transaction()
+            .isolation_level(postgres::IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()?;
+        Ok(Tx { tx, statements: &mut self.statements })
+    }
+}
+
+/// A transaction whose statements come from its connection's cache. It offers only what strata
+/// uses, so that no query can bypass the cache.
+pub(crate) struct Tx<'a> {
+    tx: Transaction<'a>,
+    statements: &'a mut Statements,
+}
+
+impl Tx<'_> {
+    /// Runs statements without parameters (and without preparing them).
+    pub fn batch_execute(&mut self, sql: &str) -> Result<(), postgres::Error> {
+        self.tx.batch_execute(sql)
+    }
+
+    pub fn commit(self) -> Result<(), postgres::Error> {
+        self.tx.commit()
+    }
+}
+
+impl r2d2::ManageConnection for Manager {
+    type Connection = Conn;
+    type Error = postgres::Error;
+
+    fn connect(&self) -> Result<Conn, postgres::Error> {
+        let mut client = self.config.connect(NoTls)?;
+        // A prepared statement is planned for its parameters on every call, as an unnamed one
+        // would be: a generic plan of a nearest-vector or per-persona read can be far worse.
+        client.batch_execute("SET plan_cache_mode = force_custom_plan")?;
+        Ok(Conn { client, statements: Statements::default() })
+    }
+
+    fn is_valid(&self, conn: &mut Conn) -> Result<(), postgres::Error> {
+        conn.client.simple_query("").map(|_| ())
+    }
+
+    fn has_broken(&self, conn: &mut Conn) -> bool {
+        conn.client.is_closed()
+    }
+}
 
 /// The migrations, in order: file `NNNN_*.sql` is schema version NNNN.
 const MIGRATIONS: &[&str] =
@@ -39,11 +176,13 @@ pub(crate) fn open(url: &str, size: u32) -> Result<Pool> {
     let mut client = config.connect(NoTls).map_err(pg)?;
     migrate(&mut client)?;
     drop(client);
-    let manager = PostgresConnectionManager::new(config, NoTls);
     r2d2::Pool::builder()
         .max_size(size)
+        // A connection the server closed is found broken when it is returned; checking each
+        // one out with a query would add a round trip to every call.
+        .test_on_check_out(false)
         .connection_timeout(Duration::from_secs(30))
-        .build(manager)
+        .build(Manager { config })
         .map_err(pool_error)
 }
 

@@ -2,24 +2,23 @@
 //! row lock in place of SQLite's one writer, so two compactors of one session take turns and
 //! the second finds the first's coverage.
 
+use crate::db::{Queries, Tx, pg};
 use chrono::Utc;
-use postgres::Transaction;
 use strata_store::backend::{plan_merge, validate_summary};
 use strata_store::{Error, Level, Missing, NewSummary, NodeId, SessionId, SummaryNode, to_unix};
 
-use crate::db::pg;
 use crate::rows;
 
-pub(crate) fn by_id(tx: &mut Transaction<'_>, id: NodeId) -> Result<SummaryNode, Error> {
+pub(crate) fn by_id(db: &mut impl Queries, id: NodeId) -> Result<SummaryNode, Error> {
     let sql = format!("SELECT {} FROM summary_nodes WHERE id = $1", rows::NODE);
-    tx.query_opt(&sql, &[&id.0])
+    db.query_opt(&sql, &[&id.0])
         .map_err(pg)?
         .map(|row| rows::node(&row))
         .ok_or(Error::NotFound(Missing::Node(id)))
 }
 
 /// Locks the session's row for the rest of the transaction; returns its persona.
-fn lock_session(tx: &mut Transaction<'_>, session: SessionId) -> Result<String, Error> {
+fn lock_session(tx: &mut Tx<'_>, session: SessionId) -> Result<String, Error> {
     tx.query_opt("SELECT persona FROM sessions WHERE id = $1 FOR UPDATE", &[&session.0])
         .map_err(pg)?
         .map(|row| row.get(0))
@@ -27,7 +26,7 @@ fn lock_session(tx: &mut Transaction<'_>, session: SessionId) -> Result<String, 
 }
 
 pub(crate) fn insert_leaf(
-    tx: &mut Transaction<'_>,
+    tx: &mut Tx<'_>,
     session: SessionId,
     first_seq: i64,
     last_seq: i64,
@@ -94,7 +93,7 @@ pub(crate) fn insert_leaf(
 }
 
 pub(crate) fn merge(
-    tx: &mut Transaction<'_>,
+    tx: &mut Tx<'_>,
     children: &[NodeId],
     summary: &NewSummary,
 ) -> Result<SummaryNode, Error> {
@@ -139,7 +138,7 @@ pub(crate) fn merge(
 }
 
 pub(crate) fn replace_summary(
-    tx: &mut Transaction<'_>,
+    tx: &mut Tx<'_>,
     id: NodeId,
     expected_summarizer: &str,
     summary: &NewSummary,
@@ -183,7 +182,7 @@ struct Place<'a> {
     source_token_count: i64,
 }
 
-fn insert(tx: &mut Transaction<'_>, place: &Place<'_>, summary: &NewSummary) -> Result<NodeId, Error> {
+fn insert(tx: &mut Tx<'_>, place: &Place<'_>, summary: &NewSummary) -> Result<NodeId, Error> {
     let folded = strata_store::backend::fold(&format!("{}\n{}", summary.headline, summary.body));
     let row = tx
         .query_one(
@@ -214,7 +213,7 @@ fn insert(tx: &mut Transaction<'_>, place: &Place<'_>, summary: &NewSummary) -> 
 }
 
 /// Queues the facts a summary carries for consolidation into memories, in its transaction.
-fn queue(tx: &mut Transaction<'_>, node: NodeId, persona: &str, summary: &NewSummary) -> Result<(), Error> {
+fn queue(tx: &mut Tx<'_>, node: NodeId, persona: &str, summary: &NewSummary) -> Result<(), Error> {
     let now = to_unix(Utc::now());
     for update in &summary.memory_updates {
         tx.execute(
@@ -237,7 +236,7 @@ fn queue(tx: &mut Transaction<'_>, node: NodeId, persona: &str, summary: &NewSum
 
 /// The roots of a session's forest in time order, only of `level` when given.
 pub(crate) fn roots(
-    tx: &mut Transaction<'_>,
+    db: &mut impl Queries,
     session: SessionId,
     level: Option<Level>,
 ) -> Result<Vec<SummaryNode>, Error> {
@@ -247,26 +246,26 @@ pub(crate) fn roots(
          AND ($2::INTEGER IS NULL OR level = $2) ORDER BY first_seq",
         rows::NODE
     );
-    Ok(tx.query(&sql, &[&session.0, &level]).map_err(pg)?.iter().map(rows::node).collect())
+    Ok(db.query(&sql, &[&session.0, &level]).map_err(pg)?.iter().map(rows::node).collect())
 }
 
 /// Every node of a session, by level then position.
-pub(crate) fn all(tx: &mut Transaction<'_>, session: SessionId) -> Result<Vec<SummaryNode>, Error> {
+pub(crate) fn all(db: &mut impl Queries, session: SessionId) -> Result<Vec<SummaryNode>, Error> {
     let sql =
         format!("SELECT {} FROM summary_nodes WHERE session_id = $1 ORDER BY level, first_seq", rows::NODE);
-    Ok(tx.query(&sql, &[&session.0]).map_err(pg)?.iter().map(rows::node).collect())
+    Ok(db.query(&sql, &[&session.0]).map_err(pg)?.iter().map(rows::node).collect())
 }
 
 /// The children of a node in time order.
-pub(crate) fn children(tx: &mut Transaction<'_>, id: NodeId) -> Result<Vec<SummaryNode>, Error> {
+pub(crate) fn children(db: &mut impl Queries, id: NodeId) -> Result<Vec<SummaryNode>, Error> {
     let sql = format!("SELECT {} FROM summary_nodes WHERE parent_id = $1 ORDER BY first_seq", rows::NODE);
-    Ok(tx.query(&sql, &[&id.0]).map_err(pg)?.iter().map(rows::node).collect())
+    Ok(db.query(&sql, &[&id.0]).map_err(pg)?.iter().map(rows::node).collect())
 }
 
 /// The first `raw-archive` node of a session, by level then position (a partial index: nothing
 /// is read when there are none).
 pub(crate) fn first_raw_archive(
-    tx: &mut Transaction<'_>,
+    db: &mut impl Queries,
     session: SessionId,
 ) -> Result<Option<SummaryNode>, Error> {
     let sql = format!(
@@ -274,5 +273,5 @@ pub(crate) fn first_raw_archive(
          ORDER BY level, first_seq LIMIT 1",
         rows::NODE
     );
-    Ok(tx.query_opt(&sql, &[&session.0]).map_err(pg)?.map(|row| rows::node(&row)))
+    Ok(db.query_opt(&sql, &[&session.0]).map_err(pg)?.map(|row| rows::node(&row)))
 }

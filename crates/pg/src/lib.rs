@@ -35,7 +35,7 @@ use std::ops::RangeInclusive;
 
 use chrono::DateTime;
 use chrono::Utc;
-use postgres::Transaction;
+
 use strata_store::backend::{validate_message, validate_persona, validate_session_key};
 use strata_store::{
     Backend, BacklogItem, CandidateQuery, Candidates, Category, EmbeddingSpace, Error, Lease, Level, LlmCall,
@@ -46,7 +46,7 @@ use strata_store::{
 
 pub use crate::copy::Copied;
 pub use crate::db::SCHEMA_VERSION;
-use crate::db::{Connection, Pool, pg, pool_error};
+use crate::db::{Conn, Connection, Pool, Queries, Tx, pg, pool_error};
 
 /// Connections a pool opens at most, unless [`PgStore::open_with_pool_size`] says otherwise.
 const DEFAULT_POOL_SIZE: u32 = 8;
@@ -86,7 +86,7 @@ impl PgStore {
     }
 
     /// Runs `f` in a read-committed transaction and commits it.
-    fn write<T>(&self, f: impl FnOnce(&mut Transaction<'_>) -> Result<T>) -> Result<T> {
+    fn write<T>(&self, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
         let mut conn = self.connection()?;
         let mut tx = conn.transaction().map_err(pg)?;
         let value = f(&mut tx)?;
@@ -94,29 +94,30 @@ impl PgStore {
         Ok(value)
     }
 
+    /// Runs `f`, one statement, on a pooled connection: a statement sees one snapshot of its
+    /// own, so it needs no transaction (which would cost two more round trips).
+    fn read<T>(&self, f: impl FnOnce(&mut Conn) -> Result<T>) -> Result<T> {
+        f(&mut *self.connection()?)
+    }
+
     /// Runs `f` in a read-only repeatable-read transaction: one snapshot for every read in it,
     /// and it never waits for a writer.
-    fn snapshot<T>(&self, f: impl FnOnce(&mut Transaction<'_>) -> Result<T>) -> Result<T> {
+    fn snapshot<T>(&self, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
         let mut conn = self.connection()?;
-        let mut tx = conn
-            .build_transaction()
-            .isolation_level(postgres::IsolationLevel::RepeatableRead)
-            .read_only(true)
-            .start()
-            .map_err(pg)?;
+        let mut tx = conn.snapshot().map_err(pg)?;
         let value = f(&mut tx)?;
         tx.commit().map_err(pg)?;
         Ok(value)
     }
 }
 
-fn session_by_id(tx: &mut Transaction<'_>, id: SessionId, lock: bool) -> Result<Session> {
+fn session_by_id(db: &mut impl Queries, id: SessionId, lock: bool) -> Result<Session> {
     let sql = format!(
         "SELECT {} FROM sessions WHERE id = $1{}",
         rows::SESSION,
         if lock { " FOR UPDATE" } else { "" }
     );
-    tx.query_opt(&sql, &[&id.0])
+    db.query_opt(&sql, &[&id.0])
         .map_err(pg)?
         .map(|row| rows::session(&row))
         .ok_or(Error::NotFound(Missing::Session(id)))
@@ -210,7 +211,7 @@ impl Backend for PgStore {
     }
 
     fn session_by_id(&self, id: SessionId) -> Result<Session> {
-        self.snapshot(|tx| session_by_id(tx, id, false))
+        self.read(|db| session_by_id(db, id, false))
     }
 
     fn sessions(&self, persona: Option<&str>) -> Result<Vec<Session>> {
@@ -368,15 +369,15 @@ impl Backend for PgStore {
     }
 
     fn message_outline(&self, session: SessionId) -> Result<Vec<MessageOutline>> {
-        self.snapshot(|tx| outline::outline(tx, session))
+        self.read(|db| outline::outline(db, session))
     }
 
     fn live_outline(&self, session: SessionId, head: i64) -> Result<Vec<MessageOutline>> {
-        self.snapshot(|tx| outline::live_outline(tx, session, head))
+        self.read(|db| outline::live_outline(db, session, head))
     }
 
     fn recent_uncovered(&self, session: SessionId, limit: usize) -> Result<Vec<Message>> {
-        self.snapshot(|tx| outline::recent_uncovered(tx, session, limit))
+        self.read(|db| outline::recent_uncovered(db, session, limit))
     }
 
     fn insert_leaves(
@@ -408,23 +409,23 @@ impl Backend for PgStore {
     }
 
     fn node(&self, id: NodeId) -> Result<SummaryNode> {
-        self.snapshot(|tx| forest::by_id(tx, id))
+        self.read(|db| forest::by_id(db, id))
     }
 
     fn roots(&self, session: SessionId, level: Option<Level>) -> Result<Vec<SummaryNode>> {
-        self.snapshot(|tx| forest::roots(tx, session, level))
+        self.read(|db| forest::roots(db, session, level))
     }
 
     fn nodes(&self, session: SessionId) -> Result<Vec<SummaryNode>> {
-        self.snapshot(|tx| forest::all(tx, session))
+        self.read(|db| forest::all(db, session))
     }
 
     fn children(&self, id: NodeId) -> Result<Vec<SummaryNode>> {
-        self.snapshot(|tx| forest::children(tx, id))
+        self.read(|db| forest::children(db, id))
     }
 
     fn first_raw_archive(&self, session: SessionId) -> Result<Option<SummaryNode>> {
-        self.snapshot(|tx| forest::first_raw_archive(tx, session))
+        self.read(|db| forest::first_raw_archive(db, session))
     }
 
     fn read_snapshot(&self, f: &mut dyn FnMut(&dyn Snapshot) -> Result<()>) -> Result<()> {
@@ -457,7 +458,7 @@ impl Backend for PgStore {
     }
 
     fn memories(&self, persona: &str, category: Option<Category>) -> Result<Vec<Memory>> {
-        self.snapshot(|tx| memories::list(tx, persona, category))
+        self.read(|db| memories::list(db, persona, category))
     }
 
     fn memory_history(&self, persona: &str, category: Category, key: &str) -> Result<Vec<MemoryVersion>> {
@@ -493,7 +494,7 @@ impl Backend for PgStore {
     }
 
     fn proposals(&self, persona: &str) -> Result<Vec<QueuedUpdate>> {
-        self.snapshot(|tx| memories::proposals(tx, persona))
+        self.read(|db| memories::proposals(db, persona))
     }
 
     fn accept_proposal(&self, persona: &str, key: &str) -> Result<Memory> {
@@ -517,7 +518,7 @@ impl Backend for PgStore {
     }
 
     fn said_between(&self, filter: &SearchFilter, oldest_first: bool, offset: usize) -> Result<Vec<TextHit>> {
-        self.snapshot(|tx| search::said_between(tx, filter, oldest_first, offset))
+        self.read(|db| search::said_between(db, filter, oldest_first, offset))
     }
 
     fn use_space(&self, space: &EmbeddingSpace) -> Result<bool> {
@@ -525,7 +526,7 @@ impl Backend for PgStore {
     }
 
     fn backlog_count(&self, persona: Option<&str>, session: Option<SessionId>) -> Result<u64> {
-        self.snapshot(|tx| vectors::backlog_count(tx, persona, session))
+        self.read(|db| vectors::backlog_count(db, persona, session))
     }
 
     fn backlog(
@@ -542,7 +543,7 @@ impl Backend for PgStore {
     }
 
     fn summarizer_failures(&self, session: SessionId) -> Result<u32> {
-        self.snapshot(|tx| upkeep::summarizer_failures(tx, session))
+        self.read(|db| upkeep::summarizer_failures(db, session))
     }
 
     fn set_summarizer_failures(&self, session: SessionId, failures: u32) -> Result<()> {
@@ -561,7 +562,7 @@ impl Backend for PgStore {
     }
 
     fn token_encoding(&self) -> Result<Option<String>> {
-        self.snapshot(upkeep::token_encoding)
+        self.read(upkeep::token_encoding)
     }
 
     fn claim_token_encoding(&self, encoding: &str) -> Result<String> {

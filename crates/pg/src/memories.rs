@@ -1,20 +1,19 @@
 //! Memories (one per category, key and persona, each with its source and every version it
 //! had) and the queue of facts on their way to memory, with the proposals waiting for the user.
 
+use crate::db::{Queries, Tx, pg};
 use chrono::{DateTime, Utc};
-use postgres::Transaction;
 use strata_store::backend::{check_writer, fold, validate_memory};
 use strata_store::{
     Category, Error, Memory, MemoryVersion, MemoryWrite, Missing, Provenance, QueuedUpdate, UpdateId, Writer,
     from_unix, to_unix,
 };
 
-use crate::db::pg;
 use crate::rows;
 
 /// A persona's memories, optionally of one category.
 pub(crate) fn list(
-    tx: &mut Transaction<'_>,
+    db: &mut impl Queries,
     persona: &str,
     category: Option<Category>,
 ) -> Result<Vec<Memory>, Error> {
@@ -24,13 +23,13 @@ pub(crate) fn list(
          ORDER BY category, key",
         rows::MEMORY
     );
-    Ok(tx.query(&sql, &[&persona, &category]).map_err(pg)?.iter().map(rows::memory).collect())
+    Ok(db.query(&sql, &[&persona, &category]).map_err(pg)?.iter().map(rows::memory).collect())
 }
 
 /// Saves a memory (upsert by category, key and persona) with its source, keeping the text as a
 /// version; says whether it is new, decided inside the transaction.
 pub(crate) fn save(
-    tx: &mut Transaction<'_>,
+    tx: &mut Tx<'_>,
     writer: Writer,
     persona: &str,
     memory: &MemoryWrite<'_>,
@@ -93,7 +92,7 @@ pub(crate) fn save(
 
 /// Every version of a memory, newest first; each was replaced when the next was written.
 pub(crate) fn history(
-    tx: &mut Transaction<'_>,
+    tx: &mut Tx<'_>,
     persona: &str,
     category: Category,
     key: &str,
@@ -126,7 +125,7 @@ pub(crate) fn history(
 
 /// Deletes one memory with its vector; returns whether it existed.
 pub(crate) fn delete(
-    tx: &mut Transaction<'_>,
+    tx: &mut Tx<'_>,
     writer: Writer,
     persona: &str,
     category: Category,
@@ -147,11 +146,7 @@ pub(crate) fn delete(
 }
 
 /// Deletes the memories of `category` not written since `cutoff`, with their vectors.
-pub(crate) fn purge(
-    tx: &mut Transaction<'_>,
-    category: Category,
-    cutoff: DateTime<Utc>,
-) -> Result<usize, Error> {
+pub(crate) fn purge(tx: &mut Tx<'_>, category: Category, cutoff: DateTime<Utc>) -> Result<usize, Error> {
     let ids: Vec<i64> = tx
         .query(
             "DELETE FROM agent_memories WHERE category = $1 AND updated_at < $2 RETURNING id",
@@ -166,7 +161,7 @@ pub(crate) fn purge(
 }
 
 /// A deleted memory's vectors and place in the backlog go with it.
-fn forget_vectors(tx: &mut Transaction<'_>, ids: &[i64]) -> Result<(), Error> {
+fn forget_vectors(tx: &mut Tx<'_>, ids: &[i64]) -> Result<(), Error> {
     tx.execute("DELETE FROM embeddings WHERE kind = 'memory' AND item_id = ANY($1)", &[&ids]).map_err(pg)?;
     tx.execute("DELETE FROM embedding_backlog WHERE kind = 'memory' AND item_id = ANY($1)", &[&ids])
         .map_err(pg)?;
@@ -175,7 +170,7 @@ fn forget_vectors(tx: &mut Transaction<'_>, ids: &[i64]) -> Result<(), Error> {
 
 /// Turns a pending fact into the persona's open proposal for `key`, replacing an older one.
 pub(crate) fn propose(
-    tx: &mut Transaction<'_>,
+    tx: &mut Tx<'_>,
     id: UpdateId,
     key: &str,
     title: &str,
@@ -199,20 +194,16 @@ pub(crate) fn propose(
 }
 
 /// A persona's open proposals, oldest first.
-pub(crate) fn proposals(tx: &mut Transaction<'_>, persona: &str) -> Result<Vec<QueuedUpdate>, Error> {
+pub(crate) fn proposals(db: &mut impl Queries, persona: &str) -> Result<Vec<QueuedUpdate>, Error> {
     let sql = format!(
         "SELECT {} FROM memory_updates WHERE state = 'proposed' AND persona = $1 ORDER BY id",
         rows::UPDATE
     );
-    Ok(tx.query(&sql, &[&persona]).map_err(pg)?.iter().map(rows::update).collect())
+    Ok(db.query(&sql, &[&persona]).map_err(pg)?.iter().map(rows::update).collect())
 }
 
 /// Removes the persona's proposal for `key` and returns it; [`Error::NotFound`] if none.
-pub(crate) fn take_proposal(
-    tx: &mut Transaction<'_>,
-    persona: &str,
-    key: &str,
-) -> Result<QueuedUpdate, Error> {
+pub(crate) fn take_proposal(tx: &mut Tx<'_>, persona: &str, key: &str) -> Result<QueuedUpdate, Error> {
     let sql = format!(
         "DELETE FROM memory_updates WHERE state = 'proposed' AND persona = $1 AND key = $2 RETURNING {}",
         rows::UPDATE

@@ -2,25 +2,24 @@
 //! usage accounting, and the totals `strata stats` and `strata metrics` show: every figure
 //! derived from stored rows, so any process of a fleet reads the same.
 
+use crate::db::{Queries, Tx, pg};
 use chrono::Utc;
-use postgres::Transaction;
 use strata_store::{
     CallTotals, Error, LlmCall, Missing, NodeTotals, RejectionCount, SessionId, Stats, StoreMetrics,
     SummarizerStats, ToolTotals, to_unix,
 };
 
-use crate::db::pg;
 use crate::vectors;
 
-pub(crate) fn summarizer_failures(tx: &mut Transaction<'_>, session: SessionId) -> Result<u32, Error> {
-    tx.query_opt("SELECT summarizer_failures FROM sessions WHERE id = $1", &[&session.0])
+pub(crate) fn summarizer_failures(db: &mut impl Queries, session: SessionId) -> Result<u32, Error> {
+    db.query_opt("SELECT summarizer_failures FROM sessions WHERE id = $1", &[&session.0])
         .map_err(pg)?
         .map(|row| row.get::<_, i32>(0).max(0) as u32)
         .ok_or(Error::NotFound(Missing::Session(session)))
 }
 
 pub(crate) fn set_summarizer_failures(
-    tx: &mut Transaction<'_>,
+    tx: &mut Tx<'_>,
     session: SessionId,
     failures: u32,
 ) -> Result<(), Error> {
@@ -30,7 +29,7 @@ pub(crate) fn set_summarizer_failures(
     Ok(())
 }
 
-pub(crate) fn count_rejection(tx: &mut Transaction<'_>, summarizer: &str, reason: &str) -> Result<(), Error> {
+pub(crate) fn count_rejection(tx: &mut Tx<'_>, summarizer: &str, reason: &str) -> Result<(), Error> {
     tx.execute(
         "INSERT INTO summary_rejections (summarizer, reason, count, last_at) VALUES ($1, $2, 1, $3)
          ON CONFLICT (summarizer, reason) DO UPDATE
@@ -41,19 +40,14 @@ pub(crate) fn count_rejection(tx: &mut Transaction<'_>, summarizer: &str, reason
     Ok(())
 }
 
-pub(crate) fn record_llm_calls(tx: &mut Transaction<'_>, calls: &[LlmCall]) -> Result<(), Error> {
+pub(crate) fn record_llm_calls(tx: &mut Tx<'_>, calls: &[LlmCall]) -> Result<(), Error> {
     strata_store::backend::validate_llm_calls(calls)?;
     let count = |n: Option<u64>| n.map(|n| n.min(i64::MAX as u64) as i64);
-    let insert = tx
-        .prepare(
+    for call in calls {
+        tx.execute(
             "INSERT INTO llm_calls(at, purpose, caller, model, ok, prompt_tokens, completion_tokens,
                                    counted_prompt_tokens, counted_completion_tokens, millis)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-        )
-        .map_err(pg)?;
-    for call in calls {
-        tx.execute(
-            &insert,
             &[
                 &to_unix(call.at),
                 &call.purpose,
@@ -72,15 +66,15 @@ pub(crate) fn record_llm_calls(tx: &mut Transaction<'_>, calls: &[LlmCall]) -> R
     Ok(())
 }
 
-pub(crate) fn token_encoding(tx: &mut Transaction<'_>) -> Result<Option<String>, Error> {
-    Ok(tx
+pub(crate) fn token_encoding(db: &mut impl Queries) -> Result<Option<String>, Error> {
+    Ok(db
         .query_opt("SELECT encoding FROM token_encoding WHERE id = 1", &[])
         .map_err(pg)?
         .map(|row| row.get(0)))
 }
 
 /// Records `encoding` unless one is recorded; returns the recorded one (the first writer's).
-pub(crate) fn claim_token_encoding(tx: &mut Transaction<'_>, encoding: &str) -> Result<String, Error> {
+pub(crate) fn claim_token_encoding(tx: &mut Tx<'_>, encoding: &str) -> Result<String, Error> {
     tx.execute(
         "INSERT INTO token_encoding (id, encoding) VALUES (1, $1) ON CONFLICT DO NOTHING",
         &[&encoding],
@@ -89,7 +83,7 @@ pub(crate) fn claim_token_encoding(tx: &mut Transaction<'_>, encoding: &str) -> 
     Ok(tx.query_one("SELECT encoding FROM token_encoding WHERE id = 1", &[]).map_err(pg)?.get(0))
 }
 
-fn count(tx: &mut Transaction<'_>, sql: &str) -> Result<u64, Error> {
+fn count(tx: &mut Tx<'_>, sql: &str) -> Result<u64, Error> {
     Ok(tx.query_one(sql, &[]).map_err(pg)?.get::<_, i64>(0).max(0) as u64)
 }
 
@@ -97,11 +91,11 @@ fn n(row: &postgres::Row, index: usize) -> u64 {
     row.get::<_, Option<i64>>(index).unwrap_or(0).max(0) as u64
 }
 
-fn database_bytes(tx: &mut Transaction<'_>) -> Result<u64, Error> {
+fn database_bytes(tx: &mut Tx<'_>) -> Result<u64, Error> {
     count(tx, "SELECT pg_database_size(current_database())")
 }
 
-fn rejections(tx: &mut Transaction<'_>) -> Result<Vec<RejectionCount>, Error> {
+fn rejections(tx: &mut Tx<'_>) -> Result<Vec<RejectionCount>, Error> {
     let rows = tx
         .query("SELECT summarizer, reason, count FROM summary_rejections ORDER BY summarizer, count DESC, reason", &[])
         .map_err(pg)?;
@@ -113,7 +107,7 @@ fn rejections(tx: &mut Transaction<'_>) -> Result<Vec<RejectionCount>, Error> {
 
 /// `strata stats`: counts of everything stored. `file_bytes` is the database's size on the
 /// server.
-pub(crate) fn stats(tx: &mut Transaction<'_>) -> Result<Stats, Error> {
+pub(crate) fn stats(tx: &mut Tx<'_>) -> Result<Stats, Error> {
     let mut nodes_per_level = Vec::new();
     for row in tx
         .query("SELECT level, count(*) FROM summary_nodes GROUP BY level ORDER BY level", &[])
@@ -154,7 +148,7 @@ pub(crate) fn stats(tx: &mut Transaction<'_>) -> Result<Stats, Error> {
 
 /// `strata metrics`: the totals, read in one snapshot. PostgreSQL has no forgets (forgetting
 /// is SQLite's for now) and no write-ahead file of strata's own, so both are 0.
-pub(crate) fn metrics(tx: &mut Transaction<'_>) -> Result<StoreMetrics, Error> {
+pub(crate) fn metrics(tx: &mut Tx<'_>) -> Result<StoreMetrics, Error> {
     let nodes = tx
         .query(
             "SELECT summarizer, level, count(*), SUM(source_token_count)::BIGINT, SUM(token_count)::BIGINT

@@ -1,13 +1,12 @@
 //! Vectors in pgvector: one row per chunk, an HNSW index over the embedding space's dimension,
 //! exact distances for the candidates it finds, and an exact scan when the filter is narrow.
 
+use crate::db::{Queries, Tx, pg};
 use pgvector::Vector;
-use postgres::Transaction;
 use strata_store::{
     BacklogItem, EmbeddingSpace, Error, HitId, HitKind, MAX_CHUNKS, Role, SearchFilter, SessionId,
 };
 
-use crate::db::pg;
 use crate::search::{KINDS, Kind, Params};
 
 /// A filter that leaves at most this many chunks is scanned exactly: the approximate index
@@ -21,8 +20,8 @@ fn invalid(reason: impl Into<String>) -> Error {
     Error::Invalid { field: "embedding", reason: reason.into() }
 }
 
-pub(crate) fn space(tx: &mut Transaction<'_>) -> Result<Option<EmbeddingSpace>, Error> {
-    let row = tx.query_opt("SELECT model, dimensions FROM embedding_space WHERE id = 1", &[]).map_err(pg)?;
+pub(crate) fn space(db: &mut impl Queries) -> Result<Option<EmbeddingSpace>, Error> {
+    let row = db.query_opt("SELECT model, dimensions FROM embedding_space WHERE id = 1", &[]).map_err(pg)?;
     Ok(row.map(|row| EmbeddingSpace { model: row.get(0), dimensions: row.get::<_, i32>(1) as usize }))
 }
 
@@ -30,7 +29,7 @@ fn index_name(dimensions: usize) -> String {
     format!("embeddings_hnsw_{dimensions}")
 }
 
-pub(crate) fn use_space(tx: &mut Transaction<'_>, wanted: &EmbeddingSpace) -> Result<bool, Error> {
+pub(crate) fn use_space(tx: &mut Tx<'_>, wanted: &EmbeddingSpace) -> Result<bool, Error> {
     wanted.validate()?;
     // One process at a time decides the space; the others then find it decided.
     tx.batch_execute("LOCK TABLE embedding_space IN EXCLUSIVE MODE").map_err(pg)?;
@@ -66,12 +65,12 @@ pub(crate) fn use_space(tx: &mut Transaction<'_>, wanted: &EmbeddingSpace) -> Re
 }
 
 pub(crate) fn backlog_count(
-    tx: &mut Transaction<'_>,
+    db: &mut impl Queries,
     persona: Option<&str>,
     session: Option<SessionId>,
 ) -> Result<u64, Error> {
     let session = session.map(|session| session.0);
-    let count: i64 = tx
+    let count: i64 = db
         .query_one(
             "SELECT count(*) FROM embedding_backlog
              WHERE ($1::TEXT IS NULL OR persona = $1) AND ($2::BIGINT IS NULL OR session_id = $2)",
@@ -84,7 +83,7 @@ pub(crate) fn backlog_count(
 
 /// Memories first, then summaries, then messages, as SQLite hands them out.
 pub(crate) fn backlog(
-    tx: &mut Transaction<'_>,
+    tx: &mut Tx<'_>,
     persona: Option<&str>,
     session: Option<SessionId>,
     limit: usize,
@@ -121,7 +120,7 @@ pub(crate) fn backlog(
 }
 
 pub(crate) fn put(
-    tx: &mut Transaction<'_>,
+    tx: &mut Tx<'_>,
     model: &str,
     items: &[(BacklogItem, Vec<Vec<f32>>)],
 ) -> Result<usize, Error> {
@@ -201,7 +200,7 @@ pub(crate) fn put(
 /// until it has enough, so a sparse filter does not come back empty; the candidates' distances
 /// are then computed exactly from their vectors and re-sorted.
 pub(crate) fn nearest(
-    tx: &mut Transaction<'_>,
+    tx: &mut Tx<'_>,
     model: &str,
     kind: &Kind,
     filter: &SearchFilter,

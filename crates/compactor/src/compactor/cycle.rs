@@ -11,10 +11,11 @@ use std::collections::VecDeque;
 use std::sync::PoisonError;
 
 use strata_store::{
-    Level, Memory, Message, MessageOutline, NewSummary, NodeId, SessionId, SummaryNode, error_chain,
+    Backend, Level, Memory, Message, MessageOutline, NewSummary, NodeId, SessionId, SummaryNode, error_chain,
 };
 
 use super::{Compactor, Outcome, Refusal, Step, node_item, source_item};
+use crate::CompactorSettings;
 use crate::assemble;
 use crate::error::{Error, Result};
 use crate::extractive::RAW_ARCHIVE;
@@ -33,9 +34,10 @@ const READ_AHEAD_CHUNKS: i64 = 8;
 struct Call {
     session: SessionId,
     persona: String,
-    /// The persona's memories when the call began, shown to the summaries of messages
-    /// (memories settle after a compaction, so the call's own summaries add none).
-    memories: Vec<Memory>,
+    /// The persona's memories, shown to the summaries of messages: read when the first chunk
+    /// is summarized (most calls summarize none), before any of the call's own summaries
+    /// (memories settle after a compaction, so those add none).
+    memories: Option<Vec<Memory>>,
     /// The context was over the trigger when the call began, so Level-0 chunks are folded.
     folding: bool,
     /// Chunks are folded until the context is down to this many tokens.
@@ -89,6 +91,15 @@ struct Planning {
     outline: Vec<MessageOutline>,
     roots: Vec<SummaryNode>,
     plan: Plan,
+}
+
+impl Planning {
+    fn read(store: &dyn Backend, session: SessionId, config: &CompactorSettings) -> Result<Planning> {
+        let outline = store.live_outline(session, i64::from(config.head_messages))?;
+        let roots = store.roots(session, None)?;
+        let plan = Plan::new(&outline, config);
+        Ok(Planning { outline, roots, plan })
+    }
 }
 
 /// What a summary is written to.
@@ -151,9 +162,19 @@ impl Compactor {
     pub(super) async fn compact_in_span(&self, session: SessionId, max_rounds: u32) -> Result<Outcome> {
         let lock = self.session_lock(session);
         let _guard = lock.lock().await;
+        // Most calls (one per request) find nothing to write, and a call that writes nothing
+        // needs no lease: taking and giving it back would be two more round trips to a
+        // PostgreSQL server on every request.
+        if max_rounds > 0 {
+            let mut call = self.begin(session).await?;
+            if let Some(idle) = self.idle(&mut call).await? {
+                return Ok(idle);
+            }
+        }
         // Across processes (a fleet on one PostgreSQL database, two `strata compact` on one
         // file) the session's lease: while another process compacts it, this call leaves the
-        // work to that one and writes nothing. The lease dies with its holder.
+        // work to that one and writes nothing. The lease dies with its holder. What was read
+        // before it is read again under it: another process may have written meanwhile.
         let Some(lease) = self.blocking(move |store| Ok(store.compaction_lease(session)?)).await? else {
             tracing::debug!(%session, "another process is compacting this session");
             return Ok(Outcome::NoProgress { refused: None });
@@ -179,16 +200,15 @@ impl Compactor {
     /// Reads the session once: its persona, the failures an earlier process recorded, the
     /// plan, and from these the context's size, which decides whether the call folds at all.
     async fn begin(&self, session: SessionId) -> Result<Call> {
-        let (persona, failures, memories) = self
+        let config = self.inner.config.clone();
+        let (persona, failures, first) = self
             .blocking(move |store| {
                 let persona = store.session_by_id(session)?.persona;
-                let memories = store.memories(&persona, None)?;
-                Ok((persona, store.summarizer_failures(session)?, memories))
+                Ok((persona, store.summarizer_failures(session)?, Planning::read(store, session, &config)?))
             })
             .await?;
         // Failures recorded by an earlier process count toward the raw-archive fallback.
         self.inner.failures.lock().unwrap_or_else(PoisonError::into_inner).insert(session, failures);
-        let first = self.planning(session).await?;
         let config = &self.inner.config;
         let tokens_before =
             assemble::unabridged_tokens(&first.outline, &first.roots, config, &self.inner.counter);
@@ -198,7 +218,7 @@ impl Compactor {
         Ok(Call {
             session,
             persona,
-            memories,
+            memories: None,
             folding: tokens_before > trigger,
             target,
             tokens_before,
@@ -215,13 +235,25 @@ impl Compactor {
     /// What the session looks like now: the live outline, the roots and the plan.
     async fn planning(&self, session: SessionId) -> Result<Planning> {
         let config = self.inner.config.clone();
-        self.blocking(move |store| {
-            let outline = store.live_outline(session, i64::from(config.head_messages))?;
-            let roots = store.roots(session, None)?;
-            let plan = Plan::new(&outline, &config);
-            Ok(Planning { outline, roots, plan })
-        })
-        .await
+        self.blocking(move |store| Planning::read(store, session, &config)).await
+    }
+
+    /// Why a call has nothing to write, when it has none: no merge is due, no chunk is to
+    /// fold and no raw archive is to be summarized again (what [`Compactor::next_write`]
+    /// would find, without summarizing).
+    async fn idle(&self, call: &mut Call) -> Result<Option<Outcome>> {
+        let k = self.inner.config.context_consolidation_k as usize;
+        if merge_candidate(&call.planning().roots, k).is_some() {
+            return Ok(None);
+        }
+        let Err(why) = self.next_chunk(call) else { return Ok(None) };
+        if self.failures(call.session) == 0 {
+            let session = call.session;
+            if self.blocking(move |store| Ok(store.first_raw_archive(session)?)).await?.is_some() {
+                return Ok(None);
+            }
+        }
+        Ok(Some(why))
     }
 
     /// One round: the batched leaves written when due, then one summary chosen and written.
@@ -298,9 +330,14 @@ impl Compactor {
             Ok(chunk) => {
                 let messages = self.chunk_messages(call, &chunk).await?;
                 let items = messages.iter().map(source_item).collect();
+                if call.memories.is_none() {
+                    let persona = call.persona.clone();
+                    call.memories =
+                        Some(self.blocking(move |store| Ok(store.memories(&persona, None)?)).await?);
+                }
                 let request = self.showing_memories(
                     self.request(&call.persona, SourceKind::Messages, Level::LEAF, items, chunk.tokens),
-                    &call.memories,
+                    call.memories.as_deref().unwrap_or_default(),
                 );
                 let step = self.summarize(call.session, &request, &mut call.archiving).await;
                 return Ok(Next::Write(step, Target::Leaf(chunk)));
