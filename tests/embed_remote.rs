@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::{Value, json};
 use strata_recall::Embedder;
-use strata_store::{NewMessage, Role, Store};
+use strata_store::{Backend, NewMessage, Role, Store};
 
 use crate::util::Strata;
 
@@ -213,7 +213,7 @@ fn an_endpoint_of_other_dimensions_is_one_clear_error_and_nothing_is_written() {
     let error = strata.run(&["--config", &config, "embed"]).failure();
     assert!(error.contains("128 dimensions") && error.contains("384"), "{error}");
     assert_eq!(store.embeddings().counts().unwrap().messages, 0);
-    assert_eq!(store.embeddings().backlog_count(None, None).unwrap(), 5);
+    assert_eq!(store.backlog_count(None, None).unwrap(), 5);
 }
 
 #[test]

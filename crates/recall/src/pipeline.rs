@@ -2,7 +2,7 @@
 //! append path.
 //!
 //! Crash safety comes from the store: a trigger queues every new row in `embedding_backlog` in
-//! the transaction that writes it, and [`Embeddings::put`](strata_store::Embeddings::put)
+//! the transaction that writes it, and [`Backend::put_vectors`](strata_store::Backend::put_vectors)
 //! deletes the queue entry in the transaction that writes the vector. A batch is committed as a whole after it is embedded, so
 //! a process killed at any point loses at most the batch in flight, which is still queued and
 //! is embedded (once) by the next run.

@@ -2,7 +2,7 @@
 
 use serde_json::json;
 use strata_recall::{MemoryTtls, RecallConfig, Ttl, purge_expired};
-use strata_store::{Category, MemoryUpdate, MemoryWrite, NewSummary, Writer};
+use strata_store::{Backend, Category, MemoryUpdate, MemoryWrite, NewSummary, Writer};
 
 use super::util::*;
 
