@@ -1,12 +1,13 @@
 //! The storage seam: what strata asks of a database, in the words of the domain (sessions,
 //! appends, coverage, the forest, memories, the queue, keyword and vector candidates, leases),
-//! never in SQL. [`Store`] (SQLite, embedded) implements it here; `strata-pg` (PostgreSQL, for
-//! a fleet of processes on several hosts) implements it over a connection pool.
+//! never in SQL. [`Store`] (SQLite, embedded) implements it (in `store.rs`); `strata-pg`
+//! (PostgreSQL, for a fleet of processes on several hosts) implements it over a connection pool.
 //!
 //! Both backends answer the same conformance suite (`crates/pg/tests/conformance.rs`), and the
-//! rules a row obeys before it is written (a summary's, a memory's, a persona's) have one home,
-//! re-exported here for a backend to call: a backend adds how rows are stored, never what a
-//! valid row is.
+//! rules a row obeys before it is written (a summary's, a memory's, a session key's) have one
+//! home, re-exported here for a backend to call (a message's is [`NewMessage::validate`], a
+//! persona's [`validate_persona`](crate::validate_persona)): a backend adds how rows are
+//! stored, never what a valid row is.
 
 use std::ops::{Range, RangeInclusive};
 use std::sync::Arc;
@@ -31,10 +32,9 @@ use crate::vectors::{BacklogItem, EmbeddingSpace};
 
 pub use crate::forest::{MergePlan, plan_merge, validate as validate_summary};
 pub use crate::memories::{check_writer, validate as validate_memory};
-pub use crate::messages::validate as validate_message;
 pub use crate::queues::accepted as accepted_proposal;
 pub use crate::search::grep::{fold, rank_grep_hits};
-pub use crate::sessions::{validate_persona, validate_session_key};
+pub use crate::sessions::validate_session_key;
 pub use crate::usage::validate as validate_llm_calls;
 
 /// A compaction lease on one session: while it is held, no other holder (in this process or

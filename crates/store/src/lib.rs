@@ -73,7 +73,6 @@ pub use crate::ingests::line_digest;
 pub use crate::location::{is_postgres_url, without_password};
 pub use crate::memories::{MAX_CONTENT_CHARS, MAX_KEY_CHARS, MemoryTtls, MemoryWrite, Ttl, normalize_key};
 pub use crate::metrics::{CallTotals, NodeTotals, StoreMetrics, ToolTotals};
-pub use crate::migrate::SCHEMA_VERSION;
 pub use crate::outline::MessageOutline;
 pub use crate::provenance::{MemoryVersion, Provenance, Source};
 pub use crate::search::{
@@ -81,16 +80,17 @@ pub use crate::search::{
 };
 pub use crate::sessions::{SessionOverview, validate_persona};
 pub use crate::store::{Imported, IncomingMessage, RejectionCount, Stats, Store, SummarizerStats};
-pub use crate::text::{prefix_within_bytes, truncate_chars};
+pub use crate::text::truncate_chars;
 pub use crate::types::{
     Category, Level, Memory, MemoryId, MemoryUpdate, Message, MessageId, NewMessage, NewSummary, NodeId,
     QueuedUpdate, Role, Session, SessionId, SummaryNode, ToolCall, UpdateId, Writer, from_unix, to_unix,
 };
 pub use crate::usage::{LlmCall, UsageDay};
 pub use crate::vectors::{BacklogItem, EmbeddingSpace, MAX_CHUNKS, Scan};
-// What only tests read: the audit of forgets and the vectors.
+// What only tests read: the audit of forgets, the schema's version and the vectors.
 #[cfg(any(test, feature = "test-support"))]
 pub use crate::{
     forget::ForgetRecord,
+    migrate::SCHEMA_VERSION,
     vectors::{Embeddings, VectorCounts},
 };
