@@ -179,7 +179,7 @@ fn strata_embeds_through_an_openai_compatible_endpoint_with_its_key_and_retries(
     let embedded = run(&["embed", "--json"]);
     assert_eq!(embedded["embedded"], 5, "{embedded}");
     assert_eq!(embedded["model"], "openai:served-minilm");
-    let space = store.embeddings().space().unwrap().unwrap();
+    let space = store.dump().space().unwrap().unwrap();
     assert_eq!((space.model.as_str(), space.dimensions), ("openai:served-minilm", 384));
     assert_eq!(store.embeddings().counts().unwrap().messages, 5);
 
@@ -200,7 +200,7 @@ fn strata_embeds_through_an_openai_compatible_endpoint_with_its_key_and_retries(
     // The local model is another embedding space: everything is embedded again, never mixed.
     let local = strata.run(&["embed", "--json"]).json();
     assert_eq!(local["embedded"], 5, "{local}");
-    assert_eq!(store.embeddings().space().unwrap().unwrap().model, strata_recall::DEFAULT_MODEL);
+    assert_eq!(store.dump().space().unwrap().unwrap().model, strata_recall::DEFAULT_MODEL);
     assert_eq!(store.embeddings().counts().unwrap().messages, 5);
 }
 

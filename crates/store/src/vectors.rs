@@ -758,9 +758,9 @@ fn cosine_distance(query: &[f32], query_norm: f64, stored: &[u8]) -> f64 {
     if denominator == 0.0 { 1.0 } else { 1.0 - f64::from(dot) / denominator }
 }
 
-/// The vectors of one [`Store`] as tests read them ([`Store::embeddings`]): the embedding
-/// space, the backlog, nearest-neighbour queries and counts. Everything else goes through
-/// [`Backend`](crate::Backend).
+/// The vectors of one [`Store`] as tests read them ([`Store::embeddings`]): nearest-neighbour
+/// queries and counts. Everything else goes through [`Backend`](crate::Backend) (and the
+/// space through [`Dump::space`](crate::Dump::space)).
 #[cfg(any(test, feature = "test-support"))]
 #[derive(Clone, Copy, Debug)]
 pub struct Embeddings<'a> {
@@ -777,11 +777,6 @@ impl Store {
 
 #[cfg(any(test, feature = "test-support"))]
 impl Embeddings<'_> {
-    /// The model the stored vectors belong to; `None` before anything was embedded.
-    pub fn space(&self) -> Result<Option<EmbeddingSpace>> {
-        self.store.read(space)
-    }
-
     /// The `k` rows of `kind` nearest to `query` (a vector of `model`) within one persona:
     /// (id, cosine distance of its nearest chunk), nearest first. Empty when the stored vectors
     /// are of another model.

@@ -653,7 +653,7 @@ fn another_model_re_embeds_everything() {
     assert_eq!(store.put_vectors(MODEL, &items).unwrap(), 3);
     let other = EmbeddingSpace { model: "other".into(), dimensions: 24 };
     assert!(store.use_space(&other).unwrap());
-    assert_eq!(store.embeddings().space().unwrap(), Some(other));
+    assert_eq!(store.dump().space().unwrap(), Some(other));
     assert_eq!(store.embeddings().counts().unwrap().messages, 0);
     assert_eq!(store.backlog(None, None, 10).unwrap().len(), 3, "every row waits again");
     let stale: Vec<_> =
