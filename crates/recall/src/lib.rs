@@ -13,7 +13,7 @@
 //! ```
 //! use serde_json::json;
 //! use strata_recall::{RecallSettings, ToolContext, call_tool};
-//! use strata_store::{NewMessage, Role, Store};
+//! use strata_store::{Backend, NewMessage, Role, Store};
 //!
 //! let dir = tempfile::tempdir().unwrap();
 //! let store = Store::open(dir.path().join("strata.db")).unwrap();
