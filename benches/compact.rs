@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use criterion::Criterion;
 use strata_compactor::summarize::{Origin, SourceItem, SourceKind, SummaryRequest, TimedSummarizer};
 use strata_compactor::{Compactor, CompactorConfig, ExtractiveSummarizer, Outcome, TokenCounter};
-use strata_store::{NewMessage, NewSummary, SessionId, Store};
+use strata_store::{Backend, NewMessage, NewSummary, SessionId, Store};
 use strata_synth::{self as synth, TranscriptSpec};
 
 fn config() -> CompactorConfig {

@@ -15,7 +15,7 @@
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::json;
 use strata_recall::{Embedder, RecallConfig, RecallSettings, ToolContext, call_tool};
-use strata_store::{Scan, Store};
+use strata_store::{Backend, Scan, Store};
 
 #[path = "support/word_corpus.rs"]
 mod word_corpus;

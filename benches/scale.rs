@@ -23,7 +23,7 @@ use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_mai
 use serde_json::json;
 use strata_compactor::Outcome;
 use strata_recall::{Embedder, RecallConfig, RecallSettings, ToolContext, call_tool};
-use strata_store::{CandidateQuery, HitKind, Scan, SearchFilter, Store};
+use strata_store::{Backend, CandidateQuery, HitKind, Scan, SearchFilter, Store};
 
 #[path = "support/appends.rs"]
 mod appends;
@@ -97,7 +97,7 @@ fn search(c: &mut Criterion) {
         frequency_cap: 1000,
     };
     group.bench_function("part_keyword_candidates_messages", |b| {
-        b.iter(|| store.ranking().candidates(&keywords_only).unwrap())
+        b.iter(|| store.candidates(&keywords_only).unwrap())
     });
     group.bench_function("memory_search_question", |b| {
         b.iter(|| call_tool(&ctx, "memory_search", &json!({"query": question, "limit": 10})))

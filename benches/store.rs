@@ -4,7 +4,7 @@
 //! triggers or FTS) in the same run, so the report is a ratio that survives a noisy machine.
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
-use strata_store::Store;
+use strata_store::{Backend, Store};
 
 #[path = "support/appends.rs"]
 mod appends;

@@ -30,7 +30,7 @@ use serde_json::json;
 use strata::blocking::Engine;
 use strata::{ChatMessage, Config};
 use strata_recall::{Embedder, RecallConfig, RecallSettings, ToolContext, call_tool};
-use strata_store::{CandidateQuery, HitKind, Scan, SearchFilter, Store};
+use strata_store::{Backend, CandidateQuery, HitKind, Scan, SearchFilter, Store};
 
 #[allow(dead_code)]
 #[path = "support/appends.rs"]
@@ -62,7 +62,7 @@ fn search_1m(c: &mut Criterion) {
     // A fixture built before the floats tables existed gets them here, as any database does on
     // its next embedding run.
     let started = Instant::now();
-    store.embeddings().use_space(&embedder.space()).unwrap();
+    store.use_space(&embedder.space()).unwrap();
     eprintln!("embedding space checked in {:.1} s", started.elapsed().as_secs_f64());
     let counts = store.embeddings().counts().unwrap();
     eprintln!("{} message vectors in {}", counts.messages, path.display());
@@ -146,13 +146,12 @@ fn search_1m(c: &mut Criterion) {
             })
         });
     }
-    // The store's one read of a search (`Ranking::candidates`, what `memory_search` fuses), on
+    // The store's one read of a search (`Backend::candidates`, what `memory_search` fuses), on
     // each side alone and whole: where the time between the vector scan and the tool goes.
     let words: Vec<String> =
         ["billing", "migration", "fail", "staging"].into_iter().map(str::to_owned).collect();
     let read = |vector: Option<&[f32]>| {
         store
-            .ranking()
             .candidates(&CandidateQuery {
                 filter: SearchFilter { limit: 50, ..SearchFilter::persona("p") },
                 words: &words,
@@ -166,7 +165,6 @@ fn search_1m(c: &mut Criterion) {
     group.bench_function("candidates_vector_only", |b| {
         b.iter(|| {
             store
-                .ranking()
                 .candidates(&CandidateQuery {
                     filter: SearchFilter { limit: 50, ..SearchFilter::persona("p") },
                     words: &[],

@@ -3,7 +3,7 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use strata::store::{NewMessage, NewSummary, Role, Store};
+use strata::store::{Backend, NewMessage, NewSummary, Role, Store};
 
 use crate::util::Strata;
 
@@ -165,7 +165,7 @@ fn search_embed_and_a_missing_model() {
     let embedded = strata.run(&["embed", "--persona", "coder", "--json"]).json();
     assert_eq!(embedded["embedded"], 7); // 6 messages + 1 summary
     assert_eq!(embedded["remaining"], 0);
-    assert_eq!(store.embeddings().backlog_count(None, None).unwrap(), 2); // the chef's rows wait
+    assert_eq!(store.backlog_count(None, None).unwrap(), 2); // the chef's rows wait
     let found =
         strata.run(&["search", "the rebase blew up", "--persona", "coder", "--limit", "3", "--json"]).json();
     assert_eq!(found["results"][0]["id"], 2, "{found:#}");
@@ -233,12 +233,12 @@ fn embed_killed_mid_batch_resumes_and_embeds_everything_exactly_once() {
     let at_kill = store.embeddings().counts().unwrap().messages;
     assert!(at_kill >= before_kill && at_kill < total, "killed too late: {at_kill} of {total}");
     // Nothing lost, nothing doubled: every row is either stored or still waiting.
-    assert_eq!(at_kill + store.embeddings().backlog_count(None, None).unwrap(), total);
+    assert_eq!(at_kill + store.backlog_count(None, None).unwrap(), total);
 
     let resumed = strata.run(&["embed", "--json"]).json();
     assert_eq!(resumed["embedded"].as_u64().unwrap(), total - at_kill, "{resumed}");
     assert_eq!(store.embeddings().counts().unwrap().messages, total);
-    assert_eq!(store.embeddings().backlog_count(None, None).unwrap(), 0);
+    assert_eq!(store.backlog_count(None, None).unwrap(), 0);
     assert_eq!(strata.run(&["embed", "--json"]).json()["embedded"], 0);
 }
 
@@ -306,7 +306,7 @@ fn ingest_embed_stores_then_embeds_and_reports_the_rate() {
     assert!(stderr.contains("3/3 rows") && stderr.contains("rows/s") && stderr.contains("left"), "{stderr}");
     let store = Store::open(strata.db()).unwrap();
     assert_eq!(store.embeddings().counts().unwrap().messages, 3);
-    assert_eq!(store.embeddings().backlog_count(None, None).unwrap(), 0);
+    assert_eq!(store.backlog_count(None, None).unwrap(), 0);
     let found =
         strata.run(&["search", "how often does the password change", "--persona", "p", "--json"]).json();
     assert_eq!(found["results"][0]["id"], 1, "{found:#}");

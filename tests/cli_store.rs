@@ -1,6 +1,6 @@
 //! The foundation commands: init, ingest, stats, view, memory.
 
-use strata_store::Store;
+use strata_store::{Backend, Store};
 
 use crate::util::Strata;
 

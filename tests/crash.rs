@@ -2,7 +2,7 @@
 
 use std::process::Stdio;
 
-use strata_store::{Role, Store};
+use strata_store::{Backend, Role, Store};
 use strata_synth::{TranscriptSpec, generate};
 
 use crate::util::{Strata, assert_consistent, kill_when};

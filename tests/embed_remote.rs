@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::{Value, json};
 use strata_recall::Embedder;
-use strata_store::{NewMessage, Role, Store};
+use strata_store::{Backend, NewMessage, Role, Store};
 
 use crate::util::Strata;
 
@@ -179,7 +179,7 @@ fn strata_embeds_through_an_openai_compatible_endpoint_with_its_key_and_retries(
     let embedded = run(&["embed", "--json"]);
     assert_eq!(embedded["embedded"], 5, "{embedded}");
     assert_eq!(embedded["model"], "openai:served-minilm");
-    let space = store.embeddings().space().unwrap().unwrap();
+    let space = store.dump().space().unwrap().unwrap();
     assert_eq!((space.model.as_str(), space.dimensions), ("openai:served-minilm", 384));
     assert_eq!(store.embeddings().counts().unwrap().messages, 5);
 
@@ -200,7 +200,7 @@ fn strata_embeds_through_an_openai_compatible_endpoint_with_its_key_and_retries(
     // The local model is another embedding space: everything is embedded again, never mixed.
     let local = strata.run(&["embed", "--json"]).json();
     assert_eq!(local["embedded"], 5, "{local}");
-    assert_eq!(store.embeddings().space().unwrap().unwrap().model, strata_recall::DEFAULT_MODEL);
+    assert_eq!(store.dump().space().unwrap().unwrap().model, strata_recall::DEFAULT_MODEL);
     assert_eq!(store.embeddings().counts().unwrap().messages, 5);
 }
 
@@ -213,7 +213,7 @@ fn an_endpoint_of_other_dimensions_is_one_clear_error_and_nothing_is_written() {
     let error = strata.run(&["--config", &config, "embed"]).failure();
     assert!(error.contains("128 dimensions") && error.contains("384"), "{error}");
     assert_eq!(store.embeddings().counts().unwrap().messages, 0);
-    assert_eq!(store.embeddings().backlog_count(None, None).unwrap(), 5);
+    assert_eq!(store.backlog_count(None, None).unwrap(), 5);
 }
 
 #[test]

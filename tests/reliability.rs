@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use strata_store::Store;
+use strata_store::{Backend, Store};
 use strata_synth::{TranscriptSpec, generate};
 
 use crate::util::{Strata, assert_consistent, kill_when};
@@ -124,15 +124,15 @@ fn kill_nine_during_embedding_then_every_row_has_its_vectors_once() {
     for trial in 0..n {
         let key = format!("embed-{trial}");
         strata.run(&["ingest", file, "--session", &key]).success();
-        let waiting = store.embeddings().backlog_count(None, None).unwrap();
+        let waiting = store.backlog_count(None, None).unwrap();
         let stop_at = waiting - rng.random_range(1..waiting);
         let mut child = spawn(&strata, &["embed"]);
         kills += usize::from(kill_when(&mut child, || {
-            store.embeddings().backlog_count(None, None).map(|left| left <= stop_at).unwrap_or(false)
+            store.backlog_count(None, None).map(|left| left <= stop_at).unwrap_or(false)
         }));
         assert_healthy(&store);
         strata.run(&["embed"]).success();
-        assert_eq!(store.embeddings().backlog_count(None, None).unwrap(), 0);
+        assert_eq!(store.backlog_count(None, None).unwrap(), 0);
         assert_eq!(
             store.embeddings().counts().unwrap().messages,
             per_session * (trial as u64 + 2),
@@ -285,7 +285,6 @@ fn readers_never_wait_for_the_write_lock() {
                         0 => store.grep(&TextQuery::parse("deploy window").unwrap(), &filter).map(drop),
                         1 => store.grep(&TextQuery::parse("the").unwrap(), &filter).map(drop),
                         2 => store
-                            .ranking()
                             .candidates(&CandidateQuery {
                                 filter: filter.clone(),
                                 words: &["deploy".into()],

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
 
-use strata_store::Store;
+use strata_store::{Backend, Store};
 
 /// A temporary directory with a database path, and the `strata` binary to run against it.
 pub struct Strata {

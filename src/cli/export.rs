@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 use strata_store::fence::one_line;
-use strata_store::{Category, Session, Store, SummaryNode};
+use strata_store::{Backend, Category, Session, Store, SummaryNode};
 
 use anyhow::{Context, Result, bail};
 use strata_store::ExportScope;

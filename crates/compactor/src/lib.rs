@@ -13,7 +13,7 @@
 //! ```
 //! use std::sync::Arc;
 //! use strata_compactor::{Compactor, CompactorConfig, ExtractiveSummarizer, Outcome};
-//! use strata_store::{NewMessage, Role, Store};
+//! use strata_store::{Backend, NewMessage, Role, Store};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), strata_compactor::Error> {

@@ -1,7 +1,7 @@
 //! Where the cuts go: head, turns, tail and the next chunk to summarize.
 //!
 //! Planning is a pure function of an outline and the configuration. The outline is the *live*
-//! part of a session (`Store::live_outline`: the head and the uncovered messages), so a
+//! part of a session (`Backend::live_outline`: the head and the uncovered messages), so a
 //! covered stretch shows as a gap in the seqs: a turn never spans a gap, and the tail never
 //! reaches back over one. A plan is made once per compaction call and then consumed chunk by
 //! chunk ([`Plan::next_chunk`], [`Plan::covered`]), so a call costs time in proportion to the

@@ -1,7 +1,7 @@
 //! What each LLM call cost, as the server reported it: a summarizer that calls a server logs
 //! every HTTP attempt here (the compactor's `Summarizer::usage_log`), and the compactor, which
 //! owns the store, drains the log after each summary and records the calls beside its own
-//! token counts (`Store::record_llm_calls`). [`ChatClient`](crate::ChatClient) logs its calls
+//! token counts (`Backend::record_llm_calls`). [`ChatClient`](crate::ChatClient) logs its calls
 //! the same way, for the chat loop to record.
 
 use std::sync::{Mutex, PoisonError};

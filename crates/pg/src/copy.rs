@@ -12,7 +12,7 @@ use crate::db::{Queries, Tx, pg};
 use chrono::Utc;
 use pgvector::Vector;
 use strata_store::backend::fold;
-use strata_store::{Error, HitKind, Store, StoredMemory, to_unix};
+use strata_store::{Backend, Error, HitKind, Store, StoredMemory, to_unix};
 
 use crate::{PgStore, search, vectors};
 

@@ -35,8 +35,7 @@ use std::ops::RangeInclusive;
 
 use chrono::DateTime;
 use chrono::Utc;
-
-use strata_store::backend::{validate_message, validate_persona, validate_session_key};
+use strata_store::backend::validate_session_key;
 use strata_store::{
     Backend, BacklogItem, CandidateQuery, Candidates, Category, EmbeddingSpace, Error, Lease, Level, LlmCall,
     Memory, MemoryVersion, MemoryWrite, Message, MessageId, MessageOutline, Missing, NewMessage, NewSummary,
@@ -182,7 +181,7 @@ impl Backend for PgStore {
 
     fn session(&self, key: &str, persona: &str) -> Result<Session> {
         validate_session_key(key)?;
-        validate_persona(persona)?;
+        strata_store::validate_persona(persona)?;
         self.write(|tx| {
             let now = to_unix(Utc::now());
             // Of two processes creating one key, one inserts; the other finds its row.
@@ -248,7 +247,7 @@ impl Backend for PgStore {
 
     fn append(&self, session: SessionId, messages: &[NewMessage]) -> Result<Vec<MessageId>> {
         for message in messages {
-            validate_message(message)?;
+            message.validate()?;
         }
         self.write(|tx| {
             // The session's row lock numbers its messages: appends to one session queue here,

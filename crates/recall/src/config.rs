@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use strata_store::Scan;
 // Expiry is the store's rule (it owns memories); `[recall] memory_ttls` is where it is set.
-pub use strata_store::{MemoryTtls, Ttl};
+use strata_store::{MemoryTtls, Ttl};
 
 /// Settings of the recall tools and the embedding pipeline.
 ///

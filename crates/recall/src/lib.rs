@@ -8,12 +8,12 @@
 //!   vector tables caught up, crash-safely.
 //!
 //! Every tool is confined to the persona of the calling session: the persona is never an
-//! argument. Recalled text comes back fenced as data (see [`fence`]).
+//! argument. Recalled text comes back fenced as data (see [`strata_store::fence`]).
 //!
 //! ```
 //! use serde_json::json;
 //! use strata_recall::{RecallSettings, ToolContext, call_tool};
-//! use strata_store::{NewMessage, Role, Store};
+//! use strata_store::{Backend, NewMessage, Role, Store};
 //!
 //! let dir = tempfile::tempdir().unwrap();
 //! let store = Store::open(dir.path().join("strata.db")).unwrap();
@@ -43,9 +43,7 @@ mod pipeline;
 mod time;
 pub mod tools;
 
-pub use strata_store::fence;
-
-pub use crate::config::{EmbedProvider, EndpointSettings, MemoryTtls, RecallConfig, RecallSettings, Ttl};
+pub use crate::config::{EmbedProvider, EndpointSettings, RecallConfig, RecallSettings};
 pub use crate::embed::{DEFAULT_MODEL, Embedder, EmbeddingEndpoint, EndpointError, model_spec};
 pub use crate::error::{Error, Result};
 pub use crate::pipeline::{BacklogFilter, EmbedWorker, embed_backlog, embed_backlog_with};

@@ -2,7 +2,7 @@
 //! append path.
 //!
 //! Crash safety comes from the store: a trigger queues every new row in `embedding_backlog` in
-//! the transaction that writes it, and [`Embeddings::put`](strata_store::Embeddings::put)
+//! the transaction that writes it, and [`Backend::put_vectors`](strata_store::Backend::put_vectors)
 //! deletes the queue entry in the transaction that writes the vector. A batch is committed as a whole after it is embedded, so
 //! a process killed at any point loses at most the batch in flight, which is still queued and
 //! is embedded (once) by the next run.
@@ -112,13 +112,22 @@ pub fn embed_backlog_with(
 /// The embedding policy: the pieces of a backlog row that get vectors. Tool results keep
 /// `embed_tool_chunks` chunks (their text starts with the tool's name), everything else
 /// `embed_max_chunks`.
+/// The longest start of `text` of at most `max_bytes` bytes that ends at a character boundary.
+fn prefix_within_bytes(text: &str, max_bytes: usize) -> &str {
+    let mut end = text.len().min(max_bytes);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
 fn chunks_of<'a>(item: &'a BacklogItem, chunk_words: usize, config: &RecallConfig) -> Vec<&'a str> {
     let max = match item.message_role {
         Some(Role::Tool) => config.embed_tool_chunks,
         _ => config.embed_max_chunks,
     };
     // A text cut to its first chunks needs no more bytes than they hold.
-    let text = strata_store::prefix_within_bytes(&item.text, MAX_TEXT_BYTES);
+    let text = prefix_within_bytes(&item.text, MAX_TEXT_BYTES);
     chunk_text(text, chunk_words, max.clamp(1, MAX_CHUNKS))
 }
 
@@ -289,6 +298,14 @@ mod tests {
     use strata_store::{HitId, HitKind};
 
     use super::*;
+
+    #[test]
+    fn a_byte_prefix_ends_at_a_character() {
+        assert_eq!(prefix_within_bytes("héllo", 2), "h");
+        assert_eq!(prefix_within_bytes("héllo", 3), "hé");
+        assert_eq!(prefix_within_bytes("héllo", 100), "héllo");
+        assert_eq!(prefix_within_bytes("数据", 0), "");
+    }
 
     fn item(role: Option<Role>, kind: HitKind, text: &str) -> BacklogItem {
         BacklogItem { id: HitId::new(kind, 1), persona: "p".into(), text: text.into(), message_role: role }

@@ -1,22 +1,22 @@
 //! The storage seam: what strata asks of a database, in the words of the domain (sessions,
 //! appends, coverage, the forest, memories, the queue, keyword and vector candidates, leases),
-//! never in SQL. [`Store`] (SQLite, embedded) implements it here; `strata-pg` (PostgreSQL, for
-//! a fleet of processes on several hosts) implements it over a connection pool.
+//! never in SQL. [`Store`] (SQLite, embedded) implements it (in `store.rs`); `strata-pg`
+//! (PostgreSQL, for a fleet of processes on several hosts) implements it over a connection pool.
 //!
 //! Both backends answer the same conformance suite (`crates/pg/tests/conformance.rs`), and the
-//! rules a row obeys before it is written (a summary's, a memory's, a persona's) have one home,
-//! re-exported here for a backend to call: a backend adds how rows are stored, never what a
-//! valid row is.
+//! rules a row obeys before it is written (a summary's, a memory's, a session key's) have one
+//! home, re-exported here for a backend to call (a message's is [`NewMessage::validate`], a
+//! persona's [`validate_persona`](crate::validate_persona)): a backend adds how rows are
+//! stored, never what a valid row is.
 
-use std::fs::File;
 use std::ops::{Range, RangeInclusive};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
-use crate::MemoryWrite;
 use crate::check::Report;
 use crate::error::{Error, Missing, Result};
+use crate::memories::MemoryWrite;
 use crate::metrics::StoreMetrics;
 use crate::outline::MessageOutline;
 use crate::provenance::{MemoryVersion, Provenance, Source};
@@ -32,10 +32,9 @@ use crate::vectors::{BacklogItem, EmbeddingSpace};
 
 pub use crate::forest::{MergePlan, plan_merge, validate as validate_summary};
 pub use crate::memories::{check_writer, validate as validate_memory};
-pub use crate::messages::validate as validate_message;
 pub use crate::queues::accepted as accepted_proposal;
 pub use crate::search::grep::{fold, rank_grep_hits};
-pub use crate::sessions::{validate_persona, validate_session_key};
+pub use crate::sessions::validate_session_key;
 pub use crate::usage::validate as validate_llm_calls;
 
 /// A compaction lease on one session: while it is held, no other holder (in this process or
@@ -314,267 +313,4 @@ pub fn read_consistent<T>(backend: &dyn Backend, f: impl FnOnce(&dyn Snapshot) -
         Ok(())
     })?;
     value.ok_or_else(|| Error::invalid("snapshot", "a backend never ran a snapshot's reads"))
-}
-
-/// SQLite's lease: an advisory lock (`flock`) on a file beside the database, one per session.
-/// The kernel drops it with the last descriptor, so a crashed process gives it up; two
-/// processes on one host (the only place a SQLite file is shared) see each other's.
-struct FileLease(#[allow(dead_code)] File);
-
-impl Lease for FileLease {}
-
-impl Backend for Store {
-    fn name(&self) -> &'static str {
-        "sqlite"
-    }
-
-    fn as_sqlite(&self) -> Option<&Store> {
-        Some(self)
-    }
-
-    fn session(&self, key: &str, persona: &str) -> Result<Session> {
-        Store::session(self, key, persona)
-    }
-
-    fn find_session(&self, key: &str) -> Result<Option<Session>> {
-        Store::find_session(self, key)
-    }
-
-    fn session_by_id(&self, id: SessionId) -> Result<Session> {
-        Store::session_by_id(self, id)
-    }
-
-    fn sessions(&self, persona: Option<&str>) -> Result<Vec<Session>> {
-        Store::sessions(self, persona)
-    }
-
-    fn session_overviews(&self, persona: &str) -> Result<Vec<SessionOverview>> {
-        self.read(|conn| crate::sessions::overview(conn, persona))
-    }
-
-    fn append(&self, session: SessionId, messages: &[NewMessage]) -> Result<Vec<MessageId>> {
-        Store::append(self, session, messages)
-    }
-
-    fn message(&self, id: MessageId) -> Result<Message> {
-        Store::message(self, id)
-    }
-
-    fn messages(&self, session: SessionId, seqs: RangeInclusive<i64>) -> Result<Vec<Message>> {
-        Store::messages(self, session, seqs)
-    }
-
-    fn message_outline(&self, session: SessionId) -> Result<Vec<MessageOutline>> {
-        Store::message_outline(self, session)
-    }
-
-    fn live_outline(&self, session: SessionId, head: i64) -> Result<Vec<MessageOutline>> {
-        Store::live_outline(self, session, head)
-    }
-
-    fn recent_uncovered(&self, session: SessionId, limit: usize) -> Result<Vec<Message>> {
-        self.read(|conn| crate::sessions::recent_uncovered(conn, session, limit))
-    }
-
-    fn insert_leaves(
-        &self,
-        session: SessionId,
-        leaves: &[(i64, i64, NewSummary)],
-    ) -> Result<Vec<SummaryNode>> {
-        Store::insert_leaves(self, session, leaves)
-    }
-
-    fn insert_leaf(
-        &self,
-        session: SessionId,
-        first_seq: i64,
-        last_seq: i64,
-        summary: &NewSummary,
-    ) -> Result<SummaryNode> {
-        Store::insert_leaf(self, session, first_seq, last_seq, summary)
-    }
-
-    fn merge(&self, children: &[NodeId], summary: &NewSummary) -> Result<SummaryNode> {
-        Store::merge(self, children, summary)
-    }
-
-    fn replace_summary(
-        &self,
-        id: NodeId,
-        expected_summarizer: &str,
-        summary: &NewSummary,
-    ) -> Result<SummaryNode> {
-        Store::replace_summary(self, id, expected_summarizer, summary)
-    }
-
-    fn node(&self, id: NodeId) -> Result<SummaryNode> {
-        Store::node(self, id)
-    }
-
-    fn roots(&self, session: SessionId, level: Option<Level>) -> Result<Vec<SummaryNode>> {
-        Store::roots(self, session, level)
-    }
-
-    fn nodes(&self, session: SessionId) -> Result<Vec<SummaryNode>> {
-        Store::nodes(self, session)
-    }
-
-    fn children(&self, id: NodeId) -> Result<Vec<SummaryNode>> {
-        Store::children(self, id)
-    }
-
-    fn covered_messages(&self, node: NodeId) -> Result<Vec<Message>> {
-        Store::covered_messages(self, node)
-    }
-
-    fn first_raw_archive(&self, session: SessionId) -> Result<Option<SummaryNode>> {
-        self.read(|conn| crate::forest::first_raw_archive(conn, session))
-    }
-
-    fn read_snapshot(&self, f: &mut dyn FnMut(&dyn Snapshot) -> Result<()>) -> Result<()> {
-        self.read_consistent(|reader| f(reader))
-    }
-
-    fn summarizer_failures(&self, session: SessionId) -> Result<u32> {
-        crate::forest::summarizer_failures(self, session)
-    }
-
-    fn set_summarizer_failures(&self, session: SessionId, failures: u32) -> Result<()> {
-        crate::forest::set_summarizer_failures(self, session, failures)
-    }
-
-    fn count_rejection(&self, summarizer: &str, reason: &str) -> Result<()> {
-        crate::forest::count_rejection(self, summarizer, reason)
-    }
-
-    fn record_llm_calls(&self, calls: &[LlmCall]) -> Result<()> {
-        Store::record_llm_calls(self, calls)
-    }
-
-    fn token_encoding(&self) -> Result<Option<String>> {
-        Store::token_encoding(self)
-    }
-
-    fn claim_token_encoding(&self, encoding: &str) -> Result<String> {
-        Store::claim_token_encoding(self, encoding)
-    }
-
-    fn catch_up_search_index(&self) -> Result<usize> {
-        Store::catch_up_search_index(self)
-    }
-
-    fn save_memory(
-        &self,
-        writer: Writer,
-        persona: &str,
-        memory: &MemoryWrite<'_>,
-        provenance: &Provenance,
-    ) -> Result<(Memory, bool)> {
-        Store::save_memory_from(self, writer, persona, memory, provenance)
-    }
-
-    fn memory(&self, persona: &str, category: Category, key: &str) -> Result<Option<Memory>> {
-        Store::memory(self, persona, category, key)
-    }
-
-    fn memories(&self, persona: &str, category: Option<Category>) -> Result<Vec<Memory>> {
-        Store::memories(self, persona, category)
-    }
-
-    fn memory_history(&self, persona: &str, category: Category, key: &str) -> Result<Vec<MemoryVersion>> {
-        Store::memory_history(self, persona, category, key)
-    }
-
-    fn delete_memory(&self, writer: Writer, persona: &str, category: Category, key: &str) -> Result<bool> {
-        Store::delete_memory(self, writer, persona, category, key)
-    }
-
-    fn purge_memories(&self, category: Category, cutoff: DateTime<Utc>) -> Result<usize> {
-        Store::purge_memories(self, category, cutoff)
-    }
-
-    fn pending_updates(&self, limit: usize) -> Result<Vec<QueuedUpdate>> {
-        self.read(|conn| crate::queues::pending(conn, limit))
-    }
-
-    fn settle_update(&self, id: UpdateId) -> Result<()> {
-        self.write(|tx| crate::queues::settle(tx, id))
-    }
-
-    fn propose_preference(&self, id: UpdateId, key: &str, title: &str, content: &str) -> Result<()> {
-        self.write(|tx| crate::queues::propose(tx, id, key, title, content))
-    }
-
-    fn proposals(&self, persona: &str) -> Result<Vec<QueuedUpdate>> {
-        self.read(|conn| crate::queues::proposals(conn, persona))
-    }
-
-    fn accept_proposal(&self, persona: &str, key: &str) -> Result<Memory> {
-        self.write(|tx| crate::queues::accept(tx, persona, key, Utc::now()))
-    }
-
-    fn reject_proposal(&self, persona: &str, key: &str) -> Result<QueuedUpdate> {
-        self.write(|tx| crate::queues::reject(tx, persona, key))
-    }
-
-    fn grep(&self, query: &TextQuery, filter: &SearchFilter) -> Result<Vec<TextHit>> {
-        Store::grep(self, query, filter)
-    }
-
-    fn candidates(&self, query: &CandidateQuery<'_>) -> Result<Candidates> {
-        self.ranking().candidates(query)
-    }
-
-    fn said_between(&self, filter: &SearchFilter, oldest_first: bool, offset: usize) -> Result<Vec<TextHit>> {
-        Store::said_between(self, filter, oldest_first, offset)
-    }
-
-    fn use_space(&self, space: &EmbeddingSpace) -> Result<bool> {
-        self.embeddings().use_space(space)
-    }
-
-    fn backlog_count(&self, persona: Option<&str>, session: Option<SessionId>) -> Result<u64> {
-        self.embeddings().backlog_count(persona, session)
-    }
-
-    fn backlog(
-        &self,
-        persona: Option<&str>,
-        session: Option<SessionId>,
-        limit: usize,
-    ) -> Result<Vec<BacklogItem>> {
-        self.embeddings().backlog_of(persona, session, limit)
-    }
-
-    fn put_vectors(&self, model: &str, items: &[(BacklogItem, Vec<Vec<f32>>)]) -> Result<usize> {
-        self.embeddings().put(model, items)
-    }
-
-    fn stats(&self) -> Result<Stats> {
-        Store::stats(self)
-    }
-
-    fn metrics(&self) -> Result<StoreMetrics> {
-        Store::metrics(self)
-    }
-
-    fn doctor(&self, full: bool) -> Result<Report> {
-        Store::doctor(self, full)
-    }
-
-    fn compaction_lease(&self, session: SessionId) -> Result<Option<Box<dyn Lease>>> {
-        let mut path = self.path().as_os_str().to_owned();
-        path.push(format!("-lease-{session}"));
-        let file = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|source| Error::Lease { path: path.clone().into(), source })?;
-        match file.try_lock() {
-            Ok(()) => Ok(Some(Box::new(FileLease(file)))),
-            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
-            Err(std::fs::TryLockError::Error(source)) => Err(Error::Lease { path: path.into(), source }),
-        }
-    }
 }

@@ -3,10 +3,11 @@
 //! One file in WAL mode holds everything: sessions, the verbatim messages (append-only), the
 //! summary forest, the agent memories, and their full-text (FTS5) and vector (sqlite-vec)
 //! indexes. This crate knows nothing of LLMs, HTTP or async runtimes; it offers a typed,
-//! synchronous API on one type, [`Store`], whose writes are short immediate transactions.
+//! synchronous API: [`Store`] opens the file and implements [`Backend`], the storage seam
+//! (strata-pg implements it too), whose writes are short immediate transactions.
 //!
 //! ```
-//! use strata_store::{NewMessage, NewSummary, Role, Store};
+//! use strata_store::{Backend, NewMessage, NewSummary, Role, Store};
 //!
 //! # fn main() -> Result<(), strata_store::Error> {
 //! let dir = tempfile::tempdir().unwrap();
@@ -72,22 +73,24 @@ pub use crate::ingests::line_digest;
 pub use crate::location::{is_postgres_url, without_password};
 pub use crate::memories::{MAX_CONTENT_CHARS, MAX_KEY_CHARS, MemoryTtls, MemoryWrite, Ttl, normalize_key};
 pub use crate::metrics::{CallTotals, NodeTotals, StoreMetrics, ToolTotals};
-pub use crate::migrate::SCHEMA_VERSION;
 pub use crate::outline::MessageOutline;
 pub use crate::provenance::{MemoryVersion, Provenance, Source};
 pub use crate::search::{
-    CandidateQuery, Candidates, HitId, HitKind, Ranking, STOPWORDS, SearchFilter, TextHit, TextQuery,
-    WordStatistics,
+    CandidateQuery, Candidates, HitId, HitKind, STOPWORDS, SearchFilter, TextHit, TextQuery, WordStatistics,
 };
 pub use crate::sessions::{SessionOverview, validate_persona};
 pub use crate::store::{Imported, IncomingMessage, RejectionCount, Stats, Store, SummarizerStats};
-pub use crate::text::{prefix_within_bytes, truncate_chars};
+pub use crate::text::truncate_chars;
 pub use crate::types::{
     Category, Level, Memory, MemoryId, MemoryUpdate, Message, MessageId, NewMessage, NewSummary, NodeId,
     QueuedUpdate, Role, Session, SessionId, SummaryNode, ToolCall, UpdateId, Writer, from_unix, to_unix,
 };
 pub use crate::usage::{LlmCall, UsageDay};
-pub use crate::vectors::{BacklogItem, EmbeddingSpace, Embeddings, MAX_CHUNKS, Scan};
-// What only tests read: the audit of forgets and the vector counts.
+pub use crate::vectors::{BacklogItem, EmbeddingSpace, MAX_CHUNKS, Scan};
+// What only tests read: the audit of forgets, the schema's version and the vectors.
 #[cfg(any(test, feature = "test-support"))]
-pub use crate::{forget::ForgetRecord, vectors::VectorCounts};
+pub use crate::{
+    forget::ForgetRecord,
+    migrate::SCHEMA_VERSION,
+    vectors::{Embeddings, VectorCounts},
+};

@@ -200,17 +200,6 @@ impl Store {
         self.read_snapshot(|conn| f(&ConsistentReader { conn, rows_read: &self.rows_read }))
     }
 
-    /// The outline (everything but the text) of every message of a session, in seq order.
-    pub fn message_outline(&self, session: SessionId) -> Result<Vec<MessageOutline>> {
-        count(&self.rows_read, self.read(|conn| outline(conn, session)))
-    }
-
-    /// The outline of the head (seq below `head`) and of every uncovered message, in seq order:
-    /// what compaction and assembly plan over. Reads nothing of the summarized history.
-    pub fn live_outline(&self, session: SessionId, head: i64) -> Result<Vec<MessageOutline>> {
-        count(&self.rows_read, self.read(|conn| live_outline(conn, session, head)))
-    }
-
     /// How many message and node rows the planning reads of this store (outlines, message
     /// ranges, roots, context messages) have returned since it was opened, in every clone.
     /// Tests and benches use it to check that a cost follows the new messages, not the

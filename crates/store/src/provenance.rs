@@ -124,7 +124,7 @@ impl Provenance {
     }
 
     /// A preference proposed by summary `node` (if known) and accepted by the user.
-    pub fn proposal(node: Option<NodeId>) -> Provenance {
+    pub(crate) fn proposal(node: Option<NodeId>) -> Provenance {
         Provenance { node, via: Some("accepted proposal".into()), ..Provenance::of(Source::Proposal) }
     }
 

@@ -1,6 +1,7 @@
 //! The `Store` type: owns the pool and every transaction boundary.
 
 use std::collections::HashMap;
+use std::fs::File;
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -11,18 +12,24 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior};
 use serde::Serialize;
 
+use crate::backend::{Backend, Lease, Snapshot};
 use crate::check::{self, Report};
 use crate::db::{self, Pool};
 use crate::error::{Error, Result};
 use crate::memories::{self, MemoryWrite};
+use crate::metrics::{self, StoreMetrics};
+use crate::outline::{self, MessageOutline};
 use crate::provenance::{MemoryVersion, Provenance};
 use crate::search::index::Deferred;
-use crate::search::{self, SearchFilter, TextHit, TextQuery};
+use crate::search::{self, CandidateQuery, Candidates, SearchFilter, TextHit, TextQuery};
+use crate::sessions::{self, SessionOverview};
 use crate::types::{
-    Category, Level, Memory, Message, MessageId, NewMessage, NewSummary, NodeId, Session, SessionId,
-    SummaryNode, Writer,
+    Category, Level, Memory, Message, MessageId, NewMessage, NewSummary, NodeId, QueuedUpdate, Session,
+    SessionId, SummaryNode, UpdateId, Writer,
 };
-use crate::{forest, ingests, messages, migrate, sessions, watermark};
+use crate::usage::{self, LlmCall};
+use crate::vectors::{self, BacklogItem, EmbeddingSpace};
+use crate::{forest, ingests, messages, migrate, queues, watermark};
 
 /// Rows indexed per transaction when a writer catches the search indexes up: short enough
 /// that other writers wait milliseconds for the lock, not the whole catch-up.
@@ -252,80 +259,13 @@ impl Store {
         }
     }
 
-    /// Every health check (see [`Report`]); `full` runs SQLite's `integrity_check` instead of
-    /// the quicker `quick_check`. Only reads.
-    pub fn doctor(&self, full: bool) -> Result<Report> {
-        let mut report = self.read(|conn| check::doctor(conn, full))?;
-        let mut check =
-            check::Check { name: "no committed write is missing (WAL)", problems: 0, details: Vec::new() };
-        // A damaged file cannot be trusted to answer (the SQLite check said so already).
-        let lost = if report.healthy() { self.lost_commits()? } else { None };
-        if let Some((found, recorded)) = lost {
-            check.problems = recorded - found;
-            check.details.push(format!(
-                "the database holds {found} commits but {recorded} were made: the newest {} were lost with a \
-                 damaged or truncated -wal (restore a backup, or `strata doctor --accept-lost-commits`)",
-                recorded - found
-            ));
-        }
-        report.checks.push(check);
-        Ok(report)
-    }
-
     /// A consistent copy of the database at `dest` (which must not exist), taken while other
     /// processes keep writing.
     pub fn backup(&self, dest: &Path) -> Result<()> {
         self.read(|conn| check::backup(conn, dest))
     }
 
-    // Sessions.
-
-    /// The session with this key, created for `persona` if new. A key bound to another persona
-    /// is refused with [`Error::PersonaMismatch`].
-    pub fn session(&self, key: &str, persona: &str) -> Result<Session> {
-        self.write(|tx| sessions::get_or_create(tx, key, persona, Utc::now()))
-    }
-
-    /// The session with this key, if it exists.
-    pub fn find_session(&self, key: &str) -> Result<Option<Session>> {
-        self.read(|conn| sessions::by_key(conn, key))
-    }
-
-    /// The session with this id.
-    pub fn session_by_id(&self, id: SessionId) -> Result<Session> {
-        self.read(|conn| sessions::by_id(conn, id))
-    }
-
-    /// All sessions, or those of one persona, oldest first.
-    pub fn sessions(&self, persona: Option<&str>) -> Result<Vec<Session>> {
-        self.read(|conn| sessions::list(conn, persona))
-    }
-
     // Messages.
-
-    /// Appends messages to a session in one transaction; returns their ids in order (for a
-    /// message whose `external_id` the session already holds, the stored message's id).
-    ///
-    /// A bot's message or two is indexed for search in the same transaction; a larger append
-    /// is indexed after it commits, in batches of their own transactions, before this returns
-    /// (see `search_index.rs`). A small append behind rows another writer is still indexing
-    /// leaves its own to that writer, so a chat turn never does a bulk import's work.
-    pub fn append(&self, session: SessionId, messages: &[NewMessage]) -> Result<Vec<MessageId>> {
-        let small = messages.len() <= SYNC_INDEX_MAX;
-        let ids = self.write(|tx| {
-            sessions::by_id(tx, session)?;
-            let index_now = small && Deferred::Messages.caught_up(tx)?;
-            let ids = messages::append(tx, session, messages)?.ids;
-            if index_now {
-                Deferred::Messages.index(tx, ids.len())?;
-            }
-            Ok(ids)
-        })?;
-        if !small {
-            self.catch_up_messages()?;
-        }
-        Ok(ids)
-    }
 
     /// Appends messages to sessions named by key, creating sessions as needed, all in one
     /// transaction: either every message is stored or none is. Messages keep their order
@@ -337,7 +277,7 @@ impl Store {
     /// session already holds is skipped too.
     ///
     /// The messages are not indexed for search: the caller catches the index up once the call
-    /// returns, with [`Store::catch_up_search_index`] or, to show progress,
+    /// returns, with [`Backend::catch_up_search_index`] or, to show progress,
     /// [`Store::index_messages`] in a loop. Until then `memory_grep` still finds them (it reads
     /// the unindexed rows) but `memory_search` ranks only indexed ones.
     pub fn append_many(&self, incoming: &[IncomingMessage]) -> Result<Imported> {
@@ -383,19 +323,10 @@ impl Store {
         })
     }
 
-    /// One message by id.
-    pub fn message(&self, id: MessageId) -> Result<Message> {
-        self.read(|conn| messages::by_id(conn, id))
-    }
-
-    /// The messages of a session whose seq lies in `seqs`.
-    pub fn messages(&self, session: SessionId, seqs: RangeInclusive<i64>) -> Result<Vec<Message>> {
-        crate::outline::count(&self.rows_read, self.read(|conn| messages::range(conn, session, seqs)))
-    }
-
     /// Every message of a session, in order.
+    #[cfg(any(test, feature = "test-support"))]
     pub fn all_messages(&self, session: SessionId) -> Result<Vec<Message>> {
-        self.messages(session, 0..=i64::MAX)
+        Backend::messages(self, session, 0..=i64::MAX)
     }
 
     /// Every message of a persona or a session with every stored field, for a lossless
@@ -404,156 +335,10 @@ impl Store {
         self.read(|conn| crate::export::messages(conn, scope))
     }
 
-    /// The messages a Level-0 node covers.
-    pub fn covered_messages(&self, node: NodeId) -> Result<Vec<Message>> {
-        self.read(|conn| messages::covered_by(conn, node))
-    }
-
     /// Pins or unpins a message (pinned messages are never compacted).
     #[cfg(any(test, feature = "test-support"))]
     pub fn set_pinned(&self, id: MessageId, pinned: bool) -> Result<()> {
         self.write(|tx| messages::set_pinned(tx, id, pinned))
-    }
-
-    // The summary forest.
-
-    /// Atomically inserts a Level-0 node over `first_seq..=last_seq` and links those messages to
-    /// it; refused with [`Error::AlreadyCovered`] if any of them is covered already.
-    pub fn insert_leaf(
-        &self,
-        session: SessionId,
-        first_seq: i64,
-        last_seq: i64,
-        summary: &NewSummary,
-    ) -> Result<SummaryNode> {
-        self.write(|tx| forest::insert_leaf(tx, session, first_seq, last_seq, summary, Utc::now()))
-    }
-
-    /// Inserts several Level-0 nodes of one session in one transaction (a bulk compaction
-    /// writes its leaves in batches): all of them, or none when any is refused.
-    pub fn insert_leaves(
-        &self,
-        session: SessionId,
-        leaves: &[(i64, i64, NewSummary)],
-    ) -> Result<Vec<SummaryNode>> {
-        self.write(|tx| {
-            let now = Utc::now();
-            leaves
-                .iter()
-                .map(|(first_seq, last_seq, summary)| {
-                    forest::insert_leaf(tx, session, *first_seq, *last_seq, summary, now)
-                })
-                .collect()
-        })
-    }
-
-    /// Atomically merges adjacent roots of one level into a new node one level up; refused with
-    /// [`Error::AlreadyMerged`] if any of them already has a parent.
-    pub fn merge(&self, children: &[NodeId], summary: &NewSummary) -> Result<SummaryNode> {
-        self.write(|tx| forest::merge(tx, children, summary, Utc::now()))
-    }
-
-    /// Replaces a node's text if it was written by `expected_summarizer`.
-    pub fn replace_summary(
-        &self,
-        id: NodeId,
-        expected_summarizer: &str,
-        summary: &NewSummary,
-    ) -> Result<SummaryNode> {
-        self.write(|tx| forest::replace_summary(tx, id, expected_summarizer, summary, Utc::now()))
-    }
-
-    /// One node by id.
-    pub fn node(&self, id: NodeId) -> Result<SummaryNode> {
-        self.read(|conn| forest::by_id(conn, id))
-    }
-
-    /// The roots of a session's forest in time order, optionally of one level only.
-    pub fn roots(&self, session: SessionId, level: Option<Level>) -> Result<Vec<SummaryNode>> {
-        crate::outline::count(&self.rows_read, self.read(|conn| forest::roots(conn, session, level)))
-    }
-
-    /// Every node of a session, by level then position.
-    pub fn nodes(&self, session: SessionId) -> Result<Vec<SummaryNode>> {
-        self.read(|conn| forest::all(conn, session))
-    }
-
-    /// The children of a node in time order.
-    pub fn children(&self, id: NodeId) -> Result<Vec<SummaryNode>> {
-        self.read(|conn| forest::children(conn, id))
-    }
-
-    // Agent memories.
-
-    /// Inserts or replaces a memory. The agent may not write `user_preferences`
-    /// ([`Error::ProtectedCategory`]).
-    pub fn put_memory(&self, writer: Writer, persona: &str, memory: &MemoryWrite<'_>) -> Result<Memory> {
-        Ok(self.save_memory(writer, persona, memory)?.0)
-    }
-
-    /// Like [`Store::put_memory`], also saying whether the memory is new: decided inside the
-    /// write transaction, so of several writers racing to create one key exactly one hears
-    /// "new".
-    ///
-    /// The write's provenance is only its writer's kind (the user through the library, or the
-    /// agent); [`Store::save_memory_from`] records where it came from.
-    pub fn save_memory(
-        &self,
-        writer: Writer,
-        persona: &str,
-        memory: &MemoryWrite<'_>,
-    ) -> Result<(Memory, bool)> {
-        let provenance = match writer {
-            Writer::User => Provenance::user("library"),
-            Writer::Agent => Provenance { source: crate::Source::Agent, ..Provenance::unknown() },
-        };
-        self.save_memory_from(writer, persona, memory, &provenance)
-    }
-
-    /// Saves a memory (upsert by persona, category and key), recording where it came from, and
-    /// says whether it is new: decided inside the write transaction, so of several writers
-    /// racing to create one key exactly one hears "new". An update keeps the earlier text as a
-    /// version ([`Store::memory_history`]).
-    pub fn save_memory_from(
-        &self,
-        writer: Writer,
-        persona: &str,
-        memory: &MemoryWrite<'_>,
-        provenance: &Provenance,
-    ) -> Result<(Memory, bool)> {
-        self.write(|tx| memories::upsert(tx, writer, persona, memory, provenance, Utc::now()))
-    }
-
-    /// Every version of a memory, newest (the current one) first, each with its source; empty
-    /// when there is no such memory.
-    pub fn memory_history(&self, persona: &str, category: Category, key: &str) -> Result<Vec<MemoryVersion>> {
-        self.read(|conn| memories::history(conn, persona, category, key))
-    }
-
-    /// One memory of a persona.
-    pub fn memory(&self, persona: &str, category: Category, key: &str) -> Result<Option<Memory>> {
-        self.read(|conn| memories::get(conn, persona, category, key))
-    }
-
-    /// A persona's memories, optionally of one category.
-    pub fn memories(&self, persona: &str, category: Option<Category>) -> Result<Vec<Memory>> {
-        self.read(|conn| memories::list(conn, persona, category))
-    }
-
-    /// Deletes a memory; returns whether it existed. The agent may not delete `user_preferences`.
-    pub fn delete_memory(
-        &self,
-        writer: Writer,
-        persona: &str,
-        category: Category,
-        key: &str,
-    ) -> Result<bool> {
-        self.write(|tx| memories::delete(tx, writer, persona, category, key))
-    }
-
-    /// Deletes the memories of `category` not written since `cutoff`; returns how many.
-    pub fn purge_memories(&self, category: Category, cutoff: DateTime<Utc>) -> Result<usize> {
-        self.write(|tx| memories::purge_older_than(tx, category, cutoff))
     }
 
     // Search.
@@ -579,7 +364,7 @@ impl Store {
     /// Indexes every summary node waiting for the search indexes, one statement per index and
     /// batch; returns how many. A compaction calls it at its end: nodes are written without
     /// their index entries, since FTS5 writes a segment at every statement that touches it.
-    pub fn index_summaries(&self) -> Result<usize> {
+    pub(crate) fn index_summaries(&self) -> Result<usize> {
         let mut indexed = 0;
         loop {
             let batch = self.write(|tx| Deferred::Summaries.index(tx, INDEX_BATCH))?;
@@ -588,16 +373,6 @@ impl Store {
                 return Ok(indexed);
             }
         }
-    }
-
-    /// Indexes every message and summary node waiting for the search indexes, in batches of
-    /// their own transactions; returns how many rows. Writers call it (the bulk writer after
-    /// its append, every compaction at its end), never a search; nothing to do (one cheap
-    /// read per index) in the common case.
-    pub fn catch_up_search_index(&self) -> Result<usize> {
-        let summaries =
-            if self.read(|conn| Deferred::Summaries.caught_up(conn))? { 0 } else { self.index_summaries()? };
-        Ok(self.catch_up_messages()? + summaries)
     }
 
     /// Indexes every message waiting for the search indexes, in batches; returns how many.
@@ -614,34 +389,185 @@ impl Store {
             }
         }
     }
+}
 
-    /// Keyword search within one persona (see [`TextQuery`] for the query language).
-    ///
-    /// It only reads: rows a bulk writer has not indexed yet are read and matched past the
-    /// index, within the same snapshot, so they are found all the same.
-    pub fn grep(&self, query: &TextQuery, filter: &SearchFilter) -> Result<Vec<TextHit>> {
-        self.read(|conn| {
-            // One snapshot for the unindexed rows, the cursor and the index, so a batch
-            // indexed meanwhile is neither found twice nor missed.
-            let snapshot = conn.unchecked_transaction()?;
-            search::grep(&snapshot, query, filter)
+fn rejections(conn: &Connection) -> Result<Vec<RejectionCount>> {
+    let mut statement = conn.prepare_cached(
+        "SELECT summarizer, reason, count FROM summary_rejections ORDER BY summarizer, count DESC, reason",
+    )?;
+    let rows = statement.query_map([], |row| {
+        Ok(RejectionCount {
+            summarizer: row.get(0)?,
+            reason: row.get(1)?,
+            count: row.get::<_, i64>(2)? as u64,
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+}
+
+/// SQLite's lease: an advisory lock (`flock`) on a file beside the database, one per session.
+/// The kernel drops it with the last descriptor, so a crashed process gives it up; two
+/// processes on one host (the only place a SQLite file is shared) see each other's.
+struct FileLease(#[allow(dead_code)] File);
+
+impl Lease for FileLease {}
+
+/// Every method is one short transaction on the pool (or one read); see [`Backend`] for what
+/// each promises.
+impl Backend for Store {
+    fn name(&self) -> &'static str {
+        "sqlite"
+    }
+
+    fn as_sqlite(&self) -> Option<&Store> {
+        Some(self)
+    }
+
+    fn session(&self, key: &str, persona: &str) -> Result<Session> {
+        self.write(|tx| sessions::get_or_create(tx, key, persona, Utc::now()))
+    }
+
+    fn find_session(&self, key: &str) -> Result<Option<Session>> {
+        self.read(|conn| sessions::by_key(conn, key))
+    }
+
+    fn session_by_id(&self, id: SessionId) -> Result<Session> {
+        self.read(|conn| sessions::by_id(conn, id))
+    }
+
+    fn sessions(&self, persona: Option<&str>) -> Result<Vec<Session>> {
+        self.read(|conn| sessions::list(conn, persona))
+    }
+
+    fn session_overviews(&self, persona: &str) -> Result<Vec<SessionOverview>> {
+        self.read(|conn| sessions::overview(conn, persona))
+    }
+
+    /// A bot's message or two is indexed for search in the same transaction; a larger append
+    /// is indexed after it commits, in batches of their own transactions, before this returns
+    /// (see `search_index.rs`). A small append behind rows another writer is still indexing
+    /// leaves its own to that writer, so a chat turn never does a bulk import's work.
+    fn append(&self, session: SessionId, messages: &[NewMessage]) -> Result<Vec<MessageId>> {
+        let small = messages.len() <= SYNC_INDEX_MAX;
+        let ids = self.write(|tx| {
+            sessions::by_id(tx, session)?;
+            let index_now = small && Deferred::Messages.caught_up(tx)?;
+            let ids = messages::append(tx, session, messages)?.ids;
+            if index_now {
+                Deferred::Messages.index(tx, ids.len())?;
+            }
+            Ok(ids)
+        })?;
+        if !small {
+            self.catch_up_messages()?;
+        }
+        Ok(ids)
+    }
+
+    fn message(&self, id: MessageId) -> Result<Message> {
+        self.read(|conn| messages::by_id(conn, id))
+    }
+
+    fn messages(&self, session: SessionId, seqs: RangeInclusive<i64>) -> Result<Vec<Message>> {
+        outline::count(&self.rows_read, self.read(|conn| messages::range(conn, session, seqs)))
+    }
+
+    fn message_outline(&self, session: SessionId) -> Result<Vec<MessageOutline>> {
+        outline::count(&self.rows_read, self.read(|conn| outline::outline(conn, session)))
+    }
+
+    fn live_outline(&self, session: SessionId, head: i64) -> Result<Vec<MessageOutline>> {
+        outline::count(&self.rows_read, self.read(|conn| outline::live_outline(conn, session, head)))
+    }
+
+    fn recent_uncovered(&self, session: SessionId, limit: usize) -> Result<Vec<Message>> {
+        self.read(|conn| sessions::recent_uncovered(conn, session, limit))
+    }
+
+    fn insert_leaves(
+        &self,
+        session: SessionId,
+        leaves: &[(i64, i64, NewSummary)],
+    ) -> Result<Vec<SummaryNode>> {
+        self.write(|tx| {
+            let now = Utc::now();
+            leaves
+                .iter()
+                .map(|(first_seq, last_seq, summary)| {
+                    forest::insert_leaf(tx, session, *first_seq, *last_seq, summary, now)
+                })
+                .collect()
         })
     }
 
-    /// The messages of one persona sent in a time window, in time order, paged: what was said
-    /// then, oldest first (or newest first), skipping `offset`; it walks the `messages_created` index.
-    pub fn said_between(
+    fn insert_leaf(
         &self,
-        filter: &SearchFilter,
-        oldest_first: bool,
-        offset: usize,
-    ) -> Result<Vec<TextHit>> {
-        self.read(|conn| search::said_between(conn, filter, oldest_first, offset))
+        session: SessionId,
+        first_seq: i64,
+        last_seq: i64,
+        summary: &NewSummary,
+    ) -> Result<SummaryNode> {
+        self.write(|tx| forest::insert_leaf(tx, session, first_seq, last_seq, summary, Utc::now()))
     }
 
-    /// The token encoding the stored counts were made with (its name, such as `o200k_base`);
-    /// `None` until a command that counts tokens recorded one.
-    pub fn token_encoding(&self) -> Result<Option<String>> {
+    fn merge(&self, children: &[NodeId], summary: &NewSummary) -> Result<SummaryNode> {
+        self.write(|tx| forest::merge(tx, children, summary, Utc::now()))
+    }
+
+    fn replace_summary(
+        &self,
+        id: NodeId,
+        expected_summarizer: &str,
+        summary: &NewSummary,
+    ) -> Result<SummaryNode> {
+        self.write(|tx| forest::replace_summary(tx, id, expected_summarizer, summary, Utc::now()))
+    }
+
+    fn node(&self, id: NodeId) -> Result<SummaryNode> {
+        self.read(|conn| forest::by_id(conn, id))
+    }
+
+    fn roots(&self, session: SessionId, level: Option<Level>) -> Result<Vec<SummaryNode>> {
+        outline::count(&self.rows_read, self.read(|conn| forest::roots(conn, session, level)))
+    }
+
+    fn nodes(&self, session: SessionId) -> Result<Vec<SummaryNode>> {
+        self.read(|conn| forest::all(conn, session))
+    }
+
+    fn children(&self, id: NodeId) -> Result<Vec<SummaryNode>> {
+        self.read(|conn| forest::children(conn, id))
+    }
+
+    fn covered_messages(&self, node: NodeId) -> Result<Vec<Message>> {
+        self.read(|conn| messages::covered_by(conn, node))
+    }
+
+    fn first_raw_archive(&self, session: SessionId) -> Result<Option<SummaryNode>> {
+        self.read(|conn| forest::first_raw_archive(conn, session))
+    }
+
+    fn read_snapshot(&self, f: &mut dyn FnMut(&dyn Snapshot) -> Result<()>) -> Result<()> {
+        self.read_consistent(|reader| f(reader))
+    }
+
+    fn summarizer_failures(&self, session: SessionId) -> Result<u32> {
+        forest::summarizer_failures(self, session)
+    }
+
+    fn set_summarizer_failures(&self, session: SessionId, failures: u32) -> Result<()> {
+        forest::set_summarizer_failures(self, session, failures)
+    }
+
+    fn count_rejection(&self, summarizer: &str, reason: &str) -> Result<()> {
+        forest::count_rejection(self, summarizer, reason)
+    }
+
+    fn record_llm_calls(&self, calls: &[LlmCall]) -> Result<()> {
+        usage::record(self, calls)
+    }
+
+    fn token_encoding(&self) -> Result<Option<String>> {
         self.read(|conn| {
             Ok(conn
                 .prepare_cached("SELECT encoding FROM token_encoding WHERE id = 1")?
@@ -650,9 +576,7 @@ impl Store {
         })
     }
 
-    /// Records `encoding` as the database's unless one is recorded already; returns the
-    /// database's (the first writer's) in the same transaction.
-    pub fn claim_token_encoding(&self, encoding: &str) -> Result<String> {
+    fn claim_token_encoding(&self, encoding: &str) -> Result<String> {
         self.write(|tx| {
             tx.prepare_cached("INSERT OR IGNORE INTO token_encoding (id, encoding) VALUES (1, ?1)")?
                 .execute([encoding])?;
@@ -662,8 +586,132 @@ impl Store {
         })
     }
 
-    /// Counts of everything stored.
-    pub fn stats(&self) -> Result<Stats> {
+    /// Indexes every message and summary node waiting for the search indexes, in batches of
+    /// their own transactions. Writers call it (the bulk writer after its append, every
+    /// compaction at its end), never a search; nothing to do (one cheap read per index) in the
+    /// common case.
+    fn catch_up_search_index(&self) -> Result<usize> {
+        let summaries =
+            if self.read(|conn| Deferred::Summaries.caught_up(conn))? { 0 } else { self.index_summaries()? };
+        Ok(self.catch_up_messages()? + summaries)
+    }
+
+    /// An update keeps the earlier text as a version ([`Backend::memory_history`]); whether
+    /// the memory is new is decided inside the write transaction, so of several writers racing
+    /// to create one key exactly one hears "new".
+    fn save_memory(
+        &self,
+        writer: Writer,
+        persona: &str,
+        memory: &MemoryWrite<'_>,
+        provenance: &Provenance,
+    ) -> Result<(Memory, bool)> {
+        self.write(|tx| memories::upsert(tx, writer, persona, memory, provenance, Utc::now()))
+    }
+
+    fn memory(&self, persona: &str, category: Category, key: &str) -> Result<Option<Memory>> {
+        self.read(|conn| memories::get(conn, persona, category, key))
+    }
+
+    fn memories(&self, persona: &str, category: Option<Category>) -> Result<Vec<Memory>> {
+        self.read(|conn| memories::list(conn, persona, category))
+    }
+
+    fn memory_history(&self, persona: &str, category: Category, key: &str) -> Result<Vec<MemoryVersion>> {
+        self.read(|conn| memories::history(conn, persona, category, key))
+    }
+
+    fn delete_memory(&self, writer: Writer, persona: &str, category: Category, key: &str) -> Result<bool> {
+        self.write(|tx| memories::delete(tx, writer, persona, category, key))
+    }
+
+    fn purge_memories(&self, category: Category, cutoff: DateTime<Utc>) -> Result<usize> {
+        self.write(|tx| memories::purge_older_than(tx, category, cutoff))
+    }
+
+    fn pending_updates(&self, limit: usize) -> Result<Vec<QueuedUpdate>> {
+        self.read(|conn| queues::pending(conn, limit))
+    }
+
+    fn settle_update(&self, id: UpdateId) -> Result<()> {
+        self.write(|tx| queues::settle(tx, id))
+    }
+
+    fn propose_preference(&self, id: UpdateId, key: &str, title: &str, content: &str) -> Result<()> {
+        self.write(|tx| queues::propose(tx, id, key, title, content))
+    }
+
+    fn proposals(&self, persona: &str) -> Result<Vec<QueuedUpdate>> {
+        self.read(|conn| queues::proposals(conn, persona))
+    }
+
+    fn accept_proposal(&self, persona: &str, key: &str) -> Result<Memory> {
+        self.write(|tx| queues::accept(tx, persona, key, Utc::now()))
+    }
+
+    fn reject_proposal(&self, persona: &str, key: &str) -> Result<QueuedUpdate> {
+        self.write(|tx| queues::reject(tx, persona, key))
+    }
+
+    /// It only reads: rows a bulk writer has not indexed yet are read and matched past the
+    /// index, within the same snapshot, so they are found all the same.
+    fn grep(&self, query: &TextQuery, filter: &SearchFilter) -> Result<Vec<TextHit>> {
+        self.read(|conn| {
+            // One snapshot for the unindexed rows, the cursor and the index, so a batch
+            // indexed meanwhile is neither found twice nor missed.
+            let snapshot = conn.unchecked_transaction()?;
+            search::grep(&snapshot, query, filter)
+        })
+    }
+
+    fn candidates(&self, query: &CandidateQuery<'_>) -> Result<Candidates> {
+        Store::read_snapshot(self, |conn| search::ranked::candidates(conn, query))
+    }
+
+    /// It walks the `messages_created` index.
+    fn said_between(&self, filter: &SearchFilter, oldest_first: bool, offset: usize) -> Result<Vec<TextHit>> {
+        self.read(|conn| search::said_between(conn, filter, oldest_first, offset))
+    }
+
+    fn use_space(&self, space: &EmbeddingSpace) -> Result<bool> {
+        self.write(|tx| vectors::use_space(tx, space))
+    }
+
+    fn backlog_count(&self, persona: Option<&str>, session: Option<SessionId>) -> Result<u64> {
+        self.read(|conn| vectors::backlog_count(conn, persona, session))
+    }
+
+    fn backlog(
+        &self,
+        persona: Option<&str>,
+        session: Option<SessionId>,
+        limit: usize,
+    ) -> Result<Vec<BacklogItem>> {
+        self.read(|conn| vectors::backlog_filtered(conn, persona, session, limit))
+    }
+
+    /// Vectors of a model other than the space's are refused.
+    fn put_vectors(&self, model: &str, items: &[(BacklogItem, Vec<Vec<f32>>)]) -> Result<usize> {
+        self.write(|tx| vectors::put(tx, model, items))
+    }
+
+    fn compaction_lease(&self, session: SessionId) -> Result<Option<Box<dyn Lease>>> {
+        let mut path = self.path().as_os_str().to_owned();
+        path.push(format!("-lease-{session}"));
+        let file = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|source| Error::Lease { path: path.clone().into(), source })?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(Box::new(FileLease(file)))),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+            Err(std::fs::TryLockError::Error(source)) => Err(Error::Lease { path: path.into(), source }),
+        }
+    }
+
+    fn stats(&self) -> Result<Stats> {
         self.read(|conn| {
             let count = |sql: &str| -> Result<u64> {
                 Ok(conn.query_row(sql, [], |row| row.get::<_, i64>(0))? as u64)
@@ -706,18 +754,28 @@ impl Store {
             })
         })
     }
-}
 
-fn rejections(conn: &Connection) -> Result<Vec<RejectionCount>> {
-    let mut statement = conn.prepare_cached(
-        "SELECT summarizer, reason, count FROM summary_rejections ORDER BY summarizer, count DESC, reason",
-    )?;
-    let rows = statement.query_map([], |row| {
-        Ok(RejectionCount {
-            summarizer: row.get(0)?,
-            reason: row.get(1)?,
-            count: row.get::<_, i64>(2)? as u64,
-        })
-    })?;
-    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    fn metrics(&self) -> Result<StoreMetrics> {
+        metrics::read(self)
+    }
+
+    /// SQLite's own check is `quick_check`, or `integrity_check` when `full`; a commit lost
+    /// with a damaged WAL is reported too.
+    fn doctor(&self, full: bool) -> Result<Report> {
+        let mut report = self.read(|conn| check::doctor(conn, full))?;
+        let mut check =
+            check::Check { name: "no committed write is missing (WAL)", problems: 0, details: Vec::new() };
+        // A damaged file cannot be trusted to answer (the SQLite check said so already).
+        let lost = if report.healthy() { self.lost_commits()? } else { None };
+        if let Some((found, recorded)) = lost {
+            check.problems = recorded - found;
+            check.details.push(format!(
+                "the database holds {found} commits but {recorded} were made: the newest {} were lost with a \
+                 damaged or truncated -wal (restore a backup, or `strata doctor --accept-lost-commits`)",
+                recorded - found
+            ));
+        }
+        report.checks.push(check);
+        Ok(report)
+    }
 }

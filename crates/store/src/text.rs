@@ -1,9 +1,9 @@
 //! Cutting text to a size: the one rule every crate shows shortened text by.
 //!
 //! A text cut for a reader ends in `…` and stays within its number of characters, the
-//! ellipsis included; a text cut for a machine (an embedding model's input) stays within its
-//! number of bytes and is not marked. Both cut at a character boundary, never inside one.
-//! Excerpts centred on a match (a search snippet) are built on these.
+//! ellipsis included, and is cut at a character boundary, never inside one. Excerpts centred
+//! on a match (a search snippet) are built on it. (A text cut for a machine, an embedding
+//! model's input, is recall's: `strata-recall`'s pipeline cuts it to bytes, unmarked.)
 
 /// `text` cut to at most `max_chars` characters, the last of them `…` when anything was cut.
 pub fn truncate_chars(text: &str, max_chars: usize) -> String {
@@ -16,15 +16,6 @@ pub fn truncate_chars(text: &str, max_chars: usize) -> String {
     // The first `max_chars - 1` characters, then the ellipsis.
     let end = text.char_indices().nth(max_chars - 1).map_or(text.len(), |(at, _)| at);
     format!("{}…", &text[..end])
-}
-
-/// The longest start of `text` of at most `max_bytes` bytes that ends at a character boundary.
-pub fn prefix_within_bytes(text: &str, max_bytes: usize) -> &str {
-    let mut end = text.len().min(max_bytes);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
 }
 
 #[cfg(test)]
@@ -43,13 +34,5 @@ mod tests {
         for max in 0..12 {
             assert!(truncate_chars("héllo wörld!", max).chars().count() <= max);
         }
-    }
-
-    #[test]
-    fn a_byte_prefix_ends_at_a_character() {
-        assert_eq!(prefix_within_bytes("héllo", 2), "h");
-        assert_eq!(prefix_within_bytes("héllo", 3), "hé");
-        assert_eq!(prefix_within_bytes("héllo", 100), "héllo");
-        assert_eq!(prefix_within_bytes("数据", 0), "");
     }
 }

@@ -97,38 +97,38 @@ pub(crate) fn all_calls(conn: &rusqlite::Connection) -> Result<Vec<LlmCall>> {
     )
 }
 
-impl Store {
-    /// Records calls made to an LLM, in one transaction.
-    pub fn record_llm_calls(&self, calls: &[LlmCall]) -> Result<()> {
-        if calls.is_empty() {
-            return Ok(());
-        }
-        validate(calls)?;
-        let count = |n: Option<u64>| n.map(|n| n.min(i64::MAX as u64) as i64);
-        self.write(|tx| {
-            let mut insert = tx.prepare_cached(
-                "INSERT INTO llm_calls(at, purpose, caller, model, ok, prompt_tokens, completion_tokens,
-                                       counted_prompt_tokens, counted_completion_tokens, millis)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-            )?;
-            for call in calls {
-                insert.execute(params![
-                    to_unix(call.at),
-                    call.purpose,
-                    call.caller,
-                    call.model,
-                    call.ok,
-                    count(call.prompt_tokens),
-                    count(call.completion_tokens),
-                    count(call.counted_prompt_tokens),
-                    count(call.counted_completion_tokens),
-                    count(Some(call.millis)),
-                ])?;
-            }
-            Ok(())
-        })
+/// Records calls made to an LLM (checked by [`validate`] first), in one transaction.
+pub(crate) fn record(store: &Store, calls: &[LlmCall]) -> Result<()> {
+    if calls.is_empty() {
+        return Ok(());
     }
+    validate(calls)?;
+    let count = |n: Option<u64>| n.map(|n| n.min(i64::MAX as u64) as i64);
+    store.write(|tx| {
+        let mut insert = tx.prepare_cached(
+            "INSERT INTO llm_calls(at, purpose, caller, model, ok, prompt_tokens, completion_tokens,
+                                   counted_prompt_tokens, counted_completion_tokens, millis)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        )?;
+        for call in calls {
+            insert.execute(params![
+                to_unix(call.at),
+                call.purpose,
+                call.caller,
+                call.model,
+                call.ok,
+                count(call.prompt_tokens),
+                count(call.completion_tokens),
+                count(call.counted_prompt_tokens),
+                count(call.counted_completion_tokens),
+                count(Some(call.millis)),
+            ])?;
+        }
+        Ok(())
+    })
+}
 
+impl Store {
     /// The calls made to LLMs, summed per day (UTC), purpose, caller and model, newest day first.
     pub fn usage_by_day(&self) -> Result<Vec<UsageDay>> {
         self.read(|conn| {

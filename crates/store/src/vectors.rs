@@ -18,6 +18,7 @@ use crate::db::query_all;
 use crate::error::{Error, Result};
 use crate::kinds::Kind;
 use crate::search::{HitId, HitKind, SearchFilter};
+#[cfg(any(test, feature = "test-support"))]
 use crate::store::Store;
 use crate::types::{Role, SessionId};
 use crate::vec::{hamming_each, to_blob};
@@ -757,66 +758,28 @@ fn cosine_distance(query: &[f32], query_norm: f64, stored: &[u8]) -> f64 {
     if denominator == 0.0 { 1.0 } else { 1.0 - f64::from(dot) / denominator }
 }
 
-/// The vectors of one [`Store`] ([`Store::embeddings`]): the embedding space, the backlog of rows
-/// waiting for a vector, writing vectors and nearest-neighbour queries. Recall's embedding
-/// pipeline is their caller.
+/// The vectors of one [`Store`] as tests read them ([`Store::embeddings`]): nearest-neighbour
+/// queries and counts. Everything else goes through [`Backend`](crate::Backend) (and the
+/// space through [`Dump::space`](crate::Dump::space)).
+#[cfg(any(test, feature = "test-support"))]
 #[derive(Clone, Copy, Debug)]
 pub struct Embeddings<'a> {
     store: &'a Store,
 }
 
+#[cfg(any(test, feature = "test-support"))]
 impl Store {
-    /// The vectors and the rows waiting for one.
+    /// The vectors and the rows waiting for one, for tests.
     pub fn embeddings(&self) -> Embeddings<'_> {
         Embeddings { store: self }
     }
 }
 
+#[cfg(any(test, feature = "test-support"))]
 impl Embeddings<'_> {
-    /// The model the stored vectors belong to; `None` before anything was embedded.
-    #[cfg(any(test, feature = "test-support"))]
-    pub fn space(&self) -> Result<Option<EmbeddingSpace>> {
-        self.store.read(space)
-    }
-
-    /// Makes `space` the embedding space: when vectors of another model are stored, they are
-    /// dropped and every row is queued to be embedded again (one transaction). Returns whether
-    /// the space changed.
-    pub fn use_space(&self, space: &EmbeddingSpace) -> Result<bool> {
-        self.store.write(|tx| use_space(tx, space))
-    }
-
-    /// Up to `limit` rows waiting for a vector.
-    #[cfg(any(test, feature = "test-support"))]
-    pub fn backlog(&self, limit: usize) -> Result<Vec<BacklogItem>> {
-        self.backlog_of(None, None, limit)
-    }
-
-    /// Up to `limit` rows waiting for a vector, optionally of one persona or one session.
-    pub fn backlog_of(
-        &self,
-        persona: Option<&str>,
-        session: Option<SessionId>,
-        limit: usize,
-    ) -> Result<Vec<BacklogItem>> {
-        self.store.read(|conn| backlog_filtered(conn, persona, session, limit))
-    }
-
-    /// How many rows wait for a vector, optionally of one persona or one session.
-    pub fn backlog_count(&self, persona: Option<&str>, session: Option<SessionId>) -> Result<u64> {
-        self.store.read(|conn| backlog_count(conn, persona, session))
-    }
-
-    /// Stores the chunk vectors `model` computed for backlog items, exactly once each; returns
-    /// how many items were written. Vectors of a model other than the space's are refused.
-    pub fn put(&self, model: &str, items: &[(BacklogItem, Vec<Vec<f32>>)]) -> Result<usize> {
-        self.store.write(|tx| put(tx, model, items))
-    }
-
     /// The `k` rows of `kind` nearest to `query` (a vector of `model`) within one persona:
     /// (id, cosine distance of its nearest chunk), nearest first. Empty when the stored vectors
     /// are of another model.
-    #[cfg(any(test, feature = "test-support"))]
     pub fn nearest(
         &self,
         model: &str,
@@ -832,7 +795,6 @@ impl Embeddings<'_> {
     }
 
     /// How many vectors each table holds.
-    #[cfg(any(test, feature = "test-support"))]
     pub fn counts(&self) -> Result<VectorCounts> {
         self.store.read(vector_counts)
     }

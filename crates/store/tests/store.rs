@@ -23,14 +23,8 @@ fn rank_words(store: &Store, kind: HitKind, words: &[String], filter: &SearchFil
         scan: Scan::Exact,
         frequency_cap: 1000,
     };
-    let mut ranked: Vec<(HitId, f64)> = store
-        .ranking()
-        .candidates(&query)
-        .unwrap()
-        .keyword
-        .into_iter()
-        .map(|(hit, score)| (hit.id, score))
-        .collect();
+    let mut ranked: Vec<(HitId, f64)> =
+        store.candidates(&query).unwrap().keyword.into_iter().map(|(hit, score)| (hit.id, score)).collect();
     ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
     ranked
 }
@@ -53,7 +47,6 @@ fn nearest_within(
         frequency_cap: 1000,
     };
     let mut nearest: Vec<(HitId, f64)> = store
-        .ranking()
         .candidates(&query)
         .unwrap()
         .semantic
@@ -583,7 +576,7 @@ fn vectors_are_stored_once_and_searched_per_persona() {
     let (_dir, store) = temp_store();
     session_with(&store, "a", "alice", 2);
     session_with(&store, "b", "bob", 2);
-    let backlog = store.embeddings().backlog(100).unwrap();
+    let backlog = store.backlog(None, None, 100).unwrap();
     assert_eq!(backlog.len(), 4);
     let unit = |i: usize| {
         let mut v = vec![0.0f32; DIMS];
@@ -591,11 +584,11 @@ fn vectors_are_stored_once_and_searched_per_persona() {
         v
     };
     let items: Vec<_> = backlog.iter().cloned().enumerate().map(|(i, item)| (item, vec![unit(i)])).collect();
-    assert!(store.embeddings().put(MODEL, &items).is_err(), "no embedding space yet");
-    store.embeddings().use_space(&space()).unwrap();
-    assert_eq!(store.embeddings().put(MODEL, &items).unwrap(), 4);
-    assert_eq!(store.embeddings().put(MODEL, &items).unwrap(), 0, "already off the backlog");
-    assert!(store.embeddings().backlog(100).unwrap().is_empty());
+    assert!(store.put_vectors(MODEL, &items).is_err(), "no embedding space yet");
+    store.use_space(&space()).unwrap();
+    assert_eq!(store.put_vectors(MODEL, &items).unwrap(), 4);
+    assert_eq!(store.put_vectors(MODEL, &items).unwrap(), 0, "already off the backlog");
+    assert!(store.backlog(None, None, 100).unwrap().is_empty());
     for scan in [Scan::Exact, Scan::Quantized { candidates: 10 }] {
         let near = store.embeddings().nearest(MODEL, HitKind::Message, "alice", &unit(0), 10, scan).unwrap();
         assert_eq!(near.len(), 2, "only alice's vectors: {near:?}");
@@ -625,12 +618,12 @@ fn space() -> EmbeddingSpace {
 fn chunks_of_one_row_come_back_as_one_row() {
     let (_dir, store) = temp_store();
     session_with(&store, "a", "alice", 2);
-    store.embeddings().use_space(&space()).unwrap();
-    let backlog = store.embeddings().backlog(10).unwrap();
+    store.use_space(&space()).unwrap();
+    let backlog = store.backlog(None, None, 10).unwrap();
     let unit = |i: usize| (0..DIMS).map(|d| if d == i { 1.0 } else { 0.0 }).collect::<Vec<f32>>();
     let items =
         vec![(backlog[0].clone(), vec![unit(0), unit(1), unit(2)]), (backlog[1].clone(), vec![unit(3)])];
-    assert_eq!(store.embeddings().put(MODEL, &items).unwrap(), 2);
+    assert_eq!(store.put_vectors(MODEL, &items).unwrap(), 2);
     assert_eq!(store.embeddings().counts().unwrap().messages, 4);
     let near =
         store.embeddings().nearest(MODEL, HitKind::Message, "alice", &unit(2), 10, Scan::Exact).unwrap();
@@ -639,8 +632,8 @@ fn chunks_of_one_row_come_back_as_one_row() {
     let too_many = vec![unit(0); strata_store::MAX_CHUNKS + 1];
     let fresh = store.session("b", "alice").unwrap();
     store.append(fresh.id, &[NewMessage::text(Role::User, "more")]).unwrap();
-    let waiting = store.embeddings().backlog(10).unwrap();
-    assert!(store.embeddings().put(MODEL, &[(waiting[0].clone(), too_many)]).is_err());
+    let waiting = store.backlog(None, None, 10).unwrap();
+    assert!(store.put_vectors(MODEL, &[(waiting[0].clone(), too_many)]).is_err());
 }
 
 /// Vectors of two models are never mixed: switching the model drops every vector and queues
@@ -649,25 +642,24 @@ fn chunks_of_one_row_come_back_as_one_row() {
 fn another_model_re_embeds_everything() {
     let (_dir, store) = temp_store();
     session_with(&store, "a", "alice", 3);
-    assert!(store.embeddings().use_space(&space()).unwrap());
-    assert!(!store.embeddings().use_space(&space()).unwrap(), "same model: nothing to do");
+    assert!(store.use_space(&space()).unwrap());
+    assert!(!store.use_space(&space()).unwrap(), "same model: nothing to do");
     let items: Vec<_> = store
-        .embeddings()
-        .backlog(10)
+        .backlog(None, None, 10)
         .unwrap()
         .into_iter()
         .map(|item| (item, vec![vec![0.25f32; DIMS]]))
         .collect();
-    assert_eq!(store.embeddings().put(MODEL, &items).unwrap(), 3);
+    assert_eq!(store.put_vectors(MODEL, &items).unwrap(), 3);
     let other = EmbeddingSpace { model: "other".into(), dimensions: 24 };
-    assert!(store.embeddings().use_space(&other).unwrap());
-    assert_eq!(store.embeddings().space().unwrap(), Some(other));
+    assert!(store.use_space(&other).unwrap());
+    assert_eq!(store.dump().space().unwrap(), Some(other));
     assert_eq!(store.embeddings().counts().unwrap().messages, 0);
-    assert_eq!(store.embeddings().backlog(10).unwrap().len(), 3, "every row waits again");
+    assert_eq!(store.backlog(None, None, 10).unwrap().len(), 3, "every row waits again");
     let stale: Vec<_> =
-        store.embeddings().backlog(10).unwrap().into_iter().map(|i| (i, vec![vec![0.5f32; DIMS]])).collect();
-    assert!(store.embeddings().put(MODEL, &stale).is_err(), "vectors of the old model are refused");
-    assert!(store.embeddings().use_space(&EmbeddingSpace { model: "bad".into(), dimensions: 0 }).is_err());
+        store.backlog(None, None, 10).unwrap().into_iter().map(|i| (i, vec![vec![0.5f32; DIMS]])).collect();
+    assert!(store.put_vectors(MODEL, &stale).is_err(), "vectors of the old model are refused");
+    assert!(store.use_space(&EmbeddingSpace { model: "bad".into(), dimensions: 0 }).is_err());
 }
 
 /// A message is indexed for ranking with its speaker, and ranked by words (stemmed).
@@ -699,20 +691,20 @@ fn words_rank_with_the_speaker() {
 fn a_vector_of_outdated_text_does_not_clear_the_backlog() {
     let (_dir, store) = temp_store();
     remember(&store, Writer::Agent, "p", Category::Memo, "plan", "first plan").unwrap();
-    let stale = store.embeddings().backlog(10).unwrap();
+    let stale = store.backlog(None, None, 10).unwrap();
     assert_eq!(stale.len(), 1);
     remember(&store, Writer::Agent, "p", Category::Memo, "plan", "second plan").unwrap();
-    store.embeddings().use_space(&space()).unwrap();
+    store.use_space(&space()).unwrap();
     let vector = vec![vec![0.5f32; DIMS]];
-    assert_eq!(store.embeddings().put(MODEL, &[(stale[0].clone(), vector.clone())]).unwrap(), 0);
-    let fresh = store.embeddings().backlog(10).unwrap();
+    assert_eq!(store.put_vectors(MODEL, &[(stale[0].clone(), vector.clone())]).unwrap(), 0);
+    let fresh = store.backlog(None, None, 10).unwrap();
     assert_eq!(fresh.len(), 1);
     assert!(fresh[0].text.ends_with("second plan"), "{fresh:?}");
     // A cut prefix of the current text is the current text as far as the model can see.
     let mut cut = fresh[0].clone();
     cut.text.truncate(6);
-    assert_eq!(store.embeddings().put(MODEL, &[(cut, vector)]).unwrap(), 1);
-    assert!(store.embeddings().backlog(10).unwrap().is_empty());
+    assert_eq!(store.put_vectors(MODEL, &[(cut, vector)]).unwrap(), 1);
+    assert!(store.backlog(None, None, 10).unwrap().is_empty());
 }
 
 #[test]
@@ -854,18 +846,18 @@ fn quantized_scan_agrees_with_sqlite_vec() {
     // 96 dimensions: 12 bytes of bits, one 64-bit word and a remainder.
     const WIDE: usize = 96;
     let space = EmbeddingSpace { model: MODEL.into(), dimensions: WIDE };
-    store.embeddings().use_space(&space).unwrap();
+    store.use_space(&space).unwrap();
     for (key, persona, n) in [("a1", "alice", 1_000), ("b", "bob", 500), ("a2", "alice", 1_500)] {
         session_with(&store, key, persona, n);
     }
     for (i, key) in ["one", "two", "three"].into_iter().enumerate() {
         remember(&store, Writer::Agent, "alice", Category::Memo, key, &format!("note {i}")).unwrap();
     }
-    let backlog = store.embeddings().backlog(10_000).unwrap();
+    let backlog = store.backlog(None, None, 10_000).unwrap();
     assert_eq!(backlog.len(), 3_003);
     let items: Vec<_> =
         backlog.iter().map(|item| (item.clone(), vec![scattered(item.id.raw() as u64, WIDE)])).collect();
-    assert_eq!(store.embeddings().put(MODEL, &items).unwrap(), 3_003);
+    assert_eq!(store.put_vectors(MODEL, &items).unwrap(), 3_003);
     assert!(store.delete_memory(Writer::Agent, "alice", Category::Memo, "two").unwrap());
 
     let every_chunk = Scan::Quantized { candidates: 100_000 };
@@ -913,12 +905,12 @@ fn vectors_stored_before_the_floats_tables_are_searched_and_copied() {
     let (dir, store) = temp_store();
     const WIDE: usize = 64;
     let space = EmbeddingSpace { model: MODEL.into(), dimensions: WIDE };
-    store.embeddings().use_space(&space).unwrap();
+    store.use_space(&space).unwrap();
     session_with(&store, "a", "alice", 1_500);
-    let backlog = store.embeddings().backlog(10_000).unwrap();
+    let backlog = store.backlog(None, None, 10_000).unwrap();
     let items: Vec<_> =
         backlog.iter().map(|item| (item.clone(), vec![scattered(item.id.raw() as u64, WIDE)])).collect();
-    store.embeddings().put(MODEL, &items).unwrap();
+    store.put_vectors(MODEL, &items).unwrap();
     let query = scattered(99, WIDE);
     let every_chunk = Scan::Quantized { candidates: 100_000 };
     let exact =
@@ -929,7 +921,7 @@ fn vectors_stored_before_the_floats_tables_are_searched_and_copied() {
     let from_vec0 =
         store.embeddings().nearest(MODEL, HitKind::Message, "alice", &query, 20, every_chunk).unwrap();
     assert_eq!(ids(&from_vec0), ids(&exact));
-    assert!(!store.embeddings().use_space(&space).unwrap(), "the same space");
+    assert!(!store.use_space(&space).unwrap(), "the same space");
     let copied: i64 =
         raw.query_row("SELECT count(*) FROM messages_vec_floats", [], |row| row.get(0)).unwrap();
     assert_eq!(copied, 1_500);
@@ -944,13 +936,13 @@ fn vectors_stored_before_the_floats_tables_are_searched_and_copied() {
 fn a_sparse_window_is_searched_within() {
     let (_dir, store) = temp_store();
     let space = EmbeddingSpace { model: MODEL.into(), dimensions: 32 };
-    store.embeddings().use_space(&space).unwrap();
+    store.use_space(&space).unwrap();
     session_with(&store, "big", "alice", 3_000);
     let small = session_with(&store, "small", "alice", 2);
-    let backlog = store.embeddings().backlog(10_000).unwrap();
+    let backlog = store.backlog(None, None, 10_000).unwrap();
     let items: Vec<_> =
         backlog.iter().map(|item| (item.clone(), vec![scattered(item.id.raw() as u64, 32)])).collect();
-    store.embeddings().put(MODEL, &items).unwrap();
+    store.put_vectors(MODEL, &items).unwrap();
     let small_ids: Vec<i64> = store.all_messages(small.id).unwrap().iter().map(|m| m.id.0).collect();
     // A query right on a row of the big session: every nearest row is outside the window.
     let query = scattered(backlog[10].id.raw() as u64, 32);
@@ -988,7 +980,7 @@ fn a_large_window_whose_rows_are_all_far_still_comes_back_full() {
     let (_dir, store) = temp_store();
     const DIMS: usize = 32;
     let space = EmbeddingSpace { model: MODEL.into(), dimensions: DIMS };
-    store.embeddings().use_space(&space).unwrap();
+    store.use_space(&space).unwrap();
     // More rows than a window may hold to be read first (20,000), all far from the query, and
     // a few hundred outside the window right beside it.
     let wide = session_with(&store, "wide", "alice", 20_001);
@@ -1003,7 +995,7 @@ fn a_large_window_whose_rows_are_all_far_still_comes_back_full() {
     };
     let wide_ids: std::collections::HashSet<i64> =
         store.all_messages(wide.id).unwrap().iter().map(|m| m.id.0).collect();
-    let backlog = store.embeddings().backlog(30_000).unwrap();
+    let backlog = store.backlog(None, None, 30_000).unwrap();
     let items: Vec<_> = backlog
         .iter()
         .map(|item| {
@@ -1011,7 +1003,7 @@ fn a_large_window_whose_rows_are_all_far_still_comes_back_full() {
             (item.clone(), vec![around(sign, item.id.raw() as u64 + 7)])
         })
         .collect();
-    assert_eq!(store.embeddings().put(MODEL, &items).unwrap(), 20_401);
+    assert_eq!(store.put_vectors(MODEL, &items).unwrap(), 20_401);
     let window = SearchFilter { session: Some(wide.id), ..SearchFilter::persona("alice") };
     for scan in [Scan::Exact, Scan::Quantized { candidates: 50 }] {
         let unfiltered =
@@ -1094,7 +1086,7 @@ fn unindexed_summaries_are_found_and_replacements_follow() {
     assert_eq!(find("zeppelin"), 0);
     assert_eq!(find("walrus"), 1);
     assert_eq!(store.unindexed_summaries().unwrap(), 1, "a search writes nothing");
-    assert_eq!(store.index_summaries().unwrap(), 1);
+    assert_eq!(store.catch_up_search_index().unwrap(), 1);
     assert_eq!(find("zeppelin"), 0);
     assert_eq!(find("walrus"), 1);
     // Replaced after it was indexed: the triggers swap the entries.
@@ -1102,7 +1094,7 @@ fn unindexed_summaries_are_found_and_replacements_follow() {
     assert_eq!(find("walrus"), 0);
     assert_eq!(find("narwhal"), 1);
     let late = store.insert_leaf(session.id, 2, 3, &summary("zeppelin late")).unwrap();
-    assert_eq!(store.index_summaries().unwrap(), 1);
+    assert_eq!(store.catch_up_search_index().unwrap(), 1);
     assert_eq!(store.unindexed_summaries().unwrap(), 0);
     assert_eq!(find("zeppelin"), 1);
     let ranked = rank_words(&store, HitKind::Summary, &["zeppelin".to_owned()], &SearchFilter::persona("p"));

@@ -24,7 +24,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 use strata::blocking::Engine;
 use strata_compactor::{AssembledContext, TokenCounter};
-use strata_store::{Message, MessageId, NewMessage, Role, SessionId, Store};
+use strata_store::{Backend, Message, MessageId, NewMessage, Role, SessionId, Store};
 
 use super::{Question, content_words, holds_all, read_questions};
 use crate::cli::output::print_json;
@@ -128,7 +128,7 @@ pub fn run(
         let mut conversations = HashMap::new();
         for session in store.sessions(None)? {
             with_block.compact_until_done(session.id, 1024, 1_000, |_| {})?;
-            let messages = store.all_messages(session.id)?;
+            let messages = store.messages(session.id, 0..=i64::MAX)?;
             let next_at = messages.last().map_or_else(Utc::now, |m| m.created_at) + Duration::minutes(1);
             conversations.insert(
                 session.persona.clone(),

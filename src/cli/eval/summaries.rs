@@ -27,7 +27,7 @@ use serde::Serialize;
 use strata::SentenceModel;
 use strata_compactor::summarize::{EmbedError, SentenceEmbedder, SourceKind, Stopwatch, TimedSummarizer};
 use strata_compactor::{Compactor, ExtractiveSummarizer, TokenCounter};
-use strata_store::{IncomingMessage, Message, NodeId, Store, SummaryNode};
+use strata_store::{Backend, IncomingMessage, Message, NodeId, Store, SummaryNode};
 
 use super::{Question, content_words, holds_all, read_questions, words};
 use crate::cli::output::print_json;
@@ -317,7 +317,7 @@ fn evaluate(
         for node in store.nodes(session.id)? {
             nodes.insert(node.id, node);
         }
-        messages.insert(session.persona.clone(), store.all_messages(session.id)?);
+        messages.insert(session.persona.clone(), store.messages(session.id, 0..=i64::MAX)?);
     }
 
     let (mut answerable, mut level0, mut level1) = (0, Retention::default(), Retention::default());

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use strata_compactor::context::Part;
 use strata_compactor::{CompactorConfig, ExtractiveSummarizer, Outcome, ToolNames, render_tree};
-use strata_store::{NewMessage, Role};
+use strata_store::{Backend, NewMessage, Role};
 
 use crate::util::{Fixture, Turn, fixture, fixture_as_configured, t0, tool_names, words};
 

@@ -15,6 +15,7 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 use crate::util::{Turn, fixture_with, t0, words};
+use strata_store::Backend;
 
 const MODEL: &str = "flaky-model";
 

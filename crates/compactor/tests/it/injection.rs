@@ -3,7 +3,7 @@
 use chrono::Duration;
 use strata_compactor::CompactorConfig;
 use strata_compactor::context::Injection;
-use strata_store::{Category, MemoryWrite, NewMessage, Role, Writer};
+use strata_store::{Backend, Category, MemoryWrite, NewMessage, Role, Writer};
 
 use crate::util::{fixture, t0, tool_names};
 

@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use proptest::prelude::*;
 use strata_compactor::context::Part;
 use strata_compactor::{AssembledContext, CompactorConfig, Error};
-use strata_store::{Level, Message, Role};
+use strata_store::{Backend, Level, Message, Role};
 
 use crate::util::{Fixture, Turn, fixture, t0, words};
 

@@ -3,7 +3,7 @@
 //! the whole history.
 
 use strata_compactor::CompactorConfig;
-use strata_store::{NewMessage, Role};
+use strata_store::{Backend, NewMessage, Role};
 
 use super::util::*;
 

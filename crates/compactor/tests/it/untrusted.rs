@@ -3,7 +3,7 @@
 
 use chrono::Duration;
 use strata_compactor::CompactorConfig;
-use strata_store::{NewMessage, Role};
+use strata_store::{Backend, NewMessage, Role};
 
 use crate::util::{Turn, fixture, t0, words};
 

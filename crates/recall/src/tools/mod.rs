@@ -16,7 +16,7 @@ use strata_store::{MessageId, NodeId, Provenance, Session, SessionId, SharedBack
 use crate::config::RecallSettings;
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
-use crate::fence;
+use strata_store::fence;
 
 pub use self::browse::{
     ExpandAnswer, HistoryAnswer, MessageExcerpt, NodeBrief, NodeView, RecentMessages, TimelineEntry,

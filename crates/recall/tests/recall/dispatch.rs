@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use strata_recall::{Embedder, RecallSettings, ToolContext, call_tool, tool_names};
-use strata_store::{NewMessage, Role, Store};
+use strata_store::{Backend, NewMessage, Role, Store};
 
 fn json_value() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![

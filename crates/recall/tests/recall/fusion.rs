@@ -9,6 +9,7 @@
 use serde_json::{Value, json};
 
 use super::util::*;
+use strata_store::Backend;
 
 const DOCS: [&str; 21] = [
     "The CI pipeline failed because a required package was not installed.",

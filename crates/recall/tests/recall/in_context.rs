@@ -2,7 +2,7 @@
 
 use serde_json::json;
 use strata_recall::{RecallSettings, ToolContext};
-use strata_store::NewSummary;
+use strata_store::{Backend, NewSummary};
 
 use super::util::*;
 

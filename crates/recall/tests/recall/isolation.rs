@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 
 use serde_json::{Value, json};
-use strata_store::{Category, MemoryWrite, NewSummary, Store, Writer};
+use strata_store::{Backend, Category, MemoryWrite, NewSummary, Store, Writer};
 
 use super::util::*;
 

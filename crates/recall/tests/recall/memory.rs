@@ -1,8 +1,8 @@
 //! save_memory: protection, limits, key normalization, near-duplicate keys; memory expiry.
 
 use serde_json::json;
-use strata_recall::{MemoryTtls, RecallConfig, Ttl, purge_expired};
-use strata_store::{Category, MemoryUpdate, MemoryWrite, NewSummary, Writer};
+use strata_recall::{RecallConfig, purge_expired};
+use strata_store::{Backend, Category, MemoryTtls, MemoryUpdate, MemoryWrite, NewSummary, Ttl, Writer};
 
 use super::util::*;
 

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use strata_recall::{BacklogFilter, EmbedWorker, RecallConfig, RecallSettings, embed_backlog_with};
-use strata_store::{HitId, HitKind, MessageId, NewSummary, Scan};
+use strata_store::{Backend, HitId, HitKind, MessageId, NewSummary, Scan};
 
 const MODEL: &str = strata_recall::DEFAULT_MODEL;
 
@@ -31,8 +31,8 @@ fn backlog_drains_exactly_once_with_progress() {
     assert_eq!(reports.first().unwrap().embedded, 0);
     assert_eq!(reports.last().unwrap().embedded, 50);
     assert!(reports.windows(2).all(|w| w[0].embedded <= w[1].embedded));
-    assert_eq!(store.embeddings().backlog_count(Some("p"), None).unwrap(), 20);
-    assert_eq!(store.embeddings().backlog_count(Some("q"), None).unwrap(), 1);
+    assert_eq!(store.backlog_count(Some("p"), None).unwrap(), 20);
+    assert_eq!(store.backlog_count(Some("q"), None).unwrap(), 1);
 
     let rest = embed_backlog_with(store, &embedder(), &config, &BacklogFilter::default(), |_| {}).unwrap();
     assert_eq!(rest, 21);
@@ -59,7 +59,7 @@ fn worker_embeds_new_rows_in_the_background() {
         EmbedWorker::spawn(store.clone(), embedder(), RecallSettings::default(), Duration::from_secs(3600));
     worker.notify();
     assert!(worker.wait_idle(Duration::from_secs(120)));
-    assert_eq!(store.embeddings().backlog_count(None, None).unwrap(), 0);
+    assert_eq!(store.backlog_count(None, None).unwrap(), 0);
 
     append_texts(store, &session, "2024-05-01T09:00:00Z", &["second batch"]);
     let leaf = store
@@ -78,7 +78,7 @@ fn worker_embeds_new_rows_in_the_background() {
         .unwrap();
     worker.notify();
     assert!(worker.wait_idle(Duration::from_secs(120)));
-    assert_eq!(store.embeddings().backlog_count(None, None).unwrap(), 0);
+    assert_eq!(store.backlog_count(None, None).unwrap(), 0);
     let counts = store.embeddings().counts().unwrap();
     assert_eq!((counts.messages, counts.summaries), (3, 1));
     assert_eq!(worker.stats().embedded, 4);

@@ -5,6 +5,7 @@ use serde_json::json;
 use strata_recall::{Embedder, RecallSettings, ToolContext, call_tool};
 
 use super::util::*;
+use strata_store::Backend;
 
 const CORPUS: [&str; 10] = [
     "What a merge conflict mess, I had to redo the whole branch by hand.",

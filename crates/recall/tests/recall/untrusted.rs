@@ -2,7 +2,7 @@
 //! names, ids and session keys included.
 
 use serde_json::{Value, json};
-use strata_store::{NewMessage, Role};
+use strata_store::{Backend, NewMessage, Role};
 
 use crate::recall::util::{ctx, err, fixture, ok};
 

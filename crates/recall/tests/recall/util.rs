@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use strata_recall::{Embedder, RecallConfig, RecallSettings, ToolContext, call_tool, embed_backlog};
-use strata_store::{NewMessage, Role, Session, Store};
+use strata_store::{Backend, NewMessage, Role, Session, Store};
 
 /// The real all-MiniLM-L6-v2, loaded once per test binary.
 pub fn embedder() -> Embedder {
@@ -60,7 +60,7 @@ pub fn append_texts(store: &Store, session: &Session, start: &str, texts: &[&str
 
 pub fn embed_all(store: &Store) {
     embed_backlog(store, &embedder(), |_| {}).unwrap();
-    assert_eq!(store.embeddings().backlog_count(None, None).unwrap(), 0);
+    assert_eq!(store.backlog_count(None, None).unwrap(), 0);
 }
 
 /// A context for tool calls made from another, empty conversation of `session`'s persona: the

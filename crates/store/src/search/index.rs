@@ -6,10 +6,10 @@
 //! Readers never write: the indexes are caught up by writers, in batches of their own
 //! transactions, never by a search.
 //!
-//! - `Store::append` of more than a bot's few messages catches up before it returns;
+//! - `Backend::append` of more than a bot's few messages catches up before it returns;
 //!   `Store::append_many` (the bulk import) leaves it to its caller, which `strata ingest`
 //!   does with a progress bar (`Store::index_messages` in a loop) and every other caller
-//!   through `Store::catch_up_search_index`. A million-message import is thus one transaction
+//!   through `Backend::catch_up_search_index`. A million-message import is thus one transaction
 //!   for the rows (all or nothing) and then short ones of a few thousand rows, between which
 //!   other writers get the lock.
 //! - Every compaction call ends by catching up both indexes, so rows a crashed writer left

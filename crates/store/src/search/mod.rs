@@ -1,6 +1,6 @@
 //! Search over messages, summaries and memories: the query and hit types, `memory_grep`
 //! (`grep.rs`, trigram indexes), `memory_search`'s keyword side (`words.rs`, bm25 over the word
-//! indexes), the deferred indexing behind both (`index.rs`), and [`Ranking`], the one read
+//! indexes), the deferred indexing behind both (`index.rs`), and the candidates, the one read
 //! a ranked search is built from (`ranked.rs`).
 //!
 //! Whatever text arrives here (from a user or from a model) is parsed into plain fragments and
@@ -9,7 +9,7 @@
 
 pub(crate) mod grep;
 pub(crate) mod index;
-mod ranked;
+pub(crate) mod ranked;
 mod words;
 
 use chrono::{DateTime, Utc};
@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::types::{Category, Level, MemoryId, MessageId, NodeId, SessionId, from_unix};
 
 pub(crate) use grep::{grep, said_between};
-pub use ranked::{CandidateQuery, Candidates, Ranking, WordStatistics};
+pub use ranked::{CandidateQuery, Candidates, WordStatistics};
 use words::{count_words_in, rank_words_in};
 
 /// Most fragments a query may have; more are dropped (the search only gets broader).
@@ -250,7 +250,7 @@ pub struct TextHit {
     /// headline and body, a memory's `title: content`. The tools cut the excerpt they show.
     pub snippet: String,
     /// How well the hit matches, negated so that lower is better (see
-    /// [`Store::grep`](crate::Store::grep)); zero for hits not found by keywords.
+    /// [`Backend::grep`](crate::Backend::grep)); zero for hits not found by keywords.
     pub rank: f64,
 }
 

@@ -14,11 +14,10 @@ use super::{HitId, HitKind, SearchFilter, TextHit, count_words_in, rank_words_in
 use crate::db::query_all;
 use crate::error::Result;
 use crate::kinds::Kind;
-use crate::store::Store;
 use crate::types::NodeId;
 use crate::vectors::{self, EmbeddingSpace, Scan};
 
-/// What a ranked search asks for ([`Ranking::candidates`]).
+/// What a ranked search asks for ([`Backend::candidates`](crate::Backend::candidates)).
 #[derive(Clone, Debug)]
 pub struct CandidateQuery<'a> {
     /// The persona, session and time range searched, the kinds, and how many candidates each
@@ -99,7 +98,13 @@ fn spans(conn: &Connection, ids: impl Iterator<Item = HitId>) -> Result<HashMap<
     Ok(rows.into_iter().collect())
 }
 
-fn candidates(conn: &Connection, query: &CandidateQuery<'_>) -> Result<Candidates> {
+/// Both sides' candidates of a ranked search, with everything needed to fuse and show them,
+/// read on one snapshot (the caller's deferred read transaction): for each kind of the filter,
+/// the `limit` nearest rows to the vector (within the filter's window: a small window is
+/// searched among its own rows, so rows outside it never crowd it out) and the `limit` best
+/// bm25 matches of the words, with the word statistics of that kind. The word index is read as
+/// it is: rows a bulk writer has not indexed yet are not ranked (see `index.rs`).
+pub(crate) fn candidates(conn: &Connection, query: &CandidateQuery<'_>) -> Result<Candidates> {
     let filter = &query.filter;
     let kinds = filter.kinds.iter().map(|&kind| Kind::of(kind)).filter(|kind| {
         // Memories belong to a persona, not a session.
@@ -138,30 +143,4 @@ fn candidates(conn: &Connection, query: &CandidateQuery<'_>) -> Result<Candidate
     }
     found.spans = spans(conn, found.semantic.iter().chain(&found.keyword).map(|(hit, _)| hit.id))?;
     Ok(found)
-}
-
-/// The reads a ranked search is built from, over one [`Store`] ([`Store::ranking`]).
-#[derive(Clone, Copy, Debug)]
-pub struct Ranking<'a> {
-    store: &'a Store,
-}
-
-impl Store {
-    /// The reads a ranked search is built from.
-    pub fn ranking(&self) -> Ranking<'_> {
-        Ranking { store: self }
-    }
-}
-
-impl Ranking<'_> {
-    /// Both sides' candidates of a ranked search, with everything needed to fuse and show
-    /// them, from one snapshot (one deferred read transaction): for each kind of the filter,
-    /// the `limit` nearest rows to the vector (within the filter's window: a small window is
-    /// searched among its own rows, so rows outside it never crowd it out) and the `limit`
-    /// best bm25 matches of the words, with the word statistics of that kind. The word index
-    /// is read as it is: rows a bulk writer has not indexed yet are not ranked (see
-    /// `index.rs`).
-    pub fn candidates(&self, query: &CandidateQuery<'_>) -> Result<Candidates> {
-        self.store.read_snapshot(|conn| candidates(conn, query))
-    }
 }

@@ -3,8 +3,8 @@
 
 use chrono::{Duration, TimeZone, Utc};
 use strata_store::{
-    Category, EmbeddingSpace, Error, ForgetScope, MemoryUpdate, MemoryWrite, NewMessage, NewSummary, Role,
-    Store, Writer,
+    Backend, Category, EmbeddingSpace, Error, ForgetScope, MemoryUpdate, MemoryWrite, NewMessage, NewSummary,
+    Role, Store, Writer,
 };
 
 use crate::temp_store;
@@ -63,8 +63,8 @@ fn populate(store: &Store, persona: &str) {
     store.put_memory(Writer::User, persona, &write).unwrap();
     store.catch_up_search_index().unwrap();
     let space = EmbeddingSpace { model: "test-model".into(), dimensions: DIMS };
-    store.embeddings().use_space(&space).unwrap();
-    let backlog = store.embeddings().backlog_of(Some(persona), None, 1000).unwrap();
+    store.use_space(&space).unwrap();
+    let backlog = store.backlog(Some(persona), None, 1000).unwrap();
     let items: Vec<_> = backlog
         .into_iter()
         .enumerate()
@@ -74,7 +74,7 @@ fn populate(store: &Store, persona: &str) {
             (item, vec![vector])
         })
         .collect();
-    store.embeddings().put("test-model", &items).unwrap();
+    store.put_vectors("test-model", &items).unwrap();
 }
 
 /// The database file and its `-wal`, as bytes.
@@ -287,16 +287,9 @@ fn memories_keep_their_sources_and_history_and_forgetting_removes_them() {
         content,
     };
     // Written by the user, then updated from a summary node of the session.
-    store
-        .save_memory_from(Writer::User, "alice", &write("deploy", "Fridays."), &Provenance::user("cli"))
-        .unwrap();
+    store.save_memory(Writer::User, "alice", &write("deploy", "Fridays."), &Provenance::user("cli")).unwrap();
     let (updated, created) = store
-        .save_memory_from(
-            Writer::Agent,
-            "alice",
-            &write("deploy", "Thursdays now."),
-            &Provenance::summary(node),
-        )
+        .save_memory(Writer::Agent, "alice", &write("deploy", "Thursdays now."), &Provenance::summary(node))
         .unwrap();
     assert!(!created);
     let source = updated.provenance.clone().unwrap();
@@ -310,7 +303,7 @@ fn memories_keep_their_sources_and_history_and_forgetting_removes_them() {
     assert!(history[1].replaced_at.is_some());
     // Saved by the agent in the session: the message is the session's newest.
     let (by_tool, _) = store
-        .save_memory_from(
+        .save_memory(
             Writer::Agent,
             "alice",
             &write("tool_fact", "From a tool call."),
@@ -321,20 +314,10 @@ fn memories_keep_their_sources_and_history_and_forgetting_removes_them() {
     assert_eq!(by_tool.provenance.as_ref().unwrap().message, Some(newest));
     // The user rewrites a memory whose first version came from the session.
     store
-        .save_memory_from(
-            Writer::Agent,
-            "alice",
-            &write("kept", "From the chat."),
-            &Provenance::summary(node),
-        )
+        .save_memory(Writer::Agent, "alice", &write("kept", "From the chat."), &Provenance::summary(node))
         .unwrap();
     store
-        .save_memory_from(
-            Writer::User,
-            "alice",
-            &write("kept", "The user's own words."),
-            &Provenance::user("cli"),
-        )
+        .save_memory(Writer::User, "alice", &write("kept", "The user's own words."), &Provenance::user("cli"))
         .unwrap();
     let listed = store.memories("alice", Some(Category::Memo)).unwrap();
     assert!(listed.iter().all(|memory| memory.provenance.is_some()), "every memory has a source");

@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
-use strata_store::{HitKind, SCHEMA_VERSION, SearchFilter, Store, TextQuery};
+use strata_store::{Backend, HitKind, SCHEMA_VERSION, SearchFilter, Store, TextQuery};
 
 /// Set to 1 to rewrite `schema/current.sql` from a fresh database instead of checking it.
 const BLESS: &str = "STRATA_BLESS";
@@ -193,6 +193,6 @@ fn rows_written_under_schema_1_are_found_after_the_upgrade() {
         &SearchFilter::persona("p"),
     );
     assert_eq!(ranked.len(), 1, "the word index (schema 3) holds the old row: {ranked:?}");
-    assert_eq!(store.embeddings().backlog_count(None, None).unwrap(), 1, "the old row waits for a vector");
+    assert_eq!(store.backlog_count(None, None).unwrap(), 1, "the old row waits for a vector");
     assert!(store.doctor(true).unwrap().healthy());
 }
