@@ -26,20 +26,20 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use rand_chacha::ChaCha8Rng;
 use strata_compactor::{Compactor, CompactorConfig, ExtractiveSummarizer};
 use strata_pg::PgStore;
 use strata_recall::tools::{MemoryGrepArgs, MemorySearchArgs, Scope};
 use strata_recall::{EmbedderState, RecallConfig};
-use rand_chacha::ChaCha8Rng;
 use strata_store::{Backend, CandidateQuery, HitKind, Scan, SearchFilter, SharedBackend, TextQuery};
 
 #[path = "support/appends.rs"]
 mod appends;
-#[path = "support/real_vectors.rs"]
-mod real_vectors;
 #[allow(dead_code, reason = "the extractive compactor over a Store is the scale bench's")]
 #[path = "support/fixtures.rs"]
 mod fixtures;
+#[path = "support/real_vectors.rs"]
+mod real_vectors;
 #[path = "support/word_corpus.rs"]
 mod word_corpus;
 
@@ -95,19 +95,28 @@ fn report_recall(sqlite: &strata_store::Store, postgres: &PgStore, questions: &[
     let nearest = |backend: &dyn Backend, vector: &[f32], scan: Scan| -> Vec<(String, i64)> {
         let read = backend
             .candidates(&CandidateQuery {
-                filter: SearchFilter { limit: 50, kinds: vec![HitKind::Message], ..SearchFilter::persona("p") },
+                filter: SearchFilter {
+                    limit: 50,
+                    kinds: vec![HitKind::Message],
+                    ..SearchFilter::persona("p")
+                },
                 words: &[],
                 vector: Some((word_corpus::MODEL, vector)),
                 scan,
                 frequency_cap: 2_000,
             })
             .unwrap();
-        read.semantic.into_iter().map(|(hit, _)| (hit.session.unwrap_or_default(), hit.seq.unwrap_or(-1))).collect()
+        read.semantic
+            .into_iter()
+            .map(|(hit, _)| (hit.session.unwrap_or_default(), hit.seq.unwrap_or(-1)))
+            .collect()
     };
     let (mut sqlite_found, mut postgres_found) = (0, 0);
     for vector in questions {
         let exact: Vec<(String, i64)> = nearest(sqlite, vector, Scan::Exact).into_iter().take(10).collect();
-        let share = |found: Vec<(String, i64)>| exact.iter().filter(|row| found[..found.len().min(10)].contains(row)).count();
+        let share = |found: Vec<(String, i64)>| {
+            exact.iter().filter(|row| found[..found.len().min(10)].contains(row)).count()
+        };
         sqlite_found += share(nearest(sqlite, vector, scan));
         postgres_found += share(nearest(postgres, vector, scan));
     }
@@ -129,11 +138,12 @@ fn backends(c: &mut Criterion) {
     let config = RecallConfig::default();
     let (bases, queries) = real_vectors::bases_and_queries();
     let bases = real_vectors::embed_bases(&embedder, &bases);
-    let sqlite = strata_store::Store::open(fixtures::cached_fixture(&format!("realvec-{MESSAGES}"), |store| {
-        let mut draw = |rng: &mut ChaCha8Rng| real_vectors::around(&bases, rng);
-        word_corpus::fill_with(store, MESSAGES, Some(&mut draw));
-    }))
-    .unwrap();
+    let sqlite =
+        strata_store::Store::open(fixtures::cached_fixture(&format!("realvec-{MESSAGES}"), |store| {
+            let mut draw = |rng: &mut ChaCha8Rng| real_vectors::around(&bases, rng);
+            word_corpus::fill_with(store, MESSAGES, Some(&mut draw));
+        }))
+        .unwrap();
     let server = server();
     let (postgres, mut raw) = pg_fixture(&server, &bases);
     let questions: Vec<Vec<f32>> = queries.iter().map(|q| embedder.embed_query(q).unwrap()).collect();
@@ -278,7 +288,8 @@ fn backends(c: &mut Criterion) {
          CREATE INDEX ON indexed_m USING gin (words);",
     )
     .unwrap();
-    let folded: Vec<String> = appended.iter().map(|message| strata_store::backend::fold(&message.content)).collect();
+    let folded: Vec<String> =
+        appended.iter().map(|message| strata_store::backend::fold(&message.content)).collect();
     group.bench_function("baseline_postgres_text_indexed_insert_1000", |b| {
         b.iter(|| {
             let mut tx = raw.transaction().unwrap();
