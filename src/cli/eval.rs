@@ -286,6 +286,15 @@ fn retrieval(
     let store: &dyn Backend = match &args.postgres {
         Some(url) => {
             postgres = strata_pg::PgStore::open(url)?;
+            // A database that holds an earlier run's transcripts would be searched with them:
+            // every session twice over, and figures that mean nothing.
+            let held = postgres.stats()?.sessions;
+            if held > 0 {
+                anyhow::bail!(
+                    "{} holds {held} sessions already; the evaluation needs an empty database",
+                    strata_store::without_password(url)
+                );
+            }
             append_by_session(&postgres, &incoming).context("cannot store the transcripts")?;
             &postgres
         }
