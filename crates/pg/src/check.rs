@@ -3,8 +3,9 @@
 //! rows (coverage, the forest's shape, dense seqs, the backlog and the vectors). Each check
 //! is one query whose rows are its problems.
 
-use crate::db::{Queries, SCHEMA_VERSION, Tx, pg};
 use strata_store::{Check, Error, Report};
+
+use crate::db::{Queries, SCHEMA_VERSION, Tx, pg};
 
 /// The most problems a check lists (all are counted).
 const MAX_LISTED: usize = 10;

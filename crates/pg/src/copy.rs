@@ -8,12 +8,12 @@
 //! copy cut short (a crash, a lost connection) is finished by running it again. The target
 //! must be empty or a copy of the same file (`strata_copy` names the file).
 
-use crate::db::{Queries, Tx, pg};
 use chrono::Utc;
 use pgvector::Vector;
 use strata_store::backend::fold;
 use strata_store::{Backend, Error, HitKind, Store, StoredMemory, to_unix};
 
+use crate::db::{Queries, Tx, pg};
 use crate::{PgStore, search, vectors};
 
 /// Rows a batch carries.

@@ -2,11 +2,11 @@
 //! row lock in place of SQLite's one writer, so two compactors of one session take turns and
 //! the second finds the first's coverage.
 
-use crate::db::{Queries, Tx, pg};
 use chrono::Utc;
 use strata_store::backend::{plan_merge, validate_summary};
 use strata_store::{Error, Level, Missing, NewSummary, NodeId, SessionId, SummaryNode, to_unix};
 
+use crate::db::{Queries, Tx, pg};
 use crate::rows;
 
 pub(crate) fn by_id(db: &mut impl Queries, id: NodeId) -> Result<SummaryNode, Error> {

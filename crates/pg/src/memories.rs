@@ -1,7 +1,6 @@
 //! Memories (one per category, key and persona, each with its source and every version it
 //! had) and the queue of facts on their way to memory, with the proposals waiting for the user.
 
-use crate::db::{Queries, Tx, pg};
 use chrono::{DateTime, Utc};
 use strata_store::backend::{check_writer, fold, validate_memory};
 use strata_store::{
@@ -9,6 +8,7 @@ use strata_store::{
     from_unix, to_unix,
 };
 
+use crate::db::{Queries, Tx, pg};
 use crate::rows;
 
 /// A persona's memories, optionally of one category.

@@ -4,13 +4,13 @@
 use std::cell::RefCell;
 use std::ops::Range;
 
-use crate::db::{Queries, Tx, pg};
 use chrono::{DateTime, Utc};
 use strata_store::{
     Category, Error, Level, Memory, Message, MessageOutline, Session, SessionId, Snapshot, SummaryNode,
     from_unix,
 };
 
+use crate::db::{Queries, Tx, pg};
 use crate::{forest, memories, rows};
 
 /// The outline of every message of a session, in seq order.

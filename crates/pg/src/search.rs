@@ -9,7 +9,6 @@
 
 use std::collections::HashMap;
 
-use crate::db::{Queries, Tx, pg};
 use postgres::types::{FromSql, ToSql, Type};
 use strata_store::backend::{fold, rank_grep_hits};
 use strata_store::{
@@ -17,6 +16,7 @@ use strata_store::{
     TextQuery, WordStatistics, from_unix, to_unix,
 };
 
+use crate::db::{Queries, Tx, pg};
 use crate::vectors;
 
 /// What a kind is in SQL: its table, columns and texts.

@@ -2,13 +2,13 @@
 //! usage accounting, and the totals `strata stats` and `strata metrics` show: every figure
 //! derived from stored rows, so any process of a fleet reads the same.
 
-use crate::db::{Queries, Tx, pg};
 use chrono::Utc;
 use strata_store::{
     CallTotals, Error, LlmCall, Missing, NodeTotals, RejectionCount, SessionId, Stats, StoreMetrics,
     SummarizerStats, ToolTotals, to_unix,
 };
 
+use crate::db::{Queries, Tx, pg};
 use crate::vectors;
 
 pub(crate) fn summarizer_failures(db: &mut impl Queries, session: SessionId) -> Result<u32, Error> {

@@ -1,12 +1,12 @@
 //! Vectors in pgvector: one row per chunk, an HNSW index over the embedding space's dimension,
 //! exact distances for the candidates it finds, and an exact scan when the filter is narrow.
 
-use crate::db::{Queries, Tx, pg};
 use pgvector::Vector;
 use strata_store::{
     BacklogItem, EmbeddingSpace, Error, HitId, HitKind, MAX_CHUNKS, Role, SearchFilter, SessionId,
 };
 
+use crate::db::{Queries, Tx, pg};
 use crate::search::{KINDS, Kind, Params};
 
 /// A filter that leaves at most this many chunks is scanned exactly: the approximate index
