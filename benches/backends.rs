@@ -27,7 +27,7 @@ use std::time::Instant;
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use rand_chacha::ChaCha8Rng;
-use strata_compactor::{Compactor, CompactorConfig, ExtractiveSummarizer};
+use strata_compactor::{BeforeAssembly, Compactor, CompactorConfig, ExtractiveSummarizer};
 use strata_pg::PgStore;
 use strata_recall::tools::{MemoryGrepArgs, MemorySearchArgs, Scope};
 use strata_recall::{EmbedderState, RecallConfig};
@@ -334,7 +334,7 @@ fn extractive(store: SharedBackend) -> Compactor {
     Compactor::new(store, config, summarizer).unwrap()
 }
 
-/// `prepare_context` (a compaction call that finds nothing, then the assembly) of a compacted
+/// `prepare_context` (a compaction check that finds nothing, in the assembly's snapshot) of a compacted
 /// session of 100,000 messages, and compacting 20,000 new messages, on both backends, beside a
 /// bare read of the session's newest 50 messages on each.
 fn engine(c: &mut Criterion) {
@@ -354,8 +354,11 @@ fn engine(c: &mut Criterion) {
         group.bench_function(format!("{name}/prepare_context"), |b| {
             b.iter(|| {
                 runtime.block_on(async {
-                    compactor.compact(session).await.unwrap();
-                    compactor.assemble(session, chrono::Utc::now()).await.unwrap()
+                    let now = chrono::Utc::now();
+                    match compactor.compact_before_assembly(session, now, None).await.unwrap() {
+                        BeforeAssembly::Assembled { context, .. } => context,
+                        BeforeAssembly::Compacted(_) => compactor.assemble(session, now).await.unwrap(),
+                    }
                 })
             })
         });

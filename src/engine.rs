@@ -16,8 +16,8 @@ use serde::Serialize;
 use serde_json::Value;
 use strata_compactor::summarize::{EmbedError, SentenceEmbedder};
 use strata_compactor::{
-    AssembledContext, AssemblyOptions, Compaction, Compactor, Outcome, Recalled, RecalledHit, Recaller,
-    Resummarized, Summarizer,
+    AssembledContext, AssemblyOptions, BeforeAssembly, Compaction, Compactor, Outcome, Recalled, RecalledHit,
+    Recaller, Resummarized, Summarizer,
 };
 use strata_recall::{
     EmbedWorker, Embedder, EmbedderState, RecallConfig, RecallSettings, Settled, Tool, ToolContext,
@@ -264,11 +264,17 @@ impl Engine {
     /// summarizer are derived from the nodes by `strata stats`.
     async fn compact(&self, session: SessionId) -> Result<Outcome> {
         let outcome = self.inner.compactor.compact(session).await?;
+        self.after_compaction(&outcome).await;
+        Ok(outcome)
+    }
+
+    /// What follows a compaction that wrote: the facts its summaries found are settled, and
+    /// the embedding worker hears of the new nodes.
+    async fn after_compaction(&self, outcome: &Outcome) {
         if matches!(outcome, Outcome::Compacted { .. }) {
             self.settle_in_background().await;
             self.notify_worker();
         }
-        Ok(outcome)
     }
 
     /// Compacts `session` until nothing is pending, each call at most `rounds_per_call`
@@ -529,16 +535,26 @@ impl EngineSession {
         let span = tracing::info_span!("prepare_context", session = %self.session.key, persona = %self.session.persona);
         async {
             let compactor = &self.engine.inner.compactor;
-            let outcome = if self.engine.inner.config.summarizer.background {
+            self.engine.warm_embedder();
+            let (now, recaller) = (Utc::now(), self.engine.recaller());
+            let before = if self.engine.inner.config.summarizer.background {
                 self.compact_in_background();
                 None
             } else {
-                Some(self.engine.compact(self.session.id).await?)
+                Some(compactor.compact_before_assembly(self.session.id, now, recaller.clone()).await?)
             };
-            self.engine.warm_embedder();
-            let options =
-                AssemblyOptions { now: Utc::now(), request: None, recaller: self.engine.recaller() };
-            let context = compactor.assemble_with(self.session.id, options).await?;
+            let assemble = |recaller| {
+                compactor.assemble_with(self.session.id, AssemblyOptions { now, request: None, recaller })
+            };
+            let (outcome, context) = match before {
+                // Nothing to write: the check read the session with the assembly.
+                Some(BeforeAssembly::Assembled { outcome, context }) => (Some(outcome), context),
+                Some(BeforeAssembly::Compacted(outcome)) => {
+                    self.engine.after_compaction(&outcome).await;
+                    (Some(outcome), assemble(recaller).await?)
+                }
+                None => (None, assemble(recaller).await?),
+            };
             tracing::debug!(
                 tokens = context.tokens.total,
                 budget = context.tokens.budget,

@@ -472,8 +472,30 @@ impl Assembler {
             self.config.check_message_size(request)?;
             self.counter.count_new(request);
         }
-        let snapshot = Snapshot::read(&*self.store, session, &self.config, options.now, request)?;
-        assemble(session, &snapshot, &self.config, &self.counter, options.recaller.as_deref())
+        let (snapshot, ()) =
+            Snapshot::read(&*self.store, session, &self.config, options.now, request, |_| Ok(()))?;
+        self.build(session, &snapshot, options)
+    }
+
+    /// What assembly reads of `session` at `now`, no request pending, and `also` from the same
+    /// snapshot: the compactor's check that it has nothing to write.
+    pub(crate) fn read<T>(
+        &self,
+        session: SessionId,
+        now: DateTime<Utc>,
+        also: impl FnOnce(&dyn strata_store::Snapshot) -> strata_store::Result<T>,
+    ) -> Result<(Snapshot, T)> {
+        Snapshot::read(&*self.store, session, &self.config, now, None, also)
+    }
+
+    /// The context laid out from what was read.
+    pub(crate) fn build(
+        &self,
+        session: SessionId,
+        snapshot: &Snapshot,
+        options: &AssemblyOptions,
+    ) -> Result<AssembledContext> {
+        assemble(session, snapshot, &self.config, &self.counter, options.recaller.as_deref())
     }
 }
 
@@ -517,14 +539,15 @@ pub(crate) struct Snapshot {
 
 impl Snapshot {
     /// What assembly reads of `session` at `now`; `pending`, a request that is not stored,
-    /// joins it as the next message.
-    pub fn read(
+    /// joins it as the next message. `also` reads more in the same snapshot.
+    pub fn read<T>(
         store: &dyn Backend,
         session: SessionId,
         config: &CompactorConfig,
         now: DateTime<Utc>,
         pending: Option<NewMessage>,
-    ) -> Result<Snapshot> {
+        also: impl FnOnce(&dyn strata_store::Snapshot) -> strata_store::Result<T>,
+    ) -> Result<(Snapshot, T)> {
         // One read snapshot: a compaction committed by another process between these reads
         // could otherwise show the same messages verbatim and inside a new node.
         Ok(strata_store::read_consistent(store, |reader| {
@@ -573,7 +596,8 @@ impl Snapshot {
                 memories.clear();
             }
             memories.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(b.id.0.cmp(&a.id.0)));
-            Ok(Snapshot {
+            let also = also(reader)?;
+            let snapshot = Snapshot {
                 persona,
                 plan,
                 outline,
@@ -584,7 +608,8 @@ impl Snapshot {
                 latest_request,
                 folded,
                 pending: pending_seq,
-            })
+            };
+            Ok((snapshot, also))
         })?)
     }
 

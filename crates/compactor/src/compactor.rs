@@ -27,6 +27,7 @@ use crate::assemble::{self, AssembledContext, Assembler, AssemblyOptions};
 use crate::config::{CompactorConfig, CompactorSettings};
 use crate::error::{Error, Result, SummarizeError};
 use crate::extractive::{ExtractiveSummarizer, RAW_ARCHIVE};
+use crate::recalled::Recaller;
 use crate::summarizer::{
     Origin, RetryNote, SourceCall, SourceItem, SourceKind, Summarizer, Summary, SummaryRequest, check,
     known_memories, retry_note,
@@ -35,6 +36,21 @@ use crate::tokens::TokenCounter;
 
 mod cycle;
 mod rebuild;
+
+/// What [`Compactor::compact_before_assembly`] did.
+#[derive(Debug)]
+pub enum BeforeAssembly {
+    /// Nothing was left to write, and the context was laid out from the snapshot that showed it.
+    Assembled {
+        /// Why there was nothing to write.
+        outcome: Outcome,
+        /// The session's context.
+        context: AssembledContext,
+    },
+    /// The session had work and the call compacted (or found another process at it): the
+    /// context is assembled after it.
+    Compacted(Outcome),
+}
 
 /// How one [`Compactor::compact`] call ended.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -546,11 +562,28 @@ impl Compactor {
     pub async fn compact_rounds(&self, session: SessionId, max_rounds: u32) -> Result<Outcome> {
         let span = tracing::info_span!("compact", %session);
         let outcome = self.compact_in_span(session, max_rounds.max(1)).instrument(span.clone()).await;
-        span.in_scope(|| match &outcome {
-            Ok(outcome) => tracing::info!(?outcome, "compaction finished"),
-            Err(error) => tracing::warn!(%error, "compaction failed"),
-        });
+        span.in_scope(|| log_outcome(outcome.as_ref()));
         outcome
+    }
+
+    /// [`Compactor::compact`], then the context at `now` when the call had nothing to write:
+    /// what a request's turn does. The check that there is nothing to write (most requests)
+    /// reads in assembly's snapshot, so such a call reads the session once; with work, the
+    /// caller assembles after the compaction (and whatever it does after one).
+    pub async fn compact_before_assembly(
+        &self,
+        session: SessionId,
+        now: DateTime<Utc>,
+        recaller: Option<Arc<dyn Recaller>>,
+    ) -> Result<BeforeAssembly> {
+        let span = tracing::info_span!("compact", %session);
+        let before = self.check_in_snapshot(session, now, recaller).instrument(span.clone()).await;
+        span.in_scope(|| {
+            log_outcome(before.as_ref().map(|before| match before {
+                BeforeAssembly::Assembled { outcome, .. } | BeforeAssembly::Compacted(outcome) => outcome,
+            }))
+        });
+        before
     }
 
     /// The request that summarizes a node's sources again: its messages, or its children.
@@ -668,6 +701,13 @@ impl Compactor {
     /// The assembler, which the compactor's own [`Compactor::assemble`] uses.
     pub fn assembler(&self) -> &Assembler {
         &self.inner.assembler
+    }
+}
+
+fn log_outcome(outcome: std::result::Result<&Outcome, &Error>) {
+    match outcome {
+        Ok(outcome) => tracing::info!(?outcome, "compaction finished"),
+        Err(error) => tracing::warn!(%error, "compaction failed"),
     }
 }
 

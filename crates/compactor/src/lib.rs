@@ -68,7 +68,7 @@ mod tree;
 pub use crate::assemble::{AssembledContext, Assembler, AssemblyOptions};
 pub use crate::bulk::Compaction;
 pub use crate::capped::CappedSummarizer;
-pub use crate::compactor::{Compactor, Outcome, Refusal, Resummarized};
+pub use crate::compactor::{BeforeAssembly, Compactor, Outcome, Refusal, Resummarized};
 pub use crate::config::{CompactorConfig, CompactorSettings};
 pub use crate::error::{Error, Result, SummarizeError};
 pub use crate::extractive::ExtractiveSummarizer;

@@ -58,6 +58,10 @@ pub(crate) trait Queries {
     fn query_one(&mut self, sql: &str, params: Params<'_>) -> Result<Row, postgres::Error>;
     fn query_opt(&mut self, sql: &str, params: Params<'_>) -> Result<Option<Row>, postgres::Error>;
     fn execute(&mut self, sql: &str, params: Params<'_>) -> Result<u64, postgres::Error>;
+    /// A read whose best plan depends on its values (a word's frequency, a persona's share of
+    /// the rows, a vector): prepared afresh, so the server plans it for these parameters (a
+    /// kept statement is planned generically once it has run five times). One round trip more.
+    fn query_planned(&mut self, sql: &str, params: Params<'_>) -> Result<Vec<Row>, postgres::Error>;
 }
 
 macro_rules! cached_queries {
@@ -81,6 +85,10 @@ macro_rules! cached_queries {
             fn execute(&mut self, sql: &str, params: Params<'_>) -> Result<u64, postgres::Error> {
                 let statement = self.statements.prepared(&mut self.$client, sql)?;
                 self.$client.execute(&statement, params)
+            }
+
+            fn query_planned(&mut self, sql: &str, params: Params<'_>) -> Result<Vec<Row>, postgres::Error> {
+                self.$client.query(sql, params)
             }
         }
     };
@@ -131,10 +139,12 @@ impl r2d2::ManageConnection for Manager {
     type Error = postgres::Error;
 
     fn connect(&self) -> Result<Conn, postgres::Error> {
-        let mut client = self.config.connect(NoTls)?;
-        // A prepared statement is planned for its parameters on every call, as an unnamed one
-        // would be: a generic plan of a nearest-vector or per-persona read can be far worse.
-        client.batch_execute("SET plan_cache_mode = force_custom_plan")?;
+        // Kept statements run under the server's default plan cache mode: after five runs a
+        // statement whose generic plan costs no more than its custom ones keeps the generic
+        // plan, and its later calls skip planning (prepare_context's twenty reads spent about
+        // 1.5 ms binding with every call planned). The searches, whose plans depend on their
+        // values, use `query_planned`.
+        let client = self.config.connect(NoTls)?;
         Ok(Conn { client, statements: Statements::default() })
     }
 

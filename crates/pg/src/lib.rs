@@ -541,10 +541,6 @@ impl Backend for PgStore {
         self.write(|tx| vectors::put(tx, model, items))
     }
 
-    fn summarizer_failures(&self, session: SessionId) -> Result<u32> {
-        self.read(|db| upkeep::summarizer_failures(db, session))
-    }
-
     fn set_summarizer_failures(&self, session: SessionId, failures: u32) -> Result<()> {
         self.write(|tx| upkeep::set_summarizer_failures(tx, session, failures))
     }

@@ -6,8 +6,8 @@ use std::ops::Range;
 
 use chrono::{DateTime, Utc};
 use strata_store::{
-    Category, Error, Level, Memory, Message, MessageOutline, Session, SessionId, Snapshot, SummaryNode,
-    from_unix,
+    Category, CompactionState, Error, Level, Memory, Message, MessageOutline, Session, SessionId, Snapshot,
+    SummaryNode, from_unix,
 };
 
 use crate::db::{Queries, Tx, pg};
@@ -115,6 +115,10 @@ impl Snapshot for Reader<'_, '_> {
             .query_opt("SELECT next_seq FROM sessions WHERE id = $1", &[&session.0])
             .map_err(pg)?;
         row.map(|row| row.get(0)).ok_or(Error::NotFound(strata_store::Missing::Session(session)))
+    }
+
+    fn compaction_state(&self, session: SessionId) -> Result<CompactionState, Error> {
+        crate::upkeep::compaction_state(&mut **self.tx.borrow_mut(), session)
     }
 
     fn folded_before(

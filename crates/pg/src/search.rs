@@ -175,7 +175,7 @@ pub(crate) fn grep(tx: &mut Tx<'_>, query: &TextQuery, filter: &SearchFilter) ->
             a = kind.alias,
             limit = params.push(wanted as i64),
         );
-        let found = tx.query(&sql, &params.refs()).map_err(pg)?;
+        let found = tx.query_planned(&sql, &params.refs()).map_err(pg)?;
         hits.extend(rank_grep_hits(query, found.iter().map(|row| hit(kind.kind, row)).collect(), limit));
     }
     hits.sort_by(|a, b| a.rank.total_cmp(&b.rank).then(b.timestamp.cmp(&a.timestamp)));
@@ -203,7 +203,7 @@ pub(crate) fn said_between(
         limit = params.push(filter.limit.min(1000) as i64),
         offset = params.push(offset.min(i64::MAX as usize) as i64),
     );
-    let rows = db.query(&sql, &params.refs()).map_err(pg)?;
+    let rows = db.query_planned(&sql, &params.refs()).map_err(pg)?;
     Ok(rows.iter().map(|row| hit(HitKind::Message, row)).collect())
 }
 
@@ -306,7 +306,7 @@ fn keyword_side(
     wanted.dedup();
     let at = |lexeme: &String| wanted.binary_search(&lexeme.as_str()).expect("every lexeme is wanted");
     let read: Vec<(i64, Terms)> = tx
-        .query(&sql, &params.refs())
+        .query_planned(&sql, &params.refs())
         .map_err(pg)?
         .iter()
         .map(|row| {
@@ -333,7 +333,7 @@ fn keyword_side(
             seen.min(cap)
         } else {
             let counted: i64 = tx
-                .query_one(
+                .query_planned(
                     &format!(
                         "SELECT count(*) FROM (SELECT 1 FROM {table}
                          WHERE persona = $1 AND words @@ plainto_tsquery('english', $2) LIMIT $3) holding"
@@ -341,7 +341,8 @@ fn keyword_side(
                     &[&filter.persona, word, &(cap as i64)],
                 )
                 .map_err(pg)?
-                .get(0);
+                .first()
+                .map_or(0, |row| row.get(0));
             counted as usize
         };
         frequencies.push(frequency as u64);

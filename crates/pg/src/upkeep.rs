@@ -4,18 +4,26 @@
 
 use chrono::Utc;
 use strata_store::{
-    CallTotals, Error, LlmCall, Missing, NodeTotals, RejectionCount, SessionId, Stats, StoreMetrics,
-    SummarizerStats, ToolTotals, to_unix,
+    CallTotals, CompactionState, Error, LlmCall, Missing, NodeTotals, RejectionCount, SessionId, Stats,
+    StoreMetrics, SummarizerStats, ToolTotals, to_unix,
 };
 
 use crate::db::{Queries, Tx, pg};
 use crate::vectors;
 
-pub(crate) fn summarizer_failures(db: &mut impl Queries, session: SessionId) -> Result<u32, Error> {
-    db.query_opt("SELECT summarizer_failures FROM sessions WHERE id = $1", &[&session.0])
+/// A session's failed summarizer calls in a row and whether it holds a raw archive, in one
+/// read (the raw archives' partial index: nothing is read when there are none).
+pub(crate) fn compaction_state(db: &mut impl Queries, session: SessionId) -> Result<CompactionState, Error> {
+    let row = db
+        .query_opt(
+            "SELECT s.summarizer_failures, EXISTS (
+                 SELECT 1 FROM summary_nodes n WHERE n.session_id = s.id AND n.summarizer = 'raw-archive')
+             FROM sessions s WHERE s.id = $1",
+            &[&session.0],
+        )
         .map_err(pg)?
-        .map(|row| row.get::<_, i32>(0).max(0) as u32)
-        .ok_or(Error::NotFound(Missing::Session(session)))
+        .ok_or(Error::NotFound(Missing::Session(session)))?;
+    Ok(CompactionState { summarizer_failures: row.get::<_, i32>(0).max(0) as u32, raw_archive: row.get(1) })
 }
 
 pub(crate) fn set_summarizer_failures(

@@ -227,12 +227,13 @@ pub(crate) fn nearest(
     }
     let conditions = conditions.join(" AND ");
     let within: i64 = tx
-        .query_one(
+        .query_planned(
             &format!("SELECT count(*) FROM (SELECT 1 FROM embeddings e WHERE {conditions} LIMIT {EXACT_SCAN_CHUNKS}) w"),
             &params.refs(),
         )
         .map_err(pg)?
-        .get(0);
+        .first()
+        .map_or(0, |row| row.get(0));
     let exact = within < EXACT_SCAN_CHUNKS;
     let vector = params.push(Vector::from(query.to_vec()));
     let dimensions = space.dimensions;
@@ -256,6 +257,6 @@ pub(crate) fn nearest(
         chunks = params.push((k * OVERSAMPLING) as i64),
         k = params.push(k as i64),
     );
-    let rows = tx.query(&sql, &params.refs()).map_err(pg)?;
+    let rows = tx.query_planned(&sql, &params.refs()).map_err(pg)?;
     Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
 }

@@ -160,8 +160,6 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
 
     // The compactor's bookkeeping.
 
-    /// Consecutive failed summarizer calls recorded for a session.
-    fn summarizer_failures(&self, session: SessionId) -> Result<u32>;
     /// Records the consecutive failed summarizer calls of a session (0 after a success).
     fn set_summarizer_failures(&self, session: SessionId, failures: u32) -> Result<()>;
     /// Counts one summary of `summarizer` refused by the quality gate for `reason`.
@@ -300,6 +298,19 @@ pub trait Snapshot {
     fn folded_before(&self, session: SessionId, seqs: Range<i64>, tokens: u64) -> Result<Vec<Message>>;
     /// Whether a session holds a user message before `seq`.
     fn has_request_before(&self, session: SessionId, seq: i64) -> Result<bool>;
+    /// What the compactor recorded of a session besides its forest, read with the rest so
+    /// that a compaction's check that nothing is left to write sees the snapshot assembly does.
+    fn compaction_state(&self, session: SessionId) -> Result<CompactionState>;
+}
+
+/// A session's compaction bookkeeping ([`Snapshot::compaction_state`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CompactionState {
+    /// Consecutive failed summarizer calls recorded for the session (0 after a success).
+    pub summarizer_failures: u32,
+    /// Whether the session holds a raw archive: a node written without the summarizer, to be
+    /// summarized again ([`Backend::first_raw_archive`]).
+    pub raw_archive: bool,
 }
 
 /// Runs `f` on one snapshot of `backend` (see [`Backend::read_snapshot`]) and returns its value.

@@ -6,6 +6,7 @@
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
 
+use crate::backend::CompactionState;
 use crate::db::query_all;
 use crate::error::{Error, Missing, Result};
 use crate::queues;
@@ -313,17 +314,20 @@ pub fn children(conn: &Connection, id: NodeId) -> Result<Vec<SummaryNode>> {
 
 // The compactor's bookkeeping, behind `Backend`'s methods of the same names.
 
-/// Consecutive failed summarizer calls recorded for a session.
-pub(crate) fn summarizer_failures(store: &Store, session: SessionId) -> Result<u32> {
-    store.read(|conn| {
-        let failures: Option<i64> = conn
-            .prepare_cached("SELECT summarizer_failures FROM sessions WHERE id = ?1")?
-            .query_row([session], |row| row.get(0))
-            .optional()?;
-        failures
-            .map(|n| n.clamp(0, i64::from(u32::MAX)) as u32)
-            .ok_or_else(|| Error::NotFound(Missing::Session(session)))
-    })
+/// A session's failed summarizer calls in a row and whether it holds a raw archive, in one
+/// read (the raw archives' partial index: nothing is read when there are none).
+pub(crate) fn compaction_state(conn: &Connection, session: SessionId) -> Result<CompactionState> {
+    let state: Option<(i64, bool)> = conn
+        .prepare_cached(
+            "SELECT s.summarizer_failures, EXISTS (
+                 SELECT 1 FROM summary_nodes n INDEXED BY summary_nodes_raw_archive
+                 WHERE n.session_id = s.id AND n.summarizer = 'raw-archive')
+             FROM sessions s WHERE s.id = ?1",
+        )?
+        .query_row([session], |row| Ok((row.get(0)?, row.get(1)?)))
+        .optional()?;
+    let (failures, raw_archive) = state.ok_or(Error::NotFound(Missing::Session(session)))?;
+    Ok(CompactionState { summarizer_failures: failures.clamp(0, i64::from(u32::MAX)) as u32, raw_archive })
 }
 
 /// Records the consecutive failed summarizer calls of a session (0 after a success).

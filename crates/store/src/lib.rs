@@ -63,7 +63,7 @@ mod vec;
 mod vectors;
 mod watermark;
 
-pub use crate::backend::{Backend, Lease, SharedBackend, Snapshot, read_consistent};
+pub use crate::backend::{Backend, CompactionState, Lease, SharedBackend, Snapshot, read_consistent};
 pub use crate::check::{Check, Report};
 pub use crate::dump::{Dump, StoredMemory, StoredMessage, StoredSession, StoredVector};
 pub use crate::error::{Error, Missing, Result, error_chain};

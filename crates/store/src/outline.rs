@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 
-use crate::backend::Snapshot;
+use crate::backend::{CompactionState, Snapshot};
 use crate::db::query_all;
 use crate::error::Result;
 use crate::store::Store;
@@ -191,6 +191,10 @@ impl Snapshot for ConsistentReader<'_> {
                 "SELECT EXISTS (SELECT 1 FROM messages WHERE session_id = ?1 AND seq < ?2 AND role = 'user')",
             )?
             .query_row(params![session, seq], |row| row.get(0))?)
+    }
+
+    fn compaction_state(&self, session: SessionId) -> Result<CompactionState> {
+        crate::forest::compaction_state(self.conn, session)
     }
 }
 

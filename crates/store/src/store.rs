@@ -551,10 +551,6 @@ impl Backend for Store {
         self.read_consistent(|reader| f(reader))
     }
 
-    fn summarizer_failures(&self, session: SessionId) -> Result<u32> {
-        forest::summarizer_failures(self, session)
-    }
-
     fn set_summarizer_failures(&self, session: SessionId, failures: u32) -> Result<()> {
         forest::set_summarizer_failures(self, session, failures)
     }

@@ -8,18 +8,21 @@
 //! write meets (a busy or corrupt database, a full disk) ends the call as that error.
 
 use std::collections::VecDeque;
-use std::sync::PoisonError;
+use std::sync::{Arc, PoisonError};
 
+use chrono::{DateTime, Utc};
 use strata_store::{
-    Backend, Level, Memory, Message, MessageOutline, NewSummary, NodeId, SessionId, SummaryNode, error_chain,
+    CompactionState, Level, Memory, Message, MessageOutline, NewSummary, NodeId, SessionId, Snapshot,
+    SummaryNode, error_chain,
 };
 
-use super::{Compactor, Outcome, Refusal, Step, node_item, source_item};
+use super::{BeforeAssembly, Compactor, Outcome, Refusal, Step, node_item, source_item};
 use crate::CompactorSettings;
-use crate::assemble;
+use crate::assemble::{self, AssemblyOptions};
 use crate::error::{Error, Result};
 use crate::extractive::RAW_ARCHIVE;
 use crate::plan::{Chunk, Plan};
+use crate::recalled::Recaller;
 use crate::summarizer::{SourceKind, SummaryRequest};
 
 /// Level-0 nodes written per transaction at most: a bulk compaction commits once per batch
@@ -94,11 +97,36 @@ struct Planning {
 }
 
 impl Planning {
-    fn read(store: &dyn Backend, session: SessionId, config: &CompactorSettings) -> Result<Planning> {
-        let outline = store.live_outline(session, i64::from(config.head_messages))?;
-        let roots = store.roots(session, None)?;
+    fn read(
+        reader: &dyn Snapshot,
+        session: SessionId,
+        config: &CompactorSettings,
+    ) -> strata_store::Result<Planning> {
+        let outline = reader.live_outline(session, i64::from(config.head_messages))?;
+        let roots = reader.roots(session, None)?;
         let plan = Plan::new(&outline, config);
         Ok(Planning { outline, roots, plan })
+    }
+}
+
+/// What a call reads before it decides whether there is anything to write.
+struct Start {
+    persona: String,
+    state: CompactionState,
+    planning: Planning,
+}
+
+impl Start {
+    fn read(
+        reader: &dyn Snapshot,
+        session: SessionId,
+        config: &CompactorSettings,
+    ) -> strata_store::Result<Start> {
+        Ok(Start {
+            persona: reader.session(session)?.persona,
+            state: reader.compaction_state(session)?,
+            planning: Planning::read(reader, session, config)?,
+        })
     }
 }
 
@@ -166,27 +194,75 @@ impl Compactor {
         // needs no lease: taking and giving it back would be two more round trips to a
         // PostgreSQL server on every request.
         if max_rounds > 0 {
-            let mut call = self.begin(session).await?;
-            if let Some(idle) = self.idle(&mut call).await? {
+            let config = self.inner.config.clone();
+            let start = self
+                .blocking(move |store| {
+                    Ok(strata_store::read_consistent(store, |reader| Start::read(reader, session, &config))?)
+                })
+                .await?;
+            if let Some(idle) = self.idle(session, start) {
                 return Ok(idle);
             }
         }
-        // Across processes (a fleet on one PostgreSQL database, two `strata compact` on one
-        // file) the session's lease: while another process compacts it, this call leaves the
-        // work to that one and writes nothing. The lease dies with its holder. What was read
-        // before it is read again under it: another process may have written meanwhile.
+        self.compact_leased(session, max_rounds).await
+    }
+
+    /// See [`Compactor::compact_before_assembly`]: the check in assembly's snapshot, and the
+    /// call under its span when the check finds work.
+    pub(super) async fn check_in_snapshot(
+        &self,
+        session: SessionId,
+        now: DateTime<Utc>,
+        recaller: Option<Arc<dyn Recaller>>,
+    ) -> Result<BeforeAssembly> {
+        let lock = self.session_lock(session);
+        let guard = lock.lock().await;
+        let assembler = self.inner.assembler.clone();
+        let (snapshot, state) = self
+            .blocking(move |_| assembler.read(session, now, |reader| reader.compaction_state(session)))
+            .await?;
+        // Assembly read the live outline and the roots a compaction plans over.
+        let planning = Planning {
+            outline: snapshot.outline.clone(),
+            roots: snapshot.roots.clone(),
+            plan: snapshot.plan.clone(),
+        };
+        let start = Start { persona: snapshot.persona.clone(), state, planning };
+        if let Some(outcome) = self.idle(session, start) {
+            drop(guard);
+            let assembler = self.inner.assembler.clone();
+            let options = AssemblyOptions { now, request: None, recaller };
+            let context = self.blocking(move |_| assembler.build(session, &snapshot, &options)).await?;
+            return Ok(BeforeAssembly::Assembled { outcome, context });
+        }
+        let outcome = self.compact_leased(session, self.inner.config.max_rounds.max(1)).await?;
+        Ok(BeforeAssembly::Compacted(outcome))
+    }
+
+    /// The call's writes, under the session's lease. Across processes (a fleet on one
+    /// PostgreSQL database, two `strata compact` on one file), while another process compacts
+    /// the session this call leaves the work to that one and writes nothing. The lease dies
+    /// with its holder. What was read before it is read again under it: another process may
+    /// have written meanwhile.
+    async fn compact_leased(&self, session: SessionId, max_rounds: u32) -> Result<Outcome> {
         let Some(lease) = self.blocking(move |store| Ok(store.compaction_lease(session)?)).await? else {
             tracing::debug!(%session, "another process is compacting this session");
             return Ok(Outcome::NoProgress { refused: None });
         };
-        let outcome = self.compact_leased(session, max_rounds).await;
+        let outcome = self.compact_rounds_leased(session, max_rounds).await;
         // Given back in the blocking pool, before the next compaction of this process asks.
         tokio::task::spawn_blocking(move || drop(lease)).await.map_err(Error::Join)?;
         outcome
     }
 
-    async fn compact_leased(&self, session: SessionId, max_rounds: u32) -> Result<Outcome> {
-        let mut call = self.begin(session).await?;
+    async fn compact_rounds_leased(&self, session: SessionId, max_rounds: u32) -> Result<Outcome> {
+        let config = self.inner.config.clone();
+        let start = self
+            .blocking(move |store| {
+                Ok(strata_store::read_consistent(store, |reader| Start::read(reader, session, &config))?)
+            })
+            .await?;
+        let mut call = self.begin(session, start);
         let mut ended = None;
         for _round in 0..max_rounds {
             if let Flow::Stop(why) = self.round(&mut call).await? {
@@ -197,25 +273,24 @@ impl Compactor {
         self.finish(call, ended).await
     }
 
-    /// Reads the session once: its persona, the failures an earlier process recorded, the
-    /// plan, and from these the context's size, which decides whether the call folds at all.
-    async fn begin(&self, session: SessionId) -> Result<Call> {
-        let config = self.inner.config.clone();
-        let (persona, failures, first) = self
-            .blocking(move |store| {
-                let persona = store.session_by_id(session)?.persona;
-                Ok((persona, store.summarizer_failures(session)?, Planning::read(store, session, &config)?))
-            })
-            .await?;
+    /// A call over what was read at its start: the persona, the failures an earlier process
+    /// recorded, the plan, and from these the context's size, which decides whether the call
+    /// folds at all.
+    fn begin(&self, session: SessionId, start: Start) -> Call {
+        let Start { persona, state, planning } = start;
         // Failures recorded by an earlier process count toward the raw-archive fallback.
-        self.inner.failures.lock().unwrap_or_else(PoisonError::into_inner).insert(session, failures);
+        self.inner
+            .failures
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(session, state.summarizer_failures);
         let config = &self.inner.config;
         let tokens_before =
-            assemble::unabridged_tokens(&first.outline, &first.roots, config, &self.inner.counter);
+            assemble::unabridged_tokens(&planning.outline, &planning.roots, config, &self.inner.counter);
         // Window-aware: fold only when the context would pass the trigger, and then down to
         // the target.
         let (trigger, target) = config.trigger_and_target();
-        Ok(Call {
+        Call {
             session,
             persona,
             memories: None,
@@ -223,37 +298,39 @@ impl Compactor {
             target,
             tokens_before,
             estimate: tokens_before,
-            known: Some(first),
+            known: Some(planning),
             batch: LeafBatch::default(),
             ahead: VecDeque::new(),
             archiving: false,
             refusals: 0,
             done: Tally::default(),
-        })
+        }
     }
 
     /// What the session looks like now: the live outline, the roots and the plan.
     async fn planning(&self, session: SessionId) -> Result<Planning> {
         let config = self.inner.config.clone();
-        self.blocking(move |store| Planning::read(store, session, &config)).await
+        self.blocking(move |store| {
+            Ok(strata_store::read_consistent(store, |reader| Planning::read(reader, session, &config))?)
+        })
+        .await
     }
 
-    /// Why a call has nothing to write, when it has none: no merge is due, no chunk is to
-    /// fold and no raw archive is to be summarized again (what [`Compactor::next_write`]
-    /// would find, without summarizing).
-    async fn idle(&self, call: &mut Call) -> Result<Option<Outcome>> {
+    /// Why a call that starts from `start` would have nothing to write, when it would have
+    /// none: no merge is due, no chunk is to fold and no raw archive is to be summarized again
+    /// (what [`Compactor::next_write`] would find, without summarizing).
+    fn idle(&self, session: SessionId, start: Start) -> Option<Outcome> {
+        let raw_archive = start.state.raw_archive;
+        let mut call = self.begin(session, start);
         let k = self.inner.config.context_consolidation_k as usize;
         if merge_candidate(&call.planning().roots, k).is_some() {
-            return Ok(None);
+            return None;
         }
-        let Err(why) = self.next_chunk(call) else { return Ok(None) };
-        if self.failures(call.session) == 0 {
-            let session = call.session;
-            if self.blocking(move |store| Ok(store.first_raw_archive(session)?)).await?.is_some() {
-                return Ok(None);
-            }
+        let Err(why) = self.next_chunk(&mut call) else { return None };
+        if self.failures(session) == 0 && raw_archive {
+            return None;
         }
-        Ok(Some(why))
+        Some(why)
     }
 
     /// One round: the batched leaves written when due, then one summary chosen and written.

@@ -2,7 +2,7 @@
 //! work of compacting a session and of assembling its context follows the new messages, not
 //! the whole history.
 
-use strata_compactor::CompactorConfig;
+use strata_compactor::{BeforeAssembly, CompactorConfig, Outcome};
 use strata_store::{Backend, NewMessage, Role};
 
 use super::util::*;
@@ -73,4 +73,30 @@ async fn assembly_reads_only_the_live_part_of_the_session() {
     // with the logarithm of the history at most.
     println!("rows read by one assembly of 600 / 2,400 messages: {rows:?}");
     assert!(rows[1] <= rows[0] + 16, "rows read by one assembly: {rows:?}");
+}
+
+#[tokio::test]
+async fn a_request_with_nothing_to_compact_reads_the_session_once() {
+    let fx = fixture(config());
+    import(&fx, 300);
+    fx.compact_fully().await;
+    let before = fx.store.rows_read();
+    let alone = fx.compactor.assemble(fx.session, t0()).await.unwrap();
+    let assembly = fx.store.rows_read() - before;
+
+    // The check that there is nothing to write reads in the assembly's snapshot: no row more
+    // than the assembly alone, and the same context.
+    let before = fx.store.rows_read();
+    let checked = fx.compactor.compact_before_assembly(fx.session, t0(), None).await.unwrap();
+    let BeforeAssembly::Assembled { outcome, context } = checked else {
+        panic!("a compacted session had work: {checked:?}")
+    };
+    assert_eq!(fx.store.rows_read() - before, assembly);
+    assert!(!matches!(outcome, Outcome::Compacted { .. }), "{outcome:?}");
+    assert_eq!(context, alone);
+
+    // New turns over the trigger: the call compacts, and the caller assembles after it.
+    import(&fx, 40);
+    let checked = fx.compactor.compact_before_assembly(fx.session, t0(), None).await.unwrap();
+    assert!(matches!(checked, BeforeAssembly::Compacted(Outcome::Compacted { .. })), "{checked:?}");
 }
