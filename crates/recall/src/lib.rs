@@ -48,8 +48,8 @@ pub use crate::embed::{DEFAULT_MODEL, Embedder, EmbeddingEndpoint, EndpointError
 pub use crate::error::{Error, Result};
 pub use crate::pipeline::{BacklogFilter, EmbedWorker, embed_backlog, embed_backlog_with};
 pub use crate::tools::{
-    EmbedderState, Likeness, Proactive, Scope, Settled, Tool, ToolContext, call_tool, is_refusal, proactive,
-    purge_expired, refusal, settle_memory_updates, tool_names, tool_specs,
+    EmbedderState, Scope, Settled, Tool, ToolContext, call_tool, is_refusal, proactive, purge_expired,
+    refusal, settle_memory_updates, tool_names, tool_specs,
 };
 
 /// The local embedding model's catalogue and helpers, and the backlog worker's figures.
