@@ -11,9 +11,10 @@
 use chrono::Utc;
 use pgvector::Vector;
 use strata_store::backend::fold;
-use strata_store::{Backend, Error, HitKind, Store, StoredMemory, to_unix};
+use strata_store::{Backend, Error, HitKind, NewMessage, Store, StoredMemory, to_unix};
 
 use crate::db::{Queries, Tx, pg};
+use crate::rows::MessageColumns;
 use crate::{PgStore, search, vectors};
 
 /// Rows a batch carries.
@@ -366,23 +367,14 @@ fn copy_memory(tx: &mut Tx<'_>, stored: &StoredMemory) -> Result<(), Error> {
     Ok(())
 }
 
-/// A batch of messages as columns, for one `INSERT ... SELECT FROM unnest(...)`.
+/// A batch of stored messages as columns, for one `INSERT ... SELECT FROM unnest(...)`: what
+/// an append writes, with the ids and coverage they already have.
 #[derive(Default)]
 struct Columns {
     id: Vec<i64>,
     session: Vec<i64>,
-    seq: Vec<i64>,
-    role: Vec<&'static str>,
-    content: Vec<String>,
-    tool_calls: Vec<Option<serde_json::Value>>,
-    tool_call_id: Vec<Option<String>>,
-    name: Vec<Option<String>>,
-    created_at: Vec<f64>,
-    token_count: Vec<i32>,
-    pinned: Vec<bool>,
     summary: Vec<Option<i64>>,
-    external_id: Vec<Option<String>>,
-    folded: Vec<String>,
+    messages: MessageColumns,
 }
 
 impl Columns {
@@ -390,21 +382,23 @@ impl Columns {
         let message = &stored.message;
         self.id.push(message.id.0);
         self.session.push(message.session_id.0);
-        self.seq.push(message.seq);
-        self.role.push(message.role.as_str());
-        self.content.push(message.content.clone());
-        self.tool_calls.push(message.tool_calls.clone());
-        self.tool_call_id.push(message.tool_call_id.clone());
-        self.name.push(message.name.clone());
-        self.created_at.push(to_unix(message.created_at));
-        self.token_count.push(message.token_count as i32);
-        self.pinned.push(message.pinned);
         self.summary.push(message.summary_id.map(|node| node.0));
-        self.external_id.push(stored.external_id.clone());
-        self.folded.push(fold(&message.content));
+        let new = NewMessage {
+            role: message.role,
+            content: message.content.clone(),
+            tool_calls: message.tool_calls.clone(),
+            tool_call_id: message.tool_call_id.clone(),
+            name: message.name.clone(),
+            created_at: message.created_at,
+            token_count: message.token_count,
+            pinned: message.pinned,
+            external_id: stored.external_id.clone(),
+        };
+        self.messages.push(new, message.seq);
     }
 
     fn insert(&self, tx: &mut Tx<'_>) -> Result<(), Error> {
+        let m = &self.messages;
         tx.execute(
             "INSERT INTO messages(id, session_id, persona, seq, role, content, tool_calls, tool_call_id, name,
                                   created_at, token_count, pinned, summary_id, external_id, folded)
@@ -420,18 +414,18 @@ impl Columns {
             &[
                 &self.id,
                 &self.session,
-                &self.seq,
-                &self.role,
-                &self.content,
-                &self.tool_calls,
-                &self.tool_call_id,
-                &self.name,
-                &self.created_at,
-                &self.token_count,
-                &self.pinned,
+                &m.seq,
+                &m.role,
+                &m.content,
+                &m.tool_calls,
+                &m.tool_call_id,
+                &m.name,
+                &m.created_at,
+                &m.token_count,
+                &m.pinned,
                 &self.summary,
-                &self.external_id,
-                &self.folded,
+                &m.external_id,
+                &m.folded,
             ],
         )
         .map_err(pg)?;

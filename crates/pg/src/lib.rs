@@ -46,6 +46,7 @@ use strata_store::{
 pub use crate::copy::Copied;
 pub use crate::db::SCHEMA_VERSION;
 use crate::db::{Conn, Connection, Pool, Queries, Tx, pg, pool_error};
+use crate::rows::MessageColumns;
 
 /// Connections a pool opens at most, unless [`PgStore::open_with_pool_size`] says otherwise.
 const DEFAULT_POOL_SIZE: u32 = 8;
@@ -126,40 +127,8 @@ fn session_by_id(db: &mut impl Queries, id: SessionId, lock: bool) -> Result<Ses
 enum Slot {
     /// The session held it already, under its key.
     Stored(MessageId),
-    /// The new row at this index of [`NewRows`].
+    /// The new row at this index of the append's [`MessageColumns`].
     New(usize),
-}
-
-/// The new messages of an append as columns, for one `INSERT ... SELECT FROM unnest(...)`.
-#[derive(Default)]
-struct NewRows {
-    seq: Vec<i64>,
-    role: Vec<&'static str>,
-    content: Vec<String>,
-    tool_calls: Vec<Option<serde_json::Value>>,
-    tool_call_id: Vec<Option<String>>,
-    name: Vec<Option<String>>,
-    created_at: Vec<f64>,
-    token_count: Vec<i32>,
-    pinned: Vec<bool>,
-    external_id: Vec<Option<String>>,
-    folded: Vec<String>,
-}
-
-impl NewRows {
-    fn push(&mut self, message: &NewMessage, seq: i64, created_at: f64) {
-        self.seq.push(seq);
-        self.role.push(message.role.as_str());
-        self.content.push(message.content.clone());
-        self.tool_calls.push(tool_calls(message).cloned());
-        self.tool_call_id.push(message.tool_call_id.clone());
-        self.name.push(message.name.clone());
-        self.created_at.push(created_at);
-        self.token_count.push(message.token_count as i32);
-        self.pinned.push(message.pinned);
-        self.external_id.push(message.external_id.clone());
-        self.folded.push(strata_store::backend::fold(&message.content));
-    }
 }
 
 fn key_reused(key: &str, id: i64) -> Error {
@@ -167,11 +136,6 @@ fn key_reused(key: &str, id: i64) -> Error {
         field: "external_id",
         reason: format!("{key:?} already names message {id} of this session, which is a different message"),
     }
-}
-
-/// An empty array of tool calls (some servers send one) is no tool call, as in SQLite.
-fn tool_calls(message: &NewMessage) -> Option<&serde_json::Value> {
-    message.tool_calls.as_ref().filter(|calls| calls.as_array().is_some_and(|a| !a.is_empty()))
 }
 
 impl Backend for PgStore {
@@ -273,7 +237,7 @@ impl Backend for PgStore {
             // Every new message goes in one statement (columns as arrays), so an append of a
             // thousand costs one round trip, not a thousand.
             let first_seq = seq;
-            let mut rows = NewRows::default();
+            let mut rows = MessageColumns::default();
             let mut plan: Vec<Slot> = Vec::with_capacity(messages.len());
             let mut newest = f64::MIN;
             let mut fresh_keys: HashMap<&str, usize> = HashMap::new();
@@ -297,15 +261,14 @@ impl Backend for PgStore {
                         plan.push(Slot::New(row));
                         continue;
                     }
-                    fresh_keys.insert(key, rows.seq.len());
+                    fresh_keys.insert(key, rows.len());
                 }
-                let created_at = to_unix(message.created_at);
-                newest = newest.max(created_at);
-                plan.push(Slot::New(rows.seq.len()));
-                rows.push(message, seq, created_at);
+                newest = newest.max(to_unix(message.created_at));
+                plan.push(Slot::New(rows.len()));
+                rows.push(message.clone(), seq);
                 seq += 1;
             }
-            let mut inserted = vec![MessageId(0); rows.seq.len()];
+            let mut inserted = vec![MessageId(0); rows.len()];
             if !rows.seq.is_empty() {
                 let returned = tx
                     .query(

@@ -2,8 +2,8 @@
 
 use postgres::Row;
 use strata_store::{
-    Category, Level, Memory, MemoryId, MemoryUpdate, Message, MessageId, MessageOutline, NodeId,
-    QueuedUpdate, Role, Session, SessionId, SummaryNode, UpdateId, from_unix,
+    Category, Level, Memory, MemoryId, MemoryUpdate, Message, MessageId, MessageOutline, NewMessage, NodeId,
+    QueuedUpdate, Role, Session, SessionId, SummaryNode, UpdateId, from_unix, to_unix,
 };
 
 pub(crate) const OUTLINE: &str = "id, seq, role, token_count, pinned, summary_id, created_at";
@@ -115,4 +115,55 @@ pub(crate) fn update(row: &Row) -> QueuedUpdate {
 /// The columns' CHECKs admit the three categories only.
 fn category(text: &str) -> Category {
     text.parse().unwrap_or(Category::Memo)
+}
+
+/// Messages as columns, one array each, for one `INSERT ... SELECT FROM unnest(...)`: what an
+/// append and a copy both write of a message, so that a thousand cost one round trip.
+#[derive(Default)]
+pub(crate) struct MessageColumns {
+    pub seq: Vec<i64>,
+    pub role: Vec<&'static str>,
+    pub content: Vec<String>,
+    pub tool_calls: Vec<Option<serde_json::Value>>,
+    pub tool_call_id: Vec<Option<String>>,
+    pub name: Vec<Option<String>>,
+    pub created_at: Vec<f64>,
+    pub token_count: Vec<i32>,
+    pub pinned: Vec<bool>,
+    pub external_id: Vec<Option<String>>,
+    /// The text folded as `memory_grep` matches it (`strata_store::backend::fold`).
+    pub folded: Vec<String>,
+}
+
+impl MessageColumns {
+    /// Adds `message` at `seq`. An empty array of tool calls (some servers send one) is no
+    /// tool call, as in SQLite.
+    pub fn push(&mut self, message: NewMessage, seq: i64) {
+        let NewMessage {
+            role,
+            content,
+            tool_calls,
+            tool_call_id,
+            name,
+            created_at,
+            token_count,
+            pinned,
+            external_id,
+        } = message;
+        self.seq.push(seq);
+        self.role.push(role.as_str());
+        self.folded.push(strata_store::backend::fold(&content));
+        self.content.push(content);
+        self.tool_calls.push(tool_calls.filter(|calls| calls.as_array().is_some_and(|a| !a.is_empty())));
+        self.tool_call_id.push(tool_call_id);
+        self.name.push(name);
+        self.created_at.push(to_unix(created_at));
+        self.token_count.push(token_count as i32);
+        self.pinned.push(pinned);
+        self.external_id.push(external_id);
+    }
+
+    pub fn len(&self) -> usize {
+        self.seq.len()
+    }
 }
