@@ -75,6 +75,9 @@ fn run_engine(location: &std::path::Path) -> Answers {
             .append(ChatMessage::assistant(format!("Round {round}: let us keep its name for now.")))
             .unwrap();
     }
+    // The context's recalled block words what semantic search covers, and a model still
+    // loading covers nothing: embedded first, both backends assemble from the same state.
+    assert_eq!(engine.embed_pending().unwrap(), 16);
     let runtime = strata::blocking::runtime().unwrap();
     let prepared = runtime.block_on(session.prepare_context()).unwrap();
     let nodes = engine
