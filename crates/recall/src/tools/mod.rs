@@ -400,18 +400,10 @@ impl Tool {
                 answer(history(store, &scope.persona, config)?)
             }
             Tool::SaveMemory => {
-                {
-                    // The tool call came from the session; the store adds its newest message.
-                    let provenance = Provenance::agent("save_memory", ctx.session.id, None, None);
-                    answer(save(
-                        store,
-                        &scope.persona,
-                        config,
-                        ctx.embedder.ready(),
-                        &parse_args(args)?,
-                        &provenance,
-                    )?)
-                }
+                // The tool call came from the session; the store adds its newest message.
+                let provenance = Provenance::agent(Tool::SaveMemory.name(), ctx.session.id, None, None);
+                let args = parse_args(args)?;
+                answer(save(store, &scope.persona, config, ctx.embedder.ready(), &args, &provenance)?)
             }
             Tool::MemoryList => {
                 answer(list(store, &scope.persona, config, &parse_args(args)?, chrono::Utc::now())?)
