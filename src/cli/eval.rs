@@ -236,6 +236,31 @@ pub(crate) fn one_session_per_persona(
     positions
 }
 
+/// A question as the context and summary evaluations ask it: its answer's content words and
+/// where its evidence went in its persona's one session ([`one_session_per_persona`]).
+struct Probe {
+    persona: String,
+    question: String,
+    answer: Vec<String>,
+    /// Positions in the persona's one session (0-based seq).
+    evidence: Vec<i64>,
+}
+
+impl Probe {
+    fn of(question: &Question, positions: &HashMap<(String, i64), i64>) -> Probe {
+        Probe {
+            persona: question.persona.clone(),
+            question: question.question.clone(),
+            answer: content_words(question.answer.as_deref().unwrap_or_default()),
+            evidence: question
+                .evidence
+                .iter()
+                .filter_map(|e| positions.get(&(e.session.clone(), e.seq)).copied())
+                .collect(),
+        }
+    }
+}
+
 /// Lowercase word tokens (letters, digits, `_`).
 pub(crate) fn words(text: &str) -> impl Iterator<Item = String> + '_ {
     text.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty()).map(str::to_lowercase)

@@ -26,7 +26,7 @@ use strata::blocking::Engine;
 use strata_compactor::{AssembledContext, TokenCounter};
 use strata_store::{Backend, Message, MessageId, NewMessage, Role, SessionId, Store};
 
-use super::{Question, content_words, holds_all, read_questions};
+use super::{Probe, holds_all, read_questions};
 use crate::cli::output::print_json;
 
 #[derive(Debug, clap::Args)]
@@ -79,14 +79,6 @@ struct Conversation {
     next_at: DateTime<Utc>,
 }
 
-/// One question as this evaluation needs it.
-struct Probe<'q> {
-    question: &'q Question,
-    answer: Vec<String>,
-    /// Evidence positions in the persona's one session.
-    evidence: Vec<i64>,
-}
-
 pub fn run(
     config: &strata::Config,
     args: &ContextArgs,
@@ -100,17 +92,9 @@ pub fn run(
     if let Some(limit) = args.questions {
         questions.truncate(limit);
     }
-    let probes: Vec<Probe<'_>> = questions
+    let probes: Vec<Probe> = questions
         .iter()
-        .map(|question| Probe {
-            question,
-            answer: content_words(question.answer.as_deref().unwrap_or_default()),
-            evidence: question
-                .evidence
-                .iter()
-                .filter_map(|e| positions.get(&(e.session.clone(), e.seq)).copied())
-                .collect(),
-        })
+        .map(|question| Probe::of(question, &positions))
         .filter(|probe| !probe.evidence.is_empty())
         .collect();
     let mut reports = Vec::new();
@@ -140,8 +124,8 @@ pub fn run(
         let mut plain = Tally::new("strata");
         let mut recalled = Tally::new("strata + recalled block");
         for probe in &probes {
-            let Some(conversation) = conversations.get(&probe.question.persona) else { continue };
-            let request = request(&probe.question.question, conversation.next_at, &counter);
+            let Some(conversation) = conversations.get(&probe.persona) else { continue };
+            let request = request(&probe.question, conversation.next_at, &counter);
             let window_of = sliding_window(&conversation.messages, &request, budget);
             sliding.add(probe, conversation, &window_of.0, &window_of.1, window_of.2, None);
             for (engine, tally) in [(&without_block, &mut plain), (&with_block, &mut recalled)] {
@@ -294,7 +278,7 @@ impl Tally {
 
     fn add(
         &mut self,
-        probe: &Probe<'_>,
+        probe: &Probe,
         conversation: &Conversation,
         shown: &HashSet<MessageId>,
         text: &str,

@@ -29,7 +29,7 @@ use strata_compactor::summarize::{EmbedError, SentenceEmbedder, SourceKind, Stop
 use strata_compactor::{Compactor, ExtractiveSummarizer, TokenCounter};
 use strata_store::{Backend, IncomingMessage, Message, NodeId, Store, SummaryNode};
 
-use super::{Question, content_words, holds_all, read_questions, words};
+use super::{Probe, Question, content_words, holds_all, read_questions, words};
 use crate::cli::output::print_json;
 
 #[derive(Debug, clap::Args)]
@@ -110,14 +110,6 @@ fn lost(corpus: &str, answer: &[String], message: &Message, leaf: &SummaryNode) 
     )
 }
 
-/// One question as this evaluation needs it: its answer's words and where the evidence is.
-struct Probe {
-    persona: String,
-    answer: Vec<String>,
-    /// Positions in the persona's one session (0-based seq).
-    evidence: Vec<i64>,
-}
-
 /// Retention at one level: evidence messages covered by a node of that level, and of those the
 /// ones whose node still holds the answer.
 #[derive(Debug, Default, Serialize, Clone, Copy)]
@@ -184,15 +176,7 @@ pub fn run(
     let questions: Vec<Question> = read_questions(&args.data.join("questions.jsonl"))?;
     let probes = questions
         .iter()
-        .map(|question| Probe {
-            persona: question.persona.clone(),
-            answer: content_words(question.answer.as_deref().unwrap_or_default()),
-            evidence: question
-                .evidence
-                .iter()
-                .filter_map(|e| positions.get(&(e.session.clone(), e.seq)).copied())
-                .collect(),
-        })
+        .map(|question| Probe::of(question, &positions))
         .filter(|probe| !probe.answer.is_empty())
         .collect::<Vec<_>>();
     reports.push(evaluate(config, embedder.as_ref(), "dev conversations", &incoming, &probes, args.lost)?);
@@ -227,6 +211,7 @@ pub fn run(
             .iter()
             .map(|fact| Probe {
                 persona: persona.clone(),
+                question: fact.paraphrase.to_owned(),
                 answer: content_words(fact.grep),
                 evidence: vec![fact.index as i64],
             })
