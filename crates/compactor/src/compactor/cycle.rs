@@ -145,6 +145,18 @@ enum Next {
     Nothing(Option<Outcome>),
 }
 
+/// What a round chose to write, before summarizing it ([`Compactor::choose`]).
+enum Choice {
+    /// The oldest K of a level's 2K roots, merged one level up.
+    Merge(Vec<SummaryNode>),
+    /// The next Level-0 chunk.
+    Chunk(Chunk),
+    /// Nothing to fold (the outcome says why); a raw archive, if any, is summarized again.
+    Archive(Outcome),
+    /// Nothing to write; the outcome says why.
+    Nothing(Outcome),
+}
+
 /// Whether the call goes on after a round.
 enum Flow {
     Continue,
@@ -317,20 +329,31 @@ impl Compactor {
     }
 
     /// Why a call that starts from `start` would have nothing to write, when it would have
-    /// none: no merge is due, no chunk is to fold and no raw archive is to be summarized again
-    /// (what [`Compactor::next_write`] would find, without summarizing).
+    /// none: [`Compactor::choose`] finds nothing, or only a raw archive to summarize again
+    /// where the session holds none.
     fn idle(&self, session: SessionId, start: Start) -> Option<Outcome> {
         let raw_archive = start.state.raw_archive;
-        let mut call = self.begin(session, start);
+        match self.choose(&mut self.begin(session, start)) {
+            Choice::Merge(_) | Choice::Chunk(_) => None,
+            Choice::Archive(_) if raw_archive => None,
+            Choice::Archive(why) | Choice::Nothing(why) => Some(why),
+        }
+    }
+
+    /// What a round writes next, from what the call knows of the session (no store read, no
+    /// summarizer call): a merge wherever 2K roots of a level exist (merges keep the scaffold
+    /// short), else the next Level-0 chunk while the context is over its target, else a raw
+    /// archive's real summary, if one is there.
+    fn choose(&self, call: &mut Call) -> Choice {
         let k = self.inner.config.context_consolidation_k as usize;
-        if merge_candidate(&call.planning().roots, k).is_some() {
-            return None;
+        if let Some(children) = merge_candidate(&call.planning().roots, k) {
+            return Choice::Merge(children);
         }
-        let Err(why) = self.next_chunk(&mut call) else { return None };
-        if self.failures(session) == 0 && raw_archive {
-            return None;
+        match self.next_chunk(call) {
+            Ok(chunk) => Choice::Chunk(chunk),
+            Err(why) if !call.archiving && self.failures(call.session) == 0 => Choice::Archive(why),
+            Err(why) => Choice::Nothing(why),
         }
-        Some(why)
     }
 
     /// One round: the batched leaves written when due, then one summary chosen and written.
@@ -389,22 +412,18 @@ impl Compactor {
         }
     }
 
-    /// The summary a round writes: a merge wherever 2K roots of a level exist (merges keep the
-    /// scaffold short), else the next Level-0 chunk while the context is over its target,
-    /// else a raw archive's real summary.
+    /// The summary a round writes ([`Compactor::choose`]), summarized.
     async fn next_write(&self, call: &mut Call) -> Result<Next> {
-        let config = &self.inner.config;
-        let planning = call.planning();
-        if let Some(children) = merge_candidate(&planning.roots, config.context_consolidation_k as usize) {
-            let level = children[0].level.up();
-            let source: u64 = children.iter().map(|node| u64::from(node.token_count)).sum();
-            let items = children.iter().map(node_item).collect();
-            let request = self.request(&call.persona, SourceKind::Summaries, level, items, source);
-            let step = self.summarize(call.session, &request, &mut call.archiving).await;
-            return Ok(Next::Write(step, Target::Merge(children.iter().map(|node| node.id).collect())));
-        }
-        let why = match self.next_chunk(call) {
-            Ok(chunk) => {
+        let why = match self.choose(call) {
+            Choice::Merge(children) => {
+                let level = children[0].level.up();
+                let source: u64 = children.iter().map(|node| u64::from(node.token_count)).sum();
+                let items = children.iter().map(node_item).collect();
+                let request = self.request(&call.persona, SourceKind::Summaries, level, items, source);
+                let step = self.summarize(call.session, &request, &mut call.archiving).await;
+                return Ok(Next::Write(step, Target::Merge(children.iter().map(|node| node.id).collect())));
+            }
+            Choice::Chunk(chunk) => {
                 let messages = self.chunk_messages(call, &chunk).await?;
                 let items = messages.iter().map(source_item).collect();
                 if call.memories.is_none() {
@@ -419,19 +438,19 @@ impl Compactor {
                 let step = self.summarize(call.session, &request, &mut call.archiving).await;
                 return Ok(Next::Write(step, Target::Leaf(chunk)));
             }
-            Err(why) => why,
-        };
-        // Nothing to fold: spend the round on giving a raw archive a real summary.
-        if !call.archiving
-            && self.failures(call.session) == 0
-            && let Some((node, request)) = self.raw_archive_request(call.session, &call.persona).await?
-        {
-            match self.summarize(call.session, &request, &mut call.archiving).await {
-                // A failure that tipped into archiving again: leave the old digest be.
-                Step::Written { summarizer, .. } if summarizer == RAW_ARCHIVE => {}
-                step => return Ok(Next::Write(step, Target::Replace(node))),
+            Choice::Nothing(why) => why,
+            // Nothing to fold: spend the round on giving a raw archive a real summary.
+            Choice::Archive(why) => {
+                if let Some((node, request)) = self.raw_archive_request(call.session, &call.persona).await? {
+                    match self.summarize(call.session, &request, &mut call.archiving).await {
+                        // A failure that tipped into archiving again: leave the old digest be.
+                        Step::Written { summarizer, .. } if summarizer == RAW_ARCHIVE => {}
+                        step => return Ok(Next::Write(step, Target::Replace(node))),
+                    }
+                }
+                why
             }
-        }
+        };
         Ok(Next::Nothing(Some(why)))
     }
 
