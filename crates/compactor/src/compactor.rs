@@ -704,6 +704,7 @@ impl Compactor {
     }
 }
 
+/// How a compaction call ended, logged in its `compact` span.
 fn log_outcome(outcome: std::result::Result<&Outcome, &Error>) {
     match outcome {
         Ok(outcome) => tracing::info!(?outcome, "compaction finished"),
