@@ -1,0 +1,184 @@
+"""Derives all-MiniLM-L6-v2 with static int8 arithmetic from the weight-only int8 model.
+
+usage: python3 derive-static-int8-model.py SOURCE.onnx CALIBRATION.json DEST.onnx
+
+CALIBRATION.json is scripts/static-int8-calibration.json, computed once on strata demo texts
+by scripts/calibrate-static-int8.py and committed: no inference runs here, so the result does
+not depend on the CPU (the fetch script checks its sha256). The steps:
+
+1. fold every Cast/Mul chain that feeds a MatMul into one fp32 initializer (as
+   derive-int8-model.py does: the numbers ONNX Runtime computed at load time);
+2. drop the IsNaN/Where pair after each attention Softmax: the exported graph masks with
+   -FLT_MAX, never -inf, so a softmax row is never NaN and the pair is an exact no-op (it cost
+   about 15% of the int8 model's time);
+3. SmoothQuant with powers of two: each weighted MatMul's activation input X becomes X * 2^-e
+   (a Mul per input channel) and the weight's row j is multiplied by 2^e_j, so both products
+   are exact. This moves the activations' outlier channels (LayerNorm outputs up to 30 where
+   the median channel reaches 2; one GELU channel up to 25) into the weights, which are
+   quantized per channel;
+4. ONNX Runtime's quantize_static, QDQ format, on the 36 MatMuls with a constant weight
+   (int8 weights per output channel, uint8 activations with the committed fixed ranges:
+   99.9999th percentile of each smoothed input over the calibration texts' real tokens). The
+   attention MatMuls (activation by activation) stay fp32, and MatMul outputs are not
+   quantized: ONNX Runtime runs each as MatMulIntegerToFloat.
+
+The ranges are fixed, so a text's vector does not depend on the batch it is embedded with.
+Measurements: benches/README.md, "Static int8 (issue 23, eleventh session)".
+"""
+
+import json
+import logging
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
+from onnxruntime.quantization.calibrate import TensorData, TensorsData, save_tensors_data
+
+# The smoothing exponents are stored as one digit each, exponent + EXPONENT_OFFSET.
+EXPONENT_OFFSET = 3
+
+
+def fold_weights(model: onnx.ModelProto) -> int:
+    graph = model.graph
+    initializers = {init.name: init for init in graph.initializer}
+    producers = {output: node for node in graph.node for output in node.output}
+    consumers: dict[str, list[onnx.NodeProto]] = {}
+    for node in graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+
+    dropped_nodes, dropped_inits, folded = set(), set(), []
+    for mul in graph.node:
+        if mul.op_type != "Mul" or len(mul.input) != 2:
+            continue
+        cast_out, scale = mul.input
+        cast = producers.get(cast_out)
+        if cast is None or cast.op_type != "Cast" or scale not in initializers:
+            continue
+        if cast.input[0] not in initializers or len(consumers.get(cast_out, [])) != 1:
+            continue
+        if not all(node.op_type == "MatMul" for node in consumers.get(mul.output[0], [])):
+            continue
+        weight = numpy_helper.to_array(initializers[cast.input[0]]).astype(np.float32)
+        weight = weight * numpy_helper.to_array(initializers[scale]).astype(np.float32)
+        folded.append(numpy_helper.from_array(weight.astype(np.float32), mul.output[0]))
+        dropped_nodes.update((id(mul), id(cast)))
+        dropped_inits.update((cast.input[0], scale))
+
+    keep_nodes(graph, lambda node: id(node) not in dropped_nodes)
+    used = {name for node in graph.node for name in node.input}
+    remaining = [init for init in graph.initializer if init.name not in dropped_inits or init.name in used]
+    del graph.initializer[:]
+    graph.initializer.extend(remaining + folded)
+    return len(folded)
+
+
+def keep_nodes(graph: onnx.GraphProto, keep) -> None:
+    kept = [node for node in graph.node if keep(node)]
+    del graph.node[:]
+    graph.node.extend(kept)
+
+
+def drop_softmax_nan_guards(model: onnx.ModelProto) -> int:
+    graph = model.graph
+    producers = {output: node for node in graph.node for output in node.output}
+    dropped, renamed = set(), {}
+    for where in graph.node:
+        if where.op_type != "Where":
+            continue
+        isnan = producers.get(where.input[0])
+        softmax = producers.get(where.input[2])
+        if isnan is None or isnan.op_type != "IsNaN" or softmax is None or softmax.op_type != "Softmax":
+            continue
+        if isnan.input[0] != where.input[2]:
+            continue
+        dropped.update((id(where), id(isnan)))
+        renamed[where.output[0]] = where.input[2]
+    for node in graph.node:
+        for index, name in enumerate(node.input):
+            if name in renamed:
+                node.input[index] = renamed[name]
+    keep_nodes(graph, lambda node: id(node) not in dropped)
+    return len(renamed)
+
+
+def smooth(model: onnx.ModelProto, exponents: dict[str, str]) -> int:
+    graph = model.graph
+    initializers = {init.name: init for init in graph.initializer}
+    consumers: dict[str, list[onnx.NodeProto]] = {}
+    for node in graph.node:
+        if node.op_type == "MatMul" and node.input[1] in initializers:
+            consumers.setdefault(node.input[0], []).append(node)
+    for source, digits in sorted(exponents.items()):
+        if source not in consumers:
+            sys.exit(f"derive-static-int8-model: no weighted MatMul reads {source!r}")
+        tensor, nodes = source + "_smoothed", consumers[source]
+        exponent = np.array([int(digit) - EXPONENT_OFFSET for digit in digits], dtype=np.int32)
+        scale = np.ldexp(np.float32(1), exponent).astype(np.float32)
+        for node in nodes:
+            weight = numpy_helper.to_array(initializers[node.input[1]])
+            if weight.shape[0] != scale.size:
+                sys.exit(f"derive-static-int8-model: {source!r} has {scale.size} exponents for {weight.shape[0]} rows")
+            smoothed = numpy_helper.from_array((weight * scale[:, None]).astype(np.float32), node.input[1] + "_smoothed")
+            graph.initializer.append(smoothed)
+            node.input[1] = smoothed.name
+        inverse = numpy_helper.from_array((np.float32(1) / scale).astype(np.float32), source + "_smooth_scale")
+        graph.initializer.append(inverse)
+        mul = helper.make_node("Mul", [source, inverse.name], [tensor], name=source + "_smooth")
+        graph.node.insert(min(list(graph.node).index(node) for node in nodes), mul)
+        for node in nodes:
+            node.input[0] = tensor
+    used = {name for node in graph.node for name in node.input}
+    remaining = [init for init in graph.initializer if init.name in used]
+    del graph.initializer[:]
+    graph.initializer.extend(remaining)
+    return len(exponents)
+
+
+def main() -> None:
+    logging.disable(logging.WARNING)  # quantize_static's advice to pre-process (measured without)
+    source, calibration_path, dest = sys.argv[1], sys.argv[2], sys.argv[3]
+    calibration = json.loads(Path(calibration_path).read_text())
+    model = onnx.load(source)
+    if (folded := fold_weights(model)) != 36:  # 6 layers x (query, key, value, attention output, two feed-forward)
+        sys.exit(f"derive-static-int8-model: expected 36 int8 MatMul weights in {source}, found {folded}")
+    if (guards := drop_softmax_nan_guards(model)) != 6:
+        sys.exit(f"derive-static-int8-model: expected 6 softmax NaN guards in {source}, found {guards}")
+    if (smoothed := smooth(model, calibration["smoothing"])) != 24:  # 6 layers x 4 MatMul inputs
+        sys.exit(f"derive-static-int8-model: expected 24 smoothed MatMul inputs, found {smoothed}")
+    onnx.checker.check_model(model)
+    constants = {init.name for init in model.graph.initializer}
+    attention = [node.name for node in model.graph.node if node.op_type == "MatMul" and node.input[1] not in constants]
+    ranges = TensorsData(
+        CalibrationMethod.MinMax,
+        {
+            name: TensorData(lowest=np.float32(low), highest=np.float32(high))
+            for name, (low, high) in sorted(calibration["ranges"].items())
+        },
+    )
+    with tempfile.TemporaryDirectory() as scratch:
+        # quantize_static reads fixed ranges from a calibration cache and then runs no inference.
+        cache = Path(scratch) / "ranges.json"
+        save_tensors_data(ranges, cache)
+        quantize_static(
+            model,
+            dest,
+            None,
+            quant_format=QuantFormat.QDQ,
+            op_types_to_quantize=["MatMul"],
+            per_channel=True,
+            activation_type=QuantType.QUInt8,
+            weight_type=QuantType.QInt8,
+            nodes_to_exclude=attention,
+            calibrate_method=CalibrationMethod.MinMax,
+            extra_options={"OpTypesToExcludeOutputQuantization": ["MatMul"]},
+            calibration_cache_path=cache,
+        )
+
+
+if __name__ == "__main__":
+    main()
