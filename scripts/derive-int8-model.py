@@ -19,47 +19,10 @@ script checks their sha256). Measurements: benches/README.md, "int8 arithmetic".
 import logging
 import sys
 
-import numpy as np
 import onnx
-from onnx import numpy_helper
 from onnxruntime.quantization import QuantType, quantize_dynamic
 
-
-def fold_weights(model: onnx.ModelProto) -> int:
-    graph = model.graph
-    initializers = {init.name: init for init in graph.initializer}
-    producers = {output: node for node in graph.node for output in node.output}
-    consumers: dict[str, list[onnx.NodeProto]] = {}
-    for node in graph.node:
-        for name in node.input:
-            consumers.setdefault(name, []).append(node)
-
-    dropped_nodes, dropped_inits, folded = set(), set(), []
-    for mul in graph.node:
-        if mul.op_type != "Mul" or len(mul.input) != 2:
-            continue
-        cast_out, scale = mul.input
-        cast = producers.get(cast_out)
-        if cast is None or cast.op_type != "Cast" or scale not in initializers:
-            continue
-        if cast.input[0] not in initializers or len(consumers.get(cast_out, [])) != 1:
-            continue
-        if not all(node.op_type == "MatMul" for node in consumers.get(mul.output[0], [])):
-            continue
-        weight = numpy_helper.to_array(initializers[cast.input[0]]).astype(np.float32)
-        weight = weight * numpy_helper.to_array(initializers[scale]).astype(np.float32)
-        folded.append(numpy_helper.from_array(weight.astype(np.float32), mul.output[0]))
-        dropped_nodes.update((id(mul), id(cast)))
-        dropped_inits.update((cast.input[0], scale))
-
-    kept = [node for node in graph.node if id(node) not in dropped_nodes]
-    del graph.node[:]
-    graph.node.extend(kept)
-    used = {name for node in graph.node for name in node.input}
-    remaining = [init for init in graph.initializer if init.name not in dropped_inits or init.name in used]
-    del graph.initializer[:]
-    graph.initializer.extend(remaining + folded)
-    return len(folded)
+from minilm_graph import fold_weights
 
 
 def main() -> None:
