@@ -57,7 +57,11 @@ def top_items(text):
     for i, l in enumerate(lines):
         m = re.match(r'^pub (?:fn|struct|enum|trait|type|const|static|mod) (\w+)', l)
         if m:
-            gated = i > 0 and lines[i-1].startswith('#[cfg') and CFG in lines[i-1]
+            # The gate may sit above other attributes (`#[cfg(..)]` then `#[derive(..)]`).
+            gated, j = False, i - 1
+            while j >= 0 and lines[j].startswith(('#[', '///')):
+                if lines[j].startswith('#[cfg') and CFG in lines[j]: gated = True
+                j -= 1
             out.append((m.group(1), gated))
     return out + pub_uses(text)
 
