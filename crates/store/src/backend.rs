@@ -14,9 +14,9 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
+use crate::agent_memories::MemoryWrite;
 use crate::check::Report;
 use crate::error::{Error, Missing, Result};
-use crate::memories::MemoryWrite;
 use crate::metrics::StoreMetrics;
 use crate::outline::MessageOutline;
 use crate::provenance::{MemoryVersion, Provenance, Source};
@@ -30,8 +30,8 @@ use crate::types::{
 use crate::usage::LlmCall;
 use crate::vectors::{BacklogItem, EmbeddingSpace};
 
+pub use crate::agent_memories::{check_writer, validate as validate_memory};
 pub use crate::forest::{MergePlan, plan_merge, validate as validate_summary};
-pub use crate::memories::{check_writer, validate as validate_memory};
 pub use crate::queues::accepted as accepted_proposal;
 pub use crate::search::grep::{fold, rank_grep_hits};
 pub use crate::sessions::validate_session_key;

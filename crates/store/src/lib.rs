@@ -34,6 +34,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod agent_memories;
 pub mod backend;
 mod check;
 mod db;
@@ -42,11 +43,10 @@ mod error;
 mod export;
 pub mod fence;
 mod forest;
-mod forget;
+mod forgetting;
 mod ingests;
 mod kinds;
 mod location;
-mod memories;
 mod messages;
 mod metrics;
 mod migrate;
@@ -63,15 +63,17 @@ mod vec;
 mod vectors;
 mod watermark;
 
+pub use crate::agent_memories::{
+    MAX_CONTENT_CHARS, MAX_KEY_CHARS, MemoryTtls, MemoryWrite, Ttl, normalize_key,
+};
 pub use crate::backend::{Backend, CompactionState, Lease, SharedBackend, Snapshot, read_consistent};
 pub use crate::check::{Check, Report};
 pub use crate::dump::{Dump, StoredMemory, StoredMessage, StoredSession, StoredVector};
 pub use crate::error::{Error, Missing, Result, error_chain};
 pub use crate::export::{ExportScope, ExportedMessage};
-pub use crate::forget::{ForgetCounts, ForgetPlan, ForgetScope, Forgotten, KeptSpan, Rebuilt};
+pub use crate::forgetting::{ForgetCounts, ForgetPlan, ForgetScope, Forgotten, KeptSpan, Rebuilt};
 pub use crate::ingests::line_digest;
 pub use crate::location::{is_postgres_url, without_password};
-pub use crate::memories::{MAX_CONTENT_CHARS, MAX_KEY_CHARS, MemoryTtls, MemoryWrite, Ttl, normalize_key};
 pub use crate::metrics::{CallTotals, NodeTotals, StoreMetrics, ToolTotals};
 pub use crate::outline::MessageOutline;
 pub use crate::provenance::{MemoryVersion, Provenance, Source};
@@ -90,7 +92,7 @@ pub use crate::vectors::{BacklogItem, EmbeddingSpace, MAX_CHUNKS, Scan};
 // What only tests read: the audit of forgets, the schema's version and the vectors.
 #[cfg(any(test, feature = "test-support"))]
 pub use crate::{
-    forget::ForgetRecord,
+    forgetting::ForgetRecord,
     migrate::SCHEMA_VERSION,
     vectors::{Embeddings, VectorCounts},
 };

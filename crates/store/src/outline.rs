@@ -146,7 +146,7 @@ impl Snapshot for ConsistentReader<'_> {
     }
 
     fn memories(&self, persona: &str, category: Option<Category>) -> Result<Vec<Memory>> {
-        crate::memories::list(self.conn, persona, category)
+        crate::agent_memories::list(self.conn, persona, category)
     }
 
     fn message_time(&self, session: SessionId, seq: i64) -> Result<Option<DateTime<Utc>>> {

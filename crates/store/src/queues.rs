@@ -4,9 +4,9 @@
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
 
+use crate::agent_memories::{self, MemoryWrite};
 use crate::db::query_all;
 use crate::error::{Error, Missing, Result};
-use crate::memories::{self, MemoryWrite};
 use crate::provenance::Provenance;
 use crate::types::{Category, Memory, MemoryUpdate, NodeId, QueuedUpdate, UpdateId, Writer, to_unix};
 
@@ -54,7 +54,7 @@ pub fn settle(conn: &Connection, id: UpdateId) -> Result<()> {
 /// proposal of the same key. `key`, `title` and `content` are the checked forms.
 pub fn propose(conn: &Connection, id: UpdateId, key: &str, title: &str, content: &str) -> Result<()> {
     // A proposal obeys the rules of the preference it would become, so accepting never fails.
-    memories::validate(&MemoryWrite { category: Category::UserPreferences, key, title, content })?;
+    agent_memories::validate(&MemoryWrite { category: Category::UserPreferences, key, title, content })?;
     conn.prepare_cached(
         "DELETE FROM memory_updates WHERE state = 'proposed' AND key = ?2
              AND role = (SELECT role FROM memory_updates WHERE id = ?1)",
@@ -95,7 +95,7 @@ fn proposal(conn: &Connection, persona: &str, key: &str) -> Result<QueuedUpdate>
 pub fn accept(conn: &Connection, persona: &str, key: &str, now: DateTime<Utc>) -> Result<Memory> {
     let found = proposal(conn, persona, key)?;
     let (write, provenance) = accepted(&found);
-    let (memory, _) = memories::upsert(conn, Writer::User, persona, &write, &provenance, now)?;
+    let (memory, _) = agent_memories::upsert(conn, Writer::User, persona, &write, &provenance, now)?;
     conn.prepare_cached("DELETE FROM memory_updates WHERE id = ?1")?.execute([found.id])?;
     Ok(memory)
 }

@@ -12,11 +12,11 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior};
 use serde::Serialize;
 
+use crate::agent_memories::{self, MemoryWrite};
 use crate::backend::{Backend, Lease, Snapshot};
 use crate::check::{self, Report};
 use crate::db::{self, Pool};
 use crate::error::{Error, Result};
-use crate::memories::{self, MemoryWrite};
 use crate::metrics::{self, StoreMetrics};
 use crate::outline::{self, MessageOutline};
 use crate::provenance::{MemoryVersion, Provenance};
@@ -602,27 +602,27 @@ impl Backend for Store {
         memory: &MemoryWrite<'_>,
         provenance: &Provenance,
     ) -> Result<(Memory, bool)> {
-        self.write(|tx| memories::upsert(tx, writer, persona, memory, provenance, Utc::now()))
+        self.write(|tx| agent_memories::upsert(tx, writer, persona, memory, provenance, Utc::now()))
     }
 
     fn memory(&self, persona: &str, category: Category, key: &str) -> Result<Option<Memory>> {
-        self.read(|conn| memories::get(conn, persona, category, key))
+        self.read(|conn| agent_memories::get(conn, persona, category, key))
     }
 
     fn memories(&self, persona: &str, category: Option<Category>) -> Result<Vec<Memory>> {
-        self.read(|conn| memories::list(conn, persona, category))
+        self.read(|conn| agent_memories::list(conn, persona, category))
     }
 
     fn memory_history(&self, persona: &str, category: Category, key: &str) -> Result<Vec<MemoryVersion>> {
-        self.read(|conn| memories::history(conn, persona, category, key))
+        self.read(|conn| agent_memories::history(conn, persona, category, key))
     }
 
     fn delete_memory(&self, writer: Writer, persona: &str, category: Category, key: &str) -> Result<bool> {
-        self.write(|tx| memories::delete(tx, writer, persona, category, key))
+        self.write(|tx| agent_memories::delete(tx, writer, persona, category, key))
     }
 
     fn purge_memories(&self, category: Category, cutoff: DateTime<Utc>) -> Result<usize> {
-        self.write(|tx| memories::purge_older_than(tx, category, cutoff))
+        self.write(|tx| agent_memories::purge_older_than(tx, category, cutoff))
     }
 
     fn pending_updates(&self, limit: usize) -> Result<Vec<QueuedUpdate>> {
