@@ -31,7 +31,8 @@ use strata_compactor::{BeforeAssembly, Compactor, CompactorConfig, ExtractiveSum
 use strata_pg::PgStore;
 use strata_recall::tools::{MemoryGrepArgs, MemorySearchArgs, Scope};
 use strata_recall::{EmbedderState, RecallConfig};
-use strata_store::{Backend, CandidateQuery, HitKind, Scan, SearchFilter, SharedBackend, TextQuery};
+use strata_store::search::{CandidateQuery, HitKind, Scan, SearchFilter, TextQuery};
+use strata_store::{Backend, SharedBackend};
 
 #[path = "support/appends.rs"]
 mod appends;

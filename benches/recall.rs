@@ -15,7 +15,8 @@
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::json;
 use strata_recall::{Embedder, RecallConfig, RecallSettings, ToolContext, call_tool};
-use strata_store::{Backend, Scan, Store};
+use strata_store::search::Scan;
+use strata_store::{Backend, Store};
 
 #[path = "support/word_corpus.rs"]
 mod word_corpus;
@@ -81,7 +82,7 @@ fn recall(c: &mut Criterion) {
         b.iter(|| {
             store
                 .embeddings()
-                .nearest(MODEL, strata_store::HitKind::Message, "p", &vector, 50, Scan::Exact)
+                .nearest(MODEL, strata_store::search::HitKind::Message, "p", &vector, 50, Scan::Exact)
                 .unwrap()
         })
     });
@@ -91,7 +92,7 @@ fn recall(c: &mut Criterion) {
                 .embeddings()
                 .nearest(
                     MODEL,
-                    strata_store::HitKind::Message,
+                    strata_store::search::HitKind::Message,
                     "p",
                     &vector,
                     50,

@@ -23,7 +23,8 @@ use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_mai
 use serde_json::json;
 use strata_compactor::Outcome;
 use strata_recall::{Embedder, RecallConfig, RecallSettings, ToolContext, call_tool};
-use strata_store::{Backend, CandidateQuery, HitKind, Scan, SearchFilter, Store};
+use strata_store::search::{CandidateQuery, HitKind, Scan, SearchFilter};
+use strata_store::{Backend, Store};
 
 #[path = "support/appends.rs"]
 mod appends;

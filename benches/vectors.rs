@@ -30,7 +30,8 @@ use serde_json::json;
 use strata::blocking::Engine;
 use strata::{ChatMessage, Config};
 use strata_recall::{Embedder, RecallConfig, RecallSettings, ToolContext, call_tool};
-use strata_store::{Backend, CandidateQuery, HitKind, Scan, SearchFilter, Store};
+use strata_store::search::{CandidateQuery, HitKind, Scan, SearchFilter};
+use strata_store::{Backend, Store};
 
 #[allow(dead_code)]
 #[path = "support/appends.rs"]

@@ -175,17 +175,20 @@ impl Engine {
     }
 
     /// [`crate::Engine::forget_plan`], blocking: what a forget would erase.
-    pub fn forget_plan(&self, scope: &strata_store::ForgetScope) -> Result<strata_store::ForgetPlan> {
+    pub fn forget_plan(
+        &self,
+        scope: &strata_store::forgetting::ForgetScope,
+    ) -> Result<strata_store::forgetting::ForgetPlan> {
         self.block_on(self.engine.forget_plan(scope))
     }
 
     /// [`crate::Engine::forget`], blocking.
     pub fn forget(
         &self,
-        scope: &strata_store::ForgetScope,
+        scope: &strata_store::forgetting::ForgetScope,
         command: &str,
         progress: impl FnMut(u64, u64) + Send + 'static,
-    ) -> Result<strata_store::Forgotten> {
+    ) -> Result<strata_store::forgetting::Forgotten> {
         self.block_on(self.engine.forget(scope, command, progress))
     }
 

@@ -9,7 +9,7 @@
 
 use serde::Serialize;
 use serde_json::Value;
-use strata_store::LlmCall;
+use strata_store::stats::LlmCall;
 use tracing::Instrument;
 
 use strata::ChatMessage;

@@ -22,8 +22,9 @@ use strata_compactor::{
 use strata_recall::{
     EmbedWorker, Embedder, EmbedderState, RecallConfig, RecallSettings, Settled, Tool, ToolContext,
 };
+use strata_store::memories::QueuedUpdate;
 use strata_store::{
-    Level, Memory, MessageId, NewMessage, QueuedUpdate, Session, SessionId, SharedBackend, Store, SummaryNode,
+    Level, Memory, MessageId, NewMessage, Session, SessionId, SharedBackend, Store, SummaryNode,
 };
 use tokio::task::JoinHandle;
 use tracing::Instrument;
@@ -717,7 +718,7 @@ impl Recaller for HistorySearch {
 /// The database at `location`: a PostgreSQL url, or else a SQLite file's path.
 pub(crate) fn open_backend(location: &Path) -> Result<SharedBackend> {
     let text = location.to_string_lossy();
-    if strata_store::is_postgres_url(&text) {
+    if strata_store::location::is_postgres_url(&text) {
         #[cfg(feature = "postgres")]
         return Ok(std::sync::Arc::new(strata_pg::PgStore::open(&text)?));
         #[cfg(not(feature = "postgres"))]

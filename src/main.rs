@@ -37,7 +37,10 @@ const MAX_CAUSE_CHARS: usize = 300;
 fn error_line(err: &anyhow::Error) -> String {
     err.chain()
         .map(|cause| {
-            strata_store::truncate_chars(&strata_store::fence::one_line(&cause.to_string()), MAX_CAUSE_CHARS)
+            strata_store::text::truncate_chars(
+                &strata_store::fence::one_line(&cause.to_string()),
+                MAX_CAUSE_CHARS,
+            )
         })
         .collect::<Vec<_>>()
         .join(": ")

@@ -1,7 +1,8 @@
 //! `strata export` and `strata config`.
 
 use strata::{Config, Engine};
-use strata_store::{Category, MemoryWrite, Writer};
+use strata_store::Category;
+use strata_store::memories::{MemoryWrite, Writer};
 use strata_synth::{TranscriptSpec, generate};
 
 use crate::util::Strata;

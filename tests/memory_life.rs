@@ -5,7 +5,8 @@
 use serde_json::{Value, json};
 use strata::{ChatMessage, Config, Engine, SummarizerKind};
 use strata_compactor::Outcome;
-use strata_store::{Category, MemoryWrite, Writer};
+use strata_store::Category;
+use strata_store::memories::{MemoryWrite, Writer};
 use wiremock::matchers::{body_string_contains, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 

@@ -222,7 +222,9 @@ fn writers_compaction_and_readers_at_once() {
 /// catch the deferred search index up, and a search reads the unindexed rows instead.
 #[test]
 fn readers_never_wait_for_the_write_lock() {
-    use strata_store::{CandidateQuery, IncomingMessage, NewMessage, Role, Scan, SearchFilter, TextQuery};
+    use strata_store::search::{CandidateQuery, Scan, SearchFilter, TextQuery};
+    use strata_store::transfer::IncomingMessage;
+    use strata_store::{NewMessage, Role};
     let strata = Strata::new();
     let (seed_file, _) = transcript(&strata, "seed.jsonl", 7, 800);
     strata.run(&["ingest", seed_file.to_str().unwrap(), "--session", "busy"]).success();

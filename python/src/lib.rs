@@ -14,7 +14,8 @@ use pyo3::types::{PyDict, PyString};
 use pythonize::{depythonize, pythonize};
 use serde_json::Value;
 use strata::Incoming;
-use strata::store::{Category, MemoryWrite, Provenance, SharedBackend, Store, Writer, normalize_key};
+use strata::store::memories::{MemoryWrite, Provenance, Writer, normalize_key};
+use strata::store::{Category, SharedBackend, Store};
 
 mod errors;
 
@@ -122,12 +123,12 @@ impl PyEngine {
 }
 
 fn is_postgres_url(path: &std::path::Path) -> bool {
-    path.to_str().is_some_and(strata::store::is_postgres_url)
+    path.to_str().is_some_and(strata::store::location::is_postgres_url)
 }
 
 /// A database location for `repr`: a url without its password.
 fn shown(path: &std::path::Path) -> String {
-    strata::store::without_password(&path.to_string_lossy())
+    strata::store::location::without_password(&path.to_string_lossy())
 }
 
 /// Runs `work` with the GIL released and turns its answer into Python data.
@@ -319,10 +320,13 @@ impl PyEngine {
         dry_run: bool,
     ) -> PyResult<Json> {
         let scope = match (persona, session, before) {
-            (Some(persona), None, None) => strata::store::ForgetScope::Persona { persona },
-            (None, Some(key), None) => strata::store::ForgetScope::Session { key },
+            (Some(persona), None, None) => strata::store::forgetting::ForgetScope::Persona { persona },
+            (None, Some(key), None) => strata::store::forgetting::ForgetScope::Session { key },
             (None, Some(key), Some(before)) if before.is_finite() => {
-                strata::store::ForgetScope::SessionBefore { key, before: strata::store::from_unix(before) }
+                strata::store::forgetting::ForgetScope::SessionBefore {
+                    key,
+                    before: strata::store::backend::from_unix(before),
+                }
             }
             _ => {
                 return Err(to_py(Failure::BadInput(

@@ -12,7 +12,8 @@ use strata::Config;
 use strata::blocking::{Engine, Session};
 use strata_compactor::Outcome;
 use strata_recall::Tool;
-use strata_store::{Category, MemoryWrite, Writer};
+use strata_store::Category;
+use strata_store::memories::{MemoryWrite, Writer};
 use strata_synth::{self as synth, TranscriptSpec};
 
 const SESSION: &str = "demo-week";
@@ -117,7 +118,7 @@ pub fn run(
             Writer::User,
             PERSONA,
             &MemoryWrite { category, key, title, content },
-            &strata_store::Provenance::user("strata demo"),
+            &strata_store::memories::Provenance::user("strata demo"),
         )?;
     }
 
@@ -389,7 +390,7 @@ fn cut(text: &str, max: usize) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ");
-    strata_store::truncate_chars(&line, max)
+    strata_store::text::truncate_chars(&line, max)
 }
 
 fn show_hits(out: &mut impl Write, tool: Tool, arguments: &Value, answer: &Value) -> anyhow::Result<()> {

@@ -178,7 +178,7 @@ fn planted(
             };
             let answer =
                 strata_recall::tools::search(&store, &Scope::persona("eval"), recall, &embedder, &args)?;
-            let wanted = strata_store::HitId::Message(ids[fact.index]);
+            let wanted = strata_store::search::HitId::Message(ids[fact.index]);
             let rank = answer.results.iter().position(|hit| hit.id == wanted);
             ranks.push(PlantedRank {
                 conversation,
@@ -205,7 +205,7 @@ pub(crate) fn dev_transcripts(
     data: &Path,
     limits: &strata_compactor::CompactorConfig,
     counter: &TokenCounter,
-) -> anyhow::Result<Vec<strata_store::IncomingMessage>> {
+) -> anyhow::Result<Vec<strata_store::transfer::IncomingMessage>> {
     parse_file(
         &data.join("transcripts.jsonl"),
         "default",
@@ -220,7 +220,7 @@ pub(crate) fn dev_transcripts(
 /// Makes each persona's sessions one session, keyed by the persona, in file order; returns where
 /// each (session key, seq) of the file went in its persona's session.
 pub(crate) fn one_session_per_persona(
-    incoming: &mut [strata_store::IncomingMessage],
+    incoming: &mut [strata_store::transfer::IncomingMessage],
 ) -> HashMap<(String, i64), i64> {
     let mut positions = HashMap::new();
     let mut next_in_session: HashMap<String, i64> = HashMap::new();
@@ -270,7 +270,7 @@ pub(crate) fn words(text: &str) -> impl Iterator<Item = String> + '_ {
 pub(crate) fn content_words(answer: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for word in words(answer) {
-        if !strata_store::STOPWORDS.contains(&word.as_str()) && !out.contains(&word) {
+        if !strata_store::search::STOPWORDS.contains(&word.as_str()) && !out.contains(&word) {
             out.push(word);
         }
     }
@@ -317,7 +317,7 @@ fn retrieval(
             if held > 0 {
                 anyhow::bail!(
                     "{} holds {held} sessions already; the evaluation needs an empty database",
-                    strata_store::without_password(url)
+                    strata_store::location::without_password(url)
                 );
             }
             append_by_session(&postgres, &incoming).context("cannot store the transcripts")?;
@@ -436,7 +436,7 @@ fn retrieval(
 /// time (the seam has no bulk import; SQLite's `append_many` is one transaction instead).
 fn append_by_session(
     backend: &dyn Backend,
-    incoming: &[strata_store::IncomingMessage],
+    incoming: &[strata_store::transfer::IncomingMessage],
 ) -> anyhow::Result<()> {
     let mut start = 0;
     while start < incoming.len() {
@@ -523,7 +523,7 @@ fn tokens(text: &str) -> impl Iterator<Item = String> + '_ {
 }
 
 impl Bm25Baseline {
-    fn new(messages: &[strata_store::IncomingMessage]) -> Bm25Baseline {
+    fn new(messages: &[strata_store::transfer::IncomingMessage]) -> Bm25Baseline {
         let mut seqs: HashMap<&str, i64> = HashMap::new();
         let mut documents: HashMap<String, Vec<Document>> = HashMap::new();
         for incoming in messages {

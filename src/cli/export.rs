@@ -10,7 +10,7 @@ use strata_store::fence::one_line;
 use strata_store::{Backend, Category, Session, Store, SummaryNode};
 
 use anyhow::{Context, Result, bail};
-use strata_store::ExportScope;
+use strata_store::transfer::ExportScope;
 
 use crate::cli::output::print_json;
 
@@ -75,7 +75,7 @@ pub fn run(store: &Store, args: &ExportArgs, json: bool, out: &mut impl std::io:
                     ExportScope::Session(key)
                 }
                 None => {
-                    strata_store::validate_persona(persona)?;
+                    strata_store::backend::validate_persona(persona)?;
                     ExportScope::Persona(persona)
                 }
             };
@@ -107,7 +107,7 @@ pub fn run(store: &Store, args: &ExportArgs, json: bool, out: &mut impl std::io:
 /// Writes the messages as JSON Lines to `path` (`-`: standard output); returns how many
 /// sessions they belong to. A file is written whole or not at all: into a temporary file
 /// beside it, renamed over it at the end.
-fn export_jsonl(messages: &[strata_store::ExportedMessage], path: &Path) -> Result<usize> {
+fn export_jsonl(messages: &[strata_store::transfer::ExportedMessage], path: &Path) -> Result<usize> {
     let mut sessions = std::collections::BTreeSet::new();
     let mut write_all = |out: &mut dyn std::io::Write| -> std::io::Result<()> {
         for message in messages {
@@ -158,7 +158,7 @@ fn write(dir: &Path, name: &str, contents: &str, report: &mut ExportReport) -> R
 
 /// Writes the exports of one persona into `dir` (created if missing).
 pub fn export_persona(store: &Store, persona: &str, dir: &Path) -> Result<ExportReport> {
-    strata_store::validate_persona(persona)?;
+    strata_store::backend::validate_persona(persona)?;
     std::fs::create_dir_all(dir.join("nodes")).with_context(|| format!("cannot access {}", dir.display()))?;
     let mut report = ExportReport::default();
 

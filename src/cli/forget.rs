@@ -6,7 +6,8 @@ use std::io::Write;
 use anyhow::{Context, bail};
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
 use indicatif::{ProgressBar, ProgressStyle};
-use strata_store::{ForgetCounts, ForgetScope, Store};
+use strata_store::Store;
+use strata_store::forgetting::{ForgetCounts, ForgetScope};
 
 use crate::cli::output::print_json;
 use strata::Config;

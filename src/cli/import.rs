@@ -40,7 +40,7 @@ pub fn run(
     json: bool,
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
-    strata_store::validate_persona(&args.persona)?;
+    strata_store::backend::validate_persona(&args.persona)?;
     let counter = crate::cli::ingest::token_counter(config, args.model.as_deref());
     counter.claim(store)?;
     let options = ImportOptions { session: args.session.clone(), ..ImportOptions::new(&args.persona) };

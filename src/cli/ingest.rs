@@ -8,7 +8,8 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use strata::import::{ImportError, ImportOptions, jsonl};
 use strata_compactor::TokenCounter;
-use strata_store::{Imported, IncomingMessage, Store};
+use strata_store::Store;
+use strata_store::transfer::{Imported, IncomingMessage};
 
 use crate::cli::output::print_json;
 use crate::cli::recall::{Drained, embed_with_progress};
@@ -223,7 +224,7 @@ pub fn run(
     json: bool,
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
-    strata_store::validate_persona(&args.persona)?;
+    strata_store::backend::validate_persona(&args.persona)?;
     let counter = token_counter(config, args.model.as_deref());
     let embedder = match args.embed {
         true => Some(strata::load_embedder(&config.recall, &config.compactor.retry).map_err(|e| {

@@ -5,7 +5,8 @@ use std::io::Write;
 use anyhow::Context;
 use chrono::SecondsFormat;
 use clap::Subcommand;
-use strata_store::{Backend, Category, Memory, MemoryWrite, Provenance, Writer, normalize_key};
+use strata_store::memories::{MemoryWrite, Provenance, Writer, normalize_key};
+use strata_store::{Backend, Category, Memory};
 
 use crate::cli::output::print_json;
 

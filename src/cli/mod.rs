@@ -198,7 +198,7 @@ fn open_sqlite(cli: &Cli, what: &str) -> anyhow::Result<Store> {
 
 /// The `--db` value when it is a PostgreSQL url.
 fn postgres_url(cli: &Cli) -> Option<&str> {
-    cli.db.to_str().filter(|db| strata_store::is_postgres_url(db))
+    cli.db.to_str().filter(|db| strata_store::location::is_postgres_url(db))
 }
 
 /// The `--db` value for messages, without a password.
@@ -208,7 +208,7 @@ fn redacted(cli: &Cli) -> String {
 
 /// A database location for messages: a url without its password, a path as it is.
 pub(crate) fn shown(db: &std::path::Path) -> String {
-    strata_store::without_password(&db.to_string_lossy())
+    strata_store::location::without_password(&db.to_string_lossy())
 }
 
 fn open_postgres(url: &str) -> anyhow::Result<SharedBackend> {

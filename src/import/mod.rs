@@ -31,7 +31,7 @@ mod opencode;
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
-pub use strata_store::IncomingMessage;
+pub use strata_store::transfer::IncomingMessage;
 
 /// The formats [`read_file`] reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

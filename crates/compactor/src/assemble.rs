@@ -250,7 +250,7 @@ pub(crate) fn inject(
     fill(template, |name| match name {
         // New personas are plain names (`validate_persona`); one stored by an older strata
         // that is not goes in quoted, so it reads as a name and not as an instruction.
-        "active_role" => Some(match strata_store::validate_persona(background.persona) {
+        "active_role" => Some(match strata_store::backend::validate_persona(background.persona) {
             Ok(()) => background.persona.to_owned(),
             Err(_) => format!("{:?}", fence::one_line(background.persona)),
         }),

@@ -17,9 +17,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
+use strata_store::stats::LlmCall;
 use strata_store::{
-    Backend, Level, LlmCall, Memory, Message, NewSummary, NodeId, Role, SessionId, SharedBackend,
-    SummaryNode, ToolCall, error_chain,
+    Backend, Level, Memory, Message, NewSummary, NodeId, Role, SessionId, SharedBackend, SummaryNode,
+    ToolCall, error_chain,
 };
 use tracing::Instrument;
 

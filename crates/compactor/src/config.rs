@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 use strata_llm::RetryPolicy;
-use strata_store::MemoryTtls;
+use strata_store::memories::MemoryTtls;
 
 use crate::error::{Error, Result};
 use crate::tokens::{Encoding, TokenCounter};

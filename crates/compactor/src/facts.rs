@@ -2,9 +2,9 @@
 //! to be remembered ("remember that …") and the preferences they stated ("from now on …",
 //! "I prefer …"). Anything subtler is left to an LLM summarizer; the list is empty otherwise.
 
-use strata_store::{
-    Category, MAX_CONTENT_CHARS, MAX_KEY_CHARS, MemoryUpdate, Role, STOPWORDS, normalize_key,
-};
+use strata_store::memories::{MAX_CONTENT_CHARS, MAX_KEY_CHARS, MemoryUpdate, normalize_key};
+use strata_store::search::STOPWORDS;
+use strata_store::{Category, Role};
 
 use crate::summarizer::{MAX_MEMORY_UPDATES, SourceItem, truncate_chars};
 

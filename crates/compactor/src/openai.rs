@@ -15,7 +15,8 @@ use serde_json::{Value, json};
 
 use crate::error::SummarizeError;
 use strata_llm::{ChatEndpoint, LlmError, RetryPolicy};
-use strata_store::{Category, MemoryUpdate};
+use strata_store::Category;
+use strata_store::memories::MemoryUpdate;
 
 use crate::summarizer::{BoxFuture, MAX_MEMORY_UPDATES, SourceKind, Summarizer, Summary, SummaryRequest};
 use strata_llm::{ReportedCall, UsageLog};

@@ -17,7 +17,8 @@ use std::fmt;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use strata_store::{MemoryId, MessageId, fence, truncate_chars};
+use strata_store::text::truncate_chars;
+use strata_store::{MemoryId, MessageId, fence};
 
 use crate::tokens::TokenCounter;
 

@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use strata_store::{Category, Level, Memory, MemoryUpdate, Role};
+use strata_store::memories::MemoryUpdate;
+use strata_store::{Category, Level, Memory, Role};
 
 use crate::error::SummarizeError;
 use crate::tokens::TokenCounter;
@@ -395,7 +396,7 @@ pub(crate) fn one_line_within(text: &str, max_chars: usize) -> String {
 }
 
 /// The store's rule of cutting text, under the name the summarizers' modules import.
-pub(crate) use strata_store::truncate_chars;
+pub(crate) use strata_store::text::truncate_chars;
 
 /// Headlines longer than this many characters are cut: they are listed for every root.
 pub(crate) const HEADLINE_MAX_CHARS: usize = 240;

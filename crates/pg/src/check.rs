@@ -3,7 +3,8 @@
 //! rows (coverage, the forest's shape, dense seqs, the backlog and the vectors). Each check
 //! is one query whose rows are its problems.
 
-use strata_store::{Check, Error, Report};
+use strata_store::Error;
+use strata_store::check::{Check, Report};
 
 use crate::db::{Queries, SCHEMA_VERSION, Tx, pg};
 

@@ -10,8 +10,10 @@
 
 use chrono::Utc;
 use pgvector::Vector;
-use strata_store::backend::fold;
-use strata_store::{Backend, Error, HitKind, NewMessage, Store, StoredMemory, to_unix};
+use strata_store::backend::{fold, to_unix};
+use strata_store::search::HitKind;
+use strata_store::transfer::StoredMemory;
+use strata_store::{Backend, Error, NewMessage, Store};
 
 use crate::db::{Queries, Tx, pg};
 use crate::rows::MessageColumns;
@@ -308,7 +310,11 @@ fn last_vector(tx: &mut Tx<'_>, kind: HitKind) -> Result<Option<(i64, usize)>, E
     Ok(row.map(|row| (row.get(0), row.get::<_, i32>(1) as usize)))
 }
 
-fn insert_vectors(tx: &mut Tx<'_>, kind: HitKind, batch: &[strata_store::StoredVector]) -> Result<(), Error> {
+fn insert_vectors(
+    tx: &mut Tx<'_>,
+    kind: HitKind,
+    batch: &[strata_store::transfer::StoredVector],
+) -> Result<(), Error> {
     let kind = search::kind(kind);
     let ids: Vec<i64> = batch.iter().map(|v| v.item_id).collect();
     let chunks: Vec<i32> = batch.iter().map(|v| v.chunk as i32).collect();
@@ -332,7 +338,7 @@ fn insert_vectors(tx: &mut Tx<'_>, kind: HitKind, batch: &[strata_store::StoredV
 /// A memory and its versions, oldest first; nothing when it was copied before.
 fn copy_memory(tx: &mut Tx<'_>, stored: &StoredMemory) -> Result<(), Error> {
     let memory = &stored.memory;
-    let source = |provenance: &strata_store::Provenance| {
+    let source = |provenance: &strata_store::memories::Provenance| {
         serde_json::to_value(provenance)
             .map_err(|error| Error::Invalid { field: "provenance", reason: error.to_string() })
     };
@@ -378,7 +384,7 @@ struct Columns {
 }
 
 impl Columns {
-    fn push(&mut self, stored: &strata_store::StoredMessage) {
+    fn push(&mut self, stored: &strata_store::transfer::StoredMessage) {
         let message = &stored.message;
         self.id.push(message.id.0);
         self.session.push(message.session_id.0);

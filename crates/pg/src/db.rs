@@ -181,7 +181,7 @@ pub(crate) fn pool_error(source: r2d2::Error) -> Error {
 pub(crate) fn open(url: &str, size: u32) -> Result<Pool> {
     let config: postgres::Config = url.parse().map_err(|source: postgres::Error| Error::Invalid {
         field: "database url",
-        reason: format!("{} ({source})", strata_store::without_password(url)),
+        reason: format!("{} ({source})", strata_store::location::without_password(url)),
     })?;
     let mut client = config.connect(NoTls).map_err(pg)?;
     migrate(&mut client)?;

@@ -3,8 +3,8 @@
 //! the second finds the first's coverage.
 
 use chrono::Utc;
-use strata_store::backend::{plan_merge, validate_summary};
-use strata_store::{Error, Level, Missing, NewSummary, NodeId, SessionId, SummaryNode, to_unix};
+use strata_store::backend::{plan_merge, to_unix, validate_summary};
+use strata_store::{Error, Level, Missing, NewSummary, NodeId, SessionId, SummaryNode};
 
 use crate::db::{Queries, Tx, pg};
 use crate::rows;

@@ -35,12 +35,15 @@ use std::ops::RangeInclusive;
 
 use chrono::DateTime;
 use chrono::Utc;
-use strata_store::backend::validate_session_key;
+use strata_store::backend::{from_unix, to_unix, validate_session_key};
+use strata_store::check::Report;
+use strata_store::embeddings::{BacklogItem, EmbeddingSpace};
+use strata_store::memories::{MemoryVersion, MemoryWrite, Provenance, QueuedUpdate, UpdateId, Writer};
+use strata_store::search::{CandidateQuery, Candidates, SearchFilter, TextHit, TextQuery};
+use strata_store::stats::{LlmCall, Stats, StoreMetrics};
 use strata_store::{
-    Backend, BacklogItem, CandidateQuery, Candidates, Category, EmbeddingSpace, Error, Lease, Level, LlmCall,
-    Memory, MemoryVersion, MemoryWrite, Message, MessageId, MessageOutline, Missing, NewMessage, NewSummary,
-    NodeId, Provenance, QueuedUpdate, Report, Result, SearchFilter, Session, SessionId, SessionOverview,
-    Snapshot, Stats, StoreMetrics, SummaryNode, TextHit, TextQuery, UpdateId, Writer, from_unix, to_unix,
+    Backend, Category, Error, Lease, Level, Memory, Message, MessageId, MessageOutline, Missing, NewMessage,
+    NewSummary, NodeId, Result, Session, SessionId, SessionOverview, Snapshot, SummaryNode,
 };
 
 pub use crate::copy::Copied;
@@ -73,12 +76,12 @@ impl PgStore {
 
     /// Like [`PgStore::open`], with at most `size` connections.
     pub fn open_with_pool_size(url: &str, size: u32) -> Result<PgStore> {
-        Ok(PgStore { pool: db::open(url, size.max(1))?, url: strata_store::without_password(url) })
+        Ok(PgStore { pool: db::open(url, size.max(1))?, url: strata_store::location::without_password(url) })
     }
 
     /// True for a database location this backend opens (`postgres://`, `postgresql://`).
     pub fn is_url(location: &str) -> bool {
-        strata_store::is_postgres_url(location)
+        strata_store::location::is_postgres_url(location)
     }
 
     fn connection(&self) -> Result<Connection> {
@@ -145,7 +148,7 @@ impl Backend for PgStore {
 
     fn session(&self, key: &str, persona: &str) -> Result<Session> {
         validate_session_key(key)?;
-        strata_store::validate_persona(persona)?;
+        strata_store::backend::validate_persona(persona)?;
         self.write(|tx| {
             let now = to_unix(Utc::now());
             // Of two processes creating one key, one inserts; the other finds its row.

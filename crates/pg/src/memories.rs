@@ -2,11 +2,9 @@
 //! had) and the queue of facts on their way to memory, with the proposals waiting for the user.
 
 use chrono::{DateTime, Utc};
-use strata_store::backend::{check_writer, fold, validate_memory};
-use strata_store::{
-    Category, Error, Memory, MemoryVersion, MemoryWrite, Missing, Provenance, QueuedUpdate, UpdateId, Writer,
-    from_unix, to_unix,
-};
+use strata_store::backend::{check_writer, fold, from_unix, to_unix, validate_memory};
+use strata_store::memories::{MemoryVersion, MemoryWrite, Provenance, QueuedUpdate, UpdateId, Writer};
+use strata_store::{Category, Error, Memory, Missing};
 
 use crate::db::{Queries, Tx, pg};
 use crate::rows;
@@ -37,7 +35,7 @@ pub(crate) fn save(
     now: DateTime<Utc>,
 ) -> Result<(Memory, bool), Error> {
     check_writer(writer, memory.category)?;
-    strata_store::validate_persona(persona)?;
+    strata_store::backend::validate_persona(persona)?;
     validate_memory(memory)?;
     let mut provenance = provenance.clone();
     // A fact consolidated from a summary names the messages that summary covers.

@@ -5,9 +5,9 @@ use std::cell::RefCell;
 use std::ops::Range;
 
 use chrono::{DateTime, Utc};
+use strata_store::backend::{CompactionState, from_unix};
 use strata_store::{
-    Category, CompactionState, Error, Level, Memory, Message, MessageOutline, Session, SessionId, Snapshot,
-    SummaryNode, from_unix,
+    Category, Error, Level, Memory, Message, MessageOutline, Session, SessionId, Snapshot, SummaryNode,
 };
 
 use crate::db::{Queries, Tx, pg};

@@ -1,9 +1,11 @@
 //! Rows as the store's types: each type's column list and its reader, in one place.
 
 use postgres::Row;
+use strata_store::backend::{from_unix, to_unix};
+use strata_store::memories::{MemoryUpdate, QueuedUpdate, UpdateId};
 use strata_store::{
-    Category, Level, Memory, MemoryId, MemoryUpdate, Message, MessageId, MessageOutline, NewMessage, NodeId,
-    QueuedUpdate, Role, Session, SessionId, SummaryNode, UpdateId, from_unix, to_unix,
+    Category, Level, Memory, MemoryId, Message, MessageId, MessageOutline, NewMessage, NodeId, Role, Session,
+    SessionId, SummaryNode,
 };
 
 pub(crate) const OUTLINE: &str = "id, seq, role, token_count, pinned, summary_id, created_at";

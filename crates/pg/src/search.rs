@@ -10,11 +10,11 @@
 use std::collections::HashMap;
 
 use postgres::types::{FromSql, ToSql, Type};
-use strata_store::backend::{fold, rank_grep_hits};
-use strata_store::{
-    CandidateQuery, Candidates, Error, HitId, HitKind, Level, NodeId, SearchFilter, SessionId, TextHit,
-    TextQuery, WordStatistics, from_unix, to_unix,
+use strata_store::backend::{fold, from_unix, rank_grep_hits, to_unix};
+use strata_store::search::{
+    CandidateQuery, Candidates, HitId, HitKind, SearchFilter, TextHit, TextQuery, WordStatistics,
 };
+use strata_store::{Error, Level, NodeId, SessionId};
 
 use crate::db::{Queries, Tx, pg};
 use crate::vectors;

@@ -3,10 +3,11 @@
 //! derived from stored rows, so any process of a fleet reads the same.
 
 use chrono::Utc;
-use strata_store::{
-    CallTotals, CompactionState, Error, LlmCall, Missing, NodeTotals, RejectionCount, SessionId, Stats,
-    StoreMetrics, SummarizerStats, ToolTotals, to_unix,
+use strata_store::backend::{CompactionState, to_unix};
+use strata_store::stats::{
+    CallTotals, LlmCall, NodeTotals, RejectionCount, Stats, StoreMetrics, SummarizerStats, ToolTotals,
 };
+use strata_store::{Error, Missing, SessionId};
 
 use crate::db::{Queries, Tx, pg};
 use crate::vectors;

@@ -3,10 +3,10 @@
 
 mod common;
 
-use strata_store::{
-    Backend, BacklogItem, CandidateQuery, Category, EmbeddingSpace, Error, HitKind, MemoryUpdate,
-    MemoryWrite, NewMessage, NewSummary, Role, Scan, SearchFilter, TextQuery, Writer,
-};
+use strata_store::embeddings::{BacklogItem, EmbeddingSpace};
+use strata_store::memories::{MemoryUpdate, MemoryWrite, Writer};
+use strata_store::search::{CandidateQuery, HitKind, Scan, SearchFilter, TextQuery};
+use strata_store::{Backend, Category, Error, NewMessage, NewSummary, Role};
 
 macro_rules! conformance {
     ($($name:ident),* $(,)?) => {

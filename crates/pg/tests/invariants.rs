@@ -5,7 +5,8 @@
 mod common;
 
 use strata_pg::PgStore;
-use strata_store::{Backend, Category, MemoryWrite, NewMessage, NewSummary, Role, Writer};
+use strata_store::memories::{MemoryWrite, Writer};
+use strata_store::{Backend, Category, NewMessage, NewSummary, Role};
 
 #[test]
 fn the_server_refuses_what_strata_never_does() {

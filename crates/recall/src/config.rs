@@ -3,9 +3,9 @@
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
-use strata_store::Scan;
+use strata_store::search::Scan;
 // Expiry is the store's rule (it owns memories); `[recall] memory_ttls` is where it is set.
-use strata_store::{MemoryTtls, Ttl};
+use strata_store::memories::{MemoryTtls, Ttl};
 
 /// Settings of the recall tools and the embedding pipeline.
 ///
@@ -241,7 +241,7 @@ impl RecallConfig {
         for (field, chunks) in
             [("embed_max_chunks", self.embed_max_chunks), ("embed_tool_chunks", self.embed_tool_chunks)]
         {
-            if !(1..=strata_store::MAX_CHUNKS).contains(&chunks) {
+            if !(1..=strata_store::embeddings::MAX_CHUNKS).contains(&chunks) {
                 return invalid(field, "must be between 1 and 32");
             }
         }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, TryLockError};
 
 use fastembed::{InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel};
-use strata_store::EmbeddingSpace;
+use strata_store::embeddings::EmbeddingSpace;
 
 use crate::error::{Error, Result};
 

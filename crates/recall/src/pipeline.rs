@@ -11,7 +11,8 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use strata_store::{Backend, BacklogItem, MAX_CHUNKS, Role, SessionId, SharedBackend};
+use strata_store::embeddings::{BacklogItem, MAX_CHUNKS};
+use strata_store::{Backend, Role, SessionId, SharedBackend};
 
 use crate::config::{RecallConfig, RecallSettings};
 use crate::embed::{Embedder, chunk_text};
@@ -295,7 +296,7 @@ fn run(store: &dyn Backend, embedder: &Embedder, config: &RecallConfig, poll: Du
 
 #[cfg(test)]
 mod tests {
-    use strata_store::{HitId, HitKind};
+    use strata_store::search::{HitId, HitKind};
 
     use super::*;
 

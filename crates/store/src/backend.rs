@@ -6,8 +6,8 @@
 //! Both backends answer the same conformance suite (`crates/pg/tests/conformance.rs`), and the
 //! rules a row obeys before it is written (a summary's, a memory's, a session key's) have one
 //! home, re-exported here for a backend to call (a message's is [`NewMessage::validate`], a
-//! persona's [`validate_persona`](crate::validate_persona)): a backend adds how rows are
-//! stored, never what a valid row is.
+//! persona's [`validate_persona`]), and so do the clock's stored form ([`to_unix`],
+//! [`from_unix`]): a backend adds how rows are stored, never what a valid row is.
 
 use std::ops::{Range, RangeInclusive};
 use std::sync::Arc;
@@ -34,7 +34,8 @@ pub use crate::agent_memories::{check_writer, validate as validate_memory};
 pub use crate::forest::{MergePlan, plan_merge, validate as validate_summary};
 pub use crate::queues::accepted as accepted_proposal;
 pub use crate::search::grep::{fold, rank_grep_hits};
-pub use crate::sessions::validate_session_key;
+pub use crate::sessions::{validate_persona, validate_session_key};
+pub use crate::types::{from_unix, to_unix};
 pub use crate::usage::validate as validate_llm_calls;
 
 /// A compaction lease on one session: while it is held, no other holder (in this process or

@@ -14,7 +14,8 @@ use sha2::{Digest, Sha256};
 use crate::error::Result;
 use crate::types::{SessionId, to_unix};
 
-/// The sha-256 of one transcript line, as [`crate::IncomingMessage::line_digest`] holds it.
+/// The sha-256 of one transcript line, as
+/// [`IncomingMessage::line_digest`](crate::transfer::IncomingMessage::line_digest) holds it.
 pub fn line_digest(line: &str) -> [u8; 32] {
     Sha256::digest(line.as_bytes()).into()
 }

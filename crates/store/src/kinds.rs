@@ -41,9 +41,9 @@ pub(crate) struct Kind {
     /// The text the word index ranks and the model embeds: a message with its speaker
     /// (`name: content`, since questions name people), the others as [`Kind::text`].
     pub ranked_text: &'static str,
-    /// The hit columns every search selects, in [`TextHit::from_row`](crate::TextHit)'s order:
-    /// id, session id, session key, seq, sender role (or `summary` / `memory`), level,
-    /// category, key, time.
+    /// The hit columns every search selects, in
+    /// [`TextHit::from_row`](crate::search::TextHit)'s order: id, session id, session key, seq,
+    /// sender role (or `summary` / `memory`), level, category, key, time.
     pub hit_columns: &'static str,
     /// The trigram full-text table (`memory_grep`; substrings, CJK).
     pub trigram: &'static str,

@@ -6,6 +6,12 @@
 //! synchronous API: [`Store`] opens the file and implements [`Backend`], the storage seam
 //! (strata-pg implements it too), whose writes are short immediate transactions.
 //!
+//! The root holds what nearly every caller needs: [`Store`], the [`Backend`] seam, the errors
+//! and the core rows (sessions, messages, summary nodes, memories). The rest is grouped by
+//! concept: [`stats`], [`transfer`] (dump, export, import), [`forgetting`], [`search`],
+//! [`memories`] (their rules, provenance and update queue), [`embeddings`], [`check`],
+//! [`location`], [`text`], [`fence`], and in [`backend`] the rules every backend shares.
+//!
 //! ```
 //! use strata_store::{Backend, NewMessage, NewSummary, Role, Store};
 //!
@@ -36,63 +42,46 @@
 
 mod agent_memories;
 pub mod backend;
-mod check;
+pub mod check;
 mod db;
 mod dump;
+pub mod embeddings;
 mod error;
 mod export;
 pub mod fence;
 mod forest;
-mod forgetting;
+pub mod forgetting;
 mod ingests;
 mod kinds;
-mod location;
+pub mod location;
+pub mod memories;
 mod messages;
 mod metrics;
 mod migrate;
 mod outline;
 mod provenance;
 mod queues;
-mod search;
+pub mod search;
 mod sessions;
+pub mod stats;
 mod store;
-mod text;
+pub mod text;
+pub mod transfer;
 mod types;
 mod usage;
 mod vec;
 mod vectors;
 mod watermark;
 
-pub use crate::agent_memories::{
-    MAX_CONTENT_CHARS, MAX_KEY_CHARS, MemoryTtls, MemoryWrite, Ttl, normalize_key,
-};
-pub use crate::backend::{Backend, CompactionState, Lease, SharedBackend, Snapshot, read_consistent};
-pub use crate::check::{Check, Report};
-pub use crate::dump::{Dump, StoredMemory, StoredMessage, StoredSession, StoredVector};
+pub use crate::backend::{Backend, Lease, SharedBackend, Snapshot, read_consistent};
 pub use crate::error::{Error, Missing, Result, error_chain};
-pub use crate::export::{ExportScope, ExportedMessage};
-pub use crate::forgetting::{ForgetCounts, ForgetPlan, ForgetScope, Forgotten, KeptSpan, Rebuilt};
-pub use crate::ingests::line_digest;
-pub use crate::location::{is_postgres_url, without_password};
-pub use crate::metrics::{CallTotals, NodeTotals, StoreMetrics, ToolTotals};
 pub use crate::outline::MessageOutline;
-pub use crate::provenance::{MemoryVersion, Provenance, Source};
-pub use crate::search::{
-    CandidateQuery, Candidates, HitId, HitKind, STOPWORDS, SearchFilter, TextHit, TextQuery, WordStatistics,
-};
-pub use crate::sessions::{SessionOverview, validate_persona};
-pub use crate::store::{Imported, IncomingMessage, RejectionCount, Stats, Store, SummarizerStats};
-pub use crate::text::truncate_chars;
+pub use crate::sessions::SessionOverview;
+pub use crate::store::Store;
 pub use crate::types::{
-    Category, Level, Memory, MemoryId, MemoryUpdate, Message, MessageId, NewMessage, NewSummary, NodeId,
-    QueuedUpdate, Role, Session, SessionId, SummaryNode, ToolCall, UpdateId, Writer, from_unix, to_unix,
+    Category, Level, Memory, MemoryId, Message, MessageId, NewMessage, NewSummary, NodeId, Role, Session,
+    SessionId, SummaryNode, ToolCall,
 };
-pub use crate::usage::{LlmCall, UsageDay};
-pub use crate::vectors::{BacklogItem, EmbeddingSpace, MAX_CHUNKS, Scan};
-// What only tests read: the audit of forgets, the schema's version and the vectors.
+// What only tests read: the schema's version.
 #[cfg(any(test, feature = "test-support"))]
-pub use crate::{
-    forgetting::ForgetRecord,
-    migrate::SCHEMA_VERSION,
-    vectors::{Embeddings, VectorCounts},
-};
+pub use crate::migrate::SCHEMA_VERSION;

@@ -17,6 +17,7 @@ use crate::backend::{Backend, Lease, Snapshot};
 use crate::check::{self, Report};
 use crate::db::{self, Pool};
 use crate::error::{Error, Result};
+use crate::export::{ExportScope, ExportedMessage};
 use crate::metrics::{self, StoreMetrics};
 use crate::outline::{self, MessageOutline};
 use crate::provenance::{MemoryVersion, Provenance};
@@ -48,9 +49,10 @@ pub struct IncomingMessage {
     pub persona: String,
     /// The message.
     pub message: NewMessage,
-    /// The sha-256 of the transcript line it was read from ([`crate::line_digest`]). When every
-    /// message of a session in a call has one, re-running the same transcript skips what an
-    /// earlier run stored (see [`Store::append_many`]).
+    /// The sha-256 of the transcript line it was read from
+    /// ([`line_digest`](crate::transfer::line_digest)). When every message of a session in a
+    /// call has one, re-running the same transcript skips what an earlier run stored (see
+    /// [`Store::append_many`]).
     pub line_digest: Option<[u8; 32]>,
 }
 
@@ -331,7 +333,7 @@ impl Store {
 
     /// Every message of a persona or a session with every stored field, for a lossless
     /// export: sessions oldest first, each in seq order, read in one statement.
-    pub fn export_messages(&self, scope: crate::ExportScope<'_>) -> Result<Vec<crate::ExportedMessage>> {
+    pub fn export_messages(&self, scope: ExportScope<'_>) -> Result<Vec<ExportedMessage>> {
         self.read(|conn| crate::export::messages(conn, scope))
     }
 

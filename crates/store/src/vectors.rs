@@ -760,7 +760,7 @@ fn cosine_distance(query: &[f32], query_norm: f64, stored: &[u8]) -> f64 {
 
 /// The vectors of one [`Store`] as tests read them ([`Store::embeddings`]): nearest-neighbour
 /// queries and counts. Everything else goes through [`Backend`](crate::Backend) (and the
-/// space through [`Dump::space`](crate::Dump::space)).
+/// space through [`Dump::space`](crate::transfer::Dump::space)).
 #[cfg(any(test, feature = "test-support"))]
 #[derive(Clone, Copy, Debug)]
 pub struct Embeddings<'a> {

@@ -9,10 +9,12 @@ mod store {
 use std::sync::{Arc, Barrier};
 use std::thread;
 
-use strata_store::{
-    Backend, CandidateQuery, Category, Check, EmbeddingSpace, Error, HitId, HitKind, IncomingMessage, Level,
-    MemoryWrite, NewMessage, NewSummary, Role, Scan, SearchFilter, Store, TextQuery, Writer,
-};
+use strata_store::check::Check;
+use strata_store::embeddings::EmbeddingSpace;
+use strata_store::memories::{MemoryWrite, Writer};
+use strata_store::search::{CandidateQuery, HitId, HitKind, Scan, SearchFilter, TextQuery};
+use strata_store::transfer::IncomingMessage;
+use strata_store::{Backend, Category, Error, Level, NewMessage, NewSummary, Role, Store};
 
 /// The keyword side of a ranked search alone: (id, bm25 score), best first.
 fn rank_words(store: &Store, kind: HitKind, words: &[String], filter: &SearchFilter) -> Vec<(HitId, f64)> {
@@ -349,7 +351,7 @@ fn personas_are_isolated_in_listing_and_search() {
             } else {
                 let memory =
                     store.memory(persona, Category::Memo, hit.key.as_deref().unwrap()).unwrap().unwrap();
-                assert_eq!(strata_store::HitId::Memory(memory.id), hit.id);
+                assert_eq!(strata_store::search::HitId::Memory(memory.id), hit.id);
             }
         }
         let hits = store
@@ -454,7 +456,7 @@ fn transcript(lines: &[(&str, &str)]) -> Vec<IncomingMessage> {
             session_key: session.into(),
             persona: "p".into(),
             message: text(Role::User, content),
-            line_digest: Some(strata_store::line_digest(&format!("{session}\t{content}"))),
+            line_digest: Some(strata_store::transfer::line_digest(&format!("{session}\t{content}"))),
         })
         .collect()
 }
@@ -629,7 +631,7 @@ fn chunks_of_one_row_come_back_as_one_row() {
         store.embeddings().nearest(MODEL, HitKind::Message, "alice", &unit(2), 10, Scan::Exact).unwrap();
     assert_eq!(near.iter().map(|(id, _)| *id).collect::<Vec<_>>(), [backlog[0].id, backlog[1].id]);
     assert!(near[0].1.abs() < 1e-6, "the nearest chunk decides: {near:?}");
-    let too_many = vec![unit(0); strata_store::MAX_CHUNKS + 1];
+    let too_many = vec![unit(0); strata_store::embeddings::MAX_CHUNKS + 1];
     let fresh = store.session("b", "alice").unwrap();
     store.append(fresh.id, &[NewMessage::text(Role::User, "more")]).unwrap();
     let waiting = store.backlog(None, None, 10).unwrap();

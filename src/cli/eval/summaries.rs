@@ -27,7 +27,8 @@ use serde::Serialize;
 use strata::SentenceModel;
 use strata_compactor::summarize::{EmbedError, SentenceEmbedder, SourceKind, Stopwatch, TimedSummarizer};
 use strata_compactor::{Compactor, ExtractiveSummarizer, TokenCounter};
-use strata_store::{Backend, IncomingMessage, Message, NodeId, Store, SummaryNode};
+use strata_store::transfer::IncomingMessage;
+use strata_store::{Backend, Message, NodeId, Store, SummaryNode};
 
 use super::{Probe, Question, content_words, holds_all, read_questions, words};
 use crate::cli::output::print_json;

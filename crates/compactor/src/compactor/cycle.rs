@@ -11,9 +11,9 @@ use std::collections::VecDeque;
 use std::sync::{Arc, PoisonError};
 
 use chrono::{DateTime, Utc};
+use strata_store::backend::CompactionState;
 use strata_store::{
-    CompactionState, Level, Memory, Message, MessageOutline, NewSummary, NodeId, SessionId, Snapshot,
-    SummaryNode, error_chain,
+    Level, Memory, Message, MessageOutline, NewSummary, NodeId, SessionId, Snapshot, SummaryNode, error_chain,
 };
 
 use super::{BeforeAssembly, Compactor, Outcome, Refusal, Step, node_item, source_item};

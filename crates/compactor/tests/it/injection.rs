@@ -3,7 +3,8 @@
 use chrono::Duration;
 use strata_compactor::CompactorConfig;
 use strata_compactor::context::Injection;
-use strata_store::{Backend, Category, MemoryWrite, NewMessage, Role, Writer};
+use strata_store::memories::{MemoryWrite, Writer};
+use strata_store::{Backend, Category, NewMessage, Role};
 
 use crate::util::{fixture, t0, tool_names};
 

@@ -7,7 +7,8 @@ use serde_json::{Value, json};
 use strata_compactor::summarize::RAW_ARCHIVE;
 use strata_compactor::{CompactorConfig, OpenAiConfig, OpenAiSummarizer, Outcome};
 use strata_llm::RetryPolicy;
-use strata_store::{Backend, Category, MemoryWrite, Writer};
+use strata_store::memories::{MemoryWrite, Writer};
+use strata_store::{Backend, Category};
 use wiremock::matchers::{body_partial_json, header, method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 

@@ -5,7 +5,8 @@ use std::sync::Arc;
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use serde_json::json;
 use strata_compactor::{Compactor, CompactorConfig, ExtractiveSummarizer, Outcome, Summarizer, ToolNames};
-use strata_store::{Backend, Category, MemoryWrite, NewMessage, Role, SessionId, Store, Writer};
+use strata_store::memories::{MemoryWrite, Writer};
+use strata_store::{Backend, Category, NewMessage, Role, SessionId, Store};
 
 pub struct Fixture {
     // Kept alive for the store's file.

@@ -13,10 +13,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use strata_pg::PgStore;
-use strata_store::{
-    Backend, BacklogItem, CandidateQuery, EmbeddingSpace, HitKind, Level, NewMessage, NewSummary, Role, Scan,
-    SearchFilter, SessionId, TextQuery,
-};
+use strata_store::embeddings::{BacklogItem, EmbeddingSpace};
+use strata_store::search::{CandidateQuery, HitKind, Scan, SearchFilter, TextQuery};
+use strata_store::{Backend, Level, NewMessage, NewSummary, Role, SessionId};
 
 const MODEL: &str = "fleet-bytes-8d";
 const PERSONA: &str = "fleet";

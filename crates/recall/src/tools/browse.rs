@@ -29,7 +29,7 @@ pub struct MessageExcerpt {
 
 impl MessageExcerpt {
     fn new(message: &Message, max_chars: usize) -> MessageExcerpt {
-        let content = strata_store::truncate_chars(&message.content, max_chars);
+        let content = strata_store::text::truncate_chars(&message.content, max_chars);
         MessageExcerpt {
             id: message.id,
             seq: message.seq,

@@ -9,10 +9,10 @@
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use strata_store::{
-    Backend, Category, MAX_CONTENT_CHARS, Memory, MemoryWrite, Provenance, QueuedUpdate, Writer,
-    normalize_key,
+use strata_store::memories::{
+    MAX_CONTENT_CHARS, MemoryWrite, Provenance, QueuedUpdate, Writer, normalize_key,
 };
+use strata_store::{Backend, Category, Memory};
 
 use super::{MemoryListArgs, SaveMemoryArgs};
 use crate::config::RecallConfig;

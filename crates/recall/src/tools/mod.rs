@@ -11,7 +11,8 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use strata_store::{MessageId, NodeId, Provenance, Session, SessionId, SharedBackend};
+use strata_store::memories::Provenance;
+use strata_store::{MessageId, NodeId, Session, SessionId, SharedBackend};
 
 use crate::config::RecallSettings;
 use crate::embed::Embedder;

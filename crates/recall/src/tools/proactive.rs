@@ -13,7 +13,8 @@ use std::collections::HashSet;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use strata_store::{Backend, HitId, HitKind, MemoryId, MessageId};
+use strata_store::search::{HitId, HitKind};
+use strata_store::{Backend, MemoryId, MessageId};
 
 use super::Tool;
 use super::search::{FusionQuery, coverage, cut_query, fuse, one_hit_per_source};

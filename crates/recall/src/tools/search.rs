@@ -15,10 +15,11 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use strata_store::{
-    Backend, CandidateQuery, Candidates, Category, HitId, HitKind, Level, MessageId, NodeId, STOPWORDS,
-    SearchFilter, TextHit, TextQuery, WordStatistics, truncate_chars,
+use strata_store::search::{
+    CandidateQuery, Candidates, HitId, HitKind, STOPWORDS, SearchFilter, TextHit, TextQuery, WordStatistics,
 };
+use strata_store::text::truncate_chars;
+use strata_store::{Backend, Category, Level, MessageId, NodeId};
 
 use super::{EmbedderState, MemoryGrepArgs, MemorySearchArgs, Scope};
 use crate::config::RecallConfig;

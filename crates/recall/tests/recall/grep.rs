@@ -1,7 +1,8 @@
 //! memory_grep: planted needles, hostile queries, time bounds, CJK.
 
 use serde_json::json;
-use strata_store::{Backend, Category, MemoryWrite, NewSummary, Writer};
+use strata_store::memories::{MemoryWrite, Writer};
+use strata_store::{Backend, Category, NewSummary};
 
 use super::util::*;
 

@@ -4,7 +4,8 @@
 use std::collections::HashSet;
 
 use serde_json::{Value, json};
-use strata_store::{Backend, Category, MemoryWrite, NewSummary, Store, Writer};
+use strata_store::memories::{MemoryWrite, Writer};
+use strata_store::{Backend, Category, NewSummary, Store};
 
 use super::util::*;
 

@@ -2,7 +2,8 @@
 
 use serde_json::json;
 use strata_recall::{RecallConfig, purge_expired};
-use strata_store::{Backend, Category, MemoryTtls, MemoryUpdate, MemoryWrite, NewSummary, Ttl, Writer};
+use strata_store::memories::{MemoryTtls, MemoryUpdate, MemoryWrite, Ttl, Writer};
+use strata_store::{Backend, Category, NewSummary};
 
 use super::util::*;
 

@@ -3,7 +3,8 @@
 use std::time::Duration;
 
 use strata_recall::{BacklogFilter, EmbedWorker, RecallConfig, RecallSettings, embed_backlog_with};
-use strata_store::{Backend, HitId, HitKind, MessageId, NewSummary, Scan};
+use strata_store::search::{HitId, HitKind, Scan};
+use strata_store::{Backend, MessageId, NewSummary};
 
 const MODEL: &str = strata_recall::DEFAULT_MODEL;
 

@@ -1,7 +1,11 @@
-//! Search over messages, summaries and memories: the query and hit types, `memory_grep`
-//! (`grep.rs`, trigram indexes), `memory_search`'s keyword side (`words.rs`, bm25 over the word
-//! indexes), the deferred indexing behind both (`index.rs`), and the candidates, the one read
-//! a ranked search is built from (`ranked.rs`).
+//! Search over messages, summaries and memories: the keyword query ([`TextQuery`]) and its
+//! [`SearchFilter`], the hits ([`TextHit`], [`HitId`], [`HitKind`]), the candidates a ranked
+//! search is built from ([`CandidateQuery`], [`Candidates`], [`WordStatistics`]), the
+//! [`STOPWORDS`], and how a vector query scans ([`Scan`]).
+//!
+//! Where each part lives: the query and hit types here, `memory_grep` (`grep.rs`, trigram
+//! indexes), `memory_search`'s keyword side (`words.rs`, bm25 over the word indexes), the
+//! deferred indexing behind both (`index.rs`), and the candidates (`ranked.rs`).
 //!
 //! Whatever text arrives here (from a user or from a model) is parsed into plain fragments and
 //! handed to FTS5 only as quoted strings or as bound `LIKE` patterns: FTS operators such as
@@ -21,6 +25,8 @@ use crate::types::{Category, Level, MemoryId, MessageId, NodeId, SessionId, from
 pub(crate) use grep::{grep, said_between};
 pub use ranked::{CandidateQuery, Candidates, WordStatistics};
 use words::{count_words_in, rank_words_in};
+
+pub use crate::vectors::Scan;
 
 /// Most fragments a query may have; more are dropped (the search only gets broader).
 pub(crate) const MAX_TERMS: usize = 32;

@@ -232,7 +232,7 @@ mod tests {
             text
         });
         let words = ["common", "rare", "absent"].map(str::to_owned);
-        let counts = count_words_in(&conn, Kind::of(crate::HitKind::Message), &words, 1_000).unwrap();
+        let counts = count_words_in(&conn, Kind::of(crate::search::HitKind::Message), &words, 1_000).unwrap();
         assert_eq!(counts.rows, rows as u64);
         assert!((counts.hits[0] - 15_000.0).abs() <= 150.0, "{:?}", counts.hits);
         assert_eq!(counts.hits[1..], [9.0, 0.0]);

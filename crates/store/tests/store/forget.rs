@@ -2,10 +2,10 @@
 //! left in the file's bytes, what was kept is unchanged, and the database stays healthy.
 
 use chrono::{Duration, TimeZone, Utc};
-use strata_store::{
-    Backend, Category, EmbeddingSpace, Error, ForgetScope, MemoryUpdate, MemoryWrite, NewMessage, NewSummary,
-    Role, Store, Writer,
-};
+use strata_store::embeddings::EmbeddingSpace;
+use strata_store::forgetting::ForgetScope;
+use strata_store::memories::{MemoryUpdate, MemoryWrite, Writer};
+use strata_store::{Backend, Category, Error, NewMessage, NewSummary, Role, Store};
 
 use crate::temp_store;
 
@@ -265,8 +265,8 @@ fn a_large_forget_rebuilds_the_indexes_and_leaves_no_bytes() {
         .collect();
     assert!(left.is_empty(), "still in the file: {left:?}");
     assert_eq!(holdings(&store, "bob"), bob_before);
-    let filter = strata_store::SearchFilter::persona("bob");
-    let query = strata_store::TextQuery::parse(&secret("bob", "Message", 3)).unwrap();
+    let filter = strata_store::search::SearchFilter::persona("bob");
+    let query = strata_store::search::TextQuery::parse(&secret("bob", "Message", 3)).unwrap();
     assert_eq!(store.grep(&query, &filter).unwrap().len(), 1, "bob's rows are in the rebuilt index");
     assert!(store.doctor(true).unwrap().healthy());
 }
@@ -275,7 +275,8 @@ fn a_large_forget_rebuilds_the_indexes_and_leaves_no_bytes() {
 /// memory came from removes it and its history, and an earlier version from it alone.
 #[test]
 fn memories_keep_their_sources_and_history_and_forgetting_removes_them() {
-    use strata_store::{NodeId, Provenance, Source};
+    use strata_store::NodeId;
+    use strata_store::memories::{Provenance, Source};
     let (_dir, store) = temp_store();
     populate(&store, "alice");
     let session = store.find_session("alice-chat").unwrap().unwrap();

@@ -10,7 +10,8 @@
 use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
-use strata_store::{Backend, HitKind, SCHEMA_VERSION, SearchFilter, Store, TextQuery};
+use strata_store::search::{HitKind, SearchFilter, TextQuery};
+use strata_store::{Backend, SCHEMA_VERSION, Store};
 
 /// Set to 1 to rewrite `schema/current.sql` from a fresh database instead of checking it.
 const BLESS: &str = "STRATA_BLESS";
