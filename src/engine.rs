@@ -16,13 +16,14 @@ use serde::Serialize;
 use serde_json::Value;
 use strata_compactor::summarize::{EmbedError, SentenceEmbedder};
 use strata_compactor::{
-    AssembledContext, AssemblyOptions, BeforeAssembly, Compaction, Compactor, Outcome, Recalled, RecalledHit,
-    Recaller, Resummarized, Summarizer,
+    AssembledContext, AssemblyOptions, BeforeAssembly, Compaction, Compactor, Outcome, Recaller,
+    Resummarized, Summarizer,
 };
 use strata_recall::{
     EmbedWorker, Embedder, EmbedderState, RecallConfig, RecallSettings, Settled, Tool, ToolContext,
 };
 use strata_store::memories::QueuedUpdate;
+use strata_store::search::Recalled;
 use strata_store::{
     Level, Memory, MessageId, NewMessage, Session, SessionId, SharedBackend, Store, SummaryNode,
 };
@@ -684,25 +685,7 @@ impl Recaller for HistorySearch {
                 if let Some(counters) = &self.counters {
                     counters.recalled(found.hits.len());
                 }
-                Recalled {
-                    hits: found
-                        .hits
-                        .into_iter()
-                        .map(|hit| RecalledHit {
-                            message_id: hit.message_id,
-                            session: hit.session,
-                            seq: hit.seq,
-                            timestamp: hit.timestamp,
-                            speaker: hit.speaker,
-                            text: hit.text,
-                            score: hit.score,
-                            similarity: hit.similarity,
-                        })
-                        .collect(),
-                    memories: found.memories,
-                    partial: found.partial,
-                    how_to_open: found.how_to_open,
-                }
+                found
             }
             Err(error) => {
                 tracing::warn!(%error, "the recalled block's search failed");

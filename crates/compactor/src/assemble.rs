@@ -19,6 +19,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::{Value, json};
+use strata_store::search::Recalled;
 use strata_store::{
     Backend, Category, Memory, Message, MessageId, MessageOutline, NewMessage, Role, SessionId,
     SharedBackend, SummaryNode, fence,
@@ -27,7 +28,7 @@ use strata_store::{
 use crate::config::{CompactorConfig, CompactorSettings};
 use crate::error::{Error, Result};
 use crate::plan::Plan;
-use crate::recalled::{self, Recalled, RecalledBlock, Recaller};
+use crate::recalled::{self, RecalledBlock, Recaller};
 use crate::scaffold;
 use crate::tokens::{TOKENS_PER_REPLY, TokenCounter};
 use crate::tool_names::{self, ToolNames};

@@ -73,7 +73,7 @@ pub use crate::config::{CompactorConfig, CompactorSettings};
 pub use crate::error::{Error, Result, SummarizeError};
 pub use crate::extractive::ExtractiveSummarizer;
 pub use crate::openai::{OpenAiConfig, OpenAiSummarizer};
-pub use crate::recalled::{Recalled, RecalledHit, Recaller};
+pub use crate::recalled::Recaller;
 pub use crate::summarizer::Summarizer;
 pub use crate::tokens::TokenCounter;
 pub use crate::tool_names::ToolNames;

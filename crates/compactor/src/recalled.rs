@@ -15,10 +15,10 @@
 use std::collections::HashSet;
 use std::fmt;
 
-use chrono::{DateTime, Utc};
 use serde::Serialize;
+use strata_store::search::{Recalled, RecalledHit};
 use strata_store::text::truncate_chars;
-use strata_store::{MemoryId, MessageId, fence};
+use strata_store::{MessageId, fence};
 
 use crate::tokens::TokenCounter;
 
@@ -32,42 +32,6 @@ pub trait Recaller: Send + Sync + fmt::Debug {
     /// empty when nothing said is about the request. Never fails: a search that cannot run
     /// says so in [`Recalled::partial`].
     fn recall(&self, persona: &str, request: &str, exclude: &HashSet<MessageId>) -> Recalled;
-}
-
-/// What a [`Recaller`] found.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct Recalled {
-    /// Messages, best first.
-    pub hits: Vec<RecalledHit>,
-    /// The persona's memories the search ranked, most relevant first: a bootstrap turn's
-    /// `[Long-term Memories]` shows these before the others.
-    pub memories: Vec<MemoryId>,
-    /// What the search could not cover, in words (semantic search over part of the history
-    /// only, or not at all), shown with the block.
-    pub partial: Option<String>,
-    /// One sentence saying how the model opens a hit whole (it names the tool).
-    pub how_to_open: String,
-}
-
-/// One message the search found.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct RecalledHit {
-    /// The message.
-    pub message_id: MessageId,
-    /// Its session's key.
-    pub session: String,
-    /// Its position in that session.
-    pub seq: i64,
-    /// When it was sent.
-    pub timestamp: DateTime<Utc>,
-    /// Its speaker: the participant's name, else its role.
-    pub speaker: String,
-    /// Its text.
-    pub text: String,
-    /// The search's fused score (relative to the other candidates).
-    pub score: f64,
-    /// Cosine similarity of the message to the request, when the semantic side found it.
-    pub similarity: Option<f64>,
 }
 
 /// What the block of an assembled context holds, for the caller to inspect (`strata context

@@ -27,7 +27,7 @@ pub use self::memory::{
     Likeness, ListAnswer, SaveAnswer, Settled, list, meaning_text, mostly_cjk, purge_expired, save,
     settle_memory_updates,
 };
-pub use self::proactive::{Proactive, ProactiveHit, proactive};
+pub use self::proactive::proactive;
 pub use self::search::{Coverage, Hit, SearchAnswer, grep, search};
 use self::search::{InContext, grep_outside, search_outside};
 

@@ -11,10 +11,8 @@
 
 use std::collections::HashSet;
 
-use chrono::{DateTime, Utc};
-use serde::Serialize;
-use strata_store::search::{HitId, HitKind};
-use strata_store::{Backend, MemoryId, MessageId};
+use strata_store::search::{HitId, HitKind, Recalled, RecalledHit};
+use strata_store::{Backend, MessageId};
 
 use super::Tool;
 use super::search::{FusionQuery, coverage, cut_query, fuse, one_hit_per_source};
@@ -22,40 +20,6 @@ use crate::config::RecallConfig;
 use crate::embed::Embedder;
 use crate::error::Result;
 use crate::tools::Scope;
-
-/// What the search found on a request.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct Proactive {
-    /// Messages above the floor, best first, at most `proactive_hits`.
-    pub hits: Vec<ProactiveHit>,
-    /// The persona's memories above the floor, most relevant first.
-    pub memories: Vec<MemoryId>,
-    /// What semantic search did not cover, in words; `None` when it covered everything.
-    pub partial: Option<String>,
-    /// How the model opens a hit whole: one sentence naming the tool.
-    pub how_to_open: String,
-}
-
-/// One message found.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct ProactiveHit {
-    /// The message.
-    pub message_id: MessageId,
-    /// Its session's key.
-    pub session: String,
-    /// Its position in the session.
-    pub seq: i64,
-    /// When it was sent.
-    pub timestamp: DateTime<Utc>,
-    /// Its participant's name, else its role.
-    pub speaker: String,
-    /// Its whole text.
-    pub text: String,
-    /// The fused score (relative to the other candidates).
-    pub score: f64,
-    /// Cosine similarity to the request, when the semantic side found it.
-    pub similarity: Option<f64>,
-}
 
 /// The messages and memories of `persona` that bear on `request`, leaving out the messages in
 /// `exclude` (what the context shows verbatim). `embedder` is the loaded model, if any.
@@ -66,12 +30,12 @@ pub fn proactive(
     embedder: Option<&Embedder>,
     request: &str,
     exclude: &HashSet<MessageId>,
-) -> Result<Proactive> {
+) -> Result<Recalled> {
     let how_to_open = format!(
         "{}(message_id) shows a message whole, with what was said around it.",
         Tool::ViewMessage.name()
     );
-    let Ok(text) = cut_query(request) else { return Ok(Proactive { how_to_open, ..Proactive::default() }) };
+    let Ok(text) = cut_query(request) else { return Ok(Recalled { how_to_open, ..Recalled::default() }) };
     let scope = Scope::persona(persona);
     let vector = embedder.map(|embedder| embedder.embed_query(&text)).transpose()?;
     let model = embedder.map(|embedder| embedder.spec().id);
@@ -106,7 +70,7 @@ pub fn proactive(
     for hit in one_hit_per_source(messages, &fusion, config.proactive_hits) {
         let HitId::Message(id) = hit.id else { continue };
         let (message, session) = store.message_of(persona, id)?;
-        hits.push(ProactiveHit {
+        hits.push(RecalledHit {
             message_id: id,
             session: session.key,
             seq: message.seq,
@@ -125,5 +89,5 @@ pub fn proactive(
                 .to_owned(),
         ),
     };
-    Ok(Proactive { hits, memories, partial, how_to_open })
+    Ok(Recalled { hits, memories, partial, how_to_open })
 }

@@ -14,6 +14,7 @@
 pub(crate) mod grep;
 pub(crate) mod index;
 pub(crate) mod ranked;
+mod recalled;
 mod words;
 
 use chrono::{DateTime, Utc};
@@ -24,6 +25,7 @@ use crate::types::{Category, Level, MemoryId, MessageId, NodeId, SessionId, from
 
 pub(crate) use grep::{grep, said_between};
 pub use ranked::{CandidateQuery, Candidates, WordStatistics};
+pub use recalled::{Recalled, RecalledHit};
 use words::{count_words_in, rank_words_in};
 
 pub use crate::vectors::Scan;
