@@ -341,19 +341,20 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                     )?;
                 }
                 for day in &usage {
+                    let totals = &day.totals;
                     writeln!(
                         out,
                         "llm {} {:<7} {:<16} {} calls ({} failed): server {} + {} tokens, strata counted {} + {}, {:.1} s",
                         day.day,
-                        day.purpose,
-                        day.model,
-                        day.calls,
-                        day.failures,
-                        day.prompt_tokens,
-                        day.completion_tokens,
+                        totals.purpose,
+                        totals.model,
+                        totals.calls,
+                        totals.failures,
+                        totals.prompt_tokens,
+                        totals.completion_tokens,
                         day.counted_prompt_tokens,
                         day.counted_completion_tokens,
-                        day.millis as f64 / 1000.0
+                        totals.millis as f64 / 1000.0
                     )?;
                 }
                 writeln!(out, "file size           {} bytes", stats.file_bytes)?;

@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use crate::db::query_all;
 use crate::error::{Error, Result};
+use crate::metrics::CallTotals;
 use crate::store::Store;
 use crate::types::to_unix;
 
@@ -41,26 +42,13 @@ pub struct LlmCall {
 pub struct UsageDay {
     /// The day (UTC), `YYYY-MM-DD`.
     pub day: String,
-    /// `summary` or `chat`.
-    pub purpose: String,
-    /// The summarizer's name, or `chat`.
-    pub caller: String,
-    /// The model.
-    pub model: String,
-    /// Calls made.
-    pub calls: u64,
-    /// Of those, calls that failed.
-    pub failures: u64,
-    /// Prompt tokens the server reported.
-    pub prompt_tokens: u64,
-    /// Completion tokens the server reported.
-    pub completion_tokens: u64,
+    /// The calls, as `strata metrics` sums them over all time.
+    #[serde(flatten)]
+    pub totals: CallTotals,
     /// Prompt tokens strata counted.
     pub counted_prompt_tokens: u64,
     /// Completion tokens strata counted.
     pub counted_completion_tokens: u64,
-    /// Time spent, in milliseconds.
-    pub millis: u64,
 }
 
 /// Checks calls before they are recorded: a purpose is `summary` or `chat`.
@@ -145,16 +133,18 @@ impl Store {
                     let n = |index: usize| row.get::<_, i64>(index).map(|n| n.max(0) as u64);
                     Ok(UsageDay {
                         day: row.get(0)?,
-                        purpose: row.get(1)?,
-                        caller: row.get(2)?,
-                        model: row.get(3)?,
-                        calls: n(4)?,
-                        failures: n(5)?,
-                        prompt_tokens: n(6)?,
-                        completion_tokens: n(7)?,
+                        totals: CallTotals {
+                            purpose: row.get(1)?,
+                            caller: row.get(2)?,
+                            model: row.get(3)?,
+                            calls: n(4)?,
+                            failures: n(5)?,
+                            prompt_tokens: n(6)?,
+                            completion_tokens: n(7)?,
+                            millis: n(10)?,
+                        },
                         counted_prompt_tokens: n(8)?,
                         counted_completion_tokens: n(9)?,
-                        millis: n(10)?,
                     })
                 },
             )

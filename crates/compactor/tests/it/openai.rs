@@ -432,10 +432,13 @@ async fn every_call_records_the_servers_usage_beside_stratas_count() {
     assert!(matches!(outcome, Outcome::Compacted { nodes_created: 1, .. }), "{outcome:?}");
     let days = fx.store.usage_by_day().unwrap();
     assert_eq!(days.len(), 1, "{days:?}");
-    let day = &days[0];
-    assert_eq!((day.purpose.as_str(), day.caller.as_str(), day.model.as_str()), ("summary", MODEL, MODEL));
-    assert_eq!((day.calls, day.failures), (3, 2));
-    assert_eq!((day.prompt_tokens, day.completion_tokens), (1234, 56));
+    let (day, totals) = (&days[0], &days[0].totals);
+    assert_eq!(
+        (totals.purpose.as_str(), totals.caller.as_str(), totals.model.as_str()),
+        ("summary", MODEL, MODEL)
+    );
+    assert_eq!((totals.calls, totals.failures), (3, 2));
+    assert_eq!((totals.prompt_tokens, totals.completion_tokens), (1234, 56));
     let node = &fx.store.nodes(fx.session).unwrap()[0];
     assert_eq!(day.counted_completion_tokens, u64::from(node.token_count), "strata's count of the summary");
     assert_eq!(
