@@ -205,16 +205,10 @@ impl Compactor {
         // Most calls (one per request) find nothing to write, and a call that writes nothing
         // needs no lease: taking and giving it back would be two more round trips to a
         // PostgreSQL server on every request.
-        if max_rounds > 0 {
-            let config = self.inner.config.clone();
-            let start = self
-                .blocking(move |store| {
-                    Ok(strata_store::read_consistent(store, |reader| Start::read(reader, session, &config))?)
-                })
-                .await?;
-            if let Some(idle) = self.idle(session, start) {
-                return Ok(idle);
-            }
+        if max_rounds > 0
+            && let Some(idle) = self.idle(session, self.start(session).await?)
+        {
+            return Ok(idle);
         }
         self.compact_leased(session, max_rounds).await
     }
@@ -268,13 +262,7 @@ impl Compactor {
     }
 
     async fn compact_rounds_leased(&self, session: SessionId, max_rounds: u32) -> Result<Outcome> {
-        let config = self.inner.config.clone();
-        let start = self
-            .blocking(move |store| {
-                Ok(strata_store::read_consistent(store, |reader| Start::read(reader, session, &config))?)
-            })
-            .await?;
-        let mut call = self.begin(session, start);
+        let mut call = self.begin(session, self.start(session).await?);
         let mut ended = None;
         for _round in 0..max_rounds {
             if let Flow::Stop(why) = self.round(&mut call).await? {
@@ -317,6 +305,15 @@ impl Compactor {
             refusals: 0,
             done: Tally::default(),
         }
+    }
+
+    /// What a call reads of the session before it decides, in one snapshot.
+    async fn start(&self, session: SessionId) -> Result<Start> {
+        let config = self.inner.config.clone();
+        self.blocking(move |store| {
+            Ok(strata_store::read_consistent(store, |reader| Start::read(reader, session, &config))?)
+        })
+        .await
     }
 
     /// What the session looks like now: the live outline, the roots and the plan.
