@@ -4,7 +4,7 @@
 //! is one query whose rows are its problems.
 
 use strata_store::Error;
-use strata_store::check::{Check, Report};
+use strata_store::check::{Check, FOREST_CHECKS, Report};
 
 use crate::db::{Queries, SCHEMA_VERSION, Tx, pg};
 
@@ -78,29 +78,9 @@ pub(crate) fn doctor(tx: &mut Tx<'_>) -> Result<Report, Error> {
                        WHERE m.session_id = n.session_id AND m.seq BETWEEN n.first_seq AND n.last_seq) r
          WHERE n.level = 0 AND covered <> in_range",
     )?);
-    checks.push(rows_check(
-        tx,
-        "each merged node's parent is one level up and spans it",
-        "SELECT 'node ' || c.id || ' (level ' || c.level || ', seq ' || c.first_seq || '-' || c.last_seq ||
-                ') has parent ' || p.id || ' (level ' || p.level || ', seq ' || p.first_seq || '-' || p.last_seq || ')'
-         FROM summary_nodes c JOIN summary_nodes p ON p.id = c.parent_id
-         WHERE p.level <> c.level + 1 OR p.session_id <> c.session_id
-            OR c.first_seq < p.first_seq OR c.last_seq > p.last_seq
-            OR c.start_time < p.start_time - 0.001 OR c.end_time > p.end_time + 0.001",
-    )?);
-    checks.push(rows_check(
-        tx,
-        "node time ranges run forward",
-        "SELECT 'node ' || id || ' starts after it ends' FROM summary_nodes WHERE start_time > end_time",
-    )?);
-    checks.push(rows_check(
-        tx,
-        "no two Level-0 nodes overlap",
-        "SELECT 'nodes ' || a.id || ' and ' || b.id || ' overlap in session ' || a.session_id
-         FROM summary_nodes a JOIN summary_nodes b
-           ON a.session_id = b.session_id AND a.level = 0 AND b.level = 0 AND a.id < b.id
-          AND a.first_seq <= b.last_seq AND b.first_seq <= a.last_seq",
-    )?);
+    for (name, sql) in FOREST_CHECKS {
+        checks.push(rows_check(tx, name, sql)?);
+    }
     checks.push(rows_check(
         tx,
         "seqs are dense in every session",

@@ -11,13 +11,14 @@
 use chrono::Utc;
 use pgvector::Vector;
 use strata_store::backend::{fold, to_unix};
+use strata_store::kinds::Kind;
 use strata_store::search::HitKind;
 use strata_store::transfer::StoredMemory;
 use strata_store::{Backend, Error, NewMessage, Store};
 
 use crate::db::{Queries, Tx, pg};
 use crate::rows::MessageColumns;
-use crate::{PgStore, search, vectors};
+use crate::{PgStore, vectors};
 
 /// Rows a batch carries.
 const BATCH: usize = 2_000;
@@ -228,14 +229,14 @@ impl PgStore {
             tx.execute("DELETE FROM embedding_backlog", &[]).map_err(pg)?;
             for kind in HitKind::ALL {
                 let ids: Vec<i64> = backlog.iter().filter(|(k, _)| *k == kind).map(|(_, id)| *id).collect();
-                let kind = search::kind(kind);
+                let kind = Kind::of(kind);
                 let sql = format!(
                     "INSERT INTO embedding_backlog(kind, item_id, persona, session_id)
                      SELECT '{name}', {a}.id, {a}.persona, {session} FROM {table} {a} WHERE {a}.id = ANY($1)",
                     name = kind.kind.as_str(),
                     a = kind.alias,
                     session = kind.session.unwrap_or("NULL::BIGINT"),
-                    table = kind.from.split_whitespace().next().expect("a table"),
+                    table = kind.table,
                 );
                 tx.execute(&sql, &[&ids]).map_err(pg)?;
             }
@@ -315,7 +316,7 @@ fn insert_vectors(
     kind: HitKind,
     batch: &[strata_store::transfer::StoredVector],
 ) -> Result<(), Error> {
-    let kind = search::kind(kind);
+    let kind = Kind::of(kind);
     let ids: Vec<i64> = batch.iter().map(|v| v.item_id).collect();
     let chunks: Vec<i32> = batch.iter().map(|v| v.chunk as i32).collect();
     let embeddings: Vec<Vector> = batch.iter().map(|v| Vector::from(v.vector.clone())).collect();
@@ -329,7 +330,7 @@ fn insert_vectors(
         a = kind.alias,
         session = kind.session.unwrap_or("NULL::BIGINT"),
         time = kind.time,
-        table = kind.from.split_whitespace().next().expect("a table"),
+        table = kind.table,
     );
     tx.execute(&sql, &[&ids, &chunks, &embeddings]).map_err(pg)?;
     Ok(())

@@ -3,7 +3,7 @@
 //! the second finds the first's coverage.
 
 use chrono::Utc;
-use strata_store::backend::{plan_merge, to_unix, validate_summary};
+use strata_store::backend::{NodePlace, check_adjacent, plan_merge, to_unix, validate_summary};
 use strata_store::{Error, Level, Missing, NewSummary, NodeId, SessionId, SummaryNode};
 
 use crate::db::{Queries, Tx, pg};
@@ -73,9 +73,8 @@ pub(crate) fn insert_leaf(
     if let Some(row) = covered {
         return Err(Error::AlreadyCovered { session, seq: row.get(0), node: NodeId(row.get(1)) });
     }
-    let place = Place {
+    let place = NodePlace {
         session,
-        persona: &persona,
         level: Level::LEAF,
         first_seq,
         last_seq,
@@ -83,7 +82,7 @@ pub(crate) fn insert_leaf(
         end_time: end.unwrap_or_default(),
         source_token_count: tokens,
     };
-    let id = insert(tx, &place, summary)?;
+    let id = insert(tx, &persona, &place, summary)?;
     tx.execute(
         "UPDATE messages SET summary_id = $1 WHERE session_id = $2 AND seq BETWEEN $3 AND $4",
         &[&id.0, &session.0, &first_seq, &last_seq],
@@ -98,10 +97,10 @@ pub(crate) fn merge(
     summary: &NewSummary,
 ) -> Result<SummaryNode, Error> {
     validate_summary(summary)?;
-    if children.len() < 2 {
+    let Some(&first) = children.first() else {
         return Err(Error::Invalid { field: "children", reason: "a merge needs at least two nodes".into() });
-    }
-    let first = by_id(tx, children[0])?;
+    };
+    let first = by_id(tx, first)?;
     let persona = lock_session(tx, first.session_id)?;
     // Read again under the lock: another merge may have linked them meanwhile.
     let nodes = children.iter().map(|&id| by_id(tx, id)).collect::<Result<Vec<_>, Error>>()?;
@@ -115,23 +114,8 @@ pub(crate) fn merge(
         )
         .map_err(pg)?
         .get(0);
-    if between != nodes.len() as i64 {
-        return Err(Error::Invalid {
-            field: "children",
-            reason: "the nodes are not adjacent roots of their level".into(),
-        });
-    }
-    let place = Place {
-        session: parent.session,
-        persona: &persona,
-        level: parent.level,
-        first_seq: parent.first_seq,
-        last_seq: parent.last_seq,
-        start_time: parent.start_time,
-        end_time: parent.end_time,
-        source_token_count: parent.source_token_count,
-    };
-    let id = insert(tx, &place, summary)?;
+    check_adjacent(between, &nodes)?;
+    let id = insert(tx, &persona, &parent, summary)?;
     let ids: Vec<i64> = nodes.iter().map(|node| node.id.0).collect();
     tx.execute("UPDATE summary_nodes SET parent_id = $1 WHERE id = ANY($2)", &[&id.0, &ids]).map_err(pg)?;
     by_id(tx, id)
@@ -170,19 +154,7 @@ pub(crate) fn replace_summary(
     by_id(tx, id)
 }
 
-/// Where a new node goes.
-struct Place<'a> {
-    session: SessionId,
-    persona: &'a str,
-    level: Level,
-    first_seq: i64,
-    last_seq: i64,
-    start_time: f64,
-    end_time: f64,
-    source_token_count: i64,
-}
-
-fn insert(tx: &mut Tx<'_>, place: &Place<'_>, summary: &NewSummary) -> Result<NodeId, Error> {
+fn insert(tx: &mut Tx<'_>, persona: &str, place: &NodePlace, summary: &NewSummary) -> Result<NodeId, Error> {
     let folded = strata_store::backend::fold(&format!("{}\n{}", summary.headline, summary.body));
     let row = tx
         .query_one(
@@ -191,7 +163,7 @@ fn insert(tx: &mut Tx<'_>, place: &Place<'_>, summary: &NewSummary) -> Result<No
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id",
             &[
                 &place.session.0,
-                &place.persona,
+                &persona,
                 &(place.level.0 as i32),
                 &summary.headline,
                 &summary.body,
@@ -208,7 +180,7 @@ fn insert(tx: &mut Tx<'_>, place: &Place<'_>, summary: &NewSummary) -> Result<No
         )
         .map_err(pg)?;
     let id = NodeId(row.get(0));
-    queue(tx, id, place.persona, summary)?;
+    queue(tx, id, persona, summary)?;
     Ok(id)
 }
 

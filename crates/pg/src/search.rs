@@ -11,71 +11,15 @@ use std::collections::HashMap;
 
 use postgres::types::{FromSql, ToSql, Type};
 use strata_store::backend::{fold, from_unix, rank_grep_hits, to_unix};
+use strata_store::kinds::Kind;
 use strata_store::search::{
-    CandidateQuery, Candidates, HitId, HitKind, SearchFilter, TextHit, TextQuery, WordStatistics,
+    CandidateQuery, Candidates, HitId, HitKind, RowTerms, SearchFilter, TextHit, TextQuery, WordStatistics,
+    bm25,
 };
 use strata_store::{Error, Level, NodeId, SessionId};
 
 use crate::db::{Queries, Tx, pg};
 use crate::vectors;
-
-/// What a kind is in SQL: its table, columns and texts.
-pub(crate) struct Kind {
-    pub kind: HitKind,
-    /// The table with its alias, and the join that names the session.
-    pub from: &'static str,
-    pub alias: &'static str,
-    pub session: Option<&'static str>,
-    pub time: &'static str,
-    /// The text a hit shows.
-    pub text: &'static str,
-    /// The text grep matches and scores (a memory's key comes first).
-    pub grep_text: &'static str,
-    /// The text that is embedded.
-    pub ranked_text: &'static str,
-    /// id, session id, session key, seq, role, level, category, key, time.
-    pub hit_columns: &'static str,
-}
-
-pub(crate) static KINDS: [Kind; 3] = [
-    Kind {
-        kind: HitKind::Message,
-        from: "messages m JOIN sessions s ON s.id = m.session_id",
-        alias: "m",
-        session: Some("m.session_id"),
-        time: "m.created_at",
-        text: "m.content",
-        grep_text: "m.content",
-        ranked_text: "coalesce(m.name, m.role) || ': ' || m.content",
-        hit_columns: "m.id, m.session_id, s.key, m.seq, m.role, NULL::INTEGER, NULL::TEXT, NULL::TEXT, m.created_at",
-    },
-    Kind {
-        kind: HitKind::Summary,
-        from: "summary_nodes n JOIN sessions s ON s.id = n.session_id",
-        alias: "n",
-        session: Some("n.session_id"),
-        time: "n.end_time",
-        text: "n.headline || E'\\n' || n.body",
-        grep_text: "n.headline || E'\\n' || n.body",
-        ranked_text: "n.headline || E'\\n' || n.body",
-        hit_columns: "n.id, n.session_id, s.key, NULL::BIGINT, 'summary', n.level, NULL::TEXT, NULL::TEXT, n.end_time",
-    },
-    Kind {
-        kind: HitKind::Memory,
-        from: "agent_memories a",
-        alias: "a",
-        session: None,
-        time: "a.updated_at",
-        text: "a.title || ': ' || a.content",
-        grep_text: "a.key || ' ' || a.title || ': ' || a.content",
-        ranked_text: "a.title || ': ' || a.content",
-        hit_columns: "a.id, NULL::BIGINT, NULL::TEXT, NULL::BIGINT, 'memory', NULL::INTEGER, a.category, a.key, a.updated_at",
-    },
-];
-
-pub(crate) fn kind(kind: HitKind) -> &'static Kind {
-    KINDS.iter().find(|k| k.kind == kind).expect("every kind has a row")
-}
 
 /// How many of the newest matching rows grep ranks per kind (SQLite's `GREP_SCAN_ROWS`).
 const GREP_SCAN_ROWS: usize = 256;
@@ -100,27 +44,20 @@ impl Params {
     }
 }
 
-impl Kind {
-    /// The persona, session and time conditions of a search of this kind.
-    pub fn window(&self, filter: &SearchFilter, params: &mut Params) -> Vec<String> {
-        let a = self.alias;
-        let mut conditions = vec![format!("{a}.persona = {}", params.push(filter.persona.clone()))];
-        if let (Some(session), Some(column)) = (filter.session, self.session) {
-            conditions.push(format!("{column} = {}", params.push(session.0)));
-        }
-        if let Some(start) = filter.start {
-            conditions.push(format!("{} >= {}", self.time, params.push(to_unix(start))));
-        }
-        if let Some(end) = filter.end {
-            conditions.push(format!("{} < {}", self.time, params.push(to_unix(end))));
-        }
-        conditions
+/// The persona, session and time conditions of a search of `kind` (every table holds its
+/// rows' persona here, so no join is needed for it).
+pub(crate) fn window(kind: &Kind, filter: &SearchFilter, params: &mut Params) -> Vec<String> {
+    let mut conditions = vec![format!("{}.persona = {}", kind.alias, params.push(filter.persona.clone()))];
+    if let (Some(session), Some(column)) = (filter.session, kind.session) {
+        conditions.push(format!("{column} = {}", params.push(session.0)));
     }
-
-    /// A session filter leaves out the kinds that have no session (memories).
-    fn searched(&self, filter: &SearchFilter) -> bool {
-        self.session.is_some() || filter.session.is_none()
+    if let Some(start) = filter.start {
+        conditions.push(format!("{} >= {}", kind.time, params.push(to_unix(start))));
     }
+    if let Some(end) = filter.end {
+        conditions.push(format!("{} < {}", kind.time, params.push(to_unix(end))));
+    }
+    conditions
 }
 
 fn hit(kind: HitKind, row: &postgres::Row) -> TextHit {
@@ -157,12 +94,12 @@ pub(crate) fn grep(tx: &mut Tx<'_>, query: &TextQuery, filter: &SearchFilter) ->
     let wanted = GREP_SCAN_ROWS.max(limit);
     let mut hits = Vec::new();
     for &kind in &filter.kinds {
-        let kind = self::kind(kind);
+        let kind = Kind::of(kind);
         if !kind.searched(filter) {
             continue;
         }
         let mut params = Params::default();
-        let mut conditions = kind.window(filter, &mut params);
+        let mut conditions = window(kind, filter, &mut params);
         for term in query.terms() {
             conditions.push(format!("{}.folded LIKE {}", kind.alias, params.push(contains(term))));
         }
@@ -170,7 +107,7 @@ pub(crate) fn grep(tx: &mut Tx<'_>, query: &TextQuery, filter: &SearchFilter) ->
             "SELECT {columns}, {text} FROM {from} WHERE {conditions} ORDER BY {a}.id DESC LIMIT {limit}",
             columns = kind.hit_columns,
             text = kind.grep_text,
-            from = kind.from,
+            from = kind.owned(),
             conditions = conditions.join(" AND "),
             a = kind.alias,
             limit = params.push(wanted as i64),
@@ -188,16 +125,16 @@ pub(crate) fn said_between(
     oldest_first: bool,
     offset: usize,
 ) -> Result<Vec<TextHit>, Error> {
-    let messages = kind(HitKind::Message);
+    let messages = Kind::of(HitKind::Message);
     let mut params = Params::default();
-    let conditions = messages.window(filter, &mut params);
+    let conditions = window(messages, filter, &mut params);
     let order = if oldest_first { "ASC" } else { "DESC" };
     let sql = format!(
         "SELECT {columns}, {text} FROM {from} WHERE {conditions}
          ORDER BY {time} {order}, m.id {order} LIMIT {limit} OFFSET {offset}",
         columns = messages.hit_columns,
         text = messages.text,
-        from = messages.from,
+        from = messages.owned(),
         conditions = conditions.join(" AND "),
         time = messages.time,
         limit = params.push(filter.limit.min(1000) as i64),
@@ -222,7 +159,7 @@ pub(crate) fn hits_by_ids(
         "SELECT {columns}, {text} FROM {from} WHERE {a}.id = ANY($1) AND {a}.persona = $2",
         columns = kind.hit_columns,
         text = kind.text,
-        from = kind.from,
+        from = kind.owned(),
         a = kind.alias,
     );
     let rows = tx.query(&sql, &[&ids, &persona]).map_err(pg)?;
@@ -245,8 +182,8 @@ fn any_word(words: &[String], params: &mut Params) -> String {
 type KeywordSide = (WordStatistics, Vec<(i64, f64)>);
 
 /// The keyword side of a ranked search of one kind: the persona's word statistics and the
-/// newest rows holding any of the words (up to [`RANK_SCAN_ROWS`]), scored by bm25 as FTS5
-/// scores it (k1 = 1.2, b = 0.75, idf `ln((N - n + 0.5) / (n + 0.5))`), best first; `None`
+/// newest rows holding any of the words (up to [`RANK_SCAN_ROWS`]), scored by the store's bm25
+/// (`strata_store::search::bm25`, as on SQLite), best first; `None`
 /// when the persona has no row of the kind. Recall weighs a keyword score against the bm25 a
 /// row holding every word would reach (`ideal_score`), so the score must be bm25, not
 /// `ts_rank`.
@@ -263,9 +200,7 @@ fn keyword_side(
     filter: &SearchFilter,
     cap: usize,
 ) -> Result<Option<KeywordSide>, Error> {
-    const K1: f64 = 1.2;
-    const B: f64 = 0.75;
-    let table = kind.from.split(' ').next().expect("a kind names its table");
+    let table = kind.table;
     // Messages are never deleted here (their guard trigger refuses it), so a persona holds the
     // sum of its sessions' next seqs: a read of its sessions, not of its 100,000 messages.
     let count = match kind.kind {
@@ -290,13 +225,13 @@ fn keyword_side(
         .collect();
     let mut params = Params::default();
     let query = any_word(words, &mut params);
-    let mut conditions = kind.window(filter, &mut params);
+    let mut conditions = window(kind, filter, &mut params);
     conditions.push(format!("{}.words @@ q.q", kind.alias));
     let sql = format!(
         "SELECT {a}.id, {a}.words FROM {from}, (SELECT {query} AS q) q
          WHERE {conditions} ORDER BY {a}.id DESC LIMIT {scan}",
         a = kind.alias,
-        from = kind.from,
+        from = kind.owned(),
         conditions = conditions.join(" AND "),
         scan = params.push(RANK_SCAN_ROWS),
     );
@@ -351,35 +286,20 @@ fn keyword_side(
     if read.is_empty() {
         return Ok(Some((statistics, Vec::new())));
     }
-    let lengths: Vec<f64> = read.iter().map(|(_, terms)| terms.length.max(1) as f64).collect();
-    let mean_length = lengths.iter().sum::<f64>() / lengths.len() as f64;
-    let rows = statistics.rows as f64;
-    let idf: Vec<f64> = statistics
-        .frequencies
+    // Each word's count in a row is the sum of its lexemes'.
+    let read: Vec<RowTerms> = read
         .iter()
-        .map(|&n| {
-            let n = (n as f64).min(rows);
-            ((rows - n + 0.5) / (n + 0.5)).ln().max(1e-6)
-        })
-        .collect();
-    let mut scored: Vec<(i64, f64)> = read
-        .iter()
-        .zip(&lengths)
-        .map(|((id, terms), length)| {
-            let norm = K1 * (1.0 - B + B * length / mean_length);
-            let score = lexemes
+        .map(|(id, terms)| RowTerms {
+            id: *id,
+            length: terms.length,
+            counts: lexemes
                 .iter()
-                .zip(&idf)
-                .map(|(stems, idf)| {
-                    let tf = f64::from(stems.iter().map(|lexeme| terms.counts[at(lexeme)]).sum::<u32>());
-                    idf * tf * (K1 + 1.0) / (tf + norm)
-                })
-                .sum();
-            (*id, score)
+                .map(|stems| stems.iter().map(|lexeme| terms.counts[at(lexeme)]).sum())
+                .collect(),
         })
         .collect();
-    // Best first; ties newest first, as the rows arrived.
-    scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
+    let holding: Vec<f64> = statistics.frequencies.iter().map(|&n| n as f64).collect();
+    let mut scored = bm25(&statistics, &holding, &read);
     scored.truncate(filter.limit.clamp(1, 4096));
     Ok(Some((statistics, scored)))
 }
@@ -435,7 +355,7 @@ pub(crate) fn candidates(tx: &mut Tx<'_>, query: &CandidateQuery<'_>) -> Result<
         ..Candidates::default()
     };
     for &kind in &filter.kinds {
-        let kind = self::kind(kind);
+        let kind = Kind::of(kind);
         if !kind.searched(filter) {
             continue;
         }

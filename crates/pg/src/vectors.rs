@@ -3,11 +3,12 @@
 
 use pgvector::Vector;
 use strata_store::embeddings::{BacklogItem, EmbeddingSpace, MAX_CHUNKS};
+use strata_store::kinds::Kind;
 use strata_store::search::{HitId, HitKind, SearchFilter};
 use strata_store::{Error, Role, SessionId};
 
 use crate::db::{Queries, Tx, pg};
-use crate::search::{KINDS, Kind, Params};
+use crate::search::Params;
 
 /// A filter that leaves at most this many chunks is scanned exactly: the approximate index
 /// would walk far past its candidates to find so few (SQLite's `WINDOW_PREFILTER_ROWS`).
@@ -90,7 +91,7 @@ pub(crate) fn backlog(
 ) -> Result<Vec<BacklogItem>, Error> {
     let session = session.map(|session| session.0);
     let mut items = Vec::new();
-    for kind in KINDS.iter().rev() {
+    for kind in Kind::ALL.iter().rev() {
         let left = limit.saturating_sub(items.len());
         if left == 0 {
             break;
@@ -104,7 +105,7 @@ pub(crate) fn backlog(
              ORDER BY b.item_id LIMIT $4",
             text = kind.ranked_text,
             role = if kind.kind == HitKind::Message { "m.role" } else { "NULL::TEXT" },
-            from = kind.from,
+            from = kind.owned(),
         );
         let rows = tx.query(&sql, &[&kind.kind.as_str(), &persona, &session, &(left as i64)]).map_err(pg)?;
         for row in rows {
@@ -143,7 +144,7 @@ pub(crate) fn put(
     }
     let mut written = 0;
     for (item, chunks) in items {
-        let kind = crate::search::kind(item.id.kind());
+        let kind = Kind::of(item.id.kind());
         let id = item.id.raw();
         let a = kind.alias;
         // The row's text and place now: a summary or memory rewritten while its vector was
@@ -153,7 +154,7 @@ pub(crate) fn put(
             text = kind.ranked_text,
             session = kind.session.unwrap_or("NULL::BIGINT"),
             time = kind.time,
-            from = kind.from,
+            from = kind.owned(),
         );
         let Some(row) = tx.query_opt(&sql, &[&id]).map_err(pg)? else { continue };
         let (text, session, at): (String, Option<i64>, f64) = (row.get(0), row.get(1), row.get(2));

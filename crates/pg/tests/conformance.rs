@@ -29,6 +29,7 @@ conformance!(
     summaries_queue_their_facts_until_settled,
     grep_finds_fragments_in_any_script_folding_case_and_accents,
     search_candidates_stay_within_the_persona,
+    another_personas_words_never_move_the_scores,
     a_compaction_lease_has_one_holder,
     bad_input_changes_nothing,
 );
@@ -231,6 +232,42 @@ fn search_candidates_stay_within_the_persona(backend: &dyn Backend) {
     assert!(found.keyword[0].1 > 0.0);
     assert_eq!(found.space, Some(space));
     assert_eq!(found.waiting, 0);
+}
+
+fn another_personas_words_never_move_the_scores(backend: &dyn Backend) {
+    said(
+        backend,
+        "a1",
+        "alice",
+        &[
+            "the deployment failed on friday",
+            "billing moved to the new cluster",
+            "the deployment of billing is done",
+        ],
+    );
+    let words = vec!["deployment".to_owned(), "billing".to_owned()];
+    let keyword_side = || {
+        let found = backend
+            .candidates(&CandidateQuery {
+                filter: SearchFilter { kinds: vec![HitKind::Message], ..SearchFilter::persona("alice") },
+                words: &words,
+                vector: None,
+                scan: Scan::Exact,
+                frequency_cap: 1000,
+            })
+            .unwrap();
+        let scores: Vec<(String, f64)> =
+            found.keyword.iter().map(|(hit, score)| (hit.snippet.clone(), *score)).collect();
+        (scores, found.words[&HitKind::Message].clone())
+    };
+    let before = keyword_side();
+    assert_eq!(before.0.len(), 3, "{before:?}");
+    assert_eq!((before.1.rows, before.1.frequencies.clone()), (3, vec![2, 2]));
+    // Bob's many, long rows make `deployment` common and `billing` rare across the database.
+    let long = "the deployment was slow and then it was fast and then slow again ".repeat(8);
+    let bobs: Vec<&str> = std::iter::repeat_n(long.as_str(), 40).collect();
+    said(backend, "b1", "bob", &bobs);
+    assert_eq!(keyword_side(), before, "alice's scores and statistics are alice's alone");
 }
 
 fn a_compaction_lease_has_one_holder(backend: &dyn Backend) {

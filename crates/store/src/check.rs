@@ -45,6 +45,31 @@ impl Report {
     }
 }
 
+/// The forest's checks, each one query whose rows are its problems, in SQL both backends read
+/// alike: (what holds, the query).
+pub const FOREST_CHECKS: [(&str, &str); 3] = [
+    (
+        "each merged node's parent is one level up and spans it",
+        "SELECT 'node ' || c.id || ' (level ' || c.level || ', seq ' || c.first_seq || '-' || c.last_seq ||
+                ') has parent ' || p.id || ' (level ' || p.level || ', seq ' || p.first_seq || '-' || p.last_seq || ')'
+         FROM summary_nodes c JOIN summary_nodes p ON p.id = c.parent_id
+         WHERE p.level <> c.level + 1 OR p.session_id <> c.session_id
+            OR c.first_seq < p.first_seq OR c.last_seq > p.last_seq
+            OR c.start_time < p.start_time - 0.001 OR c.end_time > p.end_time + 0.001",
+    ),
+    (
+        "node time ranges run forward",
+        "SELECT 'node ' || id || ' starts after it ends' FROM summary_nodes WHERE start_time > end_time",
+    ),
+    (
+        "no two Level-0 nodes overlap",
+        "SELECT 'nodes ' || a.id || ' and ' || b.id || ' overlap in session ' || a.session_id
+         FROM summary_nodes a JOIN summary_nodes b
+           ON a.session_id = b.session_id AND a.level = 0 AND b.level = 0 AND a.id < b.id
+          AND a.first_seq <= b.last_seq AND b.first_seq <= a.last_seq",
+    ),
+];
+
 /// A check whose problems are the rows of `sql` (one text column each), all counted, the
 /// first [`MAX_LISTED`] kept.
 fn rows_check(conn: &Connection, name: &'static str, sql: &str) -> Result<Check> {
@@ -203,29 +228,9 @@ pub(crate) fn doctor(conn: &Connection, full: bool) -> Result<Report> {
            AND (SELECT count(*) FROM messages m WHERE m.summary_id = n.id)
             != (SELECT count(*) FROM messages m WHERE m.session_id = n.session_id AND m.seq BETWEEN n.first_seq AND n.last_seq)",
     )?);
-    checks.push(rows_check(
-        conn,
-        "each merged node's parent is one level up and spans it",
-        "SELECT 'node ' || c.id || ' (level ' || c.level || ', seq ' || c.first_seq || '-' || c.last_seq ||
-                ') has parent ' || p.id || ' (level ' || p.level || ', seq ' || p.first_seq || '-' || p.last_seq || ')'
-         FROM summary_nodes c JOIN summary_nodes p ON p.id = c.parent_id
-         WHERE p.level != c.level + 1 OR p.session_id != c.session_id
-            OR c.first_seq < p.first_seq OR c.last_seq > p.last_seq
-            OR c.start_time < p.start_time - 0.001 OR c.end_time > p.end_time + 0.001",
-    )?);
-    checks.push(rows_check(
-        conn,
-        "node time ranges run forward",
-        "SELECT 'node ' || id || ' starts after it ends' FROM summary_nodes WHERE start_time > end_time",
-    )?);
-    checks.push(rows_check(
-        conn,
-        "no two Level-0 nodes overlap",
-        "SELECT 'nodes ' || a.id || ' and ' || b.id || ' overlap in session ' || a.session_id
-         FROM summary_nodes a JOIN summary_nodes b
-           ON a.session_id = b.session_id AND a.level = 0 AND b.level = 0 AND a.id < b.id
-          AND a.first_seq <= b.last_seq AND b.first_seq <= a.last_seq",
-    )?);
+    for (name, sql) in FOREST_CHECKS {
+        checks.push(rows_check(conn, name, sql)?);
+    }
     checks.push(rows_check(
         conn,
         "seqs are dense in every session",

@@ -76,7 +76,7 @@ pub fn insert_leaf(
     }
     let id = insert(
         conn,
-        &Row {
+        &NodePlace {
             session,
             level: Level::LEAF,
             first_seq,
@@ -107,9 +107,6 @@ pub fn merge(
     now: DateTime<Utc>,
 ) -> Result<SummaryNode> {
     validate(summary)?;
-    if children.len() < 2 {
-        return Err(Error::invalid("children", "a merge needs at least two nodes"));
-    }
     let nodes = children.iter().map(|&id| by_id(conn, id)).collect::<Result<Vec<_>>>()?;
     let (nodes, parent) = plan_merge(nodes)?;
     let (first, last) = (&nodes[0], &nodes[nodes.len() - 1]);
@@ -119,23 +116,8 @@ pub fn merge(
              WHERE session_id = ?1 AND level = ?2 AND parent_id IS NULL AND first_seq BETWEEN ?3 AND ?4",
         )?
         .query_row(params![parent.session, first.level, first.first_seq, last.first_seq], |row| row.get(0))?;
-    if between != nodes.len() as i64 {
-        return Err(Error::invalid("children", "the nodes are not adjacent roots of their level"));
-    }
-    let id = insert(
-        conn,
-        &Row {
-            session: parent.session,
-            level: parent.level,
-            first_seq: parent.first_seq,
-            last_seq: parent.last_seq,
-            start_time: parent.start_time,
-            end_time: parent.end_time,
-            source_token_count: parent.source_token_count,
-        },
-        summary,
-        now,
-    )?;
+    check_adjacent(between, &nodes)?;
+    let id = insert(conn, &parent, summary, now)?;
     let mut link = conn.prepare_cached("UPDATE summary_nodes SET parent_id = ?1 WHERE id = ?2")?;
     for node in &nodes {
         link.execute(params![id, node.id])?;
@@ -174,29 +156,30 @@ pub fn replace_summary(
     by_id(conn, id)
 }
 
-/// Where a merge puts the parent node ([`plan_merge`]).
+/// Where a new node goes, a leaf or a merge's parent ([`plan_merge`]), whatever stores it.
 #[derive(Clone, Debug)]
-pub struct MergePlan {
-    /// The children's session.
+pub struct NodePlace {
+    /// The session.
     pub session: SessionId,
-    /// The parent's level: one above the children's.
+    /// The level: 0 for a leaf, one above the children's for a parent.
     pub level: Level,
-    /// The first child's first seq.
+    /// The first seq covered.
     pub first_seq: i64,
-    /// The last child's last seq.
+    /// The last seq covered.
     pub last_seq: i64,
-    /// The earliest of the children's start times (UNIX seconds).
+    /// The earliest of the sources' times (UNIX seconds).
     pub start_time: f64,
-    /// The latest of the children's end times (UNIX seconds).
+    /// The latest of the sources' times (UNIX seconds).
     pub end_time: f64,
-    /// The children's tokens, together.
+    /// The sources' tokens, together.
     pub source_token_count: i64,
 }
 
 /// The rules of a merge's children, whatever stores them: at least two distinct nodes of one
 /// session and one level, none merged already ([`Error::AlreadyMerged`]). Returns them in
-/// order and the parent's place; that they are adjacent roots is for the caller's query.
-pub fn plan_merge(mut nodes: Vec<SummaryNode>) -> Result<(Vec<SummaryNode>, MergePlan)> {
+/// order and the parent's place; that they are adjacent roots is for the caller's query, whose
+/// count [`check_adjacent`] judges.
+pub fn plan_merge(mut nodes: Vec<SummaryNode>) -> Result<(Vec<SummaryNode>, NodePlace)> {
     if nodes.len() < 2 {
         return Err(Error::invalid("children", "a merge needs at least two nodes"));
     }
@@ -213,7 +196,7 @@ pub fn plan_merge(mut nodes: Vec<SummaryNode>) -> Result<(Vec<SummaryNode>, Merg
             return Err(Error::AlreadyMerged { node: node.id, parent });
         }
     }
-    let plan = MergePlan {
+    let plan = NodePlace {
         session,
         level: level.up(),
         first_seq: nodes[0].first_seq,
@@ -227,17 +210,17 @@ pub fn plan_merge(mut nodes: Vec<SummaryNode>) -> Result<(Vec<SummaryNode>, Merg
     Ok((nodes, plan))
 }
 
-struct Row {
-    session: SessionId,
-    level: Level,
-    first_seq: i64,
-    last_seq: i64,
-    start_time: f64,
-    end_time: f64,
-    source_token_count: i64,
+/// The second rule of a merge's children: no other root of their level lies between them.
+/// `roots_between` is how many roots of the level start within the children's first seqs
+/// (theirs included).
+pub fn check_adjacent(roots_between: i64, children: &[SummaryNode]) -> Result<()> {
+    if roots_between != children.len() as i64 {
+        return Err(Error::invalid("children", "the nodes are not adjacent roots of their level"));
+    }
+    Ok(())
 }
 
-fn insert(conn: &Connection, row: &Row, summary: &NewSummary, now: DateTime<Utc>) -> Result<NodeId> {
+fn insert(conn: &Connection, row: &NodePlace, summary: &NewSummary, now: DateTime<Utc>) -> Result<NodeId> {
     conn.prepare_cached(
         "INSERT INTO summary_nodes(session_id, level, headline, body, first_seq, last_seq, start_time,
                                    end_time, token_count, source_token_count, summarizer, created_at)

@@ -4,6 +4,10 @@
 //! embedding backlog read and index catch-up builds its statements from [`Kind`], so a
 //! second backend, or a new column, has one place to read what a kind is.
 //!
+//! The public fields are SQL both dialects read alike (PostgreSQL's backend builds its
+//! statements from them too); the rest name SQLite's own indexes and the join that gives a row
+//! its persona (PostgreSQL keeps the persona on each row).
+//!
 //! The aliases are fixed (`m` for messages, `n` for summary nodes, `a` for memories, `s` for
 //! the session that gives messages and nodes their persona), so that the fragments compose.
 //! Only the triggers of the schema (`schema/*.sql`) spell a kind's text again, for the
@@ -17,7 +21,7 @@ use crate::types::to_unix;
 
 /// One kind of searchable row, as SQL fragments.
 #[derive(Debug)]
-pub(crate) struct Kind {
+pub struct Kind {
     /// Which kind.
     pub kind: HitKind,
     /// The base table.
@@ -25,9 +29,12 @@ pub(crate) struct Kind {
     /// The base table's alias in every fragment below.
     pub alias: &'static str,
     /// The join that gives a row its persona (empty for memories, which hold it).
-    pub persona_join: &'static str,
+    pub(crate) persona_join: &'static str,
     /// The persona's column.
-    pub persona: &'static str,
+    pub(crate) persona: &'static str,
+    /// The table that holds the persona's column, with its alias: what to read to learn
+    /// which personas have rows of this kind without reading the rows.
+    pub(crate) personas: &'static str,
     /// The session's column; memories belong to a persona, not a session.
     pub session: Option<&'static str>,
     /// The time a search's range filters on: a message's, a summary's end, a memory's update.
@@ -46,18 +53,18 @@ pub(crate) struct Kind {
     /// sender role (or `summary` / `memory`), level, category, key, time.
     pub hit_columns: &'static str,
     /// The trigram full-text table (`memory_grep`; substrings, CJK).
-    pub trigram: &'static str,
+    pub(crate) trigram: &'static str,
     /// Its columns, qualified: a short fragment's `LIKE` may match any of them.
-    pub trigram_columns: &'static [&'static str],
+    pub(crate) trigram_columns: &'static [&'static str],
     /// The base table's columns the trigram index holds, qualified by the alias: what a `LIKE`
     /// over rows not indexed yet tests.
-    pub text_columns: &'static [&'static str],
+    pub(crate) text_columns: &'static [&'static str],
     /// The word (Porter) full-text table (`memory_search`'s bm25).
-    pub words: &'static str,
+    pub(crate) words: &'static str,
     /// The vector table (created for the embedding space in use).
-    pub vectors: &'static str,
+    pub(crate) vectors: &'static str,
     /// Whether the rows are indexed after they are written, behind a cursor.
-    pub deferred: Option<Deferred>,
+    pub(crate) deferred: Option<Deferred>,
 }
 
 impl Kind {
@@ -74,7 +81,7 @@ impl Kind {
     }
 
     /// The id column.
-    pub fn id(&self) -> String {
+    pub(crate) fn id(&self) -> String {
         format!("{}.id", self.alias)
     }
 
@@ -84,16 +91,22 @@ impl Kind {
         format!("{} {} {}", self.table, self.alias, self.persona_join).trim_end().to_owned()
     }
 
+    /// Whether a search with this filter reads this kind: a session filter leaves out the
+    /// kinds that have no session (memories belong to a persona).
+    pub fn searched(&self, filter: &SearchFilter) -> bool {
+        self.session.is_some() || filter.session.is_none()
+    }
+
     /// The base table with its alias, to be joined on `id` (an expression naming the row's
     /// id), then joined to what gives it a persona: what follows a `JOIN` keyword.
-    pub fn joined_on(&self, id: &str) -> String {
+    pub(crate) fn joined_on(&self, id: &str) -> String {
         format!("{} {alias} ON {alias}.id = {id} {}", self.table, self.persona_join, alias = self.alias)
             .trim_end()
             .to_owned()
     }
 
     /// `index`, a full-text table, joined to the rows it indexes and their persona.
-    pub fn indexed_by(&self, index: &str) -> String {
+    pub(crate) fn indexed_by(&self, index: &str) -> String {
         format!("{index} JOIN {}", self.joined_on(&format!("{index}.rowid")))
     }
 
@@ -101,7 +114,7 @@ impl Kind {
     /// persona, session and time range (its kinds and limit are not used), with their values in
     /// order. Memories have no session: a session filter leaves them out altogether, which the
     /// caller decides before it asks. The statement text depends only on which bounds are set.
-    pub fn window(&self, filter: &SearchFilter) -> (Vec<String>, Vec<Value>) {
+    pub(crate) fn window(&self, filter: &SearchFilter) -> (Vec<String>, Vec<Value>) {
         let mut conditions = vec![format!("{} = ?", self.persona)];
         let mut values = vec![Value::Text(filter.persona.clone())];
         if let (Some(session), Some(column)) = (filter.session, self.session) {
@@ -124,7 +137,7 @@ impl Kind {
     /// It starts from the ids (a CROSS JOIN: primary-key lookups) rather than from the
     /// persona's rows: with `IN (...)` SQLite chose to scan every message of the persona, 6 to
     /// 10 ms for 50 ids over 100,000 messages.
-    pub fn by_ids(&self, extra: &str) -> String {
+    pub(crate) fn by_ids(&self, extra: &str) -> String {
         format!(
             "SELECT {columns}, {extra} FROM (SELECT DISTINCT value AS id FROM json_each(?1)) ids
              CROSS JOIN {joined} WHERE {persona} = ?2",
@@ -141,12 +154,13 @@ static MESSAGES: Kind = Kind {
     alias: "m",
     persona_join: "JOIN sessions s ON s.id = m.session_id",
     persona: "s.role",
+    personas: "sessions s",
     session: Some("m.session_id"),
     time: "m.created_at",
     text: "m.content",
     grep_text: "m.content",
     ranked_text: "coalesce(m.name, m.role) || ': ' || m.content",
-    hit_columns: "m.id, m.session_id, s.key, m.seq, m.role, NULL, NULL, NULL, m.created_at",
+    hit_columns: "m.id, m.session_id, s.key, m.seq, m.role, CAST(NULL AS INTEGER), CAST(NULL AS TEXT), CAST(NULL AS TEXT), m.created_at",
     trigram: "messages_fts",
     trigram_columns: &["messages_fts.content"],
     text_columns: &["m.content"],
@@ -161,12 +175,13 @@ static SUMMARIES: Kind = Kind {
     alias: "n",
     persona_join: "JOIN sessions s ON s.id = n.session_id",
     persona: "s.role",
+    personas: "sessions s",
     session: Some("n.session_id"),
     time: "n.end_time",
-    text: "n.headline || char(10) || n.body",
-    grep_text: "n.headline || char(10) || n.body",
-    ranked_text: "n.headline || char(10) || n.body",
-    hit_columns: "n.id, n.session_id, s.key, NULL, 'summary', n.level, NULL, NULL, n.end_time",
+    text: "n.headline || '\n' || n.body",
+    grep_text: "n.headline || '\n' || n.body",
+    ranked_text: "n.headline || '\n' || n.body",
+    hit_columns: "n.id, n.session_id, s.key, CAST(NULL AS BIGINT), 'summary', n.level, CAST(NULL AS TEXT), CAST(NULL AS TEXT), n.end_time",
     trigram: "summaries_fts",
     trigram_columns: &["summaries_fts.headline", "summaries_fts.body"],
     text_columns: &["n.headline", "n.body"],
@@ -181,12 +196,13 @@ static MEMORIES: Kind = Kind {
     alias: "a",
     persona_join: "",
     persona: "a.role",
+    personas: "agent_memories a",
     session: None,
     time: "a.updated_at",
     text: "a.title || ': ' || a.content",
     grep_text: "a.key || ' ' || a.title || ': ' || a.content",
     ranked_text: "a.title || ': ' || a.content",
-    hit_columns: "a.id, NULL, NULL, NULL, 'memory', NULL, a.category, a.key, a.updated_at",
+    hit_columns: "a.id, CAST(NULL AS BIGINT), CAST(NULL AS TEXT), CAST(NULL AS BIGINT), 'memory', CAST(NULL AS INTEGER), a.category, a.key, a.updated_at",
     trigram: "memories_fts",
     trigram_columns: &["memories_fts.key", "memories_fts.title", "memories_fts.content"],
     text_columns: &["a.key", "a.title", "a.content"],

@@ -52,7 +52,7 @@ pub mod fence;
 mod forest;
 pub mod forgetting;
 mod ingests;
-mod kinds;
+pub mod kinds;
 pub mod location;
 pub mod memories;
 mod messages;

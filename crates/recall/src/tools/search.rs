@@ -17,6 +17,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use strata_store::search::{
     CandidateQuery, Candidates, HitId, HitKind, STOPWORDS, SearchFilter, TextHit, TextQuery, WordStatistics,
+    idf,
 };
 use strata_store::text::truncate_chars;
 use strata_store::{Backend, Category, Level, MessageId, NodeId};
@@ -478,15 +479,7 @@ const FREQUENCY_CAP: usize = 1000;
 /// when it is the best keyword match, so it cannot outrank a row that means the same as the
 /// question in other words.
 fn ideal_score(statistics: &WordStatistics) -> f64 {
-    let rows = statistics.rows as f64;
-    let ideal: f64 = statistics
-        .frequencies
-        .iter()
-        .map(|&n| {
-            let n = (n as f64).min(rows);
-            ((rows - n + 0.5) / (n + 0.5)).ln().max(1e-6)
-        })
-        .sum();
+    let ideal: f64 = statistics.frequencies.iter().map(|&n| idf(statistics.rows, n as f64)).sum();
     ideal.max(1e-6)
 }
 

@@ -11,6 +11,7 @@
 //! handed to FTS5 only as quoted strings or as bound `LIKE` patterns: FTS operators such as
 //! `NEAR`, `OR`, `-`, `^`, column filters and parentheses lose their meaning.
 
+mod bm25;
 pub(crate) mod grep;
 pub(crate) mod index;
 pub(crate) mod ranked;
@@ -23,10 +24,11 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::types::{Category, Level, MemoryId, MessageId, NodeId, SessionId, from_unix};
 
+pub use bm25::{RowTerms, bm25, idf};
 pub(crate) use grep::{grep, said_between};
 pub use ranked::{CandidateQuery, Candidates, WordStatistics};
 pub use recalled::{Recalled, RecalledHit};
-use words::{count_words_in, rank_words_in};
+use words::{count_words_in, read_words_in};
 
 pub use crate::vectors::Scan;
 

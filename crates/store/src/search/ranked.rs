@@ -10,7 +10,8 @@ use std::collections::HashMap;
 
 use rusqlite::{Connection, params};
 
-use super::{HitId, HitKind, SearchFilter, TextHit, count_words_in, rank_words_in};
+use super::bm25::bm25;
+use super::{HitId, HitKind, MAX_TERMS, SearchFilter, TextHit, count_words_in, read_words_in};
 use crate::db::query_all;
 use crate::error::Result;
 use crate::kinds::Kind;
@@ -33,8 +34,9 @@ pub struct CandidateQuery<'a> {
     pub frequency_cap: usize,
 }
 
-/// How many rows of a kind there are (about: the largest id) and how many hold each of the
-/// query's words (up to the cap), in the order of [`CandidateQuery::words`].
+/// How many of the persona's rows of a kind there are (about) and how many of them hold each
+/// of the query's words (up to the cap), in the order of [`CandidateQuery::words`] (blank words
+/// and those past the 32nd left out). Another persona's rows are never counted.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct WordStatistics {
     /// Rows of the kind.
@@ -106,10 +108,9 @@ fn spans(conn: &Connection, ids: impl Iterator<Item = HitId>) -> Result<HashMap<
 /// it is: rows a bulk writer has not indexed yet are not ranked (see `index.rs`).
 pub(crate) fn candidates(conn: &Connection, query: &CandidateQuery<'_>) -> Result<Candidates> {
     let filter = &query.filter;
-    let kinds = filter.kinds.iter().map(|&kind| Kind::of(kind)).filter(|kind| {
-        // Memories belong to a persona, not a session.
-        kind.session.is_some() || filter.session.is_none()
-    });
+    let kinds = filter.kinds.iter().map(|&kind| Kind::of(kind)).filter(|kind| kind.searched(filter));
+    let words: Vec<String> =
+        query.words.iter().filter(|word| !word.trim().is_empty()).take(MAX_TERMS).cloned().collect();
     let mut found = Candidates {
         space: vectors::space(conn)?,
         waiting: vectors::backlog_count(conn, Some(&filter.persona), filter.session)?,
@@ -125,15 +126,18 @@ pub(crate) fn candidates(conn: &Connection, query: &CandidateQuery<'_>) -> Resul
                 found.semantic.push((hit, distance));
             }
         }
-        if query.words.is_empty() || (filter.session.is_some() && kind.session.is_none()) {
+        if words.is_empty() {
             continue;
         }
-        let counts = count_words_in(conn, kind, query.words, query.frequency_cap)?;
-        let ranked = rank_words_in(conn, kind, query.words, &counts.hits, filter)?;
-        if ranked.is_empty() {
+        let read = read_words_in(conn, kind, &words, filter)?;
+        if read.is_empty() {
             continue;
         }
-        found.words.insert(kind.kind, WordStatistics { rows: counts.rows, frequencies: counts.capped });
+        let counts = count_words_in(conn, kind, &words, query.frequency_cap, &filter.persona)?;
+        let statistics = WordStatistics { rows: counts.rows, frequencies: counts.capped };
+        let mut ranked = bm25(&statistics, &counts.hits, &read);
+        ranked.truncate(filter.limit.clamp(1, 4096));
+        found.words.insert(kind.kind, statistics);
         let ids: Vec<HitId> = ranked.iter().map(|&(id, _)| HitId::new(kind.kind, id)).collect();
         let scores: HashMap<i64, f64> = ranked.into_iter().collect();
         for hit in hits_by_ids(conn, &filter.persona, &ids)? {
