@@ -5,7 +5,8 @@
 use chrono::Utc;
 use strata_store::backend::{CompactionState, to_unix};
 use strata_store::stats::{
-    CallTotals, LlmCall, NodeTotals, RejectionCount, Stats, StoreMetrics, SummarizerStats, ToolTotals,
+    CallTotals, LlmCall, NodeTotals, RejectionCount, RowTotals, Stats, StoreMetrics, SummarizerStats,
+    ToolTotals,
 };
 use strata_store::{Error, Missing, SessionId};
 
@@ -100,6 +101,11 @@ fn n(row: &postgres::Row, index: usize) -> u64 {
     row.get::<_, Option<i64>>(index).unwrap_or(0).max(0) as u64
 }
 
+fn row_totals(tx: &mut Tx<'_>) -> Result<RowTotals, Error> {
+    let row = tx.query_one(RowTotals::QUERY, &[]).map_err(pg)?;
+    Ok(RowTotals::from_counts([row.get(0), row.get(1), row.get(2), row.get(3)]))
+}
+
 fn database_bytes(tx: &mut Tx<'_>) -> Result<u64, Error> {
     count(tx, "SELECT pg_database_size(current_database())")
 }
@@ -141,13 +147,14 @@ pub(crate) fn stats(tx: &mut Tx<'_>) -> Result<Stats, Error> {
             tokens_out: n(row, 3),
         })
         .collect();
+    let totals = row_totals(tx)?;
     Ok(Stats {
-        sessions: count(tx, "SELECT count(*) FROM sessions")?,
-        messages: count(tx, "SELECT count(*) FROM messages")?,
-        compacted_messages: count(tx, "SELECT count(*) FROM messages WHERE summary_id IS NOT NULL")?,
+        sessions: totals.sessions,
+        messages: totals.messages,
+        compacted_messages: totals.compacted_messages,
         message_tokens: count(tx, "SELECT COALESCE(SUM(token_count), 0)::BIGINT FROM messages")?,
         nodes_per_level,
-        memories: count(tx, "SELECT count(*) FROM agent_memories")?,
+        memories: totals.memories,
         embedding_backlog: vectors::backlog_count(tx, None, None)?,
         file_bytes: database_bytes(tx)?,
         summarizers,
@@ -219,11 +226,12 @@ pub(crate) fn metrics(tx: &mut Tx<'_>) -> Result<StoreMetrics, Error> {
         .iter()
         .map(|row| ToolTotals { tool: row.get(0), calls: n(row, 1), hits: n(row, 2), errors: n(row, 3) })
         .collect();
+    let totals = row_totals(tx)?;
     Ok(StoreMetrics {
-        sessions: count(tx, "SELECT count(*) FROM sessions")?,
-        messages: count(tx, "SELECT count(*) FROM messages")?,
-        compacted_messages: count(tx, "SELECT count(*) FROM messages WHERE summary_id IS NOT NULL")?,
-        memories: count(tx, "SELECT count(*) FROM agent_memories")?,
+        sessions: totals.sessions,
+        messages: totals.messages,
+        compacted_messages: totals.compacted_messages,
+        memories: totals.memories,
         nodes,
         rejections,
         calls,

@@ -92,6 +92,46 @@ pub struct StoreMetrics {
     pub wal_bytes: u64,
 }
 
+/// The row totals both `strata stats` and `strata metrics` report, from one query both
+/// backends read alike ([`RowTotals::QUERY`]): what counts as a compacted message is said once.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RowTotals {
+    /// Sessions.
+    pub sessions: u64,
+    /// Messages.
+    pub messages: u64,
+    /// Messages covered by a Level-0 node.
+    pub compacted_messages: u64,
+    /// Memories.
+    pub memories: u64,
+}
+
+impl RowTotals {
+    /// One row of four counts, in the order of the fields.
+    pub const QUERY: &str = "SELECT (SELECT count(*) FROM sessions), (SELECT count(*) FROM messages),
+                                    (SELECT count(*) FROM messages WHERE summary_id IS NOT NULL),
+                                    (SELECT count(*) FROM agent_memories)";
+
+    /// The totals from [`RowTotals::QUERY`]'s four counts.
+    pub fn from_counts([sessions, messages, compacted_messages, memories]: [i64; 4]) -> RowTotals {
+        let n = |count: i64| count.max(0) as u64;
+        RowTotals {
+            sessions: n(sessions),
+            messages: n(messages),
+            compacted_messages: n(compacted_messages),
+            memories: n(memories),
+        }
+    }
+
+    /// Reads them on SQLite.
+    pub(crate) fn read(conn: &Connection) -> Result<RowTotals> {
+        let counts = conn.query_row(RowTotals::QUERY, [], |row| {
+            Ok([row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?])
+        })?;
+        Ok(RowTotals::from_counts(counts))
+    }
+}
+
 fn count(conn: &Connection, sql: &str) -> Result<u64> {
     Ok(conn.query_row(sql, [], |row| row.get::<_, i64>(0))?.max(0) as u64)
 }
@@ -162,11 +202,12 @@ pub(crate) fn read(store: &Store) -> Result<StoreMetrics> {
         )?;
         let mut wal = path.as_os_str().to_owned();
         wal.push("-wal");
+        let totals = RowTotals::read(conn)?;
         Ok(StoreMetrics {
-            sessions: count(conn, "SELECT count(*) FROM sessions")?,
-            messages: count(conn, "SELECT count(*) FROM messages")?,
-            compacted_messages: count(conn, "SELECT count(*) FROM messages WHERE summary_id IS NOT NULL")?,
-            memories: count(conn, "SELECT count(*) FROM agent_memories")?,
+            sessions: totals.sessions,
+            messages: totals.messages,
+            compacted_messages: totals.compacted_messages,
+            memories: totals.memories,
             nodes,
             rejections,
             calls,

@@ -4,6 +4,6 @@
 //!
 //! [`Backend::stats`]: crate::Backend::stats
 
-pub use crate::metrics::{CallTotals, NodeTotals, StoreMetrics, ToolTotals};
+pub use crate::metrics::{CallTotals, NodeTotals, RowTotals, StoreMetrics, ToolTotals};
 pub use crate::store::{RejectionCount, Stats, SummarizerStats};
 pub use crate::usage::{LlmCall, UsageDay};

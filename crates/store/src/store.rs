@@ -18,7 +18,7 @@ use crate::check::{self, Report};
 use crate::db::{self, Pool};
 use crate::error::{Error, Result};
 use crate::export::{ExportScope, ExportedMessage};
-use crate::metrics::{self, StoreMetrics};
+use crate::metrics::{self, RowTotals, StoreMetrics};
 use crate::outline::{self, MessageOutline};
 use crate::provenance::{MemoryVersion, Provenance};
 use crate::search::index::Deferred;
@@ -738,13 +738,14 @@ impl Backend for Store {
                     })
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
+            let totals = RowTotals::read(conn)?;
             Ok(Stats {
-                sessions: count("SELECT count(*) FROM sessions")?,
-                messages: count("SELECT count(*) FROM messages")?,
-                compacted_messages: count("SELECT count(*) FROM messages WHERE summary_id IS NOT NULL")?,
+                sessions: totals.sessions,
+                messages: totals.messages,
+                compacted_messages: totals.compacted_messages,
                 message_tokens: count("SELECT COALESCE(SUM(token_count), 0) FROM messages")?,
                 nodes_per_level,
-                memories: count("SELECT count(*) FROM agent_memories")?,
+                memories: totals.memories,
                 embedding_backlog: crate::vectors::backlog_count(conn, None, None)?,
                 file_bytes: std::fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0),
                 summarizers,
