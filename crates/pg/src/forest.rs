@@ -3,7 +3,7 @@
 //! the second finds the first's coverage.
 
 use chrono::Utc;
-use strata_store::backend::{NodePlace, check_adjacent, plan_merge, to_unix, validate_summary};
+use strata_store::backend::{NodePlace, RAW_ARCHIVE, check_adjacent, plan_merge, to_unix, validate_summary};
 use strata_store::{Error, Level, Missing, NewSummary, NodeId, SessionId, SummaryNode};
 
 use crate::db::{Queries, Tx, pg};
@@ -241,7 +241,7 @@ pub(crate) fn first_raw_archive(
     session: SessionId,
 ) -> Result<Option<SummaryNode>, Error> {
     let sql = format!(
-        "SELECT {} FROM summary_nodes WHERE session_id = $1 AND summarizer = 'raw-archive'
+        "SELECT {} FROM summary_nodes WHERE session_id = $1 AND summarizer = '{RAW_ARCHIVE}'
          ORDER BY level, first_seq LIMIT 1",
         rows::NODE
     );

@@ -3,7 +3,7 @@
 //! derived from stored rows, so any process of a fleet reads the same.
 
 use chrono::Utc;
-use strata_store::backend::{CompactionState, to_unix};
+use strata_store::backend::{CompactionState, RAW_ARCHIVE, to_unix};
 use strata_store::stats::{
     CallTotals, LlmCall, NodeTotals, RejectionCount, RowTotals, Stats, StoreMetrics, SummarizerStats,
     ToolTotals,
@@ -18,9 +18,11 @@ use crate::vectors;
 pub(crate) fn compaction_state(db: &mut impl Queries, session: SessionId) -> Result<CompactionState, Error> {
     let row = db
         .query_opt(
-            "SELECT s.summarizer_failures, EXISTS (
-                 SELECT 1 FROM summary_nodes n WHERE n.session_id = s.id AND n.summarizer = 'raw-archive')
-             FROM sessions s WHERE s.id = $1",
+            &format!(
+                "SELECT s.summarizer_failures, EXISTS (
+                     SELECT 1 FROM summary_nodes n WHERE n.session_id = s.id AND n.summarizer = '{RAW_ARCHIVE}')
+                 FROM sessions s WHERE s.id = $1"
+            ),
             &[&session.0],
         )
         .map_err(pg)?

@@ -31,7 +31,7 @@ use crate::usage::LlmCall;
 use crate::vectors::{BacklogItem, EmbeddingSpace};
 
 pub use crate::agent_memories::{check_writer, validate as validate_memory};
-pub use crate::forest::{NodePlace, check_adjacent, plan_merge, validate as validate_summary};
+pub use crate::forest::{NodePlace, RAW_ARCHIVE, check_adjacent, plan_merge, validate as validate_summary};
 pub use crate::queues::accepted as accepted_proposal;
 pub use crate::search::grep::{fold, rank_grep_hits};
 pub use crate::sessions::{validate_persona, validate_session_key};

@@ -156,6 +156,12 @@ pub fn replace_summary(
     by_id(conn, id)
 }
 
+/// The summarizer name of the flagged digests the compactor writes while the summarizer is
+/// down. The store owns it because its partial index (`summary_nodes_raw_archive`, in both
+/// backends' schemas) is on exactly this value: a statement must spell it literally, not bind
+/// it, for the index to serve.
+pub const RAW_ARCHIVE: &str = "raw-archive";
+
 /// Where a new node goes, a leaf or a merge's parent ([`plan_merge`]), whatever stores it.
 #[derive(Clone, Debug)]
 pub struct NodePlace {
@@ -272,7 +278,7 @@ pub fn roots(conn: &Connection, session: SessionId, level: Option<Level>) -> Res
 pub fn first_raw_archive(conn: &Connection, session: SessionId) -> Result<Option<SummaryNode>> {
     let sql = format!(
         "SELECT {} FROM summary_nodes n INDEXED BY summary_nodes_raw_archive
-         WHERE n.session_id = ?1 AND n.summarizer = 'raw-archive' ORDER BY n.level, n.first_seq LIMIT 1",
+         WHERE n.session_id = ?1 AND n.summarizer = '{RAW_ARCHIVE}' ORDER BY n.level, n.first_seq LIMIT 1",
         SummaryNode::COLUMNS
     );
     Ok(conn.prepare_cached(&sql)?.query_row([session], SummaryNode::from_row).optional()?)
@@ -301,12 +307,12 @@ pub fn children(conn: &Connection, id: NodeId) -> Result<Vec<SummaryNode>> {
 /// read (the raw archives' partial index: nothing is read when there are none).
 pub(crate) fn compaction_state(conn: &Connection, session: SessionId) -> Result<CompactionState> {
     let state: Option<(i64, bool)> = conn
-        .prepare_cached(
+        .prepare_cached(&format!(
             "SELECT s.summarizer_failures, EXISTS (
                  SELECT 1 FROM summary_nodes n INDEXED BY summary_nodes_raw_archive
-                 WHERE n.session_id = s.id AND n.summarizer = 'raw-archive')
-             FROM sessions s WHERE s.id = ?1",
-        )?
+                 WHERE n.session_id = s.id AND n.summarizer = '{RAW_ARCHIVE}')
+             FROM sessions s WHERE s.id = ?1"
+        ))?
         .query_row([session], |row| Ok((row.get(0)?, row.get(1)?)))
         .optional()?;
     let (failures, raw_archive) = state.ok_or(Error::NotFound(Missing::Session(session)))?;

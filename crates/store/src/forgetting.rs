@@ -423,7 +423,7 @@ fn marker(span: &KeptSpan, forgotten: usize, now: DateTime<Utc>) -> NewSummary {
         headline,
         body,
         token_count,
-        summarizer: "raw-archive".to_owned(),
+        summarizer: crate::forest::RAW_ARCHIVE.to_owned(),
         memory_updates: Vec::new(),
     }
 }

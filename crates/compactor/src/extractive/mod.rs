@@ -35,8 +35,9 @@ use crate::tokens::{Encoding, TokenCounter};
 
 /// The name extractive nodes carry in `summary_nodes.summarizer`.
 pub const EXTRACTIVE: &str = "extractive";
-/// The name of the flagged digests written while the summarizer is down.
-pub const RAW_ARCHIVE: &str = "raw-archive";
+/// The name of the flagged digests written while the summarizer is down (the store's, whose
+/// index is on it).
+pub use strata_store::backend::RAW_ARCHIVE;
 
 /// Why a [`SentenceEmbedder`] gave no vectors (the model is missing, it failed to run).
 pub type EmbedError = Box<dyn std::error::Error + Send + Sync>;
