@@ -561,10 +561,7 @@ impl Compactor {
     /// Like [`Compactor::compact`], with at most `max_rounds` summaries instead of the
     /// configured number: bulk imports compact in one call, reading the session once.
     pub async fn compact_rounds(&self, session: SessionId, max_rounds: u32) -> Result<Outcome> {
-        let span = tracing::info_span!("compact", %session);
-        let outcome = self.compact_in_span(session, max_rounds.max(1)).instrument(span.clone()).await;
-        span.in_scope(|| log_outcome(outcome.as_ref()));
-        outcome
+        in_compact_span(session, self.compact_in_span(session, max_rounds.max(1)), |outcome| outcome).await
     }
 
     /// [`Compactor::compact`], then the context at `now` when the call had nothing to write:
@@ -577,14 +574,10 @@ impl Compactor {
         now: DateTime<Utc>,
         recaller: Option<Arc<dyn Recaller>>,
     ) -> Result<BeforeAssembly> {
-        let span = tracing::info_span!("compact", %session);
-        let before = self.check_in_snapshot(session, now, recaller).instrument(span.clone()).await;
-        span.in_scope(|| {
-            log_outcome(before.as_ref().map(|before| match before {
-                BeforeAssembly::Assembled { outcome, .. } | BeforeAssembly::Compacted(outcome) => outcome,
-            }))
-        });
-        before
+        in_compact_span(session, self.check_in_snapshot(session, now, recaller), |before| match before {
+            BeforeAssembly::Assembled { outcome, .. } | BeforeAssembly::Compacted(outcome) => outcome,
+        })
+        .await
     }
 
     /// The request that summarizes a node's sources again: its messages, or its children.
@@ -706,6 +699,18 @@ impl Compactor {
 }
 
 /// How a compaction call ended, logged in its `compact` span.
+/// Runs a compaction call in its `compact` span and logs there how it ended.
+async fn in_compact_span<T>(
+    session: SessionId,
+    call: impl Future<Output = Result<T>>,
+    outcome: impl FnOnce(&T) -> &Outcome,
+) -> Result<T> {
+    let span = tracing::info_span!("compact", %session);
+    let ended = call.instrument(span.clone()).await;
+    span.in_scope(|| log_outcome(ended.as_ref().map(outcome)));
+    ended
+}
+
 fn log_outcome(outcome: std::result::Result<&Outcome, &Error>) {
     match outcome {
         Ok(outcome) => tracing::info!(?outcome, "compaction finished"),
