@@ -1,6 +1,6 @@
 """Derives all-MiniLM-L6-v2 with static int8 arithmetic from the weight-only int8 model.
 
-usage: python3 derive-static-int8-model.py SOURCE.onnx CALIBRATION.json DEST.onnx
+usage: python3 derive-static-int8-model.py [--fused] SOURCE.onnx CALIBRATION.json DEST.onnx
 
 CALIBRATION.json is scripts/static-int8-calibration.json, computed once on strata demo texts
 by scripts/calibrate-static-int8.py and committed: no inference runs here, so the result does
@@ -22,8 +22,20 @@ not depend on the CPU (the fetch script checks its sha256). The steps:
    attention MatMuls (activation by activation) stay fp32, and MatMul outputs are not
    quantized: ONNX Runtime runs each as MatMulIntegerToFloat.
 
+With --fused, between steps 3 and 4 (all exact rewrites of the fp32 graph; the quantized
+MatMuls, their inputs' names and so the committed ranges are the same):
+
+3a. each attention becomes ONNX Runtime's com.microsoft.MultiHeadAttention, fed by the query, key
+   and value MatMuls (minilm_graph.fuse_attention: padding masked through a 33rd key channel so
+   that the CPU kernel takes its flash path);
+3b. each GELU becomes com.microsoft.BiasGelu of the feed-forward MatMul and its bias
+   (minilm_graph.fuse_gelu);
+3c. the attention output's smoothing Mul moves into the value projection's columns and bias
+   (fold_context_smoothing; powers of two, exact).
+
 The ranges are fixed, so a text's vector does not depend on the batch it is embedded with.
-Measurements: benches/README.md, "Static int8 (issue 23, eleventh session)".
+Measurements: benches/README.md, "Static int8 (issue 23, eleventh session)" and "Fused attention
+(issue 23, twelfth session)".
 """
 
 import json
@@ -38,7 +50,7 @@ from onnx import helper, numpy_helper
 from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
 from onnxruntime.quantization.calibrate import TensorData, TensorsData, save_tensors_data
 
-from minilm_graph import fold_weights, keep_nodes
+from minilm_graph import fold_weights, fuse_attention, fuse_gelu, keep_nodes
 
 # The smoothing exponents are stored as one digit each, exponent + EXPONENT_OFFSET.
 EXPONENT_OFFSET = 3
@@ -100,9 +112,50 @@ def smooth(model: onnx.ModelProto, exponents: dict[str, str]) -> int:
     return len(exponents)
 
 
+def fold_context_smoothing(model: onnx.ModelProto) -> int:
+    """Moves the smoothing Mul on each MultiHeadAttention output into the value projection: the
+    context's channel c mixes only the values' channel c (softmax weights mix tokens), so scaling
+    the value weight's column c and bias c by the same power of two is exact."""
+    graph = model.graph
+    initializers = {init.name: init for init in graph.initializer}
+    producers = {output: node for node in graph.node for output in node.output}
+    dropped = set()
+    for attention in [node for node in graph.node if node.op_type == "MultiHeadAttention"]:
+        readers = [node for node in graph.node if attention.output[0] in node.input]
+        if len(readers) != 1 or readers[0].op_type != "Mul" or readers[0].input[1] not in initializers:
+            sys.exit(f"derive-static-int8-model: {attention.name!r} is not followed by its smoothing Mul")
+        (mul,) = readers
+        scale = numpy_helper.to_array(initializers[mul.input[1]])
+        value = producers[attention.input[2]]
+        weight = numpy_helper.to_array(initializers[value.input[1]]) * scale[None, :]
+        graph.initializer.append(numpy_helper.from_array(weight.astype(np.float32), value.input[1] + "_context"))
+        value.input[1] += "_context"
+        bias = numpy_helper.to_array(initializers[attention.input[3]]).copy()
+        bias[-scale.size :] *= scale
+        graph.initializer.append(numpy_helper.from_array(bias.astype(np.float32), attention.input[3] + "_context"))
+        attention.input[3] += "_context"
+        for info in graph.value_info:
+            if info.name == attention.output[0]:
+                info.name = mul.output[0]
+        attention.output[0] = mul.output[0]
+        dropped.add(id(mul))
+    keep_nodes(graph, lambda node: id(node) not in dropped)
+    used = {name for node in graph.node for name in node.input}
+    remaining = [init for init in graph.initializer if init.name in used]
+    del graph.initializer[:]
+    graph.initializer.extend(remaining)
+    return len(dropped)
+
+
 def main() -> None:
     logging.disable(logging.WARNING)  # quantize_static's advice to pre-process (measured without)
-    source, calibration_path, dest = sys.argv[1], sys.argv[2], sys.argv[3]
+    arguments = sys.argv[1:]
+    fused = "--fused" in arguments
+    if fused:
+        arguments.remove("--fused")
+    if len(arguments) != 3:
+        sys.exit("usage: derive-static-int8-model.py [--fused] SOURCE.onnx CALIBRATION.json DEST.onnx")
+    source, calibration_path, dest = arguments
     calibration = json.loads(Path(calibration_path).read_text())
     model = onnx.load(source)
     if (folded := fold_weights(model)) != 36:  # 6 layers x (query, key, value, attention output, two feed-forward)
@@ -111,6 +164,13 @@ def main() -> None:
         sys.exit(f"derive-static-int8-model: expected 6 softmax NaN guards in {source}, found {guards}")
     if (smoothed := smooth(model, calibration["smoothing"])) != 24:  # 6 layers x 4 MatMul inputs
         sys.exit(f"derive-static-int8-model: expected 24 smoothed MatMul inputs, found {smoothed}")
+    if fused:
+        if (attentions := fuse_attention(model)) != 6:
+            sys.exit(f"derive-static-int8-model: expected 6 attentions to fuse, found {attentions}")
+        if (gelus := fuse_gelu(model)) != 6:
+            sys.exit(f"derive-static-int8-model: expected 6 GELUs to fuse, found {gelus}")
+        if (contexts := fold_context_smoothing(model)) != 6:
+            sys.exit(f"derive-static-int8-model: expected 6 attention outputs to unsmooth, found {contexts}")
     onnx.checker.check_model(model)
     constants = {init.name for init in model.graph.initializer}
     attention = [node.name for node in model.graph.node if node.op_type == "MatMul" and node.input[1] not in constants]
