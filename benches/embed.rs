@@ -194,7 +194,9 @@ fn main() {
     let assets: PathBuf = strata_recall::embedding::default_assets_dir();
     let embedder = Embedder::load(&assets).expect("run scripts/fetch-embed-assets.sh first");
     let environment = strata_recall::embedding::runtime_environment(&assets).unwrap();
-    let model_dir = assets.join(MINILM_L6_V2.dir);
+    // The bare loop runs the default model's file, the one `Embedder::load` runs.
+    let default = strata_recall::model_spec(strata_recall::DEFAULT_MODEL).unwrap();
+    let model_dir = assets.join(default.dir);
     let owned = demo_texts();
     let texts: Vec<&str> = owned.iter().map(String::as_str).collect();
     let counter = tokenizer(&model_dir, MINILM_L6_V2.max_tokens);

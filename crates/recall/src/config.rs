@@ -23,7 +23,7 @@ use strata_store::memories::{MemoryTtls, Ttl};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RecallConfig {
-    /// Directory holding `onnxruntime/` and `all-MiniLM-L6-v2-int8/` (see
+    /// Directory holding `onnxruntime/`, `all-MiniLM-L6-v2-q8/` and `all-MiniLM-L6-v2-int8/` (see
     /// `scripts/fetch-embed-assets.sh`). `None`: [`crate::embedding::default_assets_dir`].
     pub embed_assets: Option<PathBuf>,
     /// Results a search returns when the model gives no `limit`. Default 10.
@@ -55,7 +55,8 @@ pub struct RecallConfig {
     /// The endpoint used when `embed_provider` is `openai`.
     pub embed_endpoint: EndpointSettings,
     /// The local embedding model (see `strata_recall::MODELS`). A database embedded with
-    /// another model is re-embedded by the next `strata embed`. Default `all-MiniLM-L6-v2`.
+    /// another model is re-embedded by the next `strata embed`. Default `all-MiniLM-L6-v2-q8` (int8
+    /// arithmetic); `all-MiniLM-L6-v2` is the same model in fp32 arithmetic.
     pub embed_model: String,
     /// Weight of the semantic score in `memory_search`'s fusion (each side's scores are first
     /// scaled to 0..=1 over its candidates). Fitted on the evaluation set, where weights from

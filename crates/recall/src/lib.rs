@@ -55,8 +55,8 @@ pub use crate::tools::{
 /// The local embedding model's catalogue and helpers, and the backlog worker's figures.
 pub mod embedding {
     pub use crate::embed::{
-        ASSETS_ENV, MINILM_L6_V2, MODELS, ModelSpec, PoolingKind, chunk_text, cosine, default_assets_dir,
-        runtime_environment,
+        ASSETS_ENV, MINILM_L6_V2, MINILM_L6_V2_Q8, MODELS, ModelSpec, PoolingKind, chunk_text, cosine,
+        default_assets_dir, runtime_environment,
     };
     pub use crate::pipeline::{EmbedProgress, WorkerStats};
     pub use crate::tools::{meaning_text, mostly_cjk};
