@@ -35,6 +35,10 @@ pub struct Kind {
     /// The table that holds the persona's column, with its alias: what to read to learn
     /// which personas have rows of this kind without reading the rows.
     pub(crate) personas: &'static str,
+    /// How many rows of the kind the persona bound to `?1` has, as cheaply as the schema
+    /// allows: a message count from each session's last seq (seqs are dense from the session's
+    /// first kept one: doctor checks it), one index lookup per session, not one per message.
+    pub(crate) persona_rows: &'static str,
     /// The session's column; memories belong to a persona, not a session.
     pub session: Option<&'static str>,
     /// The time a search's range filters on: a message's, a summary's end, a memory's update.
@@ -155,6 +159,8 @@ static MESSAGES: Kind = Kind {
     persona_join: "JOIN sessions s ON s.id = m.session_id",
     persona: "s.role",
     personas: "sessions s",
+    persona_rows: "SELECT coalesce(sum((SELECT max(m.seq) + 1 FROM messages m WHERE m.session_id = s.id) - s.first_seq), 0)
+                   FROM sessions s WHERE s.role = ?1",
     session: Some("m.session_id"),
     time: "m.created_at",
     text: "m.content",
@@ -176,6 +182,7 @@ static SUMMARIES: Kind = Kind {
     persona_join: "JOIN sessions s ON s.id = n.session_id",
     persona: "s.role",
     personas: "sessions s",
+    persona_rows: "SELECT count(*) FROM summary_nodes n JOIN sessions s ON s.id = n.session_id WHERE s.role = ?1",
     session: Some("n.session_id"),
     time: "n.end_time",
     text: "n.headline || '\n' || n.body",
@@ -197,6 +204,7 @@ static MEMORIES: Kind = Kind {
     persona_join: "",
     persona: "a.role",
     personas: "agent_memories a",
+    persona_rows: "SELECT count(*) FROM agent_memories a WHERE a.role = ?1",
     session: None,
     time: "a.updated_at",
     text: "a.title || ': ' || a.content",

@@ -110,8 +110,7 @@ pub(crate) fn count_words_in(
         ))?
         .query_row([persona], |row| row.get(0))?;
     let rows = if shared {
-        conn.prepare_cached(&format!("SELECT count(*) FROM {} WHERE {} = ?1", kind.owned(), kind.persona))?
-            .query_row([persona], |row| row.get(0))?
+        conn.prepare_cached(kind.persona_rows)?.query_row([persona], |row| row.get(0))?
     } else {
         newest
     };
@@ -171,9 +170,9 @@ mod tests {
         crate::vec::register();
         let conn = Connection::open_in_memory().unwrap();
         conn.execute_batch(
-            "CREATE TABLE sessions(id INTEGER PRIMARY KEY, key TEXT, role TEXT);
-             INSERT INTO sessions VALUES (1, 'one', 'p'), (2, 'two', 'q');
-             CREATE TABLE messages(id INTEGER PRIMARY KEY, session_id INTEGER);
+            "CREATE TABLE sessions(id INTEGER PRIMARY KEY, key TEXT, role TEXT, first_seq INTEGER DEFAULT 0);
+             INSERT INTO sessions(id, key, role) VALUES (1, 'one', 'p'), (2, 'two', 'q');
+             CREATE TABLE messages(id INTEGER PRIMARY KEY, session_id INTEGER, seq INTEGER, UNIQUE (session_id, seq));
              CREATE VIRTUAL TABLE messages_words USING fts5(
                  text, content = '', contentless_delete = 1,
                  tokenize = 'porter unicode61 remove_diacritics 2'
@@ -181,9 +180,13 @@ mod tests {
         )
         .unwrap();
         let tx = conn.unchecked_transaction().unwrap();
+        let mut next_seq = [0i64; 2];
         for id in 1..=rows {
             let session = if other(id) { 2 } else { 1 };
-            tx.execute("INSERT INTO messages(id, session_id) VALUES (?1, ?2)", [id, session]).unwrap();
+            let seq = &mut next_seq[session as usize - 1];
+            tx.execute("INSERT INTO messages(id, session_id, seq) VALUES (?1, ?2, ?3)", [id, session, *seq])
+                .unwrap();
+            *seq += 1;
             tx.execute(
                 "INSERT INTO messages_words(rowid, text) VALUES (?1, ?2)",
                 rusqlite::params![id, text(id)],
