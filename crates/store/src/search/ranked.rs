@@ -133,7 +133,15 @@ pub(crate) fn candidates(conn: &Connection, query: &CandidateQuery<'_>) -> Resul
         if read.is_empty() {
             continue;
         }
-        let counts = count_words_in(conn, kind, &words, query.frequency_cap, &filter.persona)?;
+        let whole_persona = filter.session.is_none() && filter.start.is_none() && filter.end.is_none();
+        let counts = count_words_in(
+            conn,
+            kind,
+            &words,
+            query.frequency_cap,
+            &filter.persona,
+            whole_persona.then_some(&read[..]),
+        )?;
         let statistics = WordStatistics { rows: counts.rows, frequencies: counts.capped };
         let mut ranked = bm25(&statistics, &counts.hits, &read);
         ranked.truncate(filter.limit.clamp(1, 4096));
