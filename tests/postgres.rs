@@ -79,6 +79,10 @@ fn run_engine(location: &std::path::Path) -> Answers {
     // loading covers nothing: embedded first, both backends assemble from the same state.
     assert_eq!(engine.embed_pending().unwrap(), 16);
     let runtime = strata::blocking::runtime().unwrap();
+    // The first request compacts, and the background embedder races the block's search for
+    // the new summaries; the second assembles after they are embedded, from the same state.
+    runtime.block_on(session.prepare_context()).unwrap();
+    engine.embed_pending().unwrap();
     let prepared = runtime.block_on(session.prepare_context()).unwrap();
     let nodes = engine
         .store()
