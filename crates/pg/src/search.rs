@@ -257,7 +257,7 @@ fn keyword_side(
     let holds = |terms: &Terms, word: &[String]| {
         !word.is_empty() && word.iter().all(|lexeme| terms.counts[at(lexeme)] > 0)
     };
-    let whole_persona = filter.session.is_none() && filter.start.is_none() && filter.end.is_none();
+    let whole_persona = filter.whole_persona();
     let complete = (read.len() as i64) < RANK_SCAN_ROWS;
     let mut frequencies = Vec::with_capacity(words.len());
     for (word, stems) in words.iter().zip(&lexemes) {

@@ -221,6 +221,12 @@ pub struct SearchFilter {
 }
 
 impl SearchFilter {
+    /// Whether the search spans the persona's every row (no session, no time range): then
+    /// the rows it reads also tell the persona's word statistics.
+    pub fn whole_persona(&self) -> bool {
+        self.session.is_none() && self.start.is_none() && self.end.is_none()
+    }
+
     /// Every kind of one persona, up to 20 hits.
     pub fn persona(persona: impl Into<String>) -> SearchFilter {
         SearchFilter {

@@ -133,15 +133,8 @@ pub(crate) fn candidates(conn: &Connection, query: &CandidateQuery<'_>) -> Resul
         if read.is_empty() {
             continue;
         }
-        let whole_persona = filter.session.is_none() && filter.start.is_none() && filter.end.is_none();
-        let counts = count_words_in(
-            conn,
-            kind,
-            &words,
-            query.frequency_cap,
-            &filter.persona,
-            whole_persona.then_some(&read[..]),
-        )?;
+        let whole = filter.whole_persona().then_some(&read[..]);
+        let counts = count_words_in(conn, kind, &words, query.frequency_cap, &filter.persona, whole)?;
         let statistics = WordStatistics { rows: counts.rows, frequencies: counts.capped };
         let mut ranked = bm25(&statistics, &counts.hits, &read);
         ranked.truncate(filter.limit.clamp(1, 4096));
