@@ -142,7 +142,7 @@ unsafe extern "C" fn strata_terms(
     _values: *mut *mut ffi::sqlite3_value,
 ) {
     // SAFETY: the pointers are FTS5's and SQLite's for the duration of this call; the blob is
-    // copied by SQLite (`SQLITE_TRANSIENT`) before `terms` is dropped.
+    // copied by SQLite (`SQLITE_TRANSIENT`) before `bytes` is dropped.
     unsafe {
         match terms(&*api, fts) {
             Ok(terms) => {
