@@ -550,7 +550,7 @@ impl EngineSession {
             };
             let (outcome, context) = match before {
                 // Nothing to write: the check read the session with the assembly.
-                Some(BeforeAssembly::Assembled { outcome, context }) => (Some(outcome), context),
+                Some(BeforeAssembly::Assembled { outcome, context }) => (Some(outcome), *context),
                 Some(BeforeAssembly::Compacted(outcome)) => {
                     self.engine.after_compaction(&outcome).await;
                     (Some(outcome), assemble(recaller).await?)
