@@ -15,7 +15,9 @@
 //!
 //! Tool definitions are left out of every figure (they come first and are always cached).
 //! "Once full" counts the calls from the first compaction on (for the sliding window, from the
-//! first call that left a message out); a break is a call that does not repeat the previous
+//! first call that left a message out): the reusable share, the calls at least half reusable,
+//! breaks, tokens and the cost relative to no caching are over those; the cost relative to the
+//! sliding window's is over every call. A break is a call that does not repeat the previous
 //! call's messages up to its newest request.
 
 use std::collections::BTreeMap;
@@ -108,7 +110,7 @@ struct Summary {
     tokens: f64,
     /// Mean cost relative to sending the same tokens uncached.
     cost_vs_uncached: f64,
-    /// Mean cost per call relative to the sliding window's.
+    /// Mean cost per call, every call counted, relative to the sliding window's.
     cost_vs_sliding: f64,
 }
 
@@ -443,9 +445,10 @@ impl Sent {
     }
 }
 
+/// Mean cost of every call (the same calls for every context: before the window is full a
+/// sliding window only appends, and caches as well as strata).
 fn mean_cost(calls: &[Call]) -> f64 {
-    let full: Vec<&Call> = calls.iter().filter(|call| call.full).collect();
-    full.iter().map(|call| call.cost()).sum::<f64>() / full.len().max(1) as f64
+    calls.iter().map(|call| call.cost()).sum::<f64>() / calls.len().max(1) as f64
 }
 
 fn summarize(window: u32, group: &str, context: &'static str, calls: &[Call], sliding_cost: f64) -> Summary {
