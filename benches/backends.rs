@@ -357,7 +357,7 @@ fn engine(c: &mut Criterion) {
                 runtime.block_on(async {
                     let now = chrono::Utc::now();
                     match compactor.compact_before_assembly(session, now, None).await.unwrap() {
-                        BeforeAssembly::Assembled { context, .. } => context,
+                        BeforeAssembly::Assembled { context, .. } => *context,
                         BeforeAssembly::Compacted(_) => compactor.assemble(session, now).await.unwrap(),
                     }
                 })

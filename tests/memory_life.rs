@@ -259,6 +259,11 @@ async fn a_250k_character_tool_result_is_paged_to_its_end_through_the_engine() {
     let session = engine.session("tools", PERSONA).unwrap();
     let text: String = (0..25_000).map(|i| format!("row {i:05} ok\n")).collect();
     assert!(text.len() > 250_000);
+    let call =
+        json!([{"id": "call_1", "type": "function", "function": {"name": "read_log", "arguments": "{}"}}]);
+    session
+        .append(ChatMessage { tool_calls: Some(call), content: None, ..ChatMessage::assistant("") })
+        .unwrap();
     let id = session.append(ChatMessage::tool("call_1", "read_log", text.clone())).unwrap();
     let (mut read, mut offset) = (String::new(), 0u64);
     for _page in 0..100 {

@@ -46,7 +46,7 @@ pub enum BeforeAssembly {
         /// Why there was nothing to write.
         outcome: Outcome,
         /// The session's context.
-        context: AssembledContext,
+        context: Box<AssembledContext>,
     },
     /// The session had work and the call compacted (or found another process at it): the
     /// context is assembled after it.

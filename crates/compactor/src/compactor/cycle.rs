@@ -239,7 +239,7 @@ impl Compactor {
             let assembler = self.inner.assembler.clone();
             let options = AssemblyOptions { now, request: None, recaller };
             let context = self.blocking(move |_| assembler.build(session, &snapshot, &options)).await?;
-            return Ok(BeforeAssembly::Assembled { outcome, context });
+            return Ok(BeforeAssembly::Assembled { outcome, context: Box::new(context) });
         }
         let outcome = self.compact_leased(session, self.inner.config.max_rounds.max(1)).await?;
         Ok(BeforeAssembly::Compacted(outcome))

@@ -93,7 +93,7 @@ async fn a_request_with_nothing_to_compact_reads_the_session_once() {
     };
     assert_eq!(fx.store.rows_read() - before, assembly);
     assert!(!matches!(outcome, Outcome::Compacted { .. }), "{outcome:?}");
-    assert_eq!(context, alone);
+    assert_eq!(*context, alone);
 
     // New turns over the trigger: the call compacts, and the caller assembles after it.
     import(&fx, 40);
