@@ -97,7 +97,7 @@ impl PreparedContext {
     /// `cache_control` breakpoints at the end of the stable prefix and before the newest
     /// request, with the system messages as `system`.
     pub fn render(&self, format: Format, keep_reasoning: bool) -> Result<Rendered> {
-        crate::render::render(&self.context, format, keep_reasoning)
+        crate::render::render_context(&self.context, format, keep_reasoning)
     }
 }
 
@@ -559,7 +559,11 @@ impl EngineSession {
             other => other,
         };
         for (index, row) in rows.iter().enumerate() {
-            inner.compactor.config().check_message_size(row).map_err(|error| at(index, error.into()))?;
+            inner.compactor.config().check_message_size(row).map_err(|error| match error {
+                // In a batch, the refusal names the message, as a bad message's does.
+                too_large if batch => Error::InvalidMessage(format!("message {index}: {too_large}")),
+                other => other.into(),
+            })?;
         }
         if rows.iter().any(|row| row.role == Role::Tool) {
             let mut pairing = admit::Pairing::after(&admit::recent(&*inner.store, self.session.id)?);

@@ -55,6 +55,7 @@ pub mod llm;
 mod message;
 pub mod metrics;
 mod render;
+pub use crate::render::render_context;
 
 pub use crate::config::{Config, SummarizerConfig, SummarizerKind};
 pub use crate::embedding::{OpenAiEmbeddings, load_embedder};

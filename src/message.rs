@@ -166,9 +166,10 @@ impl Incoming {
         body.retain(|key, _| !STRATA_KEYS.contains(&key.as_str()));
         let turn = Turn::read(format, &body).map_err(|error| invalid(error.to_string()))?;
         let message = ChatMessage::of_turn(&turn);
-        // A message the columns say whole (its fields, in any order) is stored as columns
-        // only: most messages of a bot.
-        let body = (Value::Object(body.clone()) != message.columns_json()).then_some(body);
+        // A message the columns say whole, byte for byte (its fields in the order strata
+        // writes them), is stored as columns only: most messages of a bot.
+        let same = serde_json::to_string(&body).ok() == serde_json::to_string(&message.columns_json()).ok();
+        let body = (!same).then_some(body);
         Ok(Incoming { message, body, timestamp, key, pinned })
     }
 
@@ -243,19 +244,20 @@ impl ChatMessage {
         }
     }
 
-    /// The columns as the OpenAI message they stand for (what a message without a body is).
+    /// The columns as the OpenAI message they stand for (what a message without a body is),
+    /// its fields in the order strata's JSON Lines write them.
     pub(crate) fn columns_json(&self) -> Value {
         let mut object = Map::new();
         object.insert("role".into(), Value::from(self.role.as_str()));
         object.insert("content".into(), self.content.clone().map_or(Value::Null, Value::String));
-        if let Some(name) = &self.name {
-            object.insert("name".into(), Value::from(name.as_str()));
-        }
         if let Some(calls) = &self.tool_calls {
             object.insert("tool_calls".into(), calls.clone());
         }
         if let Some(id) = &self.tool_call_id {
             object.insert("tool_call_id".into(), Value::from(id.as_str()));
+        }
+        if let Some(name) = &self.name {
+            object.insert("name".into(), Value::from(name.as_str()));
         }
         Value::Object(object)
     }

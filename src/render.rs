@@ -7,8 +7,9 @@ use strata_wire::{Block, Format, RenderOptions, Rendered, Speaker, Turn};
 
 use crate::error::{Error, Result};
 
-/// `context` in `format`; `keep_reasoning` sends every reasoning part back.
-pub(crate) fn render(context: &AssembledContext, format: Format, keep_reasoning: bool) -> Result<Rendered> {
+/// An assembled context in `format`, as a provider takes it (see
+/// [`crate::PreparedContext::render`]); `keep_reasoning` sends every reasoning part back.
+pub fn render_context(context: &AssembledContext, format: Format, keep_reasoning: bool) -> Result<Rendered> {
     let turns = context
         .messages
         .iter()

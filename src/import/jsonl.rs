@@ -8,6 +8,8 @@
 //! stored with a body (any other shape: reasoning, media, an Anthropic message, a Responses
 //! item, unknown fields) is written as `{"message": <the body as sent>, "timestamp": ...}`,
 //! so that its own `id` or `type` never meets strata's keys and it reads back byte for byte.
+//! In a line of an Anthropic message or a Responses item, `id` is the message's own (its
+//! provider's id), not strata's key: such a line names its key with `key`.
 //! Unlike the bindings' reader, a line refuses duplicate keys: serde keeps the last of two, so
 //! `{"role": "user", "role": "system"}` would be stored as a system message and nothing said so.
 
@@ -47,15 +49,17 @@ pub fn parse_line(text: &str, options: &ImportOptions) -> Result<IncomingMessage
     };
     let session = take_string(&mut object, "session")?;
     let persona = take_string(&mut object, "persona")?;
-    let id = take_string(&mut object, "id")?;
+    // An Anthropic message or a Responses item has an `id` of its own: it stays the message's.
+    let own_id = strata_wire::Format::detect(&object) != strata_wire::Format::OpenAi;
+    let id = if own_id { None } else { take_string(&mut object, "id")? };
     if id.is_some() && object.get("key").is_some_and(|key| !key.is_null()) {
         return Err(Bad::shape("a line has an \"id\" or a \"key\", not both (they are one thing)"));
     }
     // A message with a body travels whole under "message"; strata's keys stay beside it.
-    let object = match object.remove("message") {
+    let object = match object.shift_remove("message") {
         Some(Value::Object(mut message)) => {
             for key in ["timestamp", "key", "pinned"] {
-                if let Some(value) = object.remove(key) {
+                if let Some(value) = object.shift_remove(key) {
                     message.insert(key.into(), value);
                 }
             }
@@ -88,7 +92,8 @@ pub fn parse_line(text: &str, options: &ImportOptions) -> Result<IncomingMessage
 
 /// Removes `key` from the object: its text, or nothing when it is absent or `null`.
 fn take_string(object: &mut Map<String, Value>, key: &str) -> Result<Option<String>, Bad> {
-    match object.remove(key) {
+    // `shift_remove` keeps the other keys in their order: the message is stored as sent.
+    match object.shift_remove(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(text)) => Ok(Some(text)),
         Some(_) => Err(Bad::shape(format!("{key:?} must be a string"))),

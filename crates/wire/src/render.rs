@@ -186,14 +186,28 @@ fn openai(turns: &[Turn], context: &Context<'_>) -> Rendered {
                 blocks: turns[index..end].iter().flat_map(|turn| turn.blocks.clone()).collect(),
                 original: None,
             };
-            messages.extend(openai_turn(&merged, end - 1, context));
+            if !silent(&merged, end - 1, context) {
+                messages.extend(openai_turn(&merged, end - 1, context));
+            }
             index = end;
             continue;
         }
-        messages.extend(openai_turn(turn, index, context));
+        if !silent(turn, index, context) {
+            messages.extend(openai_turn(turn, index, context));
+        }
         index += 1;
     }
     Rendered { system: None, messages }
+}
+
+/// Whether a turn says nothing in Chat Completions: reasoning alone, none of it sent back as
+/// a field this format has. No empty message is sent for it.
+fn silent(turn: &Turn, index: usize, context: &Context<'_>) -> bool {
+    turn.is_reasoning_only()
+        && !turn.blocks.iter().any(|block| {
+            matches!(block, Block::Reasoning(r) if context.sends(r.kind, index, false)
+                && matches!(r.kind, ReasoningKind::ReasoningContent | ReasoningKind::Reasoning))
+        })
 }
 
 fn origin(turn: &Turn) -> Option<Format> {
