@@ -465,7 +465,8 @@ fn a_newer_strata_file_is_refused_before_it_is_switched_to_wal() {
 #[test]
 fn read_commands_never_create_or_rewrite_a_file() {
     let strata = Strata::new();
-    let reads: [&[&str]; 8] = [
+    let export = strata.dir().join("never-exported");
+    let reads: [&[&str]; 10] = [
         &["stats"],
         &["doctor"],
         &["grep", "hello"],
@@ -474,6 +475,9 @@ fn read_commands_never_create_or_rewrite_a_file() {
         &["memory", "get", "memo", "k"],
         &["memory", "proposals"],
         &["tree", "--session", "s"],
+        // Issue 42 #11 and #12: these opened the file as writers.
+        &["export", "--out", export.to_str().unwrap()],
+        &["forget", "--session", "s", "--dry-run"],
     ];
     // A mistyped path.
     let missing = strata.dir().join("typo.db");
@@ -488,6 +492,18 @@ fn read_commands_never_create_or_rewrite_a_file() {
         let error = strata.run_on(&empty, args).failure();
         assert!(error.contains("empty file"), "{args:?}: {error}");
         assert_eq!(files_of(&empty), vec![("empty.db".to_owned(), Vec::new())], "{args:?}");
+    }
+    assert!(!export.exists(), "export wrote its output for a missing database");
+    // A writer refusing its input before it opens the file: a missing or empty file stays so
+    // (issue 42 #12: the schema was written first).
+    let bad = strata.file("bad.jsonl", "{\"role\":\"user\",\"content\":\"hi\"}\nnot json\n");
+    for db in [&missing, &empty] {
+        let before = files_of(db);
+        let error = strata.run_on(db, &["ingest", bad.to_str().unwrap()]).failure();
+        assert!(error.contains("line 2"), "{error}");
+        let error = strata.run_on(db, &["import", "--from", "openai", bad.to_str().unwrap()]).failure();
+        assert!(!error.is_empty());
+        assert_eq!(files_of(db), before, "a refused writer changed {}", db.display());
     }
     // A strata file whose schema version was set negative.
     let negative = strata.dir().join("negative.db");
@@ -646,6 +662,10 @@ fn a_message_over_the_size_limit_is_refused_naming_the_setting_and_the_line() {
     let file = strata.file("big.jsonl", &(lines.join("\n") + "\n"));
     let error = strata.run(&["ingest", file.to_str().unwrap()]).failure();
     assert!(error.contains("line 2") && error.contains("max_message_bytes"), "{error}");
+    assert!(!strata.db().exists(), "nothing was written, not even a new database");
+    strata.run(&["init"]).success();
+    let error = strata.run(&["ingest", file.to_str().unwrap()]).failure();
+    assert!(error.contains("line 2"), "{error}");
     assert_eq!(strata.run(&["stats", "--json"]).json()["messages"], 0, "nothing was written");
     // A line too long to hold a message under the limit is refused before it is parsed.
     let huge = strata
@@ -763,6 +783,24 @@ fn a_damaged_wal_is_reported_instead_of_losing_commits_silently() {
         }
         std::fs::write(&wal, &bytes).unwrap();
         trials += 1;
+        // Issue 42 #4: until the user chooses, no command touches the file or its `-wal`: not
+        // the reads, not doctor, not a writer that refuses (the last connection's close used
+        // to checkpoint the WAL away, with the lost commits' bytes).
+        let kept_files = |copy: &Path| {
+            files_of(copy).into_iter().filter(|(name, _)| !name.ends_with("-shm")).collect::<Vec<_>>()
+        };
+        let untouched = kept_files(&copy);
+        for args in [
+            &["memory", "list"][..],
+            &["stats"],
+            &["grep", "fact"],
+            &["doctor"],
+            &["forget", "--session", "s", "--dry-run"],
+            &["memory", "set", "memo", "refused", "x"],
+        ] {
+            let _ = strata.run_on(&copy, args);
+            assert!(kept_files(&copy) == untouched, "{name}: {args:?} changed the file or its -wal");
+        }
         // Readers read what is left; doctor says commits are missing; writers refuse.
         let listed = strata.run_on(&copy, &["memory", "list", "--json"]).json();
         let kept = listed
@@ -792,4 +830,48 @@ fn a_damaged_wal_is_reported_instead_of_losing_commits_silently() {
     strata.run_on(&intact, &["doctor"]).success();
     assert_eq!(strata.run_on(&intact, &["memory", "list", "--json"]).json().as_array().unwrap().len(), 21);
     eprintln!("damaged WAL: {trials} trials, {reported} reported");
+}
+
+/// Issue 42 #5 and #6: another process holding the write lock is not damage: `doctor` says the
+/// full-text check could not run and the file is healthy, and opening an existing session (as
+/// `strata mcp` does at start) only reads.
+#[test]
+fn another_writer_is_not_damage_and_opening_a_session_only_reads() {
+    let strata = Strata::new();
+    let (file, _) = transcript(&strata, "chat.jsonl", 5, 60);
+    strata.run(&["ingest", file.to_str().unwrap(), "--session", "s"]).success();
+    let holder = rusqlite::Connection::open(strata.db()).unwrap();
+    holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let report = strata.run(&["--busy-timeout-ms", "200", "doctor"]).success();
+    assert!(report.contains("not run") && report.contains("write lock"), "{report}");
+    let store = Store::open_with_timeout(strata.db(), std::time::Duration::from_millis(200)).unwrap();
+    let session = store.session("s", "default").unwrap();
+    assert_eq!(session.key, "s");
+    let error = store.session("new-one", "default").unwrap_err();
+    assert!(matches!(error, strata_store::Error::Busy(_)), "a new session is a write: {error}");
+    holder.execute_batch("ROLLBACK").unwrap();
+    drop(holder);
+    strata.run(&["doctor"]).success();
+}
+
+/// Issue 42 #11: `forget --dry-run` leaves the file, its `-wal` and its watermark as they were.
+#[test]
+fn forget_dry_run_writes_nothing() {
+    let strata = Strata::new();
+    let (file, _) = transcript(&strata, "chat.jsonl", 6, 40);
+    strata.run(&["ingest", file.to_str().unwrap(), "--session", "s"]).success();
+    // The file, its `-wal` and the watermark; a reader's connections leave an empty `-wal` and
+    // the `-shm` (the WAL's index, not data) behind them, as every read command does.
+    let written = || {
+        files_of(strata.db())
+            .into_iter()
+            .filter(|(name, bytes)| !(name.ends_with("-shm") || name.ends_with("-wal") && bytes.is_empty()))
+            .collect::<Vec<_>>()
+    };
+    let before = written();
+    let plan = strata.run(&["forget", "--session", "s", "--dry-run"]).success();
+    assert!(plan.contains("would erase"), "{plan}");
+    assert!(written() == before, "the dry run changed the database's files");
+    strata.run(&["forget", "--session", "s"]).success();
+    assert!(written() != before);
 }

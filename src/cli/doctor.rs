@@ -16,9 +16,15 @@ pub fn doctor(store: &dyn Backend, full: bool, json: bool, out: &mut impl Write)
         print_json(out, &report)?;
     } else {
         for check in &report.checks {
-            let verdict =
-                if check.problems == 0 { "ok".to_owned() } else { format!("{} problems", check.problems) };
+            let verdict = match (&check.skipped, check.problems) {
+                (Some(_), _) => "not run".to_owned(),
+                (None, 0) => "ok".to_owned(),
+                (None, problems) => format!("{problems} problems"),
+            };
             writeln!(out, "{verdict:>12}  {}", check.name)?;
+            if let Some(why) = &check.skipped {
+                writeln!(out, "              - {why}")?;
+            }
             for detail in &check.details {
                 writeln!(out, "              - {detail}")?;
             }

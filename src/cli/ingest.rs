@@ -217,8 +217,10 @@ pub fn report(
     Ok(())
 }
 
+/// Ingests `args.file` into the store `open` opens, once every line has parsed: a refused
+/// file leaves the database as it was, and a missing or empty one is not made a database.
 pub fn run(
-    store: &Store,
+    open: impl FnOnce() -> anyhow::Result<Store>,
     config: &strata::Config,
     args: &IngestArgs,
     json: bool,
@@ -235,7 +237,6 @@ pub fn run(
         })?),
         false => None,
     };
-    counter.claim(store)?;
     let progress = progress_bar();
     // Nothing is written until every line has parsed: a bad line leaves the database as it was.
     let incoming = parse_file(
@@ -247,6 +248,8 @@ pub fn run(
         &counter,
         &progress,
     )?;
+    let store = &open()?;
+    counter.claim(store)?;
     let imported = store_all(store, &incoming, &progress)?;
     let embedded = match &embedder {
         Some(embedder) => Some(
