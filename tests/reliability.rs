@@ -875,3 +875,76 @@ fn forget_dry_run_writes_nothing() {
     strata.run(&["forget", "--session", "s"]).success();
     assert!(written() != before);
 }
+
+/// Runs `strata` with `args` and gives up (killing it) after two minutes: a read that never
+/// ends (a FIFO with no writer) fails the test instead of hanging it.
+fn run_bounded(strata: &Strata, args: &[&str]) -> (bool, String) {
+    let mut child = strata.command().args(args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let deadline = Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut stderr = String::new();
+            std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+            return (status.success(), stderr);
+        }
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("strata {args:?} did not finish");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// Issue 42 #9, #10 and #14: a FIFO in an import directory and a device are refused before a
+/// byte is read; what the store would refuse for the whole file names the file and the line;
+/// a file that is not OpenCode's export (another format, NUL bytes, cut short) is refused
+/// naming the format expected. Nothing is stored by any of them.
+#[test]
+fn inputs_that_are_not_files_or_not_their_format_are_refused_naming_file_and_line() {
+    let strata = Strata::new();
+    strata.run(&["init"]).success();
+    let dir = strata.dir().join("exports");
+    std::fs::create_dir(&dir).unwrap();
+    let fifo = dir.join("chat.json");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let (ok, error) = run_bounded(&strata, &["import", "--from", "openai", dir.to_str().unwrap()]);
+    assert!(!ok && error.contains("FIFO") && error.contains("chat.json"), "{error}");
+    for args in [&["import", "--from", "openai", "/dev/zero"][..], &["ingest", "/dev/zero"]] {
+        let (ok, error) = run_bounded(&strata, args);
+        assert!(!ok && error.contains("a device") && error.contains("/dev/zero"), "{args:?}: {error}");
+    }
+
+    let bad_key = strata.file(
+        "keys.jsonl",
+        "{\"role\": \"user\", \"content\": \"a\"}\n{\"role\": \"user\", \"content\": \"b\", \"session\": \"bad\\nkey\"}\n",
+    );
+    let error = strata.run(&["ingest", bad_key.to_str().unwrap()]).failure();
+    assert!(error.contains("keys.jsonl") && error.contains("line 2"), "{error}");
+    let twice = strata.file(
+        "twice.jsonl",
+        "{\"role\": \"user\", \"content\": \"a\", \"id\": \"m1\"}\n\n{\"role\": \"user\", \"content\": \"b\", \"id\": \"m1\"}\n",
+    );
+    let error = strata.run(&["ingest", twice.to_str().unwrap()]).failure();
+    assert!(error.contains("twice.jsonl") && error.contains("line 3") && error.contains("line 1"), "{error}");
+    let twice = strata.file(
+        "twice.json",
+        r#"{"role": "user", "content": "a"}
+{"role": "user", "content": "b"}"#,
+    );
+    let run = strata.run(&["import", "--from", "openai", "--session", "bad\nkey", twice.to_str().unwrap()]);
+    assert!(!run.ok && run.stderr.contains("twice.json"), "{}", run.stderr);
+
+    let fixture = std::fs::read_to_string("tests/fixtures/import/opencode-session.md").unwrap();
+    // Cut after a message's text, before the `---` that closes it.
+    let cut = fixture.trim_end().strip_suffix("---").unwrap();
+    for (name, text, words) in [
+        ("other.md", "{\"role\": \"user\", \"content\": \"a\"}\n", "expected OpenCode's Markdown export"),
+        ("nul.md", "## User\n\nhi\u{0}\n\n---\n", "NUL"),
+        ("cut.md", cut, "cut short"),
+    ] {
+        let file = strata.file(name, text);
+        let error = strata.run(&["import", "--from", "opencode", file.to_str().unwrap()]).failure();
+        assert!(error.contains(words) && error.contains(name), "{name}: {error}");
+    }
+    assert_eq!(strata.run(&["stats", "--json"]).json()["messages"], 0, "nothing was stored");
+}

@@ -51,18 +51,33 @@ pub struct IngestArgs {
     embed: bool,
 }
 
+/// The lines of `path` (`-`: standard input), read up to `strata::import::MAX_INPUT_BYTES`; a
+/// device or socket is refused before a byte is read.
 fn read_lines(path: &Path) -> anyhow::Result<Vec<String>> {
+    use std::io::Read;
+    let limit = strata::import::MAX_INPUT_BYTES;
     let reader: Box<dyn BufRead> = if path.as_os_str() == "-" {
-        Box::new(std::io::stdin().lock())
+        Box::new(std::io::BufReader::new(std::io::stdin().lock().take(limit + 1)))
     } else {
+        strata::import::check_file_type(path, false)?;
         let file = std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
-        Box::new(std::io::BufReader::new(file))
+        Box::new(std::io::BufReader::new(file.take(limit + 1)))
     };
-    reader
-        .lines()
-        .enumerate()
-        .map(|(i, line)| line.with_context(|| format!("line {}: cannot read", i + 1)))
-        .collect()
+    let mut read = 0u64;
+    let mut lines = Vec::new();
+    for (i, line) in reader.lines().enumerate() {
+        let line = line.with_context(|| format!("{}: line {}: cannot read", path.display(), i + 1))?;
+        read += line.len() as u64 + 1;
+        if read > limit {
+            anyhow::bail!(
+                "{}: more than {} MiB: strata reads inputs up to that size",
+                path.display(),
+                limit >> 20
+            );
+        }
+        lines.push(line);
+    }
+    Ok(lines)
 }
 
 /// Reads and parses a whole JSON Lines file (nothing is written): the messages in file order.
@@ -90,6 +105,9 @@ pub fn parse_file(
         ..ImportOptions::new(persona)
     };
     let mut incoming = Vec::with_capacity(lines.len());
+    // The line of each message, and the first message of each (session, id).
+    let mut lines_of: Vec<usize> = Vec::with_capacity(lines.len());
+    let mut ids: std::collections::HashMap<(String, String), usize> = std::collections::HashMap::new();
     for (index, text) in lines.iter().enumerate() {
         progress.inc(1);
         if text.trim().is_empty() {
@@ -113,6 +131,27 @@ pub fn parse_file(
             source,
         })?;
         limits.check_message_size(&message.message).with_context(at)?;
+        // What the store would refuse for the whole file is refused here, with its line.
+        strata_store::backend::validate_session_key(&message.session_key).with_context(at)?;
+        if let Some(id) = &message.message.external_id {
+            let key = (message.session_key.clone(), id.clone());
+            if let Some(&earlier) = ids.get(&key) {
+                let first: &IncomingMessage = &incoming[earlier];
+                if first.message.role != message.message.role
+                    || first.message.content != message.message.content
+                {
+                    anyhow::bail!(
+                        "{}: the id {id:?} of session {:?} names another message on line {}",
+                        at(),
+                        message.session_key,
+                        lines_of[earlier]
+                    );
+                }
+            } else {
+                ids.insert(key, incoming.len());
+            }
+        }
+        lines_of.push(index + 1);
         incoming.push(message);
     }
     progress.set_message("counting");
