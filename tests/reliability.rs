@@ -948,3 +948,44 @@ fn inputs_that_are_not_files_or_not_their_format_are_refused_naming_file_and_lin
     }
     assert_eq!(strata.run(&["stats", "--json"]).json()["messages"], 0, "nothing was stored");
 }
+
+/// The re-ingest of an edited or shortened transcript (issue 42, "from the other trials"):
+/// the lines already stored are skipped by content and position, a changed line is refused
+/// with its line number, and the whole file is never appended again; another transcript into
+/// the same session is still appended.
+#[test]
+fn an_edited_or_shortened_transcript_is_not_appended_again() {
+    let strata = Strata::new();
+    let line = |i: usize, text: &str| {
+        let role = if i.is_multiple_of(2) { "user" } else { "assistant" };
+        format!("{}\n", serde_json::json!({"role": role, "content": format!("{text} {i}")}))
+    };
+    let original: String = (0..30).map(|i| line(i, "message")).collect();
+    let file = strata.file("chat.jsonl", &original);
+    strata.run(&["ingest", file.to_str().unwrap(), "--session", "s"]).success();
+    let count = || strata.run(&["stats", "--json"]).json()["messages"].as_u64().unwrap();
+    assert_eq!(count(), 30);
+
+    // Line 12 edited (and five lines added): refused, naming the line; nothing stored.
+    let edited: String =
+        (0..35).map(|i| if i == 11 { line(i, "EDITED") } else { line(i, "message") }).collect();
+    std::fs::write(&file, edited).unwrap();
+    let error = strata.run(&["ingest", file.to_str().unwrap(), "--session", "s"]).failure();
+    assert!(error.contains("chat.jsonl: line 12") && error.contains("edited"), "{error}");
+    assert_eq!(count(), 30);
+    // Shortened: everything in it is stored already.
+    let shortened: String = (0..20).map(|i| line(i, "message")).collect();
+    std::fs::write(&file, shortened).unwrap();
+    let run = strata.run(&["ingest", file.to_str().unwrap(), "--session", "s", "--json"]).json();
+    assert_eq!((run["messages"].as_u64(), run["skipped"].as_u64()), (Some(0), Some(20)), "{run}");
+    assert_eq!(count(), 30);
+    // Grown: only the new lines.
+    let grown: String = (0..33).map(|i| line(i, "message")).collect();
+    std::fs::write(&file, grown).unwrap();
+    strata.run(&["ingest", file.to_str().unwrap(), "--session", "s"]).success();
+    assert_eq!(count(), 33);
+    // Another transcript into the same session is its own.
+    let other = strata.file("other.jsonl", &(0..4).map(|i| line(i, "another chat")).collect::<String>());
+    strata.run(&["ingest", other.to_str().unwrap(), "--session", "s"]).success();
+    assert_eq!(count(), 37);
+}

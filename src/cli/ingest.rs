@@ -93,6 +93,19 @@ pub fn parse_file(
     counter: &TokenCounter,
     progress: &ProgressBar,
 ) -> anyhow::Result<Vec<IncomingMessage>> {
+    Ok(parse_lines(file, session, persona, allow_unknown_keys, limits, counter, progress)?.0)
+}
+
+/// [`parse_file`], with the line (from 1) each message was read from.
+fn parse_lines(
+    file: &Path,
+    session: &str,
+    persona: &str,
+    allow_unknown_keys: bool,
+    limits: &strata_compactor::CompactorConfig,
+    counter: &TokenCounter,
+    progress: &ProgressBar,
+) -> anyhow::Result<(Vec<IncomingMessage>, Vec<usize>)> {
     let lines = read_lines(file)?;
     progress.set_length(lines.len() as u64);
     if lines.len() <= PROGRESS_THRESHOLD {
@@ -156,7 +169,7 @@ pub fn parse_file(
     }
     progress.set_message("counting");
     counter.count_new_all(incoming.iter_mut().map(|incoming| &mut incoming.message));
-    Ok(incoming)
+    Ok((incoming, lines_of))
 }
 
 /// The counter an import counts with: `--model`'s tokenizer, else the configuration's.
@@ -278,7 +291,7 @@ pub fn run(
     };
     let progress = progress_bar();
     // Nothing is written until every line has parsed: a bad line leaves the database as it was.
-    let incoming = parse_file(
+    let (incoming, lines_of) = parse_lines(
         &args.file,
         &args.session,
         &args.persona,
@@ -289,7 +302,28 @@ pub fn run(
     )?;
     let store = &open()?;
     counter.claim(store)?;
-    let imported = store_all(store, &incoming, &progress)?;
+    let imported = store_all(store, &incoming, &progress).map_err(|error| {
+        // The store names the message by its place among the session's; the user knows lines.
+        let edited = error.chain().find_map(|cause| match cause.downcast_ref::<strata_store::Error>() {
+            Some(strata_store::Error::EditedTranscript { session, position, seq }) => {
+                Some((session.clone(), *position, *seq))
+            }
+            _ => None,
+        });
+        let Some((session, position, seq)) = edited else { return error };
+        let line = incoming
+            .iter()
+            .zip(&lines_of)
+            .filter(|(message, _)| message.session_key == session)
+            .nth(position - 1)
+            .map_or(0, |(_, line)| *line);
+        anyhow::anyhow!(
+            "{}: line {line} differs from the message stored from it (seq {seq} of session {session:?}): \
+             the transcript was edited since it was imported, and its earlier lines are stored already; \
+             nothing was stored (forget the session first to import the edited version whole)",
+            args.file.display()
+        )
+    })?;
     let embedded = match &embedder {
         Some(embedder) => Some(
             embed_with_progress(store, embedder, &config.recall, &strata_recall::BacklogFilter::default())

@@ -115,6 +115,21 @@ pub enum Error {
     /// The agent tried to change a category only the user may write.
     #[error("user_preferences are read-only to the agent; only the user can change them")]
     ProtectedCategory,
+    /// A transcript imported before was imported again with a message changed: its earlier
+    /// messages match the ones stored from it, this one does not. Nothing was stored (a whole
+    /// file appended again would duplicate the conversation).
+    #[error(
+        "message {position} of session {session:?} in this input differs from the one stored from it \
+         (seq {seq}): the transcript was edited since it was imported; nothing was stored"
+    )]
+    EditedTranscript {
+        /// The session's key.
+        session: String,
+        /// The message's position among the input's messages of that session, from 1.
+        position: usize,
+        /// The seq of the stored message it differs from.
+        seq: i64,
+    },
     /// The caller passed a value that breaks a rule of the data model.
     #[error("invalid {field}: {reason}")]
     Invalid {

@@ -313,7 +313,12 @@ impl Store {
                 }
                 let digests: Option<Vec<[u8; 32]>> = group.iter().map(|item| item.line_digest).collect();
                 let chain = digests.as_deref().map(ingests::chain).unwrap_or_default();
-                let done = ingests::already_stored(tx, session.id, &chain)?;
+                let mut done = ingests::already_stored(tx, session.id, &chain)?;
+                if done == 0 && !chain.is_empty() {
+                    // An edited or shortened version of a transcript imported before.
+                    let messages: Vec<&NewMessage> = group.iter().map(|item| &item.message).collect();
+                    done = ingests::stored_by_content(tx, session.id, key, &messages)?;
+                }
                 let messages: Vec<NewMessage> =
                     group[done..].iter().map(|item| item.message.clone()).collect();
                 let appended = messages::append(tx, session.id, &messages)?;
