@@ -989,3 +989,52 @@ fn an_edited_or_shortened_transcript_is_not_appended_again() {
     strata.run(&["ingest", other.to_str().unwrap(), "--session", "s"]).success();
     assert_eq!(count(), 37);
 }
+
+/// `strata restore` brings a backup back (issue 42, from the other trials): copying a backup
+/// into place left the replaced file's `-commits` watermark, ahead of the backup, so every
+/// writer refused it as a file that lost commits. The restored file takes writes, the replaced
+/// one is kept aside, and a damaged backup or an existing file without `--replace` is refused
+/// with nothing changed.
+#[test]
+fn a_backup_is_restored_and_takes_writes() {
+    let strata = Strata::new();
+    strata.run(&["memory", "set", "memo", "kept", "from before the backup"]).success();
+    let backup = strata.dir().join("backup.db");
+    strata.run(&["backup", backup.to_str().unwrap()]).success();
+    for i in 0..5 {
+        strata.run(&["memory", "set", "memo", &format!("later_{i}"), "after the backup"]).success();
+    }
+    // A plain copy into place: writers refuse it (what the restore command is for).
+    let copied = strata.dir().join("copied.db");
+    std::fs::copy(strata.db(), &copied).unwrap();
+    std::fs::copy(format!("{}-commits", strata.db().display()), format!("{}-commits", copied.display()))
+        .unwrap();
+    std::fs::copy(&backup, &copied).unwrap();
+    let refused = strata.run_on(&copied, &["memory", "set", "memo", "x", "y"]).failure();
+    assert!(refused.contains("lost"), "{refused}");
+
+    let before = files_of(strata.db());
+    let error = strata.run(&["restore", backup.to_str().unwrap()]).failure();
+    assert!(error.contains("--replace"), "{error}");
+    let damaged = strata.file("damaged.db", "not a database at all, but long enough to be read as one......");
+    let error = strata.run(&["restore", damaged.to_str().unwrap(), "--replace"]).failure();
+    assert!(error.contains("damaged.db"), "{error}");
+    assert!(files_of(strata.db()) == before, "a refused restore changed the database");
+
+    let out = strata.run(&["restore", backup.to_str().unwrap(), "--replace"]).success();
+    assert!(out.contains("restored"), "{out}");
+    let keys: Vec<String> = strata
+        .run(&["memory", "list", "--json"])
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["key"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(keys, ["kept"]);
+    strata.run(&["memory", "set", "memo", "after_restore", "x"]).success();
+    strata.run(&["doctor"]).success();
+    let replaced = strata.dir().join("strata.db.replaced");
+    let old = strata.run_on(&replaced, &["memory", "list", "--json"]).json();
+    assert_eq!(old.as_array().unwrap().len(), 6, "the replaced file is kept whole: {old}");
+}

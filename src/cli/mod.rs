@@ -93,6 +93,17 @@ enum Command {
         /// The file to create (must not exist).
         dest: PathBuf,
     },
+    /// Bring a backup back as the database: the backup is checked, the current file (with its
+    /// `-wal`) is moved aside to `<db>.replaced` when `--replace` allows it, and the commit
+    /// watermark (`<db>-commits`) is set to the backup's, so writers take the restored file.
+    /// Stop every process using the database first.
+    Restore {
+        /// The backup (`strata backup`'s file).
+        backup: PathBuf,
+        /// Move the current database aside (to `<db>.replaced`) instead of refusing.
+        #[arg(long)]
+        replace: bool,
+    },
     /// Copy the SQLite database into PostgreSQL exactly (every row with its id, the forest,
     /// memories with their versions, the queue, usage, vectors); run it again to finish a copy
     /// that was cut short. The target must be empty or a copy of the same file.
@@ -315,6 +326,15 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Copy { to } => doctor::copy(&open_sqlite(&cli, "strata copy")?, to, cli.json, &mut out)?,
         Command::Backup { dest } => {
             doctor::backup(&open_sqlite(&cli, "strata backup")?, dest, cli.json, &mut out)?
+        }
+        Command::Restore { backup, replace } => {
+            if postgres_url(&cli).is_some() {
+                anyhow::bail!(
+                    "strata restore needs a SQLite database; {} is a PostgreSQL url",
+                    redacted(&cli)
+                );
+            }
+            doctor::restore(backup, &cli.db, *replace, &mut out)?
         }
         Command::Stats => {
             let store = open_existing(&cli)?;
