@@ -136,8 +136,7 @@ impl Provenance {
     /// This source, writing into a near-duplicate memory of another key: the version keeps
     /// that memory's key and title (the label its readers know), so the writer's own key and
     /// title are recorded here. A forget that erases the memory's other sources gives the
-    /// kept text back its own label from them ([`proposed_label`]), instead of keeping
-    /// the erased text's.
+    /// kept text back its own label from them, instead of keeping the erased text's.
     pub fn merged_into_twin(
         self,
         proposed_key: &str,
