@@ -423,8 +423,12 @@ impl Engine {
     }
 
     /// Replaces the summaries of a session's nodes with this engine's summarizer's, bottom-up
-    /// and resumable ([`Compactor::resummarize`]); then settles the facts the new summaries
-    /// found. `progress` hears each node done.
+    /// and resumable ([`Compactor::resummarize`]); then settles the facts the summaries found.
+    /// `progress` hears each node done.
+    ///
+    /// The facts are settled even when no node was replaced: a run killed after writing its
+    /// last node left that node's facts queued, and the documented re-run, which finds every
+    /// node done, is what settles them (issue 42 #8).
     pub async fn resummarize(
         &self,
         session: SessionId,
@@ -432,8 +436,8 @@ impl Engine {
         progress: impl FnMut(&SummaryNode),
     ) -> Result<Resummarized> {
         let done = self.inner.compactor.resummarize(session, level, progress).await?;
+        self.settle_in_background().await;
         if done.replaced > 0 {
-            self.settle_in_background().await;
             self.notify_worker();
         }
         Ok(done)

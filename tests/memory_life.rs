@@ -442,7 +442,10 @@ async fn a_summarys_twins_in_other_words_and_scripts_update_the_one_memory() {
     let proposed: Vec<&str> =
         history.iter().filter_map(|version| version.provenance.via.as_deref()).collect();
     assert!(
-        proposed[0].contains("\"standard_japanese\"") && proposed[1].contains("\"japanese_textbook_study\"")
+        proposed[0].contains("proposed as key standard_japanese titled: Standard Japanese textbook")
+            && proposed[1]
+                .contains("proposed as key japanese_textbook_study titled: Japanese textbook study"),
+        "{proposed:?}"
     );
     assert!(proposed[0].contains("by meaning"), "{proposed:?}");
     assert_eq!(history.last().map(|version| version.content.as_str()), Some(first));
