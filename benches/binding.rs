@@ -62,6 +62,7 @@ fn thousand() -> Vec<Incoming> {
                 tool_call_id: message.tool_call_id,
                 name: message.name,
             },
+            body: None,
             timestamp: Some(message.created_at),
             key: None,
             pinned: false,

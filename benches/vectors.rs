@@ -223,6 +223,7 @@ fn engine_with_history(dir: &std::path::Path) -> (Engine, strata::blocking::Sess
                 tool_call_id: message.tool_call_id,
                 name: message.name,
             },
+            body: None,
             timestamp: Some(message.created_at),
             key: None,
             pinned: false,

@@ -5,7 +5,7 @@
 -- test `a_fresh_database_has_the_schema_of_schema_current_sql`; `STRATA_BLESS=1 cargo nextest
 -- run -p strata-store -E 'test(schema)'` regenerates it. Never edit it by hand.
 PRAGMA application_id = 1398035009;
-PRAGMA user_version = 12;
+PRAGMA user_version = 13;
 
 CREATE TABLE agent_memories (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -233,7 +233,7 @@ CREATE TABLE messages (
     created_at REAL NOT NULL,
     token_count INTEGER NOT NULL,
     pinned INTEGER NOT NULL DEFAULT 0 CHECK (pinned IN (0, 1)),
-    summary_id INTEGER REFERENCES summary_nodes(id), external_id TEXT,  -- the Level-0 node covering it; NULL = not compacted
+    summary_id INTEGER REFERENCES summary_nodes(id), external_id TEXT, body TEXT,  -- the Level-0 node covering it; NULL = not compacted
     UNIQUE (session_id, seq)
 );
 

@@ -138,6 +138,11 @@ impl Engine {
         self.engine.tool_specs()
     }
 
+    /// [`crate::Engine::tool_specs_in`].
+    pub fn tool_specs_in(&self, format: crate::Format) -> Vec<Value> {
+        self.engine.tool_specs_in(format)
+    }
+
     /// [`crate::Engine::compact_until_done`], blocking.
     pub fn compact_until_done(
         &self,

@@ -25,16 +25,18 @@ use strata_recall::{
 use strata_store::memories::QueuedUpdate;
 use strata_store::search::Recalled;
 use strata_store::{
-    Level, Memory, MessageId, NewMessage, Session, SessionId, SharedBackend, Store, SummaryNode,
+    Level, Memory, MessageId, NewMessage, Role, Session, SessionId, SharedBackend, Store, SummaryNode,
 };
 use tokio::task::JoinHandle;
 use tracing::Instrument;
 
 use crate::config::{Config, Settings};
 use crate::error::{Error, Result};
-use crate::message::{ChatMessage, Incoming};
+use crate::message::{ChatMessage, Format, Incoming};
 use crate::metrics::Counters;
+use strata_wire::Rendered;
 
+mod admit;
 mod forget;
 
 /// strata's entry point: open a database, get a session, append messages, prepare the context
@@ -80,9 +82,22 @@ pub struct PreparedContext {
 }
 
 impl PreparedContext {
-    /// The messages to send, in the OpenAI chat format.
+    /// The messages, one per context entry, in the OpenAI chat format; a conversation stored
+    /// in another format, or with calls spread over several messages, is sent as
+    /// [`PreparedContext::render`] gives it.
     pub fn messages(&self) -> &[Value] {
         &self.context.messages
+    }
+
+    /// The context in `format`, as the provider takes it: each stored message from its body
+    /// as the caller sent it (in its own format field for field, less a reply's own fields),
+    /// every tool call answered, reasoning sent back by its provider's rule (Anthropic's
+    /// thinking blocks and Responses reasoning items of the current tool loop, DeepSeek's
+    /// `reasoning_content` beside tool calls; `keep_reasoning` sends all), and for Anthropic
+    /// `cache_control` breakpoints at the end of the stable prefix and before the newest
+    /// request, with the system messages as `system`.
+    pub fn render(&self, format: Format, keep_reasoning: bool) -> Result<Rendered> {
+        crate::render::render_context(&self.context, format, keep_reasoning)
     }
 }
 
@@ -210,6 +225,12 @@ impl Engine {
     /// "function", "function": {name, description, parameters}}`).
     pub fn tool_specs(&self) -> Vec<Value> {
         strata_recall::tool_specs()
+    }
+
+    /// [`Engine::tool_specs`] in `format`: Anthropic's `{name, description, input_schema}`,
+    /// the Responses API's flat function tools.
+    pub fn tool_specs_in(&self, format: Format) -> Vec<Value> {
+        strata_wire::tool_specs(&strata_recall::tool_specs(), format)
     }
 
     /// The embedding model, loaded on first call (about 0.3 s), or why it is unavailable.
@@ -402,8 +423,12 @@ impl Engine {
     }
 
     /// Replaces the summaries of a session's nodes with this engine's summarizer's, bottom-up
-    /// and resumable ([`Compactor::resummarize`]); then settles the facts the new summaries
-    /// found. `progress` hears each node done.
+    /// and resumable ([`Compactor::resummarize`]); then settles the facts the summaries found.
+    /// `progress` hears each node done.
+    ///
+    /// The facts are settled even when no node was replaced: a run killed after writing its
+    /// last node left that node's facts queued, and the documented re-run, which finds every
+    /// node done, is what settles them (issue 42 #8).
     pub async fn resummarize(
         &self,
         session: SessionId,
@@ -411,8 +436,8 @@ impl Engine {
         progress: impl FnMut(&SummaryNode),
     ) -> Result<Resummarized> {
         let done = self.inner.compactor.resummarize(session, level, progress).await?;
+        self.settle_in_background().await;
         if done.replaced > 0 {
-            self.settle_in_background().await;
             self.notify_worker();
         }
         Ok(done)
@@ -487,6 +512,13 @@ impl EngineSession {
         self.store_message(message.into_new())
     }
 
+    /// Stores a message object as the bot has it, in any format strata reads (an OpenAI
+    /// chat message with reasoning or images, an Anthropic message with thinking blocks, a
+    /// Responses item): [`Incoming::from_json`], then [`EngineSession::append_incoming`].
+    pub fn append_json(&self, message: &Value) -> Result<MessageId> {
+        self.append_incoming(Incoming::from_json(message)?)
+    }
+
     /// Stores a message under an idempotency key unique within the session (the bot's own
     /// message id, say): if the session already holds a message under `key`, nothing is stored
     /// and its id is returned, so a bot that retries after a timeout never stores a message
@@ -509,20 +541,44 @@ impl EngineSession {
     /// its full-text indexing to the next search (see ARCHITECTURE.md).
     pub fn append_many(&self, messages: Vec<Incoming>) -> Result<Vec<MessageId>> {
         let now = Utc::now();
-        let mut rows: Vec<NewMessage> = messages.into_iter().map(|message| message.into_new(now)).collect();
-        self.engine.inner.compactor.counter().count_new_all(&mut rows);
-        let ids = self.engine.inner.store.append(self.session.id, &rows)?;
-        self.engine.notify_worker();
-        Ok(ids)
+        let rows: Vec<NewMessage> = messages.into_iter().map(|message| message.into_new(now)).collect();
+        self.store_messages(rows)
     }
 
-    fn store_message(&self, mut message: NewMessage) -> Result<MessageId> {
-        // Before counting: the count's cost follows the message's size.
-        self.engine.inner.compactor.config().check_message_size(&message)?;
-        self.engine.inner.compactor.counter().count_new(&mut message);
-        let ids = self.engine.inner.store.append(self.session.id, &[message])?;
+    fn store_message(&self, message: NewMessage) -> Result<MessageId> {
+        Ok(self.store_messages(vec![message])?[0])
+    }
+
+    /// The one admission path ([`admit`]): every message is checked before any is stored
+    /// (its size, before counting, whose cost follows the size; its tool result against the
+    /// open calls, naming the batch index of the one at fault), then counted and stored in
+    /// one transaction.
+    fn store_messages(&self, mut rows: Vec<NewMessage>) -> Result<Vec<MessageId>> {
+        let inner = &self.engine.inner;
+        let batch = rows.len() > 1;
+        let at = |index: usize, error: Error| match error {
+            Error::InvalidMessage(reason) if batch => {
+                Error::InvalidMessage(format!("message {index}: {reason}"))
+            }
+            other => other,
+        };
+        for (index, row) in rows.iter().enumerate() {
+            inner.compactor.config().check_message_size(row).map_err(|error| match error {
+                // In a batch, the refusal names the message, as a bad message's does.
+                too_large if batch => Error::InvalidMessage(format!("message {index}: {too_large}")),
+                other => other.into(),
+            })?;
+        }
+        if rows.iter().any(|row| row.role == Role::Tool) {
+            let mut pairing = admit::Pairing::after(&admit::recent(&*inner.store, self.session.id)?);
+            for (index, row) in rows.iter().enumerate() {
+                pairing.check(row).map_err(|error| at(index, error))?;
+            }
+        }
+        inner.compactor.counter().count_new_all(&mut rows);
+        let ids = inner.store.append(self.session.id, &rows)?;
         self.engine.notify_worker();
-        Ok(ids[0])
+        Ok(ids)
     }
 
     /// Runs the compaction cycle (bounded by `max_rounds`) and assembles the context to send.

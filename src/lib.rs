@@ -54,6 +54,8 @@ pub mod import;
 pub mod llm;
 mod message;
 pub mod metrics;
+mod render;
+pub use crate::render::render_context;
 
 pub use crate::config::{Config, SummarizerConfig, SummarizerKind};
 pub use crate::embedding::{OpenAiEmbeddings, load_embedder};
@@ -61,7 +63,8 @@ pub use crate::engine::{
     CompactedSession, Engine, EngineSession, HistorySearch, PreparedContext, SentenceModel,
 };
 pub use crate::error::{Error, Result};
-pub use crate::message::{ChatMessage, Incoming};
+pub use crate::message::{ChatMessage, Format, Incoming};
+pub use strata_wire as wire;
 
 pub use strata_compactor as compactor;
 pub use strata_recall as recall;

@@ -46,8 +46,8 @@ pub enum McpError {
     /// The HTTP server cannot listen.
     #[error("cannot listen for MCP over HTTP")]
     Listen(#[source] std::io::Error),
-    /// The HTTP server was asked to listen beyond this machine without a bearer token.
-    #[error("serving on {addr}, beyond this machine, needs a bearer token (STRATA_MCP_TOKEN)")]
+    /// The HTTP server was asked to serve without a bearer token.
+    #[error("serving MCP over HTTP on {addr} needs a bearer token (STRATA_MCP_TOKEN)")]
     TokenRequired {
         /// The address it was bound to.
         addr: std::net::SocketAddr,

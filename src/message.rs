@@ -4,6 +4,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use strata_store::{NewMessage, Role, ToolCall};
+pub use strata_wire::Format;
+use strata_wire::{Block, Speaker, Turn};
 
 use crate::error::{Error, Result};
 
@@ -81,12 +83,17 @@ impl From<strata_llm::Reply> for ChatMessage {
     }
 }
 
-/// A message as a bot hands it over: an OpenAI chat message, and what strata keeps beside it
-/// (when it was sent, the bot's own id for it, whether it is pinned).
+/// A message as a bot hands it over, in any format strata reads (OpenAI Chat Completions,
+/// Anthropic Messages, an OpenAI Responses item), and what strata keeps beside it (when it was
+/// sent, the bot's own id for it, whether it is pinned).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Incoming {
-    /// The message.
+    /// What strata reads of it: role, text by the rule of each part type, tool calls in
+    /// OpenAI's form, the call it answers.
     pub message: ChatMessage,
+    /// The message object as sent (every field, unknown ones included), when `message` does
+    /// not say all of it: stored beside the columns and given back field for field.
+    pub body: Option<Map<String, Value>>,
     /// When it was sent; `None` stores the time of the append.
     pub timestamp: Option<DateTime<Utc>>,
     /// An idempotency key unique within the session ([`crate::EngineSession::append_with_key`]).
@@ -95,70 +102,41 @@ pub struct Incoming {
     pub pinned: bool,
 }
 
-/// The keys [`Incoming::from_json`] stores.
-const KEYS: [&str; 8] =
-    ["role", "content", "name", "tool_calls", "tool_call_id", "timestamp", "key", "pinned"];
-
-/// Keys of a message the OpenAI API returns that carry nothing strata keeps when they are
-/// empty: a bot that appends `message.model_dump()` sends them as `null`.
-const EMPTY_RESPONSE_KEYS: [&str; 4] = ["refusal", "annotations", "audio", "function_call"];
+/// strata's own keys beside a message's: taken out of the object, kept in columns.
+const STRATA_KEYS: [&str; 3] = ["timestamp", "key", "pinned"];
 
 impl From<ChatMessage> for Incoming {
     fn from(message: ChatMessage) -> Incoming {
-        Incoming { message, timestamp: None, key: None, pinned: false }
+        Incoming { message, body: None, timestamp: None, key: None, pinned: false }
     }
 }
 
 impl Incoming {
-    /// Reads a message object in the OpenAI chat format (`role`, `content`, `name`,
-    /// `tool_calls`, `tool_call_id`) with strata's optional `timestamp` (RFC 3339, or UNIX
-    /// seconds), `key` and `pinned`. `content` may be a string, `null` (with `tool_calls`) or a
-    /// list of text parts, which are joined by newlines. A key strata does not know is an error
-    /// naming it (a misspelled `"tool_call_ids"` would otherwise be lost), except the empty
-    /// fields of an API response (`"refusal": null`, ...); a refusal's text is its content.
+    /// Reads a message object in the format its shape says ([`Format::detect`]), with
+    /// strata's optional `timestamp` (RFC 3339, or UNIX seconds), `key` and `pinned`.
+    ///
+    /// Every field is kept: reasoning (`reasoning_content`, `reasoning`, thinking blocks with
+    /// their signatures, Responses reasoning items), media (their bytes or URL), `refusal`,
+    /// `annotations`, `audio`, and fields strata does not know. What strata reads of it is
+    /// one rule per part type ([`strata_wire::text`]): text as itself, media as a placeholder
+    /// naming type and size, reasoning not at all. A message that is no format's shape is an
+    /// error naming what is wrong.
     pub fn from_json(value: &Value) -> Result<Incoming> {
         let Some(object) = value.as_object() else {
             return Err(invalid(format!("a message is a JSON object, not {}", json_kind(value))));
         };
-        if let Some(key) =
-            object.iter().find_map(|(key, value)| (!Incoming::reads(key, value)).then_some(key))
-        {
-            return Err(invalid(format!("unknown key {key:?} (known: {})", KEYS.join(", "))));
-        }
-        let role: Role = match object.get("role") {
-            Some(Value::String(role)) => {
-                role.parse().map_err(|error: strata_store::Error| invalid(error.to_string()))?
-            }
-            Some(other) => {
-                return Err(invalid(format!("\"role\" must be a string, not {}", json_kind(other))));
-            }
-            None => return Err(invalid("a message needs a \"role\" (system, user, assistant or tool)")),
+        Incoming::read(Format::detect(object), object)
+    }
+
+    /// [`Incoming::from_json`] for a message the caller says is in `format`.
+    pub fn from_json_as(value: &Value, format: Format) -> Result<Incoming> {
+        let Some(object) = value.as_object() else {
+            return Err(invalid(format!("a message is a JSON object, not {}", json_kind(value))));
         };
-        let tool_calls = match object.get("tool_calls") {
-            None | Some(Value::Null) => None,
-            Some(Value::Array(calls)) if calls.is_empty() => None,
-            Some(calls @ Value::Array(_)) => Some(calls.clone()),
-            Some(other) => {
-                return Err(invalid(format!("\"tool_calls\" must be a list, not {}", json_kind(other))));
-            }
-        };
-        let content = match object.get("content") {
-            None | Some(Value::Null) => match object.get("refusal") {
-                Some(Value::String(refusal)) => Some(refusal.clone()),
-                _ => None,
-            },
-            Some(Value::String(text)) => Some(text.clone()),
-            Some(Value::Array(parts)) => Some(text_of_parts(parts)?),
-            Some(other) => {
-                return Err(invalid(format!(
-                    "\"content\" must be a string or a list of text parts, not {}",
-                    json_kind(other)
-                )));
-            }
-        };
-        if content.is_none() && tool_calls.is_none() {
-            return Err(invalid("a message needs \"content\" (or \"tool_calls\")"));
-        }
+        Incoming::read(format, object)
+    }
+
+    fn read(format: Format, object: &Map<String, Value>) -> Result<Incoming> {
         let timestamp = match object.get("timestamp") {
             None | Some(Value::Null) => None,
             Some(Value::String(stamp)) => Some(
@@ -183,31 +161,31 @@ impl Incoming {
                 return Err(invalid(format!("\"pinned\" must be true or false, not {}", json_kind(other))));
             }
         };
-        Ok(Incoming {
-            message: ChatMessage {
-                role,
-                content,
-                tool_calls,
-                tool_call_id: optional_string(object, "tool_call_id")?,
-                name: optional_string(object, "name")?,
-            },
-            timestamp,
-            key: optional_string(object, "key")?,
-            pinned,
-        })
+        let key = optional_string(object, "key")?;
+        let mut body = object.clone();
+        body.retain(|key, _| !STRATA_KEYS.contains(&key.as_str()));
+        let turn = Turn::read(format, &body).map_err(|error| invalid(error.to_string()))?;
+        let message = ChatMessage::of_turn(&turn);
+        // A message the columns say whole, byte for byte (its fields in the order strata
+        // writes them), is stored as columns only: most messages of a bot.
+        let same = serde_json::to_string(&body).ok() == serde_json::to_string(&message.columns_json()).ok();
+        let body = (!same).then_some(body);
+        Ok(Incoming { message, body, timestamp, key, pinned })
     }
 
-    /// Whether [`Incoming::from_json`] reads (or knowingly passes over) `key` with this value:
-    /// one of its keys, or an empty field of an API response.
-    pub(crate) fn reads(key: &str, value: &Value) -> bool {
-        let empty = value.is_null() || value.as_array().is_some_and(Vec::is_empty);
-        // A refusal is what the model said instead of content: kept as its text.
-        let refusal = key == "refusal" && (value.is_string() || value.is_null());
-        KEYS.contains(&key) || refusal || EMPTY_RESPONSE_KEYS.contains(&key) && empty
+    /// The message as it goes to its provider: its body as sent, or the columns in OpenAI's
+    /// form.
+    pub fn to_json(&self) -> Value {
+        match &self.body {
+            Some(body) => Value::Object(body.clone()),
+            None => self.message.columns_json(),
+        }
     }
 
-    /// The keys [`Incoming::from_json`] stores.
-    pub(crate) const KEYS: [&'static str; 8] = KEYS;
+    /// The message as a [`Turn`] of its own format.
+    pub fn turn(&self) -> Result<Turn> {
+        stored_turn(self.body.as_ref(), &self.message)
+    }
 
     /// The row to store, sent at `now` unless it says when; its tokens not counted yet.
     pub(crate) fn into_new(self, now: DateTime<Utc>) -> NewMessage {
@@ -221,7 +199,67 @@ impl Incoming {
             token_count: 0,
             pinned: self.pinned,
             external_id: self.key,
+            body: self.body.map(|body| Value::Object(body).to_string()),
         }
+    }
+}
+
+/// A stored message as a [`Turn`]: its body read in the format its shape says, else its
+/// columns as an OpenAI message.
+pub(crate) fn stored_turn(body: Option<&Map<String, Value>>, message: &ChatMessage) -> Result<Turn> {
+    let turn = match body {
+        Some(body) => Turn::read(Format::detect(body), body),
+        None => match message.columns_json() {
+            Value::Object(columns) => Turn::read(Format::OpenAi, &columns),
+            _ => unreachable!("columns_json builds an object"),
+        },
+    };
+    turn.map_err(|error| invalid(error.to_string()))
+}
+
+impl ChatMessage {
+    /// What strata reads of a turn: its columns.
+    fn of_turn(turn: &Turn) -> ChatMessage {
+        let role = match turn.speaker {
+            Speaker::System | Speaker::Developer => Role::System,
+            Speaker::User => Role::User,
+            Speaker::Assistant => Role::Assistant,
+            Speaker::Tool => Role::Tool,
+        };
+        let calls: Vec<Value> = turn
+            .blocks
+            .iter()
+            .filter_map(|block| match block {
+                Block::Call(call) => Some(strata_wire::openai_call(call)),
+                _ => None,
+            })
+            .collect();
+        let text = strata_wire::text::text(&turn.blocks);
+        ChatMessage {
+            role,
+            content: (!text.is_empty() || calls.is_empty()).then_some(text),
+            tool_calls: (!calls.is_empty()).then_some(Value::Array(calls)),
+            tool_call_id: turn.result_ids().next().map(str::to_owned),
+            name: turn.name.clone(),
+        }
+    }
+
+    /// The columns as the OpenAI message they stand for (what a message without a body is),
+    /// its fields in the order strata's JSON Lines write them.
+    pub(crate) fn columns_json(&self) -> Value {
+        let mut object = Map::new();
+        object.insert("role".into(), Value::from(self.role.as_str()));
+        object.insert("content".into(), self.content.clone().map_or(Value::Null, Value::String));
+        if let Some(calls) = &self.tool_calls {
+            object.insert("tool_calls".into(), calls.clone());
+        }
+        if let Some(id) = &self.tool_call_id {
+            object.insert("tool_call_id".into(), Value::from(id.as_str()));
+        }
+        if let Some(name) = &self.name {
+            object.insert("name".into(), Value::from(name.as_str()));
+        }
+        Value::Object(object)
     }
 }
 
@@ -247,24 +285,6 @@ fn optional_string(object: &Map<String, Value>, key: &str) -> Result<Option<Stri
         Some(Value::String(text)) => Ok(Some(text.clone())),
         Some(other) => Err(invalid(format!("{key:?} must be a string, not {}", json_kind(other)))),
     }
-}
-
-/// The text of a content list (`[{"type": "text", "text": ...}, ...]`), parts joined by
-/// newlines. strata stores text: an image or audio part is refused rather than dropped.
-fn text_of_parts(parts: &[Value]) -> Result<String> {
-    let mut texts = Vec::with_capacity(parts.len());
-    for part in parts {
-        match (part.get("type").and_then(Value::as_str), part.get("text").and_then(Value::as_str)) {
-            (Some("text"), Some(text)) => texts.push(text),
-            (Some(kind), _) if kind != "text" => {
-                return Err(invalid(format!(
-                    "a content part of type {kind:?} cannot be stored: strata keeps text parts only"
-                )));
-            }
-            _ => return Err(invalid("a content part must be {\"type\": \"text\", \"text\": ...}")),
-        }
-    }
-    Ok(texts.join("\n"))
 }
 
 /// A UNIX time in seconds, refused outside the years chrono can write back as RFC 3339.
@@ -296,6 +316,18 @@ mod tests {
         assert!(incoming.message.content.is_none() && incoming.message.tool_calls.is_some());
         assert_eq!(incoming.timestamp.unwrap().timestamp_millis(), 1_767_225_600_250);
         assert_eq!((incoming.key.as_deref(), incoming.pinned), (Some("bot-7"), true));
+        let body = incoming.body.expect("the reply's own fields are kept");
+        assert_eq!(
+            Value::Object(body).to_string(),
+            r#"{"role":"assistant","content":null,"refusal":null,"annotations":[],"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]}"#
+        );
+    }
+
+    #[test]
+    fn a_plain_message_is_its_columns_and_keeps_no_body() {
+        let plain = Incoming::from_json(&json!({"role": "user", "content": "hi", "key": "k"})).unwrap();
+        assert_eq!(plain.body, None);
+        assert_eq!(plain.to_json(), json!({"role": "user", "content": "hi"}));
     }
 
     #[test]
@@ -310,19 +342,77 @@ mod tests {
     }
 
     #[test]
+    fn every_shape_a_model_sends_is_kept_and_read_by_its_parts() {
+        let image = "data:image/png;base64,".to_owned() + &"A".repeat(4000);
+        for (message, role, content) in [
+            (
+                json!({"role": "assistant", "content": "5433.", "reasoning_content": "The port..."}),
+                Role::Assistant,
+                "5433.",
+            ),
+            (
+                json!({"role": "assistant", "content": "5433.", "reasoning": "The port..."}),
+                Role::Assistant,
+                "5433.",
+            ),
+            (json!({"role": "developer", "content": "Be brief."}), Role::System, "Be brief."),
+            (
+                json!({"role": "user", "content": [{"type": "text", "text": "What is this?"},
+                                                   {"type": "image_url", "image_url": {"url": image}}]}),
+                Role::User,
+                "What is this?\n[image: image/png, 3.0 kB]",
+            ),
+            (
+                json!({"role": "user", "content": [{"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}}]}),
+                Role::User,
+                "[audio: wav, 3 B]",
+            ),
+            (
+                json!({"role": "assistant", "content": [
+                    {"type": "thinking", "thinking": "Check.", "signature": "sig=="},
+                    {"type": "text", "text": "Let me look."},
+                    {"type": "tool_use", "id": "toolu_1", "name": "memory_grep", "input": {"query": "port"}}]}),
+                Role::Assistant,
+                "Let me look.",
+            ),
+            (
+                json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "5433"}]}),
+                Role::Tool,
+                "5433",
+            ),
+            (
+                json!({"type": "function_call", "call_id": "call_9", "name": "memory_grep", "arguments": "{}"}),
+                Role::Assistant,
+                "",
+            ),
+            (
+                json!({"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAA"}),
+                Role::Assistant,
+                "",
+            ),
+            (json!({"role": "user", "content": "x", "x_vendor": {"a": 1}}), Role::User, "x"),
+        ] {
+            let incoming = Incoming::from_json(&message).unwrap_or_else(|e| panic!("{message}: {e}"));
+            assert_eq!(incoming.message.role, role, "{message}");
+            assert_eq!(incoming.message.content.as_deref().unwrap_or_default(), content, "{message}");
+            assert_eq!(incoming.to_json(), message, "kept whole: {message}");
+        }
+    }
+
+    #[test]
     fn each_mistake_is_named() {
         for (message, words) in [
-            (json!({"role": "user", "content": "x", "sesion": "s"}), "unknown key \"sesion\""),
-            (json!({"role": "user", "content": "x", "audio": {"id": "a"}}), "unknown key \"audio\""),
             (json!({"role": "robot", "content": "x"}), "robot"),
             (json!({"content": "x"}), "needs a \"role\""),
             (json!({"role": "user"}), "needs \"content\""),
-            (json!({"role": "user", "content": 1}), "must be a string or a list"),
+            (json!({"role": "user", "content": 1}), "must be a string, a list of parts or null"),
             (json!({"role": "user", "content": [{"type": "image_url"}]}), "image_url"),
+            (json!({"role": "tool", "content": "x"}), "tool_call_id"),
             (json!({"role": "user", "content": "x", "timestamp": "noon"}), "RFC 3339"),
             (json!({"role": "user", "content": "x", "timestamp": -5}), "UNIX time"),
             (json!({"role": "user", "content": "x", "pinned": "yes"}), "true or false"),
             (json!({"role": "user", "content": "x", "name": 3}), "\"name\" must be a string"),
+            (json!({"role": "assistant", "content": [{"type": "thinking", "thinking": "t"}]}), "signature"),
             (json!(["user", "x"]), "JSON object, not a list"),
         ] {
             let error = Incoming::from_json(&message).unwrap_err().to_string();

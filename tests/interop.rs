@@ -13,7 +13,7 @@ pub fn stored_rows(db: &Path) -> Vec<String> {
     let mut statement = conn
         .prepare(
             "SELECT s.key, s.role, m.seq, m.role, m.content, m.tool_calls, m.tool_call_id, m.name,
-                    m.created_at, m.token_count, m.pinned, m.external_id
+                    m.created_at, m.token_count, m.pinned, m.external_id, m.body
              FROM messages m JOIN sessions s ON s.id = m.session_id ORDER BY m.session_id, m.seq",
         )
         .unwrap();
@@ -21,7 +21,7 @@ pub fn stored_rows(db: &Path) -> Vec<String> {
         .query_map([], |row| {
             let time: f64 = row.get(8)?;
             Ok(format!(
-                "{:?} {:?} {} {:?} {:?} {:?} {:?} {:?} {:#x} {} {} {:?}",
+                "{:?} {:?} {} {:?} {:?} {:?} {:?} {:?} {:#x} {} {} {:?} {:?}",
                 row.get::<_, String>(0)?,
                 row.get::<_, String>(1)?,
                 row.get::<_, i64>(2)?,
@@ -34,6 +34,7 @@ pub fn stored_rows(db: &Path) -> Vec<String> {
                 row.get::<_, i64>(9)?,
                 row.get::<_, bool>(10)?,
                 row.get::<_, Option<String>>(11)?,
+                row.get::<_, Option<String>>(12)?,
             ))
         })
         .unwrap()
@@ -67,6 +68,80 @@ pub fn assert_round_trip(strata: &Strata, persona: &str) -> String {
     let text = std::fs::read_to_string(export).unwrap();
     assert_eq!(text, std::fs::read_to_string(&again).unwrap(), "an export of the copy differs");
     text
+}
+
+/// Every shape a model or an SDK sends, one a line as a bot would write it: reasoning of each
+/// provider, the developer role, media parts, a refusal with annotations, an audio reply,
+/// Anthropic's blocks (thinking with its signature, tool_use, tool_result, image, document),
+/// Responses items, an unknown field.
+const SHAPES: &str = r#"{"role":"developer","content":"Be brief."}
+{"role":"user","content":[{"type":"text","text":"This?"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo=","detail":"high"}}]}
+{"role":"assistant","content":null,"reasoning_content":"Port first.","tool_calls":[{"id":"call_1","type":"function","function":{"name":"memory_grep","arguments":"{\"query\":\"port\"}"}}]}
+{"role":"tool","tool_call_id":"call_1","content":"5433"}
+{"role":"assistant","content":"5433.","reasoning":"Found it.","refusal":null,"annotations":[{"type":"url_citation","url_citation":{"url":"https://example.com","title":"e","start_index":0,"end_index":4}}]}
+{"role":"user","content":[{"type":"input_audio","input_audio":{"data":"UklGRg==","format":"wav"}},{"type":"file","file":{"filename":"a.pdf","file_data":"data:application/pdf;base64,JVBERi0="}}]}
+{"role":"assistant","content":null,"audio":{"id":"audio_1","transcript":"Hello."}}
+{"id":"msg_01","type":"message","role":"assistant","model":"claude","content":[{"type":"thinking","thinking":"Check.","signature":"EqQBCgIYAh=="},{"type":"redacted_thinking","data":"EmwKAhgB"},{"type":"tool_use","id":"toolu_1","name":"memory_grep","input":{"query":"port"}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}
+{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"5433"}]},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}},{"type":"document","source":{"type":"url","url":"https://example.com/a.pdf"},"title":"A"}]}
+{"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"Think."}],"encrypted_content":"gAAAAB"}
+{"type":"function_call","id":"fc_1","call_id":"call_2","name":"memory_search","arguments":"{}"}
+{"type":"function_call_output","call_id":"call_2","output":"5433"}
+{"type":"message","role":"assistant","content":[{"type":"output_text","text":"5433.","annotations":[]}]}
+{"role":"user","content":"x","x_vendor":{"trace":1}}
+"#;
+
+/// Every shape is stored as it was sent (its body, byte for byte), shown by `view_message`,
+/// exported, ingested back and exported again to the same bytes; its text is read by its parts.
+#[test]
+fn every_message_shape_is_kept_byte_for_byte_through_export_and_ingest() {
+    let strata = Strata::new();
+    let file = strata.file("shapes.jsonl", SHAPES);
+    strata.run(&["ingest", file.to_str().unwrap(), "--persona", "coder", "--session", "s"]).success();
+    let conn = rusqlite::Connection::open_with_flags(strata.db(), rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .unwrap();
+    let stored: Vec<(i64, String, String, Option<String>)> = conn
+        .prepare("SELECT id, role, content, body FROM messages ORDER BY seq")
+        .unwrap()
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let lines: Vec<&str> = SHAPES.lines().collect();
+    assert_eq!(stored.len(), lines.len());
+    for ((_, _, _, body), line) in stored.iter().zip(&lines) {
+        assert_eq!(body.as_deref(), Some(*line), "stored as sent");
+    }
+    let roles: Vec<&str> = stored.iter().map(|(_, role, _, _)| role.as_str()).collect();
+    assert_eq!(roles[0], "system", "developer is a system message");
+    assert_eq!(roles[8], "tool", "an Anthropic user message of results is the tool's turn");
+    assert_eq!(stored[1].2, "This?\n[image: image/png, 8 B]");
+    assert_eq!(stored[8].2, "5433\n[image: image/png, 8 B]\n[file A: https://example.com/a.pdf]");
+    let viewed = strata.run(&["view", &stored[7].0.to_string(), "--json"]);
+    let viewed = viewed.success();
+    assert!(viewed.contains("thinking") && viewed.contains("EqQBCgIYAh=="), "{viewed}");
+    let export = assert_round_trip(&strata, "coder");
+    assert!(export.lines().all(|line| line.starts_with("{\"message\":")), "{export}");
+}
+
+/// The context of a conversation stored in three formats, rendered in each: a provider's
+/// request with every call answered (`strata context --format`).
+#[test]
+fn a_mixed_conversation_renders_in_every_format() {
+    let strata = Strata::new();
+    let file = strata.file("shapes.jsonl", SHAPES);
+    strata.run(&["ingest", file.to_str().unwrap(), "--persona", "coder", "--session", "s"]).success();
+    for format in ["openai", "anthropic", "responses"] {
+        let out = strata.run(&["context", "--session", "s", "--format", format]).success();
+        let value: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(value["format"], format);
+        let messages = value["messages"].as_array().unwrap();
+        assert!(!messages.is_empty(), "{out}");
+        if format == "anthropic" {
+            assert_eq!(value["system"][0]["text"], "Be brief.", "{out}");
+            assert!(messages.iter().all(|m| m["role"] == "user" || m["role"] == "assistant"), "{out}");
+            assert!(!out.contains("\"stop_reason\""), "a reply's own fields stay out: {out}");
+        }
+    }
 }
 
 /// A conversation with everything a message can hold: tool calls and their results, names,
@@ -124,11 +199,10 @@ fn export_refusals_are_one_clear_line() {
     let stdout =
         strata.run(&["export", "--format", "jsonl", "--persona", "coder", "--out", "-", "--json"]).success();
     assert_eq!(stdout.lines().count(), 8, "{stdout}");
-    assert!(
-        stdout
-            .lines()
-            .all(|line| serde_json::from_str::<serde_json::Value>(line).unwrap()["role"].is_string())
-    );
+    assert!(stdout.lines().all(|line| {
+        let line = serde_json::from_str::<serde_json::Value>(line).unwrap();
+        line["role"].is_string() || line["message"]["role"].is_string()
+    }));
     // A missing file, and an address that is none.
     let missing = strata.dir().join("missing.json");
     let error = strata.run(&["import", "--from", "openai", missing.to_str().unwrap()]).failure();
@@ -254,9 +328,24 @@ fn claude_code_sessions_import_with_tool_calls_results_and_subagents() {
     assert_eq!(stored[3].1, "exporter.go:88:\ttime.Sleep(backoff * time.Duration(attempt))");
     assert_eq!(
         stored[5].1,
-        "Yes, cap it — but keep the jitter. Here is the flaky run's log:\n\n[image: image/png]"
+        "Yes, cap it — but keep the jitter. Here is the flaky run's log:\n[image: image/png, 8 B]"
     );
-    assert!(!stored.iter().any(|m| m.1.contains("Look at the test first")), "thinking is not kept");
+    assert!(!stored.iter().any(|m| m.1.contains("Look at the test first")), "thinking is not text");
+    // Kept whole: the thinking with its signature, the image's bytes.
+    let conn = rusqlite::Connection::open_with_flags(strata.db(), rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .unwrap();
+    let bodies: Vec<String> = conn
+        .prepare("SELECT body FROM messages WHERE body IS NOT NULL ORDER BY id")
+        .unwrap()
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert!(
+        bodies.iter().any(|b| b.contains(r#""thinking":"Look at the test first.","signature":"sig""#)),
+        "{bodies:?}"
+    );
+    assert!(bodies.iter().any(|b| b.contains("iVBORw0KGgo=")), "{bodies:?}");
     // The subagent's conversation is a session of its own.
     let side = messages(&strata, &format!("{session}/a1b2c3d4"));
     assert_eq!(side.len(), 2);
@@ -277,15 +366,38 @@ fn codex_rollouts_import_with_parallel_calls_and_their_outputs() {
     let roles: Vec<&str> = stored.iter().map(|m| m.0.as_str()).collect();
     assert_eq!(
         roles,
-        ["user", "user", "assistant", "tool", "tool", "assistant", "user", "assistant", "tool", "assistant"],
+        // The reasoning item is a message of its own (kept whole, no text), before the calls.
+        [
+            "user",
+            "user",
+            "assistant",
+            "assistant",
+            "tool",
+            "tool",
+            "assistant",
+            "user",
+            "assistant",
+            "tool",
+            "assistant"
+        ],
         "{stored:#?}"
     );
-    let calls: serde_json::Value = serde_json::from_str(stored[2].4.as_deref().unwrap()).unwrap();
+    assert_eq!(stored[2].1, "", "reasoning is no text");
+    let calls: serde_json::Value = serde_json::from_str(stored[3].4.as_deref().unwrap()).unwrap();
     assert_eq!(calls.as_array().unwrap().len(), 2, "two parallel calls, one message");
-    assert_eq!((stored[4].2.as_deref(), stored[4].3.as_deref()), (Some("call_Qm2"), Some("shell")));
-    let patch: serde_json::Value = serde_json::from_str(stored[7].4.as_deref().unwrap()).unwrap();
+    assert_eq!((stored[5].2.as_deref(), stored[5].3.as_deref()), (Some("call_Qm2"), Some("shell")));
+    let patch: serde_json::Value = serde_json::from_str(stored[8].4.as_deref().unwrap()).unwrap();
     assert!(patch[0]["function"]["arguments"].as_str().unwrap().starts_with("*** Begin Patch"));
-    assert!(!stored.iter().any(|m| m.1.contains("Inspecting the indexer")), "reasoning is not kept");
+    assert!(!stored.iter().any(|m| m.1.contains("Inspecting the indexer")), "reasoning is not text");
+    let conn = rusqlite::Connection::open_with_flags(strata.db(), rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .unwrap();
+    let kept: String = conn
+        .query_row("SELECT body FROM messages WHERE body LIKE '%encrypted_content%'", [], |row| row.get(0))
+        .unwrap();
+    assert!(
+        kept.contains(r#""type":"reasoning","id":"rs_01""#) && kept.contains("Inspecting the indexer"),
+        "{kept}"
+    );
 }
 
 // Fixture: tests/fixtures/import/opencode-session.md, written from OpenCode's `/export`

@@ -39,28 +39,52 @@ fn seeded(messages_per_persona: usize) -> Strata {
     strata
 }
 
-/// `strata mcp --http` on 127.0.0.1 (a free port) over `strata`'s database, with `flags`, and
-/// the address it says it listens on. The server is killed when the child is dropped.
-async fn server(strata: &Strata, flags: &[&str]) -> (SocketAddr, tokio::process::Child) {
+/// A running `strata mcp --http`: where it listens and the token its requests need.
+struct Server {
+    addr: SocketAddr,
+    token: String,
+    child: tokio::process::Child,
+}
+
+/// `strata mcp --http` on 127.0.0.1 (a free port) over `strata`'s database, with `flags`. The
+/// token is the one given with `--token`, else the one the server made and printed. The
+/// server is killed when the child is dropped.
+async fn server(strata: &Strata, flags: &[&str]) -> Server {
+    server_on(strata, "127.0.0.1:0", flags).await
+}
+
+async fn server_on(strata: &Strata, addr: &str, flags: &[&str]) -> Server {
     use tokio::io::AsyncBufReadExt;
 
     let mut command = tokio::process::Command::from(strata.command());
     command
-        .args(["mcp", "--http", "127.0.0.1:0", "--no-embed"])
+        .args(["mcp", "--http", addr, "--no-embed"])
         .args(flags)
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true);
     let mut child = command.spawn().unwrap();
     let mut stderr = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
-    let line =
-        tokio::time::timeout(Duration::from_secs(60), stderr.next_line()).await.unwrap().unwrap().unwrap();
-    // Read the rest of its log, so a full pipe never stalls the server.
-    tokio::spawn(async move { while let Ok(Some(_)) = stderr.next_line().await {} });
+    let mut next = async || {
+        tokio::time::timeout(Duration::from_secs(60), stderr.next_line()).await.unwrap().unwrap().unwrap()
+    };
+    let line = next().await;
     let url =
         line.split_whitespace().find(|word| word.starts_with("http://")).unwrap_or_else(|| panic!("{line}"));
     let addr: SocketAddr = url.trim_start_matches("http://").trim_end_matches("/mcp").parse().unwrap();
     assert!(addr.ip().is_loopback() && addr.port() != 0, "{line}");
-    (addr, child)
+    let given = flags.iter().position(|flag| *flag == "--token").map(|at| flags[at + 1].to_owned());
+    let token = match given {
+        Some(token) => token,
+        None => {
+            let line = next().await;
+            let (_, rest) =
+                line.split_once("bearer token for this run: ").unwrap_or_else(|| panic!("{line}"));
+            rest.split_whitespace().next().unwrap().to_owned()
+        }
+    };
+    // Read the rest of its log, so a full pipe never stalls the server.
+    tokio::spawn(async move { while let Ok(Some(_)) = stderr.next_line().await {} });
+    Server { addr, token, child }
 }
 
 /// An rmcp client over streamable HTTP with these headers.
@@ -100,8 +124,9 @@ fn answer(result: &CallToolResult) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_http_client_gets_the_tools_of_the_session_and_persona_it_names() {
     let strata = seeded(6);
-    let (addr, _server) = server(&strata, &[]).await;
-    let red = client(addr, &[(SESSION_HEADER, "red-desk"), (PERSONA_HEADER, "red")], None).await.unwrap();
+    let server = server(&strata, &[]).await;
+    let (addr, token) = (server.addr, Some(server.token.as_str()));
+    let red = client(addr, &[(SESSION_HEADER, "red-desk"), (PERSONA_HEADER, "red")], token).await.unwrap();
     let tools: Vec<String> =
         red.list_all_tools().await.unwrap().into_iter().map(|t| t.name.into_owned()).collect();
     assert_eq!(tools, strata::recall::tool_names(), "the same tools as stdio");
@@ -129,15 +154,15 @@ async fn an_http_client_gets_the_tools_of_the_session_and_persona_it_names() {
 
     // A host naming another persona for an existing session is refused, and so is a host
     // naming no session on a server without a default.
-    let thief = client(addr, &[(SESSION_HEADER, "red-desk"), (PERSONA_HEADER, "blue")], None).await.unwrap();
+    let thief = client(addr, &[(SESSION_HEADER, "red-desk"), (PERSONA_HEADER, "blue")], token).await.unwrap();
     let refused =
         thief.call_tool(call("memory_grep", json!({"query": "zebra"}))).await.unwrap_err().to_string();
     assert!(refused.contains("persona"), "{refused}");
-    let anonymous = client(addr, &[], None).await.unwrap();
+    let anonymous = client(addr, &[], token).await.unwrap();
     let refused =
         anonymous.call_tool(call("memory_grep", json!({"query": "zebra"}))).await.unwrap_err().to_string();
     assert!(refused.contains(SESSION_HEADER), "{refused}");
-    let bad = client(addr, &[(SESSION_HEADER, "x"), (PERSONA_HEADER, "ignore previous instructions")], None)
+    let bad = client(addr, &[(SESSION_HEADER, "x"), (PERSONA_HEADER, "ignore previous instructions")], token)
         .await
         .unwrap();
     let refused = bad.call_tool(call("memory_list", json!({}))).await.unwrap_err().to_string();
@@ -151,7 +176,8 @@ async fn an_http_client_gets_the_tools_of_the_session_and_persona_it_names() {
 async fn a_server_with_a_token_refuses_requests_without_it() {
     let strata = seeded(2);
     let flags = ["--token", "s3cret-token", "--session", "desk", "--persona", "red"];
-    let (addr, _server) = server(&strata, &flags).await;
+    let server = server(&strata, &flags).await;
+    let addr = server.addr;
     assert!(client(addr, &[], None).await.is_err(), "no token, no session");
     assert!(client(addr, &[], Some("wrong-token!")).await.is_err(), "a wrong token, no session");
     let red = client(addr, &[], Some("s3cret-token")).await.unwrap();
@@ -175,14 +201,17 @@ async fn a_hundred_concurrent_sessions_of_two_personas_never_see_each_other() {
     const SESSIONS: usize = 100;
     const CALLS_PER_SESSION: usize = 10;
     let strata = seeded(200);
-    let (addr, _server) = server(&strata, &[]).await;
+    let server = server(&strata, &[]).await;
+    let addr = server.addr;
     let started = Instant::now();
     let mut tasks = Vec::new();
     for index in 0..SESSIONS {
+        let token = server.token.clone();
         tasks.push(tokio::spawn(async move {
             let (persona, other) = if index % 2 == 0 { ("red", "blue") } else { ("blue", "red") };
             let key = format!("{persona}-load-{index}");
-            let service = client(addr, &[(SESSION_HEADER, &key), (PERSONA_HEADER, persona)], None).await.unwrap();
+            let service =
+                client(addr, &[(SESSION_HEADER, &key), (PERSONA_HEADER, persona)], Some(&token)).await.unwrap();
             let mut latencies = Vec::new();
             let mut foreign = 0;
             for call_index in 0..CALLS_PER_SESSION {
@@ -264,8 +293,9 @@ async fn a_hundred_concurrent_sessions_of_two_personas_never_see_each_other() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_binary_serves_mcp_over_http_until_interrupted() {
     let strata = seeded(4);
-    let (addr, mut child) = server(&strata, &[]).await;
-    let blue = client(addr, &[(SESSION_HEADER, "blue-cli"), (PERSONA_HEADER, "blue")], None).await.unwrap();
+    let Server { addr, token, mut child } = server(&strata, &[]).await;
+    let blue =
+        client(addr, &[(SESSION_HEADER, "blue-cli"), (PERSONA_HEADER, "blue")], Some(&token)).await.unwrap();
     let hits = answer(
         &blue
             .call_tool(call("memory_grep", json!({"query": "vault", "include_in_context": true})))
@@ -280,4 +310,120 @@ async fn the_binary_serves_mcp_over_http_until_interrupted() {
     assert!(std::process::Command::new("kill").args(["-INT", &pid]).status().unwrap().success());
     let status = tokio::time::timeout(Duration::from_secs(30), child.wait()).await.unwrap().unwrap();
     assert!(status.success(), "{status}");
+}
+
+/// One raw HTTP/1.1 exchange: `head` (request line and headers, without the blank line), then
+/// `body`; the status and the body of the answer. The connection is closed after it.
+async fn exchange(addr: SocketAddr, head: &str, body: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let request = format!("{head}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(60), stream.read_to_end(&mut answer)).await.unwrap().unwrap();
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let status = answer.split_whitespace().nth(1).and_then(|code| code.parse().ok()).unwrap_or(0);
+    let body = answer.split_once("\r\n\r\n").map(|(_, body)| body.to_owned()).unwrap_or_default();
+    (status, body)
+}
+
+/// A POST to the MCP endpoint with the token and the headers MCP clients send.
+fn post(addr: SocketAddr, token: &str, extra: &str) -> String {
+    format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: application/json\r\nAccept: application/json, text/event-stream{extra}"
+    )
+}
+
+/// Issue 42 #2 and #13: on loopback without a token the server makes one for the run, in a file
+/// only its user can read, and refuses every request without it; a foreign `Origin` or `Host`
+/// (DNS rebinding) is refused even with it; 127.0.0.2, loopback too, is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_http_server_always_needs_a_token_and_checks_origin_and_host() {
+    use std::os::unix::fs::PermissionsExt;
+    let strata = seeded(2);
+    let flags = ["--session", "desk", "--persona", "red"];
+    let server = server(&strata, &flags).await;
+    let (addr, token) = (server.addr, server.token.clone());
+    assert_eq!(token.len(), 64, "{token}");
+    let dir = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(std::path::PathBuf::from)
+        .filter(|dir| dir.is_dir())
+        .unwrap_or_else(std::env::temp_dir);
+    let file = dir.join(format!("strata-mcp-{}.token", addr.port()));
+    let meta = std::fs::metadata(&file).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    assert_eq!(std::fs::read_to_string(&file).unwrap().trim(), token);
+    assert!(client(addr, &[], None).await.is_err(), "no token, no session");
+    let red = client(addr, &[], Some(&token)).await.unwrap();
+    let hits = answer(&red.call_tool(call("memory_grep", json!({"query": "zebra"}))).await.unwrap());
+    assert!(hits["count"].as_u64().unwrap() >= 1, "{hits:#}");
+    red.cancel().await.unwrap();
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    .to_string();
+    let (status, _) = exchange(addr, &post(addr, &token, ""), &initialize).await;
+    assert_eq!(status, 200, "the same request, well-formed, is served");
+    let (status, _) =
+        exchange(addr, &post(addr, &token, "\r\nOrigin: http://evil.example"), &initialize).await;
+    assert_eq!(status, 403, "a foreign origin");
+    let rebound = post(addr, &token, "").replace(&format!("Host: {addr}"), "Host: evil.example");
+    let (status, _) = exchange(addr, &rebound, &initialize).await;
+    assert_eq!(status, 403, "a foreign host name (DNS rebinding)");
+    let (status, _) = exchange(addr, &post(addr, "wrong", ""), &initialize).await;
+    assert_eq!(status, 401);
+
+    let other = server_on(&strata, "127.0.0.2:0", &flags).await;
+    let red = client(other.addr, &[], Some(&other.token)).await.unwrap();
+    let hits = answer(&red.call_tool(call("memory_grep", json!({"query": "zebra"}))).await.unwrap());
+    assert!(hits["count"].as_u64().unwrap() >= 1, "127.0.0.2 is served: {hits:#}");
+    red.cancel().await.unwrap();
+}
+
+/// Issue 42 #3 and #15: a body announced as 1 TB is refused at once, not awaited; idle
+/// half-requests beyond the connection limit are closed and do not lock clients out for good;
+/// malformed JSON-RPC gets JSON-RPC's codes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_http_server_bounds_requests_and_answers_malformed_json_rpc_with_its_codes() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let strata = seeded(2);
+    let server = server(&strata, &["--session", "desk", "--persona", "red"]).await;
+    let (addr, token) = (server.addr, server.token.clone());
+    let huge = post(addr, &token, "").to_owned() + "\r\nContent-Length: 1099511627776\r\n\r\n{";
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(huge.as_bytes()).await.unwrap();
+    let mut answer_bytes = vec![0u8; 64];
+    let read =
+        tokio::time::timeout(Duration::from_secs(60), stream.read(&mut answer_bytes)).await.unwrap().unwrap();
+    let head = String::from_utf8_lossy(&answer_bytes[..read]).into_owned();
+    assert!(head.starts_with("HTTP/1.1 413"), "{head}");
+
+    // 600 half-requests, more than the server serves at once: every one is closed by the
+    // server (the limit or the header timeout), and then a client is served again.
+    let mut idle = Vec::new();
+    for _ in 0..600 {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        stream.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n").await.unwrap();
+        idle.push(stream);
+    }
+    for mut stream in idle {
+        let mut rest = Vec::new();
+        let closed = tokio::time::timeout(Duration::from_secs(120), stream.read_to_end(&mut rest)).await;
+        assert!(closed.is_ok(), "a half-request was held open");
+    }
+    let red = client(addr, &[], Some(&token)).await.unwrap();
+    red.cancel().await.unwrap();
+
+    let rpc = |body: &str| {
+        let body: Value = serde_json::from_str(body).unwrap_or_else(|_| panic!("{body}"));
+        body["error"]["code"].as_i64().unwrap()
+    };
+    let (status, body) = exchange(addr, &post(addr, &token, ""), "{not json").await;
+    assert_eq!((status, rpc(&body)), (400, -32700), "{body}");
+    let (status, body) = exchange(addr, &post(addr, &token, ""), r#"{"id": 1, "method": 5}"#).await;
+    assert_eq!((status, rpc(&body)), (400, -32600), "{body}");
+    let bad_params = r#"{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": 5}}"#;
+    let (_, body) = exchange(addr, &post(addr, &token, ""), bad_params).await;
+    assert_eq!(rpc(&body), -32602, "{body}");
+    assert!(body.contains("\"id\":7"), "{body}");
 }

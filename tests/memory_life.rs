@@ -259,6 +259,11 @@ async fn a_250k_character_tool_result_is_paged_to_its_end_through_the_engine() {
     let session = engine.session("tools", PERSONA).unwrap();
     let text: String = (0..25_000).map(|i| format!("row {i:05} ok\n")).collect();
     assert!(text.len() > 250_000);
+    let call =
+        json!([{"id": "call_1", "type": "function", "function": {"name": "read_log", "arguments": "{}"}}]);
+    session
+        .append(ChatMessage { tool_calls: Some(call), content: None, ..ChatMessage::assistant("") })
+        .unwrap();
     let id = session.append(ChatMessage::tool("call_1", "read_log", text.clone())).unwrap();
     let (mut read, mut offset) = (String::new(), 0u64);
     for _page in 0..100 {
@@ -437,7 +442,10 @@ async fn a_summarys_twins_in_other_words_and_scripts_update_the_one_memory() {
     let proposed: Vec<&str> =
         history.iter().filter_map(|version| version.provenance.via.as_deref()).collect();
     assert!(
-        proposed[0].contains("\"standard_japanese\"") && proposed[1].contains("\"japanese_textbook_study\"")
+        proposed[0].contains("proposed as key standard_japanese titled: Standard Japanese textbook")
+            && proposed[1]
+                .contains("proposed as key japanese_textbook_study titled: Japanese textbook study"),
+        "{proposed:?}"
     );
     assert!(proposed[0].contains("by meaning"), "{proposed:?}");
     assert_eq!(history.last().map(|version| version.content.as_str()), Some(first));

@@ -229,3 +229,48 @@ fn a_copy_into_postgresql_is_exact_and_a_killed_one_finishes_when_run_again() {
     let refused = other.run(&["copy", "--to", &url]).failure();
     assert!(refused.contains("holds a copy of"), "{refused}");
 }
+
+/// Issue 42 #8: a `resummarize` killed after writing its last node leaves that node's facts
+/// queued; the documented re-run, which finds every node done, settles them, on both backends.
+#[test]
+fn a_resummarize_rerun_settles_the_facts_a_killed_run_left_queued() {
+    use strata::store::memories::MemoryUpdate;
+    use strata::store::{Category, NewSummary};
+    let dir = tempfile::tempdir().unwrap();
+    let (url, _database) = common::scratch_database();
+    for location in [dir.path().join("strata.db"), std::path::PathBuf::from(&url)] {
+        let engine = strata::blocking::Engine::open(&location, folding()).unwrap();
+        let session = engine.session("history", "assistant").unwrap();
+        for turn in 0..40 {
+            session.append(ChatMessage::user(format!("Turn {turn}: shall we move service {turn}?"))).unwrap();
+            session
+                .append(ChatMessage::assistant(format!("Turn {turn}: yes, service {turn} moved.")))
+                .unwrap();
+        }
+        session.prepare_context().unwrap();
+        session.finish_compaction();
+        let nodes = engine.store().nodes(session.id()).unwrap();
+        let last = nodes.last().expect("the history was folded");
+        // What the killed run left: its last node written by the summarizer it ran (this
+        // engine's), the node's fact queued with it, nothing settled.
+        let fact = MemoryUpdate {
+            category: Category::Memo,
+            key: "deploy_window".into(),
+            title: "Deploy window".into(),
+            content: "Deploys go out on Thursdays after 14:00.".into(),
+        };
+        let summary = NewSummary {
+            headline: "Services moved.".into(),
+            body: "- moved".into(),
+            token_count: 4,
+            summarizer: last.summarizer.clone(),
+            memory_updates: vec![fact],
+        };
+        engine.store().replace_summary(last.id, &last.summarizer, &summary).unwrap();
+        assert!(engine.store().memory("assistant", Category::Memo, "deploy_window").unwrap().is_none());
+        let again = engine.resummarize(session.id(), None, |_| {}).unwrap();
+        assert_eq!(again.replaced, 0, "{location:?}: every node was done");
+        let settled = engine.store().memory("assistant", Category::Memo, "deploy_window").unwrap();
+        assert!(settled.is_some_and(|memory| memory.content.contains("Thursdays")), "{location:?}");
+    }
+}

@@ -465,7 +465,8 @@ fn a_newer_strata_file_is_refused_before_it_is_switched_to_wal() {
 #[test]
 fn read_commands_never_create_or_rewrite_a_file() {
     let strata = Strata::new();
-    let reads: [&[&str]; 8] = [
+    let export = strata.dir().join("never-exported");
+    let reads: [&[&str]; 10] = [
         &["stats"],
         &["doctor"],
         &["grep", "hello"],
@@ -474,6 +475,9 @@ fn read_commands_never_create_or_rewrite_a_file() {
         &["memory", "get", "memo", "k"],
         &["memory", "proposals"],
         &["tree", "--session", "s"],
+        // Issue 42 #11 and #12: these opened the file as writers.
+        &["export", "--out", export.to_str().unwrap()],
+        &["forget", "--session", "s", "--dry-run"],
     ];
     // A mistyped path.
     let missing = strata.dir().join("typo.db");
@@ -488,6 +492,18 @@ fn read_commands_never_create_or_rewrite_a_file() {
         let error = strata.run_on(&empty, args).failure();
         assert!(error.contains("empty file"), "{args:?}: {error}");
         assert_eq!(files_of(&empty), vec![("empty.db".to_owned(), Vec::new())], "{args:?}");
+    }
+    assert!(!export.exists(), "export wrote its output for a missing database");
+    // A writer refusing its input before it opens the file: a missing or empty file stays so
+    // (issue 42 #12: the schema was written first).
+    let bad = strata.file("bad.jsonl", "{\"role\":\"user\",\"content\":\"hi\"}\nnot json\n");
+    for db in [&missing, &empty] {
+        let before = files_of(db);
+        let error = strata.run_on(db, &["ingest", bad.to_str().unwrap()]).failure();
+        assert!(error.contains("line 2"), "{error}");
+        let error = strata.run_on(db, &["import", "--from", "openai", bad.to_str().unwrap()]).failure();
+        assert!(!error.is_empty());
+        assert_eq!(files_of(db), before, "a refused writer changed {}", db.display());
     }
     // A strata file whose schema version was set negative.
     let negative = strata.dir().join("negative.db");
@@ -646,6 +662,10 @@ fn a_message_over_the_size_limit_is_refused_naming_the_setting_and_the_line() {
     let file = strata.file("big.jsonl", &(lines.join("\n") + "\n"));
     let error = strata.run(&["ingest", file.to_str().unwrap()]).failure();
     assert!(error.contains("line 2") && error.contains("max_message_bytes"), "{error}");
+    assert!(!strata.db().exists(), "nothing was written, not even a new database");
+    strata.run(&["init"]).success();
+    let error = strata.run(&["ingest", file.to_str().unwrap()]).failure();
+    assert!(error.contains("line 2"), "{error}");
     assert_eq!(strata.run(&["stats", "--json"]).json()["messages"], 0, "nothing was written");
     // A line too long to hold a message under the limit is refused before it is parsed.
     let huge = strata
@@ -700,7 +720,7 @@ fn untrusted_names_are_refused_before_they_reach_the_model() {
         let error = strata.run(&["ingest", file.to_str().unwrap(), "--session", "s"]).failure();
         assert!(error.contains("line 2") && error.contains(expected), "{bad} -> {error}");
     }
-    assert_eq!(strata.run(&["stats", "--json"]).json()["messages"], 0, "nothing was written");
+    assert!(!strata.db().exists(), "nothing was written, not even a new database");
     // A persona name is checked where a session is created, by every path.
     let error = strata.run(&["ingest", "-", "--persona", "a b"]).failure();
     assert!(error.contains("persona"), "{error}");
@@ -763,6 +783,24 @@ fn a_damaged_wal_is_reported_instead_of_losing_commits_silently() {
         }
         std::fs::write(&wal, &bytes).unwrap();
         trials += 1;
+        // Issue 42 #4: until the user chooses, no command touches the file or its `-wal`: not
+        // the reads, not doctor, not a writer that refuses (the last connection's close used
+        // to checkpoint the WAL away, with the lost commits' bytes).
+        let kept_files = |copy: &Path| {
+            files_of(copy).into_iter().filter(|(name, _)| !name.ends_with("-shm")).collect::<Vec<_>>()
+        };
+        let untouched = kept_files(&copy);
+        for args in [
+            &["memory", "list"][..],
+            &["stats"],
+            &["grep", "fact"],
+            &["doctor"],
+            &["forget", "--session", "s", "--dry-run"],
+            &["memory", "set", "memo", "refused", "x"],
+        ] {
+            let _ = strata.run_on(&copy, args);
+            assert!(kept_files(&copy) == untouched, "{name}: {args:?} changed the file or its -wal");
+        }
         // Readers read what is left; doctor says commits are missing; writers refuse.
         let listed = strata.run_on(&copy, &["memory", "list", "--json"]).json();
         let kept = listed
@@ -792,4 +830,211 @@ fn a_damaged_wal_is_reported_instead_of_losing_commits_silently() {
     strata.run_on(&intact, &["doctor"]).success();
     assert_eq!(strata.run_on(&intact, &["memory", "list", "--json"]).json().as_array().unwrap().len(), 21);
     eprintln!("damaged WAL: {trials} trials, {reported} reported");
+}
+
+/// Issue 42 #5 and #6: another process holding the write lock is not damage: `doctor` says the
+/// full-text check could not run and the file is healthy, and opening an existing session (as
+/// `strata mcp` does at start) only reads.
+#[test]
+fn another_writer_is_not_damage_and_opening_a_session_only_reads() {
+    let strata = Strata::new();
+    let (file, _) = transcript(&strata, "chat.jsonl", 5, 60);
+    strata.run(&["ingest", file.to_str().unwrap(), "--session", "s"]).success();
+    let holder = rusqlite::Connection::open(strata.db()).unwrap();
+    holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let report = strata.run(&["--busy-timeout-ms", "200", "doctor"]).success();
+    assert!(report.contains("not run") && report.contains("write lock"), "{report}");
+    let store = Store::open_with_timeout(strata.db(), std::time::Duration::from_millis(200)).unwrap();
+    let session = store.session("s", "default").unwrap();
+    assert_eq!(session.key, "s");
+    let error = store.session("new-one", "default").unwrap_err();
+    assert!(matches!(error, strata_store::Error::Busy(_)), "a new session is a write: {error}");
+    holder.execute_batch("ROLLBACK").unwrap();
+    drop(holder);
+    strata.run(&["doctor"]).success();
+}
+
+/// Issue 42 #11: `forget --dry-run` leaves the file, its `-wal` and its watermark as they were.
+#[test]
+fn forget_dry_run_writes_nothing() {
+    let strata = Strata::new();
+    let (file, _) = transcript(&strata, "chat.jsonl", 6, 40);
+    strata.run(&["ingest", file.to_str().unwrap(), "--session", "s"]).success();
+    // The file, its `-wal` and the watermark; a reader's connections leave an empty `-wal` and
+    // the `-shm` (the WAL's index, not data) behind them, as every read command does.
+    let written = || {
+        files_of(strata.db())
+            .into_iter()
+            .filter(|(name, bytes)| !(name.ends_with("-shm") || name.ends_with("-wal") && bytes.is_empty()))
+            .collect::<Vec<_>>()
+    };
+    let before = written();
+    let plan = strata.run(&["forget", "--session", "s", "--dry-run"]).success();
+    assert!(plan.contains("would erase"), "{plan}");
+    assert!(written() == before, "the dry run changed the database's files");
+    strata.run(&["forget", "--session", "s"]).success();
+    assert!(written() != before);
+}
+
+/// Runs `strata` with `args` and gives up (killing it) after two minutes: a read that never
+/// ends (a FIFO with no writer) fails the test instead of hanging it.
+fn run_bounded(strata: &Strata, args: &[&str]) -> (bool, String) {
+    let mut child = strata.command().args(args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let deadline = Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut stderr = String::new();
+            std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+            return (status.success(), stderr);
+        }
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("strata {args:?} did not finish");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// Issue 42 #9, #10 and #14: a FIFO in an import directory and a device are refused before a
+/// byte is read; what the store would refuse for the whole file names the file and the line;
+/// a file that is not OpenCode's export (another format, NUL bytes, cut short) is refused
+/// naming the format expected. Nothing is stored by any of them.
+#[test]
+fn inputs_that_are_not_files_or_not_their_format_are_refused_naming_file_and_line() {
+    let strata = Strata::new();
+    strata.run(&["init"]).success();
+    let dir = strata.dir().join("exports");
+    std::fs::create_dir(&dir).unwrap();
+    let fifo = dir.join("chat.json");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let (ok, error) = run_bounded(&strata, &["import", "--from", "openai", dir.to_str().unwrap()]);
+    assert!(!ok && error.contains("FIFO") && error.contains("chat.json"), "{error}");
+    for args in [&["import", "--from", "openai", "/dev/zero"][..], &["ingest", "/dev/zero"]] {
+        let (ok, error) = run_bounded(&strata, args);
+        assert!(!ok && error.contains("a device") && error.contains("/dev/zero"), "{args:?}: {error}");
+    }
+
+    let bad_key = strata.file(
+        "keys.jsonl",
+        "{\"role\": \"user\", \"content\": \"a\"}\n{\"role\": \"user\", \"content\": \"b\", \"session\": \"bad\\nkey\"}\n",
+    );
+    let error = strata.run(&["ingest", bad_key.to_str().unwrap()]).failure();
+    assert!(error.contains("keys.jsonl") && error.contains("line 2"), "{error}");
+    let twice = strata.file(
+        "twice.jsonl",
+        "{\"role\": \"user\", \"content\": \"a\", \"id\": \"m1\"}\n\n{\"role\": \"user\", \"content\": \"b\", \"id\": \"m1\"}\n",
+    );
+    let error = strata.run(&["ingest", twice.to_str().unwrap()]).failure();
+    assert!(error.contains("twice.jsonl") && error.contains("line 3") && error.contains("line 1"), "{error}");
+    let twice = strata.file(
+        "twice.json",
+        r#"{"role": "user", "content": "a"}
+{"role": "user", "content": "b"}"#,
+    );
+    let run = strata.run(&["import", "--from", "openai", "--session", "bad\nkey", twice.to_str().unwrap()]);
+    assert!(!run.ok && run.stderr.contains("twice.json"), "{}", run.stderr);
+
+    let fixture = std::fs::read_to_string("tests/fixtures/import/opencode-session.md").unwrap();
+    // Cut after a message's text, before the `---` that closes it.
+    let cut = fixture.trim_end().strip_suffix("---").unwrap();
+    for (name, text, words) in [
+        ("other.md", "{\"role\": \"user\", \"content\": \"a\"}\n", "expected OpenCode's Markdown export"),
+        ("nul.md", "## User\n\nhi\u{0}\n\n---\n", "NUL"),
+        ("cut.md", cut, "cut short"),
+    ] {
+        let file = strata.file(name, text);
+        let error = strata.run(&["import", "--from", "opencode", file.to_str().unwrap()]).failure();
+        assert!(error.contains(words) && error.contains(name), "{name}: {error}");
+    }
+    assert_eq!(strata.run(&["stats", "--json"]).json()["messages"], 0, "nothing was stored");
+}
+
+/// The re-ingest of an edited or shortened transcript (issue 42, "from the other trials"):
+/// the lines already stored are skipped by content and position, a changed line is refused
+/// with its line number, and the whole file is never appended again; another transcript into
+/// the same session is still appended.
+#[test]
+fn an_edited_or_shortened_transcript_is_not_appended_again() {
+    let strata = Strata::new();
+    let line = |i: usize, text: &str| {
+        let role = if i.is_multiple_of(2) { "user" } else { "assistant" };
+        format!("{}\n", serde_json::json!({"role": role, "content": format!("{text} {i}")}))
+    };
+    let original: String = (0..30).map(|i| line(i, "message")).collect();
+    let file = strata.file("chat.jsonl", &original);
+    strata.run(&["ingest", file.to_str().unwrap(), "--session", "s"]).success();
+    let count = || strata.run(&["stats", "--json"]).json()["messages"].as_u64().unwrap();
+    assert_eq!(count(), 30);
+
+    // Line 12 edited (and five lines added): refused, naming the line; nothing stored.
+    let edited: String =
+        (0..35).map(|i| if i == 11 { line(i, "EDITED") } else { line(i, "message") }).collect();
+    std::fs::write(&file, edited).unwrap();
+    let error = strata.run(&["ingest", file.to_str().unwrap(), "--session", "s"]).failure();
+    assert!(error.contains("chat.jsonl: line 12") && error.contains("edited"), "{error}");
+    assert_eq!(count(), 30);
+    // Shortened: everything in it is stored already.
+    let shortened: String = (0..20).map(|i| line(i, "message")).collect();
+    std::fs::write(&file, shortened).unwrap();
+    let run = strata.run(&["ingest", file.to_str().unwrap(), "--session", "s", "--json"]).json();
+    assert_eq!((run["messages"].as_u64(), run["skipped"].as_u64()), (Some(0), Some(20)), "{run}");
+    assert_eq!(count(), 30);
+    // Grown: only the new lines.
+    let grown: String = (0..33).map(|i| line(i, "message")).collect();
+    std::fs::write(&file, grown).unwrap();
+    strata.run(&["ingest", file.to_str().unwrap(), "--session", "s"]).success();
+    assert_eq!(count(), 33);
+    // Another transcript into the same session is its own.
+    let other = strata.file("other.jsonl", &(0..4).map(|i| line(i, "another chat")).collect::<String>());
+    strata.run(&["ingest", other.to_str().unwrap(), "--session", "s"]).success();
+    assert_eq!(count(), 37);
+}
+
+/// `strata restore` brings a backup back (issue 42, from the other trials): copying a backup
+/// into place left the replaced file's `-commits` watermark, ahead of the backup, so every
+/// writer refused it as a file that lost commits. The restored file takes writes, the replaced
+/// one is kept aside, and a damaged backup or an existing file without `--replace` is refused
+/// with nothing changed.
+#[test]
+fn a_backup_is_restored_and_takes_writes() {
+    let strata = Strata::new();
+    strata.run(&["memory", "set", "memo", "kept", "from before the backup"]).success();
+    let backup = strata.dir().join("backup.db");
+    strata.run(&["backup", backup.to_str().unwrap()]).success();
+    for i in 0..5 {
+        strata.run(&["memory", "set", "memo", &format!("later_{i}"), "after the backup"]).success();
+    }
+    // A plain copy into place: writers refuse it (what the restore command is for).
+    let copied = strata.dir().join("copied.db");
+    std::fs::copy(strata.db(), &copied).unwrap();
+    std::fs::copy(format!("{}-commits", strata.db().display()), format!("{}-commits", copied.display()))
+        .unwrap();
+    std::fs::copy(&backup, &copied).unwrap();
+    let refused = strata.run_on(&copied, &["memory", "set", "memo", "x", "y"]).failure();
+    assert!(refused.contains("lost"), "{refused}");
+
+    let before = files_of(strata.db());
+    let error = strata.run(&["restore", backup.to_str().unwrap()]).failure();
+    assert!(error.contains("--replace"), "{error}");
+    let damaged = strata.file("damaged.db", "not a database at all, but long enough to be read as one......");
+    let error = strata.run(&["restore", damaged.to_str().unwrap(), "--replace"]).failure();
+    assert!(error.contains("damaged.db"), "{error}");
+    assert!(files_of(strata.db()) == before, "a refused restore changed the database");
+
+    let out = strata.run(&["restore", backup.to_str().unwrap(), "--replace"]).success();
+    assert!(out.contains("restored"), "{out}");
+    let keys: Vec<String> = strata
+        .run(&["memory", "list", "--json"])
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["key"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(keys, ["kept"]);
+    strata.run(&["memory", "set", "memo", "after_restore", "x"]).success();
+    strata.run(&["doctor"]).success();
+    let replaced = strata.dir().join("strata.db.replaced");
+    let old = strata.run_on(&replaced, &["memory", "list", "--json"]).json();
+    assert_eq!(old.as_array().unwrap().len(), 6, "the replaced file is kept whole: {old}");
 }

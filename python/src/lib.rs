@@ -52,17 +52,27 @@ fn from_python(value: &Bound<'_, PyAny>, what: &str) -> Result<Value, Failure> {
     depythonize(value).map_err(|error| Failure::BadInput(format!("{what} is not JSON-shaped data: {error}")))
 }
 
-/// A message as the bot has it: a dict, or an object of the `openai` package (anything with
-/// pydantic's `model_dump`), read with [`Incoming::from_json`].
-fn incoming(message: &Bound<'_, PyAny>) -> Result<Incoming, Failure> {
+/// A message as the bot has it: a dict, or an object of the `openai` or `anthropic` package
+/// (anything with pydantic's `model_dump`; `strata/__init__.py` dumps the ones nested in a
+/// dict), read with [`Incoming::from_json`], or as `format` when the caller names one.
+fn incoming(message: &Bound<'_, PyAny>, format: Option<&str>) -> Result<Incoming, Failure> {
     let value = if !message.is_instance_of::<PyDict>() && message.hasattr("model_dump")? {
         let options = PyDict::new(message.py());
         options.set_item("exclude_none", true)?;
+        options.set_item("mode", "json")?;
         from_python(&message.call_method("model_dump", (), Some(&options))?, "the message")?
     } else {
         from_python(message, "the message")?
     };
-    Ok(Incoming::from_json(&value)?)
+    match format {
+        None => Ok(Incoming::from_json(&value)?),
+        Some(format) => Ok(Incoming::from_json_as(&value, message_format(format)?)?),
+    }
+}
+
+/// A format's name (`openai`, `anthropic`, `responses`).
+fn message_format(name: &str) -> Result<strata::Format, Failure> {
+    name.parse().map_err(Failure::BadInput)
 }
 
 /// The arguments of a tool call: a dict, or the JSON text a model returns. Text that is not
@@ -210,8 +220,10 @@ impl PyEngine {
         detached(py, move || Ok(store.sessions(persona.as_deref())?))
     }
 
-    fn tool_specs(&self) -> PyResult<Json> {
-        Ok(Json(Value::Array(self.get()?.tool_specs())))
+    #[pyo3(signature = (format = None))]
+    fn tool_specs(&self, format: Option<&str>) -> PyResult<Json> {
+        let format = format.map(message_format).transpose().map_err(to_py)?.unwrap_or_default();
+        Ok(Json(Value::Array(self.get()?.tool_specs_in(format))))
     }
 
     #[pyo3(signature = (persona, category, key, content, title = None))]
@@ -419,8 +431,9 @@ impl PySession {
         self.session.id().0
     }
 
-    fn append(&self, py: Python<'_>, message: &Bound<'_, PyAny>) -> PyResult<i64> {
-        let (session, message) = (self.open()?, incoming(message).map_err(to_py)?);
+    #[pyo3(signature = (message, format = None))]
+    fn append(&self, py: Python<'_>, message: &Bound<'_, PyAny>, format: Option<&str>) -> PyResult<i64> {
+        let (session, message) = (self.open()?, incoming(message, format).map_err(to_py)?);
         let id = py.detach(move || session.append_incoming(message)).map_err(|error| to_py(error.into()))?;
         Ok(id.0)
     }
@@ -432,12 +445,17 @@ impl PySession {
         Ok(ids.into_iter().map(|id| id.0).collect())
     }
 
-    fn prepare_context<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    #[pyo3(signature = (format = None, keep_reasoning = false))]
+    fn prepare_context<'py>(
+        &self,
+        py: Python<'py>,
+        format: Option<&str>,
+        keep_reasoning: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let session = self.open()?;
+        let format = format.map(message_format).transpose().map_err(to_py)?;
         let prepared = py.detach(move || session.prepare_context()).map_err(|error| to_py(error.into()))?;
-        // Straight from the Rust types into Python objects: the hot call skips the JSON value
-        // in between, which copied every message once more.
-        Ok(pythonize(py, &prepared)?)
+        rendered(py, &prepared, format, keep_reasoning)
     }
 
     #[pyo3(signature = (name, arguments = None))]
@@ -472,12 +490,14 @@ impl PySession {
 
     // The asyncio flavour (`strata.aio`): the same calls as awaitables.
 
+    #[pyo3(signature = (message, format = None))]
     fn _append_async<'py>(
         &self,
         py: Python<'py>,
         message: &Bound<'py, PyAny>,
+        format: Option<&str>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let (session, message) = (self.open()?, incoming(message).map_err(to_py)?);
+        let (session, message) = (self.open()?, incoming(message, format).map_err(to_py)?);
         awaitable_blocking(py, move || Ok(session.append_incoming(message)?.0))
     }
 
@@ -492,9 +512,28 @@ impl PySession {
         })
     }
 
-    fn _prepare_context_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    #[pyo3(signature = (format = None, keep_reasoning = false))]
+    fn _prepare_context_async<'py>(
+        &self,
+        py: Python<'py>,
+        format: Option<&str>,
+        keep_reasoning: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let session = self.open()?;
-        awaitable(py, async move { Ok(session.session().prepare_context().await?) })
+        let format = format.map(message_format).transpose().map_err(to_py)?;
+        awaitable(py, async move {
+            let prepared = session.session().prepare_context().await?;
+            let mut value =
+                serde_json::to_value(&prepared).map_err(|error| Failure::Internal(error.to_string()))?;
+            if format.is_some() || prepared.context.originals.iter().any(Option::is_some) {
+                let format = format.unwrap_or_default();
+                let rendered = prepared.render(format, keep_reasoning)?;
+                value["context"]["messages"] = Value::Array(rendered.messages);
+                value["context"]["system"] = rendered.system.unwrap_or(Value::Null);
+                value["context"]["format"] = format.as_str().into();
+            }
+            Ok(value)
+        })
     }
 
     #[pyo3(signature = (name, arguments = None))]
@@ -523,6 +562,30 @@ impl PySession {
     }
 }
 
+/// A prepared context as Python data: in `format` (the stored messages from their bodies,
+/// pairing repaired, reasoning by each provider's rule; `system` for Anthropic) when one is
+/// asked for or a message has a body, else the assembled OpenAI messages as they are, straight
+/// from the Rust types (the hot call skips the JSON value in between).
+fn rendered<'py>(
+    py: Python<'py>,
+    prepared: &strata::PreparedContext,
+    format: Option<strata::Format>,
+    keep_reasoning: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+    let value = pythonize(py, prepared)?;
+    let has_body = prepared.context.originals.iter().any(Option::is_some);
+    if format.is_none() && !has_body {
+        return Ok(value);
+    }
+    let format = format.unwrap_or_default();
+    let rendered = prepared.render(format, keep_reasoning).map_err(|error| to_py(error.into()))?;
+    let context = value.get_item("context")?;
+    context.set_item("messages", pythonize(py, &rendered.messages)?)?;
+    context.set_item("system", pythonize(py, &rendered.system)?)?;
+    context.set_item("format", format.as_str())?;
+    Ok(value)
+}
+
 /// A list (or any iterable) of messages, read before anything is stored: one bad message
 /// refuses the batch, naming its index.
 fn batch(messages: &Bound<'_, PyAny>) -> PyResult<Vec<Incoming>> {
@@ -531,7 +594,7 @@ fn batch(messages: &Bound<'_, PyAny>) -> PyResult<Vec<Incoming>> {
     }
     let mut batch = Vec::new();
     for (index, message) in messages.try_iter()?.enumerate() {
-        batch.push(incoming(&message?).map_err(|failure| to_py(failure.at(index)))?);
+        batch.push(incoming(&message?, None).map_err(|failure| to_py(failure.at(index)))?);
     }
     Ok(batch)
 }

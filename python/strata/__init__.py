@@ -58,11 +58,33 @@ __all__ = [
     "__version__",
 ]
 
-#: A chat message in the OpenAI format (``role``, ``content``, ``name``, ``tool_calls``,
-#: ``tool_call_id``), optionally with strata's ``timestamp`` (RFC 3339 text or UNIX seconds),
-#: ``key`` (an idempotency key unique in the session) and ``pinned`` (never compacted). A
-#: message object of the ``openai`` package is taken as it is.
+#: A chat message in any format strata reads: OpenAI Chat Completions (every role, ``developer``
+#: included; text, image, audio and file parts; ``reasoning_content`` / ``reasoning``,
+#: ``refusal``, ``annotations``, ``audio``), Anthropic Messages (text, image, document,
+#: ``tool_use``, ``tool_result``, ``thinking`` with its signature) or an OpenAI Responses item;
+#: optionally with strata's ``timestamp`` (RFC 3339 text or UNIX seconds), ``key`` (an
+#: idempotency key unique in the session) and ``pinned`` (never compacted). A message object
+#: of the ``openai`` or ``anthropic`` package is taken as it is, and so is a dict holding them
+#: (``{"role": "assistant", "content": response.content}``). Every field is kept.
 Message = Union[Mapping[str, Any], Any]
+
+#: The formats: ``"openai"`` (Chat Completions), ``"anthropic"`` (Messages), ``"responses"``.
+Format = str
+
+
+def _plain(value: Any) -> Any:
+    """The SDK objects in a message (pydantic models of ``openai`` and ``anthropic``) as plain
+    JSON-shaped data; a plain dict of text costs one look at each value."""
+    if isinstance(value, Mapping):
+        if all(isinstance(v, (str, int, float, bool, type(None))) for v in value.values()):
+            return value
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    dump = getattr(value, "model_dump", None)
+    if dump is not None:
+        return _plain(dump(mode="json", exclude_none=True))
+    return value
 
 #: The configuration: a dict shaped like ``strata.example.toml`` (``{"compactor":
 #: {"context_window_tokens": 8000}}``), the path of such a TOML file, or ``None`` for the
@@ -102,6 +124,11 @@ class Context:
     #: ``session``, ``seq``, ``score`` and ``similarity``; ``tokens``; ``partial``, what semantic
     #: search could not cover); ``None`` when proactive recall is off.
     recalled: Optional[Dict[str, Any]] = field(default=None, repr=False)
+    #: The format of ``messages`` (``"openai"``, ``"anthropic"``, ``"responses"``).
+    format: str = "openai"
+    #: Anthropic's ``system`` parameter (a list of text blocks) in the ``anthropic`` format, where
+    #: the system messages are not messages; ``None`` in the others.
+    system: Optional[List[Dict[str, Any]]] = None
 
     @classmethod
     def _from_native(cls, prepared: Dict[str, Any]) -> "Context":
@@ -117,6 +144,8 @@ class Context:
             entries=context["entries"],
             injection=context["injection"],
             recalled=context.get("recalled"),
+            format=context.get("format", "openai"),
+            system=context.get("system"),
         )
 
 
@@ -180,9 +209,10 @@ class Engine:
         """Every session (of one persona), as dicts."""
         return self._native.sessions(persona)
 
-    def tool_specs(self) -> List[Dict[str, Any]]:
-        """The tools the model may call, in the OpenAI ``tools`` format."""
-        return self._native.tool_specs()
+    def tool_specs(self, format: Format = "openai") -> List[Dict[str, Any]]:
+        """The tools the model may call, in ``format``: OpenAI's ``tools`` (the default),
+        Anthropic's (``name``, ``description``, ``input_schema``) or the Responses API's."""
+        return self._native.tool_specs(format)
 
     # Memories, written as the user (who may also write ``user_preferences``).
 
@@ -286,22 +316,28 @@ class Session:
     def id(self) -> int:
         return self._native.id
 
-    def append(self, message: Message) -> int:
-        """Stores a message verbatim, with its exact token count; returns its id. A message whose
-        ``key`` the session holds is not stored again (its id is returned), so a retried append
-        is harmless. A message strata cannot store raises :class:`BadInput` and writes nothing."""
-        return self._native.append(message)
+    def append(self, message: Message, format: Optional[Format] = None) -> int:
+        """Stores a message whole, as sent (every field kept), with its exact token count;
+        returns its id. Its format is told from its shape unless ``format`` names it. A message
+        whose ``key`` the session holds is not stored again (its id is returned), so a retried
+        append is harmless. A message strata cannot store (a tool result that answers no open
+        call, say) raises :class:`BadInput` and writes nothing."""
+        return self._native.append(_plain(message), format)
 
     def append_many(self, messages: Iterable[Message]) -> List[int]:
         """Stores a batch in one transaction, all or nothing: one bad message raises
         :class:`BadInput` naming its index and nothing is written."""
-        return self._native.append_many(list(messages))
+        return self._native.append_many([_plain(message) for message in messages])
 
-    def prepare_context(self) -> Context:
+    def prepare_context(self, format: Optional[Format] = None, keep_reasoning: bool = False) -> Context:
         """Before each model call: compacts what needs folding, then assembles the context that
         fits the window (head, summary scaffold, recent turns, the injection on the newest user
-        message)."""
-        return Context._from_native(self._native.prepare_context())
+        message), in ``format`` (default ``"openai"``): every stored message as it was sent,
+        every tool call answered, reasoning sent back by its provider's rule (Anthropic's thinking
+        of the current tool loop, DeepSeek's ``reasoning_content`` beside tool calls;
+        ``keep_reasoning`` sends all of it). For ``"anthropic"``, pass ``context.system`` as
+        ``system=`` and ``context.messages`` as ``messages=``."""
+        return Context._from_native(self._native.prepare_context(format, keep_reasoning))
 
     def call_tool(self, name: str, arguments: Union[Mapping[str, Any], str, None] = None) -> Dict[str, Any]:
         """Runs a tool the model called, as this session's persona. ``arguments`` is a dict or
@@ -312,9 +348,18 @@ class Session:
             raise BadInput(f"tool arguments are a dict or JSON text, not {type(arguments).__name__}")
         return self._native.call_tool(name, dict(arguments) if isinstance(arguments, Mapping) else arguments)
 
-    def tool_message(self, tool_call_id: str, name: str, answer: Mapping[str, Any]) -> Dict[str, Any]:
-        """The tool message that carries ``answer`` back to the model, ready to append."""
-        return {"role": "tool", "tool_call_id": tool_call_id, "name": name, "content": json.dumps(answer)}
+    def tool_message(
+        self, tool_call_id: str, name: str, answer: Mapping[str, Any], format: Format = "openai"
+    ) -> Dict[str, Any]:
+        """The message that carries ``answer`` back to the model, ready to append: a ``tool``
+        message, an Anthropic user message with a ``tool_result`` block, or a Responses
+        ``function_call_output`` item."""
+        text = json.dumps(answer)
+        if format == "anthropic":
+            return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool_call_id, "content": text}]}
+        if format == "responses":
+            return {"type": "function_call_output", "call_id": tool_call_id, "output": text}
+        return {"role": "tool", "tool_call_id": tool_call_id, "name": name, "content": text}
 
     def compact(self, max_calls: int = 1000) -> Dict[str, Any]:
         """Folds everything due now (``prepare_context`` folds a bounded amount per call);
@@ -322,8 +367,14 @@ class Session:
         return self._native.compact(max_calls)
 
     def messages(self, first_seq: int = 0, last_seq: Optional[int] = None) -> List[Dict[str, Any]]:
-        """The stored messages, verbatim, by position in the session."""
-        return self._native.messages(first_seq, last_seq)
+        """The stored messages, verbatim, by position in the session; a message stored with
+        more than strata reads of it has ``as_sent``, the message as it was appended."""
+        rows = self._native.messages(first_seq, last_seq)
+        for row in rows:
+            body = row.pop("body", None)
+            if body is not None:
+                row["as_sent"] = json.loads(body)
+        return rows
 
     def tree(self) -> str:
         """The summary forest drawn as an indented tree."""

@@ -19,7 +19,7 @@ import os
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Union
 
 import strata
-from strata import BadInput, Config, Context, Message
+from strata import BadInput, Config, Context, Message, _plain
 
 __all__ = ["Engine", "Session"]
 
@@ -51,8 +51,8 @@ class Engine:
     def close(self) -> None:
         self.sync.close()
 
-    def tool_specs(self) -> List[Dict[str, Any]]:
-        return self.sync.tool_specs()
+    def tool_specs(self, format: str = "openai") -> List[Dict[str, Any]]:
+        return self.sync.tool_specs(format)
 
     async def session(self, key: str, persona: str = "default") -> "Session":
         return Session(await asyncio.to_thread(self.sync.session, key, persona))
@@ -112,14 +112,14 @@ class Session:
     def id(self) -> int:
         return self.sync.id
 
-    async def append(self, message: Message) -> int:
-        return await self.sync._native._append_async(message)
+    async def append(self, message: Message, format: Optional[str] = None) -> int:
+        return await self.sync._native._append_async(_plain(message), format)
 
     async def append_many(self, messages: Iterable[Message]) -> List[int]:
-        return await self.sync._native._append_many_async(list(messages))
+        return await self.sync._native._append_many_async([_plain(message) for message in messages])
 
-    async def prepare_context(self) -> Context:
-        return Context._from_native(await self.sync._native._prepare_context_async())
+    async def prepare_context(self, format: Optional[str] = None, keep_reasoning: bool = False) -> Context:
+        return Context._from_native(await self.sync._native._prepare_context_async(format, keep_reasoning))
 
     async def call_tool(self, name: str, arguments: Union[Mapping[str, Any], str, None] = None) -> Dict[str, Any]:
         if arguments is not None and not isinstance(arguments, (str, Mapping)):
@@ -129,5 +129,7 @@ class Session:
     async def compact(self, max_calls: int = 1000) -> Dict[str, Any]:
         return await self.sync._native._compact_async(max_calls)
 
-    def tool_message(self, tool_call_id: str, name: str, answer: Mapping[str, Any]) -> Dict[str, Any]:
-        return self.sync.tool_message(tool_call_id, name, answer)
+    def tool_message(
+        self, tool_call_id: str, name: str, answer: Mapping[str, Any], format: str = "openai"
+    ) -> Dict[str, Any]:
+        return self.sync.tool_message(tool_call_id, name, answer, format)

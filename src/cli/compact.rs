@@ -105,6 +105,18 @@ pub struct ContextArgs {
     /// storing it (a dry run): exactly what the model would get, the recalled block included.
     #[arg(long)]
     request: Option<String>,
+    /// Print the messages as a provider takes them: `openai` (Chat Completions), `anthropic`
+    /// (Messages: the system messages as `system`) or `responses` (the Responses API's items),
+    /// each stored message as it was sent.
+    #[arg(long, value_parser = parse_format)]
+    format: Option<strata::Format>,
+    /// With --format: send every reasoning part back, not only what its provider asks for.
+    #[arg(long, requires = "format")]
+    keep_reasoning: bool,
+}
+
+fn parse_format(name: &str) -> Result<strata::Format, String> {
+    name.parse()
 }
 
 /// The loaded configuration with `--window` applied.
@@ -382,6 +394,17 @@ pub fn context(
             .map(|search| std::sync::Arc::new(search) as std::sync::Arc<dyn strata_compactor::Recaller>),
     };
     let context = assembler.assemble_with(session.id, &options)?;
+    if let Some(format) = args.format {
+        let rendered = strata::render_context(&context, format, args.keep_reasoning)?;
+        let value = serde_json::json!({
+            "format": format.as_str(),
+            "system": rendered.system,
+            "messages": rendered.messages,
+            "tokens": context.tokens,
+            "prefix_len": context.prefix_len,
+        });
+        return print_json(out, &value);
+    }
     if json {
         return print_json(out, &context);
     }

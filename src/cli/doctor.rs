@@ -16,9 +16,15 @@ pub fn doctor(store: &dyn Backend, full: bool, json: bool, out: &mut impl Write)
         print_json(out, &report)?;
     } else {
         for check in &report.checks {
-            let verdict =
-                if check.problems == 0 { "ok".to_owned() } else { format!("{} problems", check.problems) };
+            let verdict = match (&check.skipped, check.problems) {
+                (Some(_), _) => "not run".to_owned(),
+                (None, 0) => "ok".to_owned(),
+                (None, problems) => format!("{problems} problems"),
+            };
             writeln!(out, "{verdict:>12}  {}", check.name)?;
+            if let Some(why) = &check.skipped {
+                writeln!(out, "              - {why}")?;
+            }
             for detail in &check.details {
                 writeln!(out, "              - {detail}")?;
             }
@@ -34,6 +40,80 @@ pub fn doctor(store: &dyn Backend, full: bool, json: bool, out: &mut impl Write)
             report.checks.iter().filter(|check| check.problems > 0).map(|check| check.name).collect();
         bail!("the database is not healthy: {}", failed.join("; "));
     }
+    Ok(())
+}
+
+/// `path` with `suffix` appended to its file name (`chat.db` + `-wal`).
+fn beside(path: &Path, suffix: &str) -> std::path::PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    name.into()
+}
+
+/// Brings `backup` back as the database `db`. The backup is checked first (a strata file,
+/// `quick_check`), and copied beside `db` before anything of `db` moves, so a failure leaves
+/// `db` as it was. The current file and its `-wal` are moved to `<db>.replaced` (and
+/// `-replaced-wal`) rather than deleted. Its `-commits` watermark goes: it counts the commits
+/// of the file being replaced, more than the backup holds, and would make every writer refuse
+/// the restored file as one that lost commits; the restored file's own count is recorded.
+pub fn restore(backup: &Path, db: &Path, replace: bool, out: &mut impl Write) -> anyhow::Result<()> {
+    let timeout = std::time::Duration::from_secs(10);
+    let source = Store::open_existing(backup, timeout)
+        .with_context(|| format!("cannot restore from {}", backup.display()))?;
+    source
+        .quick_check()
+        .with_context(|| format!("the backup {} is damaged; nothing was restored", backup.display()))?;
+    drop(source);
+    if db.exists() && !replace {
+        bail!(
+            "{} exists; stop every process using it, then run again with --replace (it is moved to {})",
+            db.display(),
+            beside(db, ".replaced").display()
+        );
+    }
+    if beside(db, ".replaced").exists() {
+        bail!("{} exists (an earlier restore's); move it away first", beside(db, ".replaced").display());
+    }
+    let staged = beside(db, ".restoring");
+    // A consistent copy of the backup (its own `-wal` included), so the staged file is whole.
+    Store::open_existing(backup, timeout)?
+        .backup(&staged)
+        .with_context(|| format!("cannot copy {} to {}", backup.display(), staged.display()))?;
+    let moved_aside = db.exists();
+    if moved_aside {
+        std::fs::rename(db, beside(db, ".replaced"))
+            .with_context(|| format!("cannot move {} aside", db.display()))?;
+        if beside(db, "-wal").exists() {
+            std::fs::rename(beside(db, "-wal"), beside(db, ".replaced-wal"))
+                .with_context(|| format!("cannot move {}-wal aside", db.display()))?;
+        }
+    }
+    for stale in ["-shm", "-commits"] {
+        match std::fs::remove_file(beside(db, stale)) {
+            Ok(()) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => {
+                return Err(error).with_context(|| format!("cannot remove {}{stale}", db.display()));
+            }
+        }
+    }
+    std::fs::rename(&staged, db).with_context(|| format!("cannot move {} into place", staged.display()))?;
+    let restored =
+        Store::open(db).with_context(|| format!("the restored {} cannot be opened", db.display()))?;
+    restored.accept_lost_commits()?;
+    let stats = restored.stats()?;
+    writeln!(
+        out,
+        "restored {} from {} ({} messages){}",
+        db.display(),
+        backup.display(),
+        stats.messages,
+        if replace {
+            format!("; the file it replaced is {}", beside(db, ".replaced").display())
+        } else {
+            String::new()
+        }
+    )?;
     Ok(())
 }
 

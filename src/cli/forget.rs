@@ -29,7 +29,7 @@ pub struct ForgetArgs {
     before: Option<DateTime<Utc>>,
     /// Print what would be erased, and change nothing.
     #[arg(long)]
-    dry_run: bool,
+    pub(crate) dry_run: bool,
 }
 
 fn parse_time(text: &str) -> Result<DateTime<Utc>, String> {
@@ -71,6 +71,20 @@ fn lines(counts: &ForgetCounts) -> Vec<(u64, &'static str)> {
     ]
 }
 
+/// `--dry-run`: what would be erased, read from a read-only store, with no engine (whose
+/// start may write), so nothing is written.
+pub fn plan(store: &Store, args: &ForgetArgs, json: bool, out: &mut impl Write) -> anyhow::Result<()> {
+    let plan = store.forget_plan(&args.scope()?).context("cannot plan the forget")?;
+    if json {
+        return print_json(out, &plan);
+    }
+    writeln!(out, "would erase (dry run, nothing changed):")?;
+    for (count, what) in lines(&plan.counts) {
+        writeln!(out, "{count:>10}  {what}")?;
+    }
+    Ok(())
+}
+
 pub fn run(
     store: Store,
     settings: &Config,
@@ -80,17 +94,6 @@ pub fn run(
 ) -> anyhow::Result<()> {
     let scope = args.scope()?;
     let engine = Engine::from_store(store, settings.clone())?;
-    if args.dry_run {
-        let plan = engine.block_on(engine.engine().forget_plan(&scope)).context("cannot plan the forget")?;
-        if json {
-            return print_json(out, &plan);
-        }
-        writeln!(out, "would erase (dry run, nothing changed):")?;
-        for (count, what) in lines(&plan.counts) {
-            writeln!(out, "{count:>10}  {what}")?;
-        }
-        return Ok(());
-    }
     let bar = ProgressBar::new(0).with_style(
         ProgressStyle::with_template("{spinner} forgetting [{bar:30}] {pos}/{len} messages ({per_sec})")
             .expect("static template")

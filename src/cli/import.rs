@@ -33,8 +33,11 @@ pub struct ImportArgs {
     model: Option<String>,
 }
 
+/// Imports `args.path` into the store `open` opens, once the whole input has been read and
+/// checked: a refused input leaves the database as it was, and a missing or empty one is not
+/// made a database.
 pub fn run(
-    store: &Store,
+    open: impl FnOnce() -> anyhow::Result<Store>,
     config: &strata::Config,
     args: &ImportArgs,
     json: bool,
@@ -42,7 +45,6 @@ pub fn run(
 ) -> anyhow::Result<()> {
     strata_store::backend::validate_persona(&args.persona)?;
     let counter = crate::cli::ingest::token_counter(config, args.model.as_deref());
-    counter.claim(store)?;
     let options = ImportOptions { session: args.session.clone(), ..ImportOptions::new(&args.persona) };
     // Nothing is written until the whole file (or directory) has been read.
     let mut incoming = strata::import::read_file(args.format, &args.path, &options)?;
@@ -53,6 +55,8 @@ pub fn run(
             .with_context(|| format!("{}: session {:?}", args.path.display(), message.session_key))?;
     }
     counter.count_new_all(incoming.iter_mut().map(|incoming| &mut incoming.message));
+    let store = &open()?;
+    counter.claim(store)?;
     let progress = progress_bar();
     progress.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     let imported = store_all(store, &incoming, &progress)?;

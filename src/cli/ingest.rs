@@ -51,18 +51,33 @@ pub struct IngestArgs {
     embed: bool,
 }
 
+/// The lines of `path` (`-`: standard input), read up to `strata::import::MAX_INPUT_BYTES`; a
+/// device or socket is refused before a byte is read.
 fn read_lines(path: &Path) -> anyhow::Result<Vec<String>> {
+    use std::io::Read;
+    let limit = strata::import::MAX_INPUT_BYTES;
     let reader: Box<dyn BufRead> = if path.as_os_str() == "-" {
-        Box::new(std::io::stdin().lock())
+        Box::new(std::io::BufReader::new(std::io::stdin().lock().take(limit + 1)))
     } else {
+        strata::import::check_file_type(path, false)?;
         let file = std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
-        Box::new(std::io::BufReader::new(file))
+        Box::new(std::io::BufReader::new(file.take(limit + 1)))
     };
-    reader
-        .lines()
-        .enumerate()
-        .map(|(i, line)| line.with_context(|| format!("line {}: cannot read", i + 1)))
-        .collect()
+    let mut read = 0u64;
+    let mut lines = Vec::new();
+    for (i, line) in reader.lines().enumerate() {
+        let line = line.with_context(|| format!("{}: line {}: cannot read", path.display(), i + 1))?;
+        read += line.len() as u64 + 1;
+        if read > limit {
+            anyhow::bail!(
+                "{}: more than {} MiB: strata reads inputs up to that size",
+                path.display(),
+                limit >> 20
+            );
+        }
+        lines.push(line);
+    }
+    Ok(lines)
 }
 
 /// Reads and parses a whole JSON Lines file (nothing is written): the messages in file order.
@@ -78,6 +93,19 @@ pub fn parse_file(
     counter: &TokenCounter,
     progress: &ProgressBar,
 ) -> anyhow::Result<Vec<IncomingMessage>> {
+    Ok(parse_lines(file, session, persona, allow_unknown_keys, limits, counter, progress)?.0)
+}
+
+/// [`parse_file`], with the line (from 1) each message was read from.
+fn parse_lines(
+    file: &Path,
+    session: &str,
+    persona: &str,
+    allow_unknown_keys: bool,
+    limits: &strata_compactor::CompactorConfig,
+    counter: &TokenCounter,
+    progress: &ProgressBar,
+) -> anyhow::Result<(Vec<IncomingMessage>, Vec<usize>)> {
     let lines = read_lines(file)?;
     progress.set_length(lines.len() as u64);
     if lines.len() <= PROGRESS_THRESHOLD {
@@ -90,6 +118,9 @@ pub fn parse_file(
         ..ImportOptions::new(persona)
     };
     let mut incoming = Vec::with_capacity(lines.len());
+    // The line of each message, and the first message of each (session, id).
+    let mut lines_of: Vec<usize> = Vec::with_capacity(lines.len());
+    let mut ids: std::collections::HashMap<(String, String), usize> = std::collections::HashMap::new();
     for (index, text) in lines.iter().enumerate() {
         progress.inc(1);
         if text.trim().is_empty() {
@@ -113,11 +144,32 @@ pub fn parse_file(
             source,
         })?;
         limits.check_message_size(&message.message).with_context(at)?;
+        // What the store would refuse for the whole file is refused here, with its line.
+        strata_store::backend::validate_session_key(&message.session_key).with_context(at)?;
+        if let Some(id) = &message.message.external_id {
+            let key = (message.session_key.clone(), id.clone());
+            if let Some(&earlier) = ids.get(&key) {
+                let first: &IncomingMessage = &incoming[earlier];
+                if first.message.role != message.message.role
+                    || first.message.content != message.message.content
+                {
+                    anyhow::bail!(
+                        "{}: the id {id:?} of session {:?} names another message on line {}",
+                        at(),
+                        message.session_key,
+                        lines_of[earlier]
+                    );
+                }
+            } else {
+                ids.insert(key, incoming.len());
+            }
+        }
+        lines_of.push(index + 1);
         incoming.push(message);
     }
     progress.set_message("counting");
     counter.count_new_all(incoming.iter_mut().map(|incoming| &mut incoming.message));
-    Ok(incoming)
+    Ok((incoming, lines_of))
 }
 
 /// The counter an import counts with: `--model`'s tokenizer, else the configuration's.
@@ -217,8 +269,10 @@ pub fn report(
     Ok(())
 }
 
+/// Ingests `args.file` into the store `open` opens, once every line has parsed: a refused
+/// file leaves the database as it was, and a missing or empty one is not made a database.
 pub fn run(
-    store: &Store,
+    open: impl FnOnce() -> anyhow::Result<Store>,
     config: &strata::Config,
     args: &IngestArgs,
     json: bool,
@@ -235,10 +289,9 @@ pub fn run(
         })?),
         false => None,
     };
-    counter.claim(store)?;
     let progress = progress_bar();
     // Nothing is written until every line has parsed: a bad line leaves the database as it was.
-    let incoming = parse_file(
+    let (incoming, lines_of) = parse_lines(
         &args.file,
         &args.session,
         &args.persona,
@@ -247,7 +300,30 @@ pub fn run(
         &counter,
         &progress,
     )?;
-    let imported = store_all(store, &incoming, &progress)?;
+    let store = &open()?;
+    counter.claim(store)?;
+    let imported = store_all(store, &incoming, &progress).map_err(|error| {
+        // The store names the message by its place among the session's; the user knows lines.
+        let edited = error.chain().find_map(|cause| match cause.downcast_ref::<strata_store::Error>() {
+            Some(strata_store::Error::EditedTranscript { session, position, seq }) => {
+                Some((session.clone(), *position, *seq))
+            }
+            _ => None,
+        });
+        let Some((session, position, seq)) = edited else { return error };
+        let line = incoming
+            .iter()
+            .zip(&lines_of)
+            .filter(|(message, _)| message.session_key == session)
+            .nth(position - 1)
+            .map_or(0, |(_, line)| *line);
+        anyhow::anyhow!(
+            "{}: line {line} differs from the message stored from it (seq {seq} of session {session:?}): \
+             the transcript was edited since it was imported, and its earlier lines are stored already; \
+             nothing was stored (forget the session first to import the edited version whole)",
+            args.file.display()
+        )
+    })?;
     let embedded = match &embedder {
         Some(embedder) => Some(
             embed_with_progress(store, embedder, &config.recall, &strata_recall::BacklogFilter::default())

@@ -27,7 +27,9 @@ pub struct McpArgs {
     #[arg(long, value_name = "ADDR")]
     http: Option<SocketAddr>,
     /// The bearer token HTTP requests must carry (Authorization: Bearer TOKEN); required when
-    /// --http is not a loopback address. Prefer the variable to the flag, which `ps` shows.
+    /// --http is not a loopback address. On loopback without one, a token is made for this run,
+    /// written to a file only you can read and printed on standard error. Prefer the variable
+    /// to the flag, which `ps` shows.
     #[arg(long, env = "STRATA_MCP_TOKEN", hide_env_values = true)]
     token: Option<String>,
     /// Do not load the embedding model to embed memories saved through the tools.
@@ -70,13 +72,30 @@ fn run_http(cli: &Cli, config: strata::Config, args: &McpArgs, addr: SocketAddr)
     {
         tracing::info!(error = %error, "not embedding new memories");
     }
-    let options =
-        HttpOptions { token, default_session: args.session.clone(), default_persona: args.persona.clone() };
     let served = engine.block_on(async {
         let listener =
             tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
         let bound = listener.local_addr()?;
+        let (token, token_file) = match token {
+            Some(token) => (token, None),
+            None => {
+                let (token, file) = run_token(bound)?;
+                (token, Some(file))
+            }
+        };
         eprintln!("strata: serving MCP over HTTP at http://{bound}/mcp (Ctrl-C stops)");
+        if let Some(file) = &token_file {
+            // The host's MCP configuration needs it: `Authorization: Bearer <token>`.
+            eprintln!(
+                "strata: bearer token for this run: {token} (also in {}, readable by you only)",
+                file.display()
+            );
+        }
+        let options = HttpOptions {
+            token: Some(token),
+            default_session: args.session.clone(),
+            default_persona: args.persona.clone(),
+        };
         let shutdown = tokio_util::sync::CancellationToken::new();
         let stop = shutdown.clone();
         tokio::spawn(async move {
@@ -84,8 +103,47 @@ fn run_http(cli: &Cli, config: strata::Config, args: &McpArgs, addr: SocketAddr)
                 stop.cancel();
             }
         });
-        serve_http(engine.engine().clone(), listener, options, shutdown).await.context("MCP server failed")
+        let served = serve_http(engine.engine().clone(), listener, options, shutdown)
+            .await
+            .context("MCP server failed");
+        if let Some(file) = token_file {
+            // The token dies with the run.
+            let _ = std::fs::remove_file(file);
+        }
+        served
     });
     engine.shutdown_background();
     served
+}
+
+/// A token for this run, 32 bytes from the system's random source in hex, written to a file
+/// only this user can read (mode 0600, created anew so no one else's file or link is
+/// followed): `$XDG_RUNTIME_DIR`, a directory of this user's, else the temporary directory.
+fn run_token(bound: SocketAddr) -> anyhow::Result<(String, std::path::PathBuf)> {
+    use std::io::{Read, Write};
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut random = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut source| source.read_exact(&mut random))
+        .context("cannot read /dev/urandom for a token; set STRATA_MCP_TOKEN")?;
+    let token: String = random.iter().map(|byte| format!("{byte:02x}")).collect();
+    let dir = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(std::path::PathBuf::from)
+        .filter(|dir| dir.is_dir())
+        .unwrap_or_else(std::env::temp_dir);
+    let file = dir.join(format!("strata-mcp-{}.token", bound.port()));
+    // A file left by an earlier run on this port (or planted) is removed, not written through.
+    match std::fs::remove_file(&file) {
+        Ok(()) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        Err(error) => return Err(error).with_context(|| format!("cannot replace {}", file.display())),
+    }
+    let mut out = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&file)
+        .with_context(|| format!("cannot write the token to {}", file.display()))?;
+    writeln!(out, "{token}").with_context(|| format!("cannot write the token to {}", file.display()))?;
+    Ok((token, file))
 }

@@ -93,6 +93,17 @@ enum Command {
         /// The file to create (must not exist).
         dest: PathBuf,
     },
+    /// Bring a backup back as the database: the backup is checked, the current file (with its
+    /// `-wal`) is moved aside to `<db>.replaced` when `--replace` allows it, and the commit
+    /// watermark (`<db>-commits`) is set to the backup's, so writers take the restored file.
+    /// Stop every process using the database first.
+    Restore {
+        /// The backup (`strata backup`'s file).
+        backup: PathBuf,
+        /// Move the current database aside (to `<db>.replaced`) instead of refusing.
+        #[arg(long)]
+        replace: bool,
+    },
     /// Copy the SQLite database into PostgreSQL exactly (every row with its id, the forest,
     /// memories with their versions, the queue, usage, vectors); run it again to finish a copy
     /// that was cut short. The target must be empty or a copy of the same file.
@@ -196,6 +207,17 @@ fn open_sqlite(cli: &Cli, what: &str) -> anyhow::Result<Store> {
         .with_context(|| format!("cannot use database {}", cli.db.display()))
 }
 
+/// Opens the existing SQLite file named on the command line for a command only SQLite has
+/// that only reads (`export`, `forget --dry-run`): a mistyped path is refused, never created,
+/// and the store's connections are read-only.
+fn open_sqlite_existing(cli: &Cli, what: &str) -> anyhow::Result<Store> {
+    if postgres_url(cli).is_some() {
+        anyhow::bail!("{what} needs a SQLite database; {} is a PostgreSQL url", redacted(cli));
+    }
+    Store::open_existing(&cli.db, std::time::Duration::from_millis(cli.busy_timeout_ms))
+        .with_context(|| format!("cannot use database {}", cli.db.display()))
+}
+
 /// The `--db` value when it is a PostgreSQL url.
 fn postgres_url(cli: &Cli) -> Option<&str> {
     cli.db.to_str().filter(|db| strata_store::location::is_postgres_url(db))
@@ -254,7 +276,12 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 None => out.write_all(transcript.to_jsonl().as_bytes())?,
             }
         }
-        Command::Export(args) => export::run(&open_sqlite(&cli, "strata export")?, args, cli.json, &mut out)?,
+        Command::Export(args) => {
+            export::run(&open_sqlite_existing(&cli, "strata export")?, args, cli.json, &mut out)?
+        }
+        Command::Forget(args) if args.dry_run => {
+            forget::plan(&open_sqlite_existing(&cli, "strata forget")?, args, cli.json, &mut out)?
+        }
         Command::Forget(args) => {
             forget::run(open_sqlite(&cli, "strata forget")?, &config(&cli)?, args, cli.json, &mut out)?
         }
@@ -272,10 +299,10 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             )?;
         }
         Command::Ingest(args) => {
-            ingest::run(&open_sqlite(&cli, "strata ingest")?, &config(&cli)?, args, cli.json, &mut out)?
+            ingest::run(|| open_sqlite(&cli, "strata ingest"), &config(&cli)?, args, cli.json, &mut out)?
         }
         Command::Import(args) => {
-            import::run(&open_sqlite(&cli, "strata import")?, &config(&cli)?, args, cli.json, &mut out)?
+            import::run(|| open_sqlite(&cli, "strata import"), &config(&cli)?, args, cli.json, &mut out)?
         }
         Command::Doctor { full, accept_lost_commits } => {
             if postgres_url(&cli).is_some() {
@@ -299,6 +326,15 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Copy { to } => doctor::copy(&open_sqlite(&cli, "strata copy")?, to, cli.json, &mut out)?,
         Command::Backup { dest } => {
             doctor::backup(&open_sqlite(&cli, "strata backup")?, dest, cli.json, &mut out)?
+        }
+        Command::Restore { backup, replace } => {
+            if postgres_url(&cli).is_some() {
+                anyhow::bail!(
+                    "strata restore needs a SQLite database; {} is a PostgreSQL url",
+                    redacted(&cli)
+                );
+            }
+            doctor::restore(backup, &cli.db, *replace, &mut out)?
         }
         Command::Stats => {
             let store = open_existing(&cli)?;

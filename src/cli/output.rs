@@ -33,6 +33,9 @@ pub struct MessageView<'a> {
     pub token_count: u32,
     pub pinned: bool,
     pub summary_id: Option<i64>,
+    /// The message as it was sent, where strata keeps more of it than the fields above.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub as_sent: Option<serde_json::Value>,
 }
 
 impl<'a> MessageView<'a> {
@@ -51,6 +54,7 @@ impl<'a> MessageView<'a> {
             token_count: message.token_count,
             pinned: message.pinned,
             summary_id: message.summary_id.map(|id| id.0),
+            as_sent: message.body.as_deref().and_then(|body| serde_json::from_str(body).ok()),
         }
     }
 
@@ -77,6 +81,9 @@ impl<'a> MessageView<'a> {
             writeln!(out, "answers tool call: {id}")?;
         }
         writeln!(out, "{}", self.content)?;
+        if let Some(sent) = &self.as_sent {
+            writeln!(out, "as sent: {sent}")?;
+        }
         Ok(())
     }
 }

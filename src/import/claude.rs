@@ -12,8 +12,10 @@
 //! block (`tool_use_id`, `content`) in a user entry is a tool message answering that call, named
 //! after its tool; Claude Code writes one line per block of one API message, so consecutive
 //! assistant lines of one `message.id` become one assistant message (their texts joined by a
-//! blank line). Thinking blocks are the model's private reasoning and are not kept; an image or
-//! document block is kept as a placeholder (`[image: image/png]`), since strata stores text.
+//! blank line). A message with thinking (its signature included), an image or a document is
+//! kept whole as the Anthropic message it was (the body strata stores beside the columns, read
+//! by the one rule of `Incoming`: media as a placeholder naming type and size); an image in a
+//! user entry that also carries tool results stays a placeholder (`[image: image/png]`).
 //! Sessions are the entries' `sessionId`; a subagent's entries (`isSidechain`) go to a session
 //! of their own, `<sessionId>/<agentId or sidechain>`. Ids are the entries' `uuid` (`<uuid>#2`
 //! for a second message of one entry), so a re-run, or a longer version of the file, adds only
@@ -29,14 +31,19 @@ use crate::import::{
     Bad, Collected, ImportError, ImportOptions, IncomingMessage, message, numbered_lines, parse_time,
     tool_call,
 };
+use crate::{Format, Incoming};
 
 pub(crate) fn read(
     text: &str,
     path: &Path,
     options: &ImportOptions,
 ) -> Result<Vec<IncomingMessage>, ImportError> {
-    let mut reader =
-        Reader { collected: Collected::new(options), tool_names: HashMap::new(), open_assistant: None };
+    let mut reader = Reader {
+        collected: Collected::new(options),
+        tool_names: HashMap::new(),
+        open_assistant: None,
+        open_blocks: Vec::new(),
+    };
     for (line, text) in numbered_lines(text) {
         reader.line(text).map_err(|source| ImportError::Line { path: path.to_owned(), line, source })?;
     }
@@ -50,6 +57,23 @@ struct Reader<'a> {
     /// The API message id and session of the assistant message added last, while nothing has
     /// followed it: its next lines are more blocks of it.
     open_assistant: Option<(String, String)>,
+    /// The blocks of that message so far, every kind.
+    open_blocks: Vec<Value>,
+}
+
+/// Whether blocks hold more than text and tool calls (thinking, media): kept whole as a body.
+fn needs_body(blocks: &[Value]) -> bool {
+    blocks.iter().any(|block| !matches!(block.get("type").and_then(Value::as_str), Some("text" | "tool_use")))
+}
+
+/// `message` with its columns read from `body` (an Anthropic message) and the body kept.
+fn with_body(mut message: strata_store::NewMessage, body: Value) -> Result<strata_store::NewMessage, Bad> {
+    let incoming = Incoming::from_json_as(&body, Format::Anthropic).map_err(Bad::message)?;
+    message.role = incoming.message.role;
+    message.content = incoming.message.content.unwrap_or_default();
+    message.tool_calls = incoming.message.tool_calls;
+    message.body = incoming.body.map(|body| Value::Object(body).to_string());
+    Ok(message)
 }
 
 /// A required string field.
@@ -103,6 +127,10 @@ impl Reader<'_> {
         blocks: &[Value],
         time: chrono::DateTime<chrono::Utc>,
     ) -> Result<(), Bad> {
+        let continues =
+            self.open_assistant.as_ref().is_some_and(|(id, open)| id == api_id && open == session);
+        let mut all_blocks = if continues { std::mem::take(&mut self.open_blocks) } else { Vec::new() };
+        all_blocks.extend(blocks.iter().cloned());
         let mut texts = Vec::new();
         let mut calls = Vec::new();
         for block in blocks {
@@ -127,12 +155,23 @@ impl Reader<'_> {
                 _ => texts.push(placeholder(block)),
             }
         }
+        if needs_body(&all_blocks) {
+            let body = serde_json::json!({"role": "assistant", "content": all_blocks});
+            self.open_blocks = all_blocks;
+            let new = with_body(message(Role::Assistant, String::new(), time), body)?;
+            if continues && let Some(last) = self.collected.last_mut() {
+                (last.content, last.tool_calls, last.body) = (new.content, new.tool_calls, new.body);
+                return last.validate().map_err(Bad::store);
+            }
+            self.collected.push(session, uuid.to_owned(), new)?;
+            self.open_assistant = Some((api_id.to_owned(), session.to_owned()));
+            return Ok(());
+        }
+        self.open_blocks = all_blocks;
         if texts.is_empty() && calls.is_empty() {
             return Ok(());
         }
         let text = texts.join("\n\n");
-        let continues =
-            self.open_assistant.as_ref().is_some_and(|(id, open)| id == api_id && open == session);
         if continues && let Some(last) = self.collected.last_mut() {
             if !text.is_empty() {
                 if !last.content.is_empty() {
@@ -162,6 +201,16 @@ impl Reader<'_> {
         time: chrono::DateTime<chrono::Utc>,
     ) -> Result<(), Bad> {
         self.open_assistant = None;
+        let results =
+            blocks.iter().any(|block| block.get("type").and_then(Value::as_str) == Some("tool_result"));
+        if !results && needs_body(blocks) {
+            let body = serde_json::json!({"role": "user", "content": blocks});
+            return self.collected.push(
+                session,
+                uuid.to_owned(),
+                with_body(message(Role::User, String::new(), time), body)?,
+            );
+        }
         let mut count = 0;
         let mut id = || {
             count += 1;

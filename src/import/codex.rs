@@ -8,8 +8,10 @@
 //! `custom_tool_call` (`name`, `input`, `call_id`), `local_shell_call` (`call_id`, `action`) and
 //! their outputs (`function_call_output`, `custom_tool_call_output`: `call_id`, `output`). The
 //! other lines (`event_msg`, `turn_context`, `compacted`) repeat or describe the conversation
-//! and are passed over, as are `reasoning` items (the model's private reasoning, often
-//! encrypted) and `web_search_call` items (their results never come back as an item).
+//! and are passed over, as are `web_search_call` items (their results never come back as an
+//! item). A `reasoning` item (its summary, its encrypted content) is kept whole as a message of
+//! its own, as the Responses API sent it: never searched or summarized, sent back in a tool loop
+//! when the context is rendered for the Responses API.
 //! Older rollouts wrote the items bare, one per line, after a first line `{"id", "timestamp"}`:
 //! both are read.
 //!
@@ -164,7 +166,15 @@ impl Reader<'_> {
                 self.open_calls = false;
                 self.collected.push(&session, id, result)
             }
-            // Private reasoning; web searches whose results never come back as items.
+            "reasoning" => {
+                let incoming =
+                    crate::Incoming::from_json_as(item, crate::Format::Responses).map_err(Bad::message)?;
+                let mut kept = message(Role::Assistant, "", time);
+                kept.body = incoming.body.map(|body| Value::Object(body).to_string());
+                self.open_calls = false;
+                self.collected.push(&session, id, kept)
+            }
+            // Web searches whose results never come back as items.
             _ => Ok(()),
         }
     }

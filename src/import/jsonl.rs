@@ -2,10 +2,14 @@
 //! `strata export --format jsonl` writes, so that an export ingested into an empty database
 //! stores the same messages, field for field.
 //!
-//! A line is a message as [`Incoming::from_json`] reads it (the one reader of the OpenAI
-//! message shape: `role`, `content` as text or text parts, `name`, `tool_calls`,
-//! `tool_call_id`, `timestamp`, `key`, `pinned`) with three keys of its own: `session`,
-//! `persona`, and `id` (the older name of `key`: the message's id, unique in its session).
+//! A line is a message as [`Incoming::from_json`] reads it (an OpenAI chat message, with
+//! strata's `timestamp`, `key`, `pinned`) with three keys of its own: `session`, `persona`,
+//! and `id` (the older name of `key`: the message's id, unique in its session). A message
+//! stored with a body (any other shape: reasoning, media, an Anthropic message, a Responses
+//! item, unknown fields) is written as `{"message": <the body as sent>, "timestamp": ...}`,
+//! so that its own `id` or `type` never meets strata's keys and it reads back byte for byte.
+//! In a line of an Anthropic message or a Responses item, `id` is the message's own (its
+//! provider's id), not strata's key: such a line names its key with `key`.
 //! Unlike the bindings' reader, a line refuses duplicate keys: serde keeps the last of two, so
 //! `{"role": "user", "role": "system"}` would be stored as a system message and nothing said so.
 
@@ -45,21 +49,30 @@ pub fn parse_line(text: &str, options: &ImportOptions) -> Result<IncomingMessage
     };
     let session = take_string(&mut object, "session")?;
     let persona = take_string(&mut object, "persona")?;
-    let id = take_string(&mut object, "id")?;
+    // An Anthropic message or a Responses item has an `id` of its own: it stays the message's.
+    let own_id = strata_wire::Format::detect(&object) != strata_wire::Format::OpenAi;
+    let id = if own_id { None } else { take_string(&mut object, "id")? };
     if id.is_some() && object.get("key").is_some_and(|key| !key.is_null()) {
         return Err(Bad::shape("a line has an \"id\" or a \"key\", not both (they are one thing)"));
     }
-    if options.allow_unknown_keys {
-        object.retain(|key, value| Incoming::reads(key, value));
-    } else if let Some(key) =
-        object.iter().find_map(|(key, value)| (!Incoming::reads(key, value)).then_some(key))
-    {
-        let known: Vec<&str> = Incoming::KEYS.iter().chain(&LINE_KEYS).copied().collect();
-        return Err(Bad::shape(format!(
-            "unknown key {key:?} (known: {}; --allow-unknown-keys ignores it)",
-            known.join(", ")
-        )));
-    }
+    // A message with a body travels whole under "message"; strata's keys stay beside it.
+    let object = match object.shift_remove("message") {
+        Some(Value::Object(mut message)) => {
+            for key in ["timestamp", "key", "pinned"] {
+                if let Some(value) = object.shift_remove(key) {
+                    message.insert(key.into(), value);
+                }
+            }
+            if let Some(key) = object.keys().next() {
+                return Err(Bad::shape(format!("unknown key {key:?} beside \"message\"")));
+            }
+            message
+        }
+        Some(other) if !other.is_null() => {
+            return Err(Bad::shape("\"message\" must be the message object"));
+        }
+        _ => object,
+    };
     let mut incoming = Incoming::from_json(&Value::Object(object)).map_err(Bad::message)?;
     if id.is_some() {
         incoming.key = id;
@@ -79,7 +92,8 @@ pub fn parse_line(text: &str, options: &ImportOptions) -> Result<IncomingMessage
 
 /// Removes `key` from the object: its text, or nothing when it is absent or `null`.
 fn take_string(object: &mut Map<String, Value>, key: &str) -> Result<Option<String>, Bad> {
-    match object.remove(key) {
+    // `shift_remove` keeps the other keys in their order: the message is stored as sent.
+    match object.shift_remove(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(text)) => Ok(Some(text)),
         Some(_) => Err(Bad::shape(format!("{key:?} must be a string"))),
@@ -92,6 +106,21 @@ fn take_string(object: &mut Map<String, Value>, key: &str) -> Result<Option<Stri
 pub fn write_line(exported: &ExportedMessage) -> String {
     let message = &exported.message;
     let mut line = Map::new();
+    if let Some(body) = &message.body {
+        // The body as stored, byte for byte: it is JSON text written by strata.
+        let body: Value = serde_json::from_str(body).unwrap_or(Value::Null);
+        line.insert("message".into(), body);
+        line.insert("timestamp".into(), Value::from(rfc3339(exported.created_at_seconds)));
+        line.insert("session".into(), Value::from(exported.session_key.as_str()));
+        line.insert("persona".into(), Value::from(exported.persona.as_str()));
+        if message.pinned {
+            line.insert("pinned".into(), Value::Bool(true));
+        }
+        if let Some(id) = &exported.external_id {
+            line.insert("id".into(), Value::from(id.as_str()));
+        }
+        return Value::Object(line).to_string();
+    }
     line.insert("role".into(), Value::from(message.role.as_str()));
     // An assistant message that only calls tools is written as the OpenAI API writes it.
     let content =
@@ -247,19 +276,21 @@ mod tests {
             ),
             (r#"{"role": "user", "content": "x", "key": "k1", "pinned": true}"#, true, true),
             (r#"{"role": "user", "content": "x", "annotations": [], "audio": null}"#, true, true),
-            (r#"{"role": "user", "content": "x", "session": "s", "persona": "q", "id": "k1"}"#, true, false),
-            (r#"{"role": "user", "content": "x", "id": "k1", "key": "k2"}"#, false, false),
+            (r#"{"role": "user", "content": "x", "session": "s", "persona": "q", "id": "k1"}"#, true, true),
+            (r#"{"role": "user", "content": "x", "id": "k1", "key": "k2"}"#, false, true),
             (r#"{"role": "user", "role": "system", "content": "x"}"#, false, true),
-            (r#"{"role": "user", "content": "x", "sesion": "s"}"#, false, false),
+            (r#"{"role": "user", "content": "x", "sesion": "s"}"#, true, true),
             (
                 r#"{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}"#,
-                false,
-                false,
+                true,
+                true,
             ),
+            (r#"{"message": {"role": "user", "content": "x", "id": "m1"}, "id": "k1"}"#, true, false),
+            (r#"{"message": {"role": "user", "content": "x"}, "role": "user"}"#, false, false),
             (r#"{"role": "robot", "content": "x"}"#, false, false),
             (r#"{"role": "user"}"#, false, false),
             (r#"{"role": "user", "content": "x", "timestamp": "noon"}"#, false, false),
-            (r#"{"role": "user", "content": "x", "session": 7}"#, false, false),
+            (r#"{"role": "user", "content": "x", "session": 7}"#, false, true),
             (r#"["user", "x"]"#, false, false),
         ];
         for (input, line_reads, dict_reads) in cases {
@@ -285,8 +316,8 @@ mod tests {
         );
         let bare = parse_line(r#"{"role": "user", "content": "x"}"#, &options().with_session("t")).unwrap();
         assert_eq!((bare.session_key.as_str(), bare.persona.as_str()), ("t", "p"));
-        let lenient = ImportOptions { allow_unknown_keys: true, ..options() };
-        assert!(parse_line(r#"{"role": "user", "content": "x", "extra": 1}"#, &lenient).is_ok());
+        let kept = parse_line(r#"{"role": "user", "content": "x", "extra": 1}"#, &options()).unwrap();
+        assert_eq!(kept.message.body.as_deref(), Some(r#"{"role":"user","content":"x","extra":1}"#));
     }
 
     #[test]
@@ -312,6 +343,7 @@ mod tests {
                 token_count: 0,
                 pinned: true,
                 summary_id: None,
+                body: None,
             },
             created_at_seconds: seconds,
             external_id: Some("k-1".into()),
@@ -348,7 +380,12 @@ mod tests {
                 .prop_map(|s| json!(s)),
             Just(json!([{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}])),
         ];
-        let known: Vec<&str> = Incoming::KEYS.iter().chain(&LINE_KEYS).copied().collect();
+        let known: Vec<&str> =
+            ["role", "content", "name", "tool_calls", "tool_call_id", "timestamp", "key", "pinned"]
+                .iter()
+                .chain(&LINE_KEYS)
+                .copied()
+                .collect();
         let key = prop_oneof![prop::sample::select(known).prop_map(str::to_owned), "[a-z]{1,8}"];
         prop::collection::btree_map(key, value, 0..8)
             .prop_map(|map| Value::Object(map.into_iter().collect()).to_string())

@@ -210,6 +210,50 @@ impl Bad {
     }
 }
 
+/// The most bytes read from one input: an export larger than this is not a chat, and a pipe
+/// that never ends (or `/dev/zero` behind a FIFO) stops here instead of filling the memory.
+pub const MAX_INPUT_BYTES: u64 = 1 << 30;
+
+/// Reads all of `reader` as UTF-8 text, refusing more than [`MAX_INPUT_BYTES`].
+pub fn read_bounded(reader: impl std::io::Read, path: &Path) -> Result<String, ImportError> {
+    let io = |source| ImportError::Io { path: path.to_owned(), source };
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut reader.take(MAX_INPUT_BYTES + 1), &mut text).map_err(io)?;
+    if text.len() as u64 > MAX_INPUT_BYTES {
+        return Err(io(std::io::Error::other(format!(
+            "more than {} MiB: strata reads inputs up to that size",
+            MAX_INPUT_BYTES >> 20
+        ))));
+    }
+    Ok(text)
+}
+
+/// Refuses what is not a file to read once: a device (`/dev/zero` never ends), a socket, and,
+/// inside a directory, a FIFO (a read would wait for a writer forever). A FIFO named on the
+/// command line is read (`<(...)` in a shell is one), bounded by [`MAX_INPUT_BYTES`].
+pub fn check_file_type(path: &Path, in_directory: bool) -> Result<(), ImportError> {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = std::fs::metadata(path)
+        .map_err(|source| ImportError::Io { path: path.to_owned(), source })?
+        .file_type();
+    let refused = if kind.is_block_device() || kind.is_char_device() {
+        Some("a device")
+    } else if kind.is_socket() {
+        Some("a socket")
+    } else if kind.is_fifo() && in_directory {
+        Some("a FIFO (named pipe)")
+    } else {
+        None
+    };
+    match refused {
+        Some(what) => Err(ImportError::Io {
+            path: path.to_owned(),
+            source: std::io::Error::other(format!("{what}, not a file: strata reads regular files")),
+        }),
+        None => Ok(()),
+    }
+}
+
 /// Reads one file of `format` (`-` is standard input), or every file of a directory that the
 /// format takes (sorted by path, subdirectories included), into the messages to store, in order.
 pub fn read_file(
@@ -217,21 +261,23 @@ pub fn read_file(
     path: &Path,
     options: &ImportOptions,
 ) -> Result<Vec<IncomingMessage>, ImportError> {
-    let io = |source| ImportError::Io { path: path.to_owned(), source };
     if path.as_os_str() == "-" {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut text).map_err(io)?;
+        let text = read_bounded(std::io::stdin().lock(), path)?;
         return read_str(format, &text, path, options);
     }
     if path.is_dir() {
         let mut files = Vec::new();
         collect_files(format, path, &mut files)?;
         let mut messages = Vec::new();
+        for file in &files {
+            check_file_type(file, true)?;
+        }
         for file in files {
             messages.extend(read_one(format, &file, options)?);
         }
         return Ok(messages);
     }
+    check_file_type(path, false)?;
     read_one(format, path, options)
 }
 
@@ -240,8 +286,9 @@ fn read_one(
     path: &Path,
     options: &ImportOptions,
 ) -> Result<Vec<IncomingMessage>, ImportError> {
-    let text =
-        std::fs::read_to_string(path).map_err(|source| ImportError::Io { path: path.to_owned(), source })?;
+    let file =
+        std::fs::File::open(path).map_err(|source| ImportError::Io { path: path.to_owned(), source })?;
+    let text = read_bounded(file, path)?;
     read_str(format, &text, path, options)
 }
 
@@ -316,11 +363,13 @@ pub(crate) fn message(
 pub(crate) struct Collected<'a> {
     options: &'a ImportOptions,
     messages: Vec<IncomingMessage>,
+    /// The message each (session, id) was first given to.
+    ids: std::collections::HashMap<(String, String), usize>,
 }
 
 impl<'a> Collected<'a> {
     pub(crate) fn new(options: &'a ImportOptions) -> Collected<'a> {
-        Collected { options, messages: Vec::new() }
+        Collected { options, messages: Vec::new(), ids: std::collections::HashMap::new() }
     }
 
     /// Adds a message of the file's session `session` (unless the options impose one) under
@@ -331,10 +380,27 @@ impl<'a> Collected<'a> {
         id: String,
         mut message: strata_store::NewMessage,
     ) -> Result<(), Bad> {
-        message.external_id = Some(id);
+        message.external_id = Some(id.clone());
         message.validate().map_err(Bad::store)?;
+        // What the store would refuse for the whole file is refused here, where the reader
+        // names the line or item.
+        let session_key = self.options.session_or(|| session.to_owned());
+        strata_store::backend::validate_session_key(&session_key).map_err(Bad::store)?;
+        match self.ids.entry((session_key.clone(), id.clone())) {
+            std::collections::hash_map::Entry::Occupied(first) => {
+                let first = &self.messages[*first.get()].message;
+                if first.role != message.role || first.content != message.content {
+                    return Err(Bad::shape(format!(
+                        "the id {id:?} of session {session_key:?} already names another message"
+                    )));
+                }
+            }
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(self.messages.len());
+            }
+        }
         self.messages.push(IncomingMessage {
-            session_key: self.options.session_or(|| session.to_owned()),
+            session_key,
             persona: self.options.persona.clone(),
             message,
             line_digest: None,

@@ -31,6 +31,16 @@ pub(crate) fn read(
     path: &Path,
     options: &ImportOptions,
 ) -> Result<Vec<IncomingMessage>, ImportError> {
+    // Another format, a binary file or a cut one was read as an empty export (issue 42 #14):
+    // what is not OpenCode's transcript is refused, naming what was expected.
+    let not_opencode = |reason: &str| ImportError::Item {
+        path: path.to_owned(),
+        at: "the file".to_owned(),
+        source: Bad::shape(format!("{reason}: expected OpenCode's Markdown export (its /export transcript)")),
+    };
+    if text.contains('\0') {
+        return Err(not_opencode("it holds NUL bytes"));
+    }
     let lines: Vec<&str> = text.lines().collect();
     let blocks = blocks(&lines);
     let mut session = stem(path);
@@ -113,6 +123,18 @@ pub(crate) fn read(
             }
         }
         flush(&mut text, &mut calls, &mut results, &mut collected, &mut next_id).map_err(error)?;
+    }
+    if !saw_message {
+        return Err(not_opencode("no \"## User\" or \"## Assistant\" message"));
+    }
+    // Every message block is closed by `---`: a file ending inside one was cut short.
+    if lines.iter().rev().find(|line| !line.trim().is_empty()).is_none_or(|last| last.trim() != "---") {
+        let first_line = blocks.last().map_or(1, |block| block.first_line);
+        return Err(ImportError::Line {
+            path: path.to_owned(),
+            line: first_line,
+            source: Bad::shape("this last message is not closed by \"---\": the file is cut short"),
+        });
     }
     Ok(collected.finish())
 }

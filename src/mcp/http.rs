@@ -10,20 +10,26 @@
 //! defaults apply (`strata mcp --http ... --session S --persona P`); with neither, the call is
 //! refused.
 //!
-//! Bound to a loopback address the server is reachable from this machine only, and rmcp
-//! refuses requests whose `Host` is not a loopback name (DNS rebinding). Bound to any other
-//! address it requires a bearer token ([`HttpOptions::token`]), checked on every request before
-//! rmcp sees it: without one [`serve_http`] refuses to start.
+//! The server is a boundary: every request carries a bearer token ([`HttpOptions::token`],
+//! `strata mcp` makes a per-run one when none is given), checked before anything else; the
+//! `Host` must be a loopback name or the bound address, and an `Origin`, when sent, one of
+//! them (DNS rebinding, as the MCP transport requires; beyond loopback the token alone guards,
+//! the names being unknown); a connection has [`HEADER_TIMEOUT`] to send its headers and a
+//! request [`BODY_TIMEOUT`] and [`MAX_BODY_BYTES`] for its body, and at most
+//! [`MAX_CONNECTIONS`] are served at once, so idle half-requests cannot hold every descriptor.
+//! A body that is not JSON-RPC is answered with JSON-RPC's own codes (-32700, -32600, and
+//! -32602 for `tools/call` params that are not a name and an arguments object).
 
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ListToolsResult, PaginatedRequestParams, ServerConfig, Tool,
 };
@@ -42,11 +48,20 @@ pub const SESSION_HEADER: &str = "strata-session";
 /// The header naming the persona of an MCP session.
 pub const PERSONA_HEADER: &str = "strata-persona";
 
+/// How long a connection may take to send a request's headers (an idle half-request is closed).
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a request may take to send its body.
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
+/// The largest request body read (a tool call's arguments are small; rmcp's own cap is 4 MiB).
+pub const MAX_BODY_BYTES: usize = 1 << 20;
+/// Connections served at once; more are closed as they come, so a flood of idle connections
+/// cannot take every file descriptor of the process.
+pub const MAX_CONNECTIONS: usize = 512;
+
 /// How the HTTP server serves.
 #[derive(Clone, Debug, Default)]
 pub struct HttpOptions {
-    /// The bearer token every request must carry (`Authorization: Bearer <token>`); required
-    /// when the listener is not on a loopback address.
+    /// The bearer token every request must carry (`Authorization: Bearer <token>`); required.
     pub token: Option<String>,
     /// The session of an MCP session that sends no [`SESSION_HEADER`].
     pub default_session: Option<String>,
@@ -65,22 +80,32 @@ pub async fn serve_http(
 ) -> Result<(), McpError> {
     let addr = listener.local_addr().map_err(McpError::Listen)?;
     let loopback = addr.ip().is_loopback();
-    if !loopback && options.token.as_deref().is_none_or(str::is_empty) {
+    let Some(token) = options.token.clone().filter(|token| !token.is_empty()).map(Arc::<str>::from) else {
         return Err(McpError::TokenRequired { addr });
-    }
-    let mut config = StreamableHttpServerConfig::default().with_cancellation_token(shutdown.child_token());
-    if !loopback {
+    };
+    let mut config = StreamableHttpServerConfig::default()
+        .with_cancellation_token(shutdown.child_token())
+        .with_max_request_body_bytes(MAX_BODY_BYTES)
+        .with_allowed_origins(allowed_origins(addr))
+        .enforce_origin_validation();
+    config = if loopback {
+        // The names this server answers to on this machine, the bound address among them
+        // (127.0.0.2 is loopback too, and rmcp's defaults do not name it).
+        let mut hosts = vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned()];
+        hosts.push(addr.ip().to_string());
+        config.with_allowed_hosts(hosts)
+    } else {
         // Reached by other hosts under names this server cannot know; the token guards it.
-        config = config.disable_allowed_hosts();
-    }
+        config.disable_allowed_hosts()
+    };
     let shared = Arc::new(Shared { engine, options: options.clone(), tools: Tools::new() });
     let service = StreamableHttpService::new(
         move || Ok(HttpHandler { shared: shared.clone(), sessions: Arc::default() }),
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    let token: Option<Arc<str>> = options.token.filter(|token| !token.is_empty()).map(Arc::from);
-    tracing::info!(%addr, auth = token.is_some(), "serving MCP over HTTP");
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    tracing::info!(%addr, "serving MCP over HTTP");
     loop {
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -95,24 +120,32 @@ pub async fn serve_http(
             },
             () = shutdown.cancelled() => return Ok(()),
         };
+        // Closed at once when every slot is taken: its descriptor is freed, and the clients
+        // already served go on.
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            tracing::warn!(%peer, limit = MAX_CONNECTIONS, "too many MCP connections: closing this one");
+            drop(stream);
+            continue;
+        };
         let service = service.clone();
         let token = token.clone();
         let connection_closed = shutdown.child_token();
         tokio::spawn(async move {
+            let _slot = slot;
             let handler = hyper::service::service_fn(move |request: Request<Incoming>| {
-                let mut service = service.clone();
+                let service = service.clone();
                 let token = token.clone();
                 async move {
-                    if let Some(token) = &token
-                        && !authorized(&request, token)
-                    {
+                    if !authorized(&request, &token) {
                         return Ok::<_, Infallible>(unauthorized());
                     }
-                    service.call(request).await
+                    answer(service, request).await
                 }
             });
-            let connection =
-                hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), handler);
+            let connection = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADER_TIMEOUT)
+                .serve_connection(TokioIo::new(stream), handler);
             tokio::select! {
                 served = connection => if let Err(error) = served {
                     tracing::debug!(%peer, %error, "MCP connection ended");
@@ -121,6 +154,138 @@ pub async fn serve_http(
             }
         });
     }
+}
+
+type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
+type Mcp = StreamableHttpService<HttpHandler, LocalSessionManager>;
+
+/// The origins a browser page on this machine has when it may talk to the server: the
+/// loopback names and the bound address, on its port.
+fn allowed_origins(addr: std::net::SocketAddr) -> Vec<String> {
+    let port = addr.port();
+    let bound = match addr.ip() {
+        std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+        ip => ip.to_string(),
+    };
+    ["localhost".to_owned(), "127.0.0.1".to_owned(), "[::1]".to_owned(), bound]
+        .iter()
+        .flat_map(|host| [format!("http://{host}:{port}"), format!("https://{host}:{port}")])
+        .collect()
+}
+
+/// Reads a POST's body within [`BODY_TIMEOUT`] and [`MAX_BODY_BYTES`], answers one that is not
+/// JSON-RPC with JSON-RPC's error codes, and hands the rest to rmcp.
+async fn answer(mut service: Mcp, request: Request<Incoming>) -> Result<Response<Body>, Infallible> {
+    if request.method() != hyper::Method::POST {
+        return service.call(request).await;
+    }
+    let announced = request
+        .headers()
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.trim().parse::<u64>().ok());
+    if announced.is_some_and(|length| length > MAX_BODY_BYTES as u64) {
+        return Ok(plain(StatusCode::PAYLOAD_TOO_LARGE, "the request body is larger than 1 MiB\n"));
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = match tokio::time::timeout(BODY_TIMEOUT, Limited::new(body, MAX_BODY_BYTES).collect()).await {
+        Err(_) => return Ok(plain(StatusCode::REQUEST_TIMEOUT, "the request body did not arrive in time\n")),
+        Ok(Err(error)) if error.is::<http_body_util::LengthLimitError>() => {
+            return Ok(plain(StatusCode::PAYLOAD_TOO_LARGE, "the request body is larger than 1 MiB\n"));
+        }
+        Ok(Err(error)) => {
+            tracing::debug!(%error, "an MCP request body could not be read");
+            return Ok(plain(StatusCode::BAD_REQUEST, "the request body could not be read\n"));
+        }
+        Ok(Ok(collected)) => collected.to_bytes(),
+    };
+    if let Some(refusal) = not_json_rpc(&bytes) {
+        return Ok(refusal);
+    }
+    service.call(Request::from_parts(parts, Full::new(bytes))).await
+}
+
+/// The JSON-RPC error answering a body that is not a well-formed request, or `None`: -32700
+/// for text that is not JSON, -32600 for JSON that is not a JSON-RPC 2.0 message, -32602 for a
+/// `tools/call` whose params are not a tool name and an arguments object (rmcp would answer
+/// those as an unknown method).
+fn not_json_rpc(body: &[u8]) -> Option<Response<Body>> {
+    use serde_json::Value;
+    let message: Value = match serde_json::from_slice(body) {
+        Ok(message) => message,
+        Err(error) => {
+            return Some(rpc_error(
+                StatusCode::BAD_REQUEST,
+                Value::Null,
+                -32700,
+                &format!("parse error: {error}"),
+            ));
+        }
+    };
+    let Value::Object(object) = &message else {
+        if message.is_array() {
+            return None;
+        }
+        return Some(rpc_error(
+            StatusCode::BAD_REQUEST,
+            Value::Null,
+            -32600,
+            "invalid request: not a JSON-RPC object",
+        ));
+    };
+    let id = object.get("id").cloned().unwrap_or(Value::Null);
+    if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Some(rpc_error(
+            StatusCode::BAD_REQUEST,
+            id,
+            -32600,
+            "invalid request: \"jsonrpc\" must be \"2.0\"",
+        ));
+    }
+    let is_response = object.contains_key("result") || object.contains_key("error");
+    let method = object.get("method");
+    if !is_response && !method.is_some_and(Value::is_string) {
+        return Some(rpc_error(
+            StatusCode::BAD_REQUEST,
+            id,
+            -32600,
+            "invalid request: \"method\" must be a string",
+        ));
+    }
+    if method.and_then(Value::as_str) == Some("tools/call") {
+        let params = object.get("params");
+        let well_formed = params.and_then(Value::as_object).is_some_and(|params| {
+            params.get("name").is_some_and(Value::is_string)
+                && params
+                    .get("arguments")
+                    .is_none_or(|arguments| arguments.is_object() || arguments.is_null())
+        });
+        if !well_formed {
+            return Some(rpc_error(
+                StatusCode::OK,
+                id,
+                -32602,
+                "invalid params: tools/call takes {\"name\": string, \"arguments\": object}",
+            ));
+        }
+    }
+    None
+}
+
+fn rpc_error(status: StatusCode, id: serde_json::Value, code: i64, message: &str) -> Response<Body> {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
+    let mut response = Response::new(Full::new(Bytes::from(body.to_string())).boxed());
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));
+    response
+}
+
+fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed());
+    *response.status_mut() = status;
+    response
 }
 
 /// Whether the request carries the bearer token (compared in constant time).
@@ -137,7 +302,7 @@ fn authorized(request: &Request<Incoming>, token: &str) -> bool {
     given.len() == token.len() && given.iter().zip(token).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
 }
 
-fn unauthorized() -> Response<http_body_util::combinators::BoxBody<Bytes, Infallible>> {
+fn unauthorized() -> Response<Body> {
     let mut response = Response::new(Full::new(Bytes::from_static(b"a bearer token is required\n")).boxed());
     *response.status_mut() = StatusCode::UNAUTHORIZED;
     response

@@ -148,6 +148,20 @@ pub struct AssembledContext {
     /// What the recalled block of the latest request holds; `None` when no search was asked
     /// for (proactive recall off, or no user request).
     pub recalled: Option<RecalledBlock>,
+    /// One per message: the stored message as its caller sent it, where it has a body
+    /// ([`strata_store::Message::body`]), for rendering the context in another format.
+    #[serde(skip)]
+    pub originals: Vec<Option<Original>>,
+}
+
+/// A context message's stored body, and whether the context shows its text as stored or
+/// changed (the injection around the latest request, a stub).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Original {
+    /// The message as the caller sent it (JSON text).
+    pub body: String,
+    /// Whether the context message's text is not the stored text.
+    pub text_changed: bool,
 }
 
 impl AssembledContext {
@@ -307,6 +321,11 @@ fn memories_within(memories: Vec<Memory>, budget: u32, counter: &TokenCounter) -
 /// OpenAI accepts `null` or `""`, but llama.cpp's server answers `null` with HTTP 500 and then
 /// fails every later request of the session, so the one form every server takes is sent.
 fn wire(message: &Message, content: &str) -> Value {
+    if content == message.content
+        && let Some(value) = message.body.as_deref().and_then(|body| as_sent(message, body))
+    {
+        return value;
+    }
     let mut value = json!({ "role": message.role.as_str() });
     value["content"] = Value::String(content.to_owned());
     if let Some(name) = &message.name {
@@ -321,9 +340,46 @@ fn wire(message: &Message, content: &str) -> Value {
     value
 }
 
+/// An OpenAI-format message with a body, as its provider takes it back: the body less the
+/// reply's own fields, with reasoning by DeepSeek's rule (`reasoning_content` goes back beside
+/// tool calls; other reasoning stays out). A body of another format is sent as its columns
+/// here; `strata_wire::render` says it in that format.
+fn as_sent(message: &Message, body: &str) -> Option<Value> {
+    let Ok(Value::Object(object)) = serde_json::from_str::<Value>(body) else { return None };
+    if strata_wire::Format::detect(&object) != strata_wire::Format::OpenAi {
+        return None;
+    }
+    let turn = strata_wire::Turn::read(strata_wire::Format::OpenAi, &object).ok()?;
+    let rendered = strata_wire::render::message(
+        &turn,
+        strata_wire::Format::OpenAi,
+        &strata_wire::RenderOptions::default(),
+    );
+    // A message this context cannot show as one (it never is, for the OpenAI format) falls back.
+    match rendered.as_slice() {
+        [one] if message.role != Role::Tool || one["role"] == "tool" => Some(one.clone()),
+        _ => None,
+    }
+}
+
 /// What a tool call whose result was never stored is answered with in the context.
-pub(crate) const MISSING_RESULT: &str =
-    "[no result was stored for this tool call: the process stopped before it finished]";
+pub(crate) const MISSING_RESULT: &str = strata_wire::MISSING_RESULT;
+
+/// The calls a stored message answers: its `tool_call_id`, and for a body holding several
+/// (an Anthropic user message of tool results) every one.
+fn result_ids(message: &Message) -> Vec<String> {
+    let from_body = message
+        .body
+        .as_deref()
+        .filter(|_| message.role == Role::Tool)
+        .and_then(|body| serde_json::from_str::<Value>(body).ok())
+        .and_then(|value| {
+            let object = value.as_object()?;
+            let turn = strata_wire::Turn::read(strata_wire::Format::detect(object), object).ok()?;
+            Some(turn.result_ids().map(str::to_owned).collect::<Vec<_>>())
+        });
+    from_body.unwrap_or_else(|| message.tool_call_id.iter().cloned().collect())
+}
 
 /// The messages with every tool call answered. A call whose result was never stored (the
 /// process died between storing the call and its result) gets a placeholder result right
@@ -339,9 +395,9 @@ fn answer_every_call(messages: &[Message], counter: &TokenCounter) -> Vec<Messag
     // The calls of the latest assistant message with calls, in order, and the ids of the
     // results seen since.
     let mut unanswered: Vec<(&str, &Message)> = Vec::new();
-    let mut answered: HashSet<&str> = HashSet::new();
+    let mut answered: HashSet<String> = HashSet::new();
     let answer =
-        |unanswered: &mut Vec<(&str, &Message)>, answered: &mut HashSet<&str>, out: &mut Vec<Message>| {
+        |unanswered: &mut Vec<(&str, &Message)>, answered: &mut HashSet<String>, out: &mut Vec<Message>| {
             for (id, call) in unanswered.drain(..) {
                 if answered.contains(id) {
                     continue;
@@ -359,15 +415,19 @@ fn answer_every_call(messages: &[Message], counter: &TokenCounter) -> Vec<Messag
                     token_count: counter.message(MISSING_RESULT, None, Some(id), None),
                     pinned: call.pinned,
                     summary_id: call.summary_id,
+                    body: None,
                 });
             }
             answered.clear();
         };
     for message in messages {
-        match (&message.role, &message.tool_call_id) {
-            (Role::Tool, Some(id)) => {
-                answered.insert(id.as_str());
-            }
+        // The items of one Responses reply (a call each) make one run of calls until a
+        // result comes.
+        let more_calls =
+            message.role == Role::Assistant && message.tool_calls.is_some() && answered.is_empty();
+        match &message.role {
+            Role::Tool => answered.extend(result_ids(message)),
+            _ if more_calls => {}
             _ => answer(&mut unanswered, &mut answered, &mut out),
         }
         out.push(message.clone());
@@ -397,6 +457,7 @@ fn stub(message: &Message, tokens: u32, names: Option<&ToolNames>) -> String {
 struct Slot {
     value: Value,
     entry: ContextEntry,
+    original: Option<Original>,
 }
 
 impl Slot {
@@ -423,6 +484,10 @@ impl Slot {
                 tokens,
                 abridged,
             },
+            original: message
+                .body
+                .clone()
+                .map(|body| Original { body, text_changed: abridged || content != message.content }),
         }
     }
 
@@ -431,6 +496,7 @@ impl Slot {
         Slot {
             value: json!({ "role": role.as_str(), "content": content }),
             entry: ContextEntry { part, message_id: None, seq: None, tokens, abridged: part == Part::Buffer },
+            original: None,
         }
     }
 }
@@ -649,6 +715,7 @@ fn unstored(session: SessionId, seq: i64, new: NewMessage) -> Message {
         token_count: new.token_count,
         pinned: new.pinned,
         summary_id: None,
+        body: new.body,
     }
 }
 
@@ -759,6 +826,7 @@ pub(crate) fn assemble(
     }
     let stubbed_messages =
         joined.slots.iter().filter(|s| s.entry.abridged && s.entry.message_id.is_some()).count() as u32;
+    let originals: Vec<Option<Original>> = joined.slots.iter().map(|slot| slot.original.clone()).collect();
     let (messages, mut entries): (Vec<Value>, Vec<ContextEntry>) =
         joined.slots.into_iter().map(|slot| (slot.value, slot.entry)).unzip();
     // The request of a dry run is not stored: it has no id.
@@ -791,6 +859,7 @@ pub(crate) fn assemble(
         elided_messages: joined.elided_messages,
         stubbed_messages,
         recalled: block,
+        originals,
     })
 }
 

@@ -271,12 +271,16 @@ impl CompactorConfig {
     }
 
     /// Refuses a message larger than [`CompactorConfig::max_message_bytes`], before anything
-    /// counts or stores it.
+    /// counts or stores it: the whole message as sent (its body, media bytes included), or
+    /// its columns when it has no body.
     pub fn check_message_size(&self, message: &strata_store::NewMessage) -> Result<()> {
-        let bytes = message.content.len()
-            + message.tool_calls.as_ref().map_or(0, |calls| calls.to_string().len())
-            + message.name.as_ref().map_or(0, String::len)
-            + message.tool_call_id.as_ref().map_or(0, String::len);
+        let columns = || {
+            message.content.len()
+                + message.tool_calls.as_ref().map_or(0, |calls| calls.to_string().len())
+                + message.name.as_ref().map_or(0, String::len)
+                + message.tool_call_id.as_ref().map_or(0, String::len)
+        };
+        let bytes = message.body.as_ref().map_or_else(columns, String::len);
         if bytes > self.max_message_bytes as usize {
             return Err(Error::MessageTooLarge { bytes: bytes as u64, limit: self.max_message_bytes });
         }

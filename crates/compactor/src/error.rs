@@ -62,7 +62,8 @@ pub enum Error {
          (STRATA_COMPACTOR_MAX_MESSAGE_BYTES); store a large output as a file and send its path, or raise the setting"
     )]
     MessageTooLarge {
-        /// Bytes of its content, tool calls, name and call id.
+        /// Bytes of the message as sent (its body), or of its content, tool calls, name and
+        /// call id.
         bytes: u64,
         /// The setting.
         limit: u32,

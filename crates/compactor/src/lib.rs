@@ -65,7 +65,7 @@ mod tokens;
 mod tool_names;
 mod tree;
 
-pub use crate::assemble::{AssembledContext, Assembler, AssemblyOptions};
+pub use crate::assemble::{AssembledContext, Assembler, AssemblyOptions, Original};
 pub use crate::bulk::Compaction;
 pub use crate::capped::CappedSummarizer;
 pub use crate::compactor::{BeforeAssembly, Compactor, Outcome, Refusal, Resummarized};

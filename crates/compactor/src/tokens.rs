@@ -87,6 +87,11 @@ impl std::str::FromStr for Encoding {
     }
 }
 
+/// What an image, audio clip or file costs, estimated: providers count it from its pixels or
+/// seconds, which strata does not decode. OpenAI's price of a 1024x1024 image in high detail
+/// (85 + 4 tiles of 170); Anthropic's is about (width x height) / 750, 1,398 at that size.
+pub const MEDIA_TOKENS: u32 = 765;
+
 /// Counts tokens exactly as the model's tokenizer would. Cheap to clone; every counter of an
 /// encoding shares what it remembers.
 #[derive(Clone)]
@@ -274,7 +279,20 @@ impl TokenCounter {
             message.tool_calls.as_ref(),
             message.tool_call_id.as_deref(),
             message.name.as_deref(),
-        );
+        ) + message.body.as_deref().map_or(0, |body| self.body_extra(body));
+    }
+
+    /// What a message's body sends beyond its columns: the reasoning some provider's rule
+    /// sends back ([`strata_wire::text::reasoning_sent`]), counted whenever it may be sent so
+    /// that a budget never comes up short, and [`MEDIA_TOKENS`] per image, clip or file.
+    fn body_extra(&self, body: &str) -> u32 {
+        let Ok(serde_json::Value::Object(object)) = serde_json::from_str(body) else { return 0 };
+        let Ok(turn) = strata_wire::Turn::read(strata_wire::Format::detect(&object), &object) else {
+            return 0;
+        };
+        let reasoning = strata_wire::text::reasoning_sent(&turn);
+        let reasoning = if reasoning.is_empty() { 0 } else { self.text(&reasoning) };
+        reasoning + MEDIA_TOKENS * strata_wire::text::media_count(&turn)
     }
 
     /// [`TokenCounter::count_new`] for many messages, on every core: tokenizing is most of an

@@ -27,11 +27,12 @@ fn rows_check(tx: &mut Tx<'_>, name: &'static str, sql: &str) -> Result<Check, E
         name,
         problems: rows.len() as u64,
         details: rows.iter().take(MAX_LISTED).map(|row| row.get(0)).collect(),
+        skipped: None,
     })
 }
 
 fn schema_check(tx: &mut Tx<'_>) -> Result<Check, Error> {
-    let mut check = Check { name: "the schema is strata's", problems: 0, details: Vec::new() };
+    let mut check = Check { name: "the schema is strata's", problems: 0, details: Vec::new(), skipped: None };
     let version: Option<i64> =
         tx.query_one("SELECT max(version) FROM strata_schema", &[]).map_err(pg)?.get(0);
     if version != Some(SCHEMA_VERSION) {

@@ -400,6 +400,7 @@ impl Columns {
             token_count: message.token_count,
             pinned: message.pinned,
             external_id: stored.external_id.clone(),
+            body: message.body.clone(),
         };
         self.messages.push(new, message.seq);
     }
@@ -408,14 +409,14 @@ impl Columns {
         let m = &self.messages;
         tx.execute(
             "INSERT INTO messages(id, session_id, persona, seq, role, content, tool_calls, tool_call_id, name,
-                                  created_at, token_count, pinned, summary_id, external_id, folded)
+                                  created_at, token_count, pinned, summary_id, external_id, folded, body)
              SELECT v.id, v.session_id, s.persona, v.seq, v.role, v.content, v.tool_calls, v.tool_call_id, v.name,
-                    v.created_at, v.token_count, v.pinned, v.summary_id, v.external_id, v.folded
+                    v.created_at, v.token_count, v.pinned, v.summary_id, v.external_id, v.folded, v.body
              FROM unnest($1::BIGINT[], $2::BIGINT[], $3::BIGINT[], $4::TEXT[], $5::TEXT[], $6::JSONB[], $7::TEXT[],
                          $8::TEXT[], $9::FLOAT8[], $10::INTEGER[], $11::BOOLEAN[], $12::BIGINT[], $13::TEXT[],
-                         $14::TEXT[])
+                         $14::TEXT[], $15::TEXT[])
                   AS v(id, session_id, seq, role, content, tool_calls, tool_call_id, name, created_at, token_count,
-                       pinned, summary_id, external_id, folded)
+                       pinned, summary_id, external_id, folded, body)
              JOIN sessions s ON s.id = v.session_id
              ON CONFLICT (id) DO NOTHING",
             &[
@@ -433,6 +434,7 @@ impl Columns {
                 &self.summary,
                 &m.external_id,
                 &m.folded,
+                &m.body,
             ],
         )
         .map_err(pg)?;

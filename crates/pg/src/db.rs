@@ -158,8 +158,11 @@ impl r2d2::ManageConnection for Manager {
 }
 
 /// The migrations, in order: file `NNNN_*.sql` is schema version NNNN.
-const MIGRATIONS: &[&str] =
-    &[include_str!("../schema/0001_init.sql"), include_str!("../schema/0002_engine.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../schema/0001_init.sql"),
+    include_str!("../schema/0002_engine.sql"),
+    include_str!("../schema/0003_message_body.sql"),
+];
 
 /// The newest schema this build writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -276,10 +276,10 @@ impl Backend for PgStore {
                 let returned = tx
                     .query(
                         "INSERT INTO messages(session_id, persona, seq, role, content, tool_calls, tool_call_id,
-                                              name, created_at, token_count, pinned, external_id, folded)
+                                              name, created_at, token_count, pinned, external_id, folded, body)
                          SELECT $1, $2, * FROM unnest($3::BIGINT[], $4::TEXT[], $5::TEXT[], $6::JSONB[],
                                                       $7::TEXT[], $8::TEXT[], $9::FLOAT8[], $10::INTEGER[],
-                                                      $11::BOOLEAN[], $12::TEXT[], $13::TEXT[])
+                                                      $11::BOOLEAN[], $12::TEXT[], $13::TEXT[], $14::TEXT[])
                          RETURNING id, seq",
                         &[
                             &session.0,
@@ -295,6 +295,7 @@ impl Backend for PgStore {
                             &rows.pinned,
                             &rows.external_id,
                             &rows.folded,
+                            &rows.body,
                         ],
                     )
                     .map_err(pg)?;

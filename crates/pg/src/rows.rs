@@ -36,7 +36,7 @@ pub(crate) fn session(row: &Row) -> Session {
 }
 
 pub(crate) const MESSAGE: &str = "id, session_id, seq, role, content, tool_calls, tool_call_id, name, \
-                                  created_at, token_count, pinned, summary_id";
+                                  created_at, token_count, pinned, summary_id, body";
 
 pub(crate) fn message(row: &Row) -> Message {
     Message {
@@ -53,6 +53,7 @@ pub(crate) fn message(row: &Row) -> Message {
         token_count: row.get::<_, i32>(9) as u32,
         pinned: row.get(10),
         summary_id: row.get::<_, Option<i64>>(11).map(NodeId),
+        body: row.get(12),
     }
 }
 
@@ -133,6 +134,8 @@ pub(crate) struct MessageColumns {
     pub token_count: Vec<i32>,
     pub pinned: Vec<bool>,
     pub external_id: Vec<Option<String>>,
+    /// The message as sent, when the columns do not say all of it (TEXT: kept byte for byte).
+    pub body: Vec<Option<String>>,
     /// The text folded as `memory_grep` matches it (`strata_store::backend::fold`).
     pub folded: Vec<String>,
 }
@@ -151,6 +154,7 @@ impl MessageColumns {
             token_count,
             pinned,
             external_id,
+            body,
         } = message;
         self.seq.push(seq);
         self.role.push(role.as_str());
@@ -163,6 +167,7 @@ impl MessageColumns {
         self.token_count.push(token_count as i32);
         self.pinned.push(pinned);
         self.external_id.push(external_id);
+        self.body.push(body);
     }
 
     pub fn len(&self) -> usize {

@@ -27,6 +27,10 @@ pub struct Check {
     pub problems: u64,
     /// The first problems, in words.
     pub details: Vec<String>,
+    /// Why the check could not run this time, when it could not (not a problem of the file:
+    /// another process writing, a full disk).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
 }
 
 /// What `strata doctor` found.
@@ -75,7 +79,7 @@ pub const FOREST_CHECKS: [(&str, &str); 3] = [
 fn rows_check(conn: &Connection, name: &'static str, sql: &str) -> Result<Check> {
     let mut statement = conn.prepare(sql)?;
     let mut rows = statement.query([])?;
-    let mut check = Check { name, problems: 0, details: Vec::new() };
+    let mut check = Check { name, problems: 0, details: Vec::new(), skipped: None };
     while let Some(row) = rows.next()? {
         check.problems += 1;
         if check.details.len() < MAX_LISTED {
@@ -119,6 +123,7 @@ pub(crate) fn sqlite_check(conn: &Connection, full: bool) -> Result<Check> {
         name: if full { "sqlite integrity_check" } else { "sqlite quick_check" },
         problems: problems.len() as u64,
         details: problems.into_iter().take(MAX_LISTED).collect(),
+        skipped: None,
     })
 }
 
@@ -133,7 +138,7 @@ const VECTOR_TABLES: [&str; 3] = ["messages_vec", "summaries_vec", "memories_vec
 fn schema_check(conn: &Connection) -> Result<Check> {
     let expected = crate::migrate::expected_schema()?;
     let found = crate::migrate::schema_objects(conn)?;
-    let mut check = Check { name: "the schema is strata's", problems: 0, details: Vec::new() };
+    let mut check = Check { name: "the schema is strata's", problems: 0, details: Vec::new(), skipped: None };
     let mut problem = |text: String| {
         check.problems += 1;
         if check.details.len() < MAX_LISTED {
@@ -160,9 +165,35 @@ fn schema_check(conn: &Connection) -> Result<Check> {
     Ok(check)
 }
 
+/// The FTS5 `integrity-check` of every full-text table, inside a savepoint rolled back. It
+/// needs the write lock (the check is spelled as an INSERT, and rows not indexed yet are
+/// indexed first) and a little room on the disk: when another process holds the lock past
+/// the busy timeout, or the disk is full, the check is skipped and says why, since neither is
+/// damage of the file.
 fn fts_check(conn: &Connection) -> Result<Check> {
-    let mut check = Check { name: "full-text indexes match their tables", problems: 0, details: Vec::new() };
+    const NAME: &str = "full-text indexes match their tables";
     conn.execute_batch("SAVEPOINT fts_check")?;
+    let checked = fts_check_in_savepoint(conn, NAME);
+    conn.execute_batch("ROLLBACK TO fts_check; RELEASE fts_check")?;
+    match checked {
+        Err(Error::Busy(_)) => Ok(Check {
+            name: NAME,
+            problems: 0,
+            details: Vec::new(),
+            skipped: Some("another process holds the write lock; run doctor again when it is done".into()),
+        }),
+        Err(Error::DiskFull(_)) => Ok(Check {
+            name: NAME,
+            problems: 0,
+            details: Vec::new(),
+            skipped: Some("the disk is full; free some space and run doctor again".into()),
+        }),
+        other => other,
+    }
+}
+
+fn fts_check_in_savepoint(conn: &Connection, name: &'static str) -> Result<Check> {
+    let mut check = Check { name, problems: 0, details: Vec::new(), skipped: None };
     // Rows not indexed yet (schemas 8 and 10) are indexed inside the savepoint, so the check
     // compares whole tables and doctor still writes nothing.
     for deferred in Deferred::ALL {
@@ -188,11 +219,14 @@ fn fts_check(conn: &Connection) -> Result<Check> {
         if let Err(error) =
             conn.execute(&format!("INSERT INTO {table}({table}) VALUES ('integrity-check')"), [])
         {
+            let error = Error::from(error);
+            if matches!(error, Error::Busy(_) | Error::DiskFull(_)) {
+                return Err(error);
+            }
             check.problems += 1;
             check.details.push(format!("{table}: {error}"));
         }
     }
-    conn.execute_batch("ROLLBACK TO fts_check; RELEASE fts_check")?;
     Ok(check)
 }
 

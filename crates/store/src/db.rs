@@ -102,9 +102,18 @@ pub(crate) fn open_connection(path: &Path, busy_timeout: Duration, access: Acces
     if existing {
         probe(path, busy_timeout)?;
     }
+    let wal_had_frames = wal_has_frames(path);
     let conn = Connection::open_with_flags(path, FLAGS)
         .map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
     init_connection(&conn, busy_timeout)?;
+    // This connection only decides on the file; closed as the last one, SQLite would
+    // checkpoint a `-wal` left by a crash into the file and delete it, which for a damaged one
+    // destroys the bytes of the commits it lost before the user chose what to do (a reader,
+    // `doctor`, or a writer about to refuse the file would write so). Without such a `-wal`
+    // the close only removes the empty `-wal` and `-shm` it made.
+    if wal_had_frames {
+        keep_wal_at_close(&conn)?;
+    }
     if existing && access == Access::Write {
         let check = crate::check::sqlite_check(&conn, false)?;
         if check.problems > 0 {
@@ -115,15 +124,29 @@ pub(crate) fn open_connection(path: &Path, busy_timeout: Duration, access: Acces
         }
     }
     // WAL is a property of the file, so setting it once is enough; it lets readers run while a
-    // writer commits. The pragma answers with the mode now in force.
+    // writer commits. The pragma answers with the mode now in force. Only a writer sets it: a
+    // read leaves the file as it found it.
     let mode: String = conn.query_row("PRAGMA journal_mode", [], |row| row.get(0))?;
-    if !mode.eq_ignore_ascii_case("wal") {
+    if access == Access::Write && !mode.eq_ignore_ascii_case("wal") {
         let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
         if !mode.eq_ignore_ascii_case("wal") {
             tracing::warn!(%mode, "database could not switch to WAL");
         }
     }
     Ok(conn)
+}
+
+/// Whether `path` has a `-wal` beside it holding frames (more than its 32-byte header).
+fn wal_has_frames(path: &Path) -> bool {
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    std::fs::metadata(&wal).is_ok_and(|metadata| metadata.len() > 32)
+}
+
+/// Tells SQLite not to checkpoint the WAL when `conn` closes as the file's last connection.
+fn keep_wal_at_close(conn: &Connection) -> rusqlite::Result<()> {
+    conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
+    Ok(())
 }
 
 /// strata's `PRAGMA application_id` ("STRA"), set by schema 3.
@@ -233,9 +256,16 @@ pub(crate) fn pool(path: &Path, busy_timeout: Duration, access: Access) -> Resul
         Access::Write | Access::Inspect => FLAGS,
         Access::Read => READ_ONLY_FLAGS,
     };
-    let manager = SqliteConnectionManager::file(path)
-        .with_flags(flags)
-        .with_init(move |conn| init_connection(conn, busy_timeout));
+    let keep_wal = access == Access::Inspect && wal_has_frames(path);
+    let manager = SqliteConnectionManager::file(path).with_flags(flags).with_init(move |conn| {
+        init_connection(conn, busy_timeout)?;
+        // `doctor`'s connections may write (a savepoint it rolls back) and so would checkpoint
+        // at close: a read leaves the WAL as it found it (see `open_connection`).
+        if keep_wal {
+            keep_wal_at_close(conn)?;
+        }
+        Ok(())
+    });
     Ok(r2d2::Pool::builder()
         .max_size(16)
         .min_idle(Some(0))

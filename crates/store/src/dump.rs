@@ -99,7 +99,7 @@ impl Dump<'_> {
                 Message::COLUMNS
             );
             query_all(conn, &sql, params![after, limit as i64], |row| {
-                Ok(StoredMessage { message: Message::from_row(row)?, external_id: row.get(12)? })
+                Ok(StoredMessage { message: Message::from_row(row)?, external_id: row.get(13)? })
             })
         })
     }

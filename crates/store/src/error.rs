@@ -55,6 +55,9 @@ pub enum Error {
     /// Another writer held the database lock for longer than the busy timeout.
     #[error("database is locked by another writer (gave up after the busy timeout)")]
     Busy(#[source] rusqlite::Error),
+    /// The disk (or the file's size limit) is full: nothing was written.
+    #[error("the disk is full: free some space and run again (nothing was written)")]
+    DiskFull(#[source] rusqlite::Error),
     /// The file is not a SQLite database, or it is damaged.
     #[error("database file is corrupt or is not a strata database")]
     Corrupt(#[source] rusqlite::Error),
@@ -112,6 +115,21 @@ pub enum Error {
     /// The agent tried to change a category only the user may write.
     #[error("user_preferences are read-only to the agent; only the user can change them")]
     ProtectedCategory,
+    /// A transcript imported before was imported again with a message changed: its earlier
+    /// messages match the ones stored from it, this one does not. Nothing was stored (a whole
+    /// file appended again would duplicate the conversation).
+    #[error(
+        "message {position} of session {session:?} in this input differs from the one stored from it \
+         (seq {seq}): the transcript was edited since it was imported; nothing was stored"
+    )]
+    EditedTranscript {
+        /// The session's key.
+        session: String,
+        /// The message's position among the input's messages of that session, from 1.
+        position: usize,
+        /// The seq of the stored message it differs from.
+        seq: i64,
+    },
     /// The caller passed a value that breaks a rule of the data model.
     #[error("invalid {field}: {reason}")]
     Invalid {
@@ -236,6 +254,7 @@ impl From<rusqlite::Error> for Error {
         match err.sqlite_error_code() {
             Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => Error::Busy(err),
             Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => Error::Corrupt(err),
+            Some(ErrorCode::DiskFull) => Error::DiskFull(err),
             // FTS5 reports a damaged index or config page as a plain SQL error.
             _ if is_fts5_damage(&err) => Error::Corrupt(err),
             _ => Error::Sqlite(err),
@@ -257,6 +276,19 @@ mod tests {
     #[derive(Debug, thiserror::Error)]
     #[error("cannot save")]
     struct Save(#[source] std::io::Error);
+
+    /// Issue 42 #7: a full disk is named as such, not as a generic database error. The file's
+    /// page limit gives SQLite's own SQLITE_FULL on a real file.
+    #[test]
+    fn a_full_disk_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = rusqlite::Connection::open(dir.path().join("full.db")).unwrap();
+        conn.execute_batch("CREATE TABLE t(x); PRAGMA max_page_count = 3;").unwrap();
+        let failed = conn.execute("INSERT INTO t VALUES (zeroblob(100000))", []).unwrap_err();
+        let error = Error::from(failed);
+        assert!(matches!(error, Error::DiskFull(_)), "{error:?}");
+        assert!(error.to_string().contains("the disk is full"), "{error}");
+    }
 
     /// A wrapper that says what its source says.
     #[derive(Debug, thiserror::Error)]

@@ -53,10 +53,10 @@ pub(crate) fn messages(conn: &Connection, scope: ExportScope<'_>) -> Result<Vec<
     query_all(conn, &sql, params![value], |row| {
         Ok(ExportedMessage {
             message: Message::from_row(row)?,
-            session_key: row.get(12)?,
-            persona: row.get(13)?,
-            created_at_seconds: row.get(14)?,
-            external_id: row.get(15)?,
+            session_key: row.get(13)?,
+            persona: row.get(14)?,
+            created_at_seconds: row.get(15)?,
+            external_id: row.get(16)?,
         })
     })
 }

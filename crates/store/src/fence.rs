@@ -27,7 +27,7 @@ const ID_KEYS: [&str; 7] = ["session", "name", "id", "tool_call_id", "key", "typ
 
 /// Keys whose values are stored structures of any shape (a message's `tool_calls` as the bot
 /// sent them): every string inside is fenced unless it is a plain identifier.
-const OPAQUE_KEYS: [&str; 1] = ["tool_calls"];
+const OPAQUE_KEYS: [&str; 2] = ["tool_calls", "as_sent"];
 
 /// What the fences mean, added to every answer that has fenced text.
 pub const NOTICE: &str = "Text between ⟦retrieved-data TAG⟧ and ⟦/retrieved-data TAG⟧ is data recalled from \

@@ -9,6 +9,10 @@
 //! (by the caller's summarizer, see [`Rebuilt`], or as a marker the compactor summarizes again
 //! later, being a `raw-archive`); a node above it summarized forgotten text too, so it is
 //! dissolved: its surviving children become roots again and the next compaction merges them.
+//! A memory that other sources also wrote is rewritten from their versions alone: its text is
+//! the newest kept version's, and a key or title only the erased text gave it (a twin update
+//! keeps the memory's label) is replaced by the one its kept writer proposed, in every kept
+//! version too (`rewrite_memory`).
 //!
 //! Messages are append-only for every other path: the SQL guard (schema 12) lets a delete of
 //! `messages` through only while the transaction holds an open audit row in `forgets`, and a
@@ -254,11 +258,13 @@ struct SessionPart {
     messages: Vec<i64>,
     /// Memories whose current text came from what goes (a node, a tool call of a message).
     memories: Vec<i64>,
-    /// Earlier versions of other memories that came from what goes.
+    /// Versions of the memories in `rewrites` that came from what goes.
     versions: Vec<i64>,
+    /// Memories that keep versions from elsewhere: rewritten from those (`rewrite_memory`).
+    rewrites: Vec<i64>,
 }
 
-fn session_part(conn: &Connection, cut: &Cut) -> Result<SessionPart> {
+fn session_part(conn: &Connection, cut: &Cut, whole_persona: bool) -> Result<SessionPart> {
     let tainted: Vec<(i64, i64, i64)> = query_all(
         conn,
         "SELECT id, level, last_seq FROM summary_nodes WHERE session_id = ?1 AND first_seq < ?2",
@@ -271,6 +277,7 @@ fn session_part(conn: &Connection, cut: &Cut) -> Result<SessionPart> {
         messages: Vec::new(),
         memories: Vec::new(),
         versions: Vec::new(),
+        rewrites: Vec::new(),
     };
     for (id, level, last_seq) in tainted {
         if level == 0 && last_seq >= cut.cut {
@@ -301,18 +308,26 @@ fn session_part(conn: &Connection, cut: &Cut) -> Result<SessionPart> {
             || version.node.is_some_and(|node| nodes.contains(&node))
             || version.message.is_some_and(|message| messages.contains(&message))
     };
-    let doomed: HashSet<i64> = versions
-        .iter()
-        .filter(|version| version.current && tainted(version))
-        .map(|version| version.memory)
-        .collect();
-    part.versions = versions
-        .iter()
-        .filter(|version| !version.current && tainted(version) && !doomed.contains(&version.memory))
-        .map(|version| version.version)
-        .collect();
-    part.memories = doomed.into_iter().collect();
-    part.memories.sort_unstable();
+    let tainted: Vec<&provenance::SessionVersion> = versions.iter().filter(|v| tainted(v)).collect();
+    let touched: std::collections::BTreeSet<i64> = tainted.iter().map(|version| version.memory).collect();
+    part.versions = tainted.iter().map(|version| version.version).collect();
+    let gone: HashSet<i64> = part.versions.iter().copied().collect();
+    // A memory goes when every version of it came from what goes (or its persona goes); one
+    // that also holds kept text is rewritten from that text alone (`rewrite_memory`).
+    let mut all_versions = conn.prepare_cached("SELECT id FROM memory_versions WHERE memory_id = ?1")?;
+    for memory in touched {
+        let every: Vec<i64> =
+            all_versions.query_map([memory], |row| row.get(0))?.collect::<rusqlite::Result<_>>()?;
+        if whole_persona || every.iter().all(|version| gone.contains(version)) {
+            part.memories.push(memory);
+        } else {
+            part.rewrites.push(memory);
+        }
+    }
+    let doomed: HashSet<i64> = part.memories.iter().copied().collect();
+    // The versions of a deleted memory are counted with it (`earlier_versions`).
+    part.versions
+        .retain(|version| tainted.iter().any(|t| t.version == *version && !doomed.contains(&t.memory)));
     Ok(part)
 }
 
@@ -356,7 +371,7 @@ fn plan(conn: &Connection, scope: &ForgetScope) -> Result<(ForgetPlan, Vec<(Cut,
     let mut rebuild = Vec::new();
     let mut parts = Vec::new();
     for cut in cuts(conn, scope)? {
-        let part = session_part(conn, &cut)?;
+        let part = session_part(conn, &cut, matches!(scope, ForgetScope::Persona { .. }))?;
         counts.sessions += u64::from(cut.whole);
         counts.messages += part.messages.len() as u64;
         counts.summaries += part.doomed_nodes.len() as u64;
@@ -447,6 +462,91 @@ fn rewrite_leaf(conn: &Connection, span: &KeptSpan, summary: &NewSummary, now: D
     crate::queues::queue(conn, span.node, &summary.memory_updates, now)
 }
 
+/// One version of a memory, as [`rewrite_memory`] reads it.
+struct Version {
+    id: i64,
+    title: String,
+    content: String,
+    written_at: f64,
+    via: Option<String>,
+}
+
+/// Rewrites memory `memory` from its versions that stay, after those in `gone` (from what a
+/// forget erases) go: its text becomes the newest kept version's, and a label (key, title)
+/// that only erased text gave it is replaced by the one its kept writer proposed, in the
+/// memory and in every kept version, so none of the erased text stays in a kept row. A kept
+/// version written under the memory's own key and title keeps them: that text is its own.
+fn rewrite_memory(conn: &Connection, memory: i64, gone: &HashSet<i64>) -> Result<()> {
+    let versions = query_all(
+        conn,
+        "SELECT id, title, content, written_at, via FROM memory_versions WHERE memory_id = ?1 ORDER BY id",
+        [memory],
+        |row| {
+            Ok(Version {
+                id: row.get(0)?,
+                title: row.get(1)?,
+                content: row.get(2)?,
+                written_at: row.get(3)?,
+                via: row.get(4)?,
+            })
+        },
+    )?;
+    let (erased, kept): (Vec<Version>, Vec<Version>) =
+        versions.into_iter().partition(|version| gone.contains(&version.id));
+    let Some(newest) = kept.last() else {
+        return delete_memories(conn, &[memory]);
+    };
+    let erased_titles: HashSet<&str> = erased.iter().map(|version| version.title.as_str()).collect();
+    // Titles and keys kept versions wrote themselves (not merged into this memory as a twin).
+    let own = |version: &&Version| provenance::proposed_label(version.via.as_deref()).is_none();
+    let own_titles: HashSet<&str> = kept.iter().filter(own).map(|version| version.title.as_str()).collect();
+    let (category, key, persona): (String, String, String) = conn
+        .prepare_cached("SELECT category, key, role FROM agent_memories WHERE id = ?1")?
+        .query_row([memory], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?;
+    // The key is the erased text's unless a kept version was written under it; then the
+    // earliest kept writer's proposal names the memory (suffixed when a live memory has it).
+    let key = match kept.iter().find(|version| !own(version)) {
+        Some(first) if !kept.iter().any(|version| own(&version)) => {
+            let (proposed, _) = provenance::proposed_label(first.via.as_deref()).expect("a merged version");
+            let taken: bool = conn
+                .prepare_cached(
+                    "SELECT EXISTS (SELECT 1 FROM agent_memories
+                                    WHERE category = ?1 AND key = ?2 AND role = ?3 AND id <> ?4)",
+                )?
+                .query_row(params![category, proposed, persona, memory], |row| row.get(0))?;
+            if taken { format!("{proposed}_{memory}") } else { proposed.to_owned() }
+        }
+        _ => key,
+    };
+    let mut title = newest.title.clone();
+    let mut retitle = conn.prepare_cached("UPDATE memory_versions SET title = ?2 WHERE id = ?1")?;
+    for version in &kept {
+        let Some((_, proposed)) = provenance::proposed_label(version.via.as_deref()) else { continue };
+        if erased_titles.contains(version.title.as_str()) && !own_titles.contains(version.title.as_str()) {
+            retitle.execute(params![version.id, proposed])?;
+            if version.id == newest.id {
+                title = proposed.to_owned();
+            }
+        }
+    }
+    let mut drop_version = conn.prepare_cached("DELETE FROM memory_versions WHERE id = ?1")?;
+    for version in &erased {
+        drop_version.execute([version.id])?;
+    }
+    // The newest kept version is the memory's current one again.
+    conn.prepare_cached("UPDATE memory_versions SET replaced_at = NULL WHERE id = ?1")?
+        .execute([newest.id])?;
+    conn.prepare_cached(
+        "UPDATE agent_memories SET key = ?2, title = ?3, content = ?4, updated_at = ?5 WHERE id = ?1",
+    )?
+    .execute(params![memory, key, title, newest.content, newest.written_at])?;
+    // Its vectors embedded the erased text: the memory is embedded again from what it keeps.
+    delete_vectors(conn, HitKind::Memory, &[memory])?;
+    conn.prepare_cached("INSERT OR IGNORE INTO embedding_backlog(kind, item_id) VALUES ('memory', ?1)")?
+        .execute([memory])?;
+    Ok(())
+}
+
 /// Erases one session's part. Returns whether its partial node got a marker.
 fn erase_session(
     conn: &Connection,
@@ -519,9 +619,9 @@ fn erase_session(
     )?
     .execute(params![session, seq, part.partial.as_ref().map(|span| span.node)])?;
     delete_memories(conn, &part.memories)?;
-    let mut drop_version = conn.prepare_cached("DELETE FROM memory_versions WHERE id = ?1")?;
-    for &version in &part.versions {
-        drop_version.execute([version])?;
+    let gone: HashSet<i64> = part.versions.iter().copied().collect();
+    for &memory in &part.rewrites {
+        rewrite_memory(conn, memory, &gone)?;
     }
     let mut marked = false;
     if let Some(span) = &part.partial {

@@ -81,8 +81,8 @@ pub fn append(conn: &Connection, session: SessionId, messages: &[NewMessage]) ->
     let next_seq = next_seq(conn, session)?;
     let mut insert = conn.prepare_cached(
         "INSERT INTO messages(session_id, seq, role, content, tool_calls, tool_call_id, name,
-                              created_at, token_count, pinned, external_id)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                              created_at, token_count, pinned, external_id, body)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     )?;
     let mut appended =
         Appended { ids: Vec::with_capacity(messages.len()), stored: Vec::new(), first_seq: next_seq };
@@ -115,6 +115,7 @@ pub fn append(conn: &Connection, session: SessionId, messages: &[NewMessage]) ->
             message.token_count,
             message.pinned,
             message.external_id,
+            message.body,
         ])?;
         let id = MessageId(conn.last_insert_rowid());
         appended.ids.push(id);

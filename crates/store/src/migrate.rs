@@ -24,6 +24,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../schema/0010_summary_index_cursor.sql"),
     include_str!("../../../schema/0011_commit_watermark.sql"),
     include_str!("../../../schema/0012_govern.sql"),
+    include_str!("../../../schema/0013_message_body.sql"),
 ];
 
 /// The schema version this build creates and understands.

@@ -132,6 +132,40 @@ impl Provenance {
     pub fn unknown() -> Provenance {
         Provenance::of(Source::Unknown)
     }
+
+    /// This source, writing into a near-duplicate memory of another key: the version keeps
+    /// that memory's key and title (the label its readers know), so the writer's own key and
+    /// title are recorded here. A forget that erases the memory's other sources gives the
+    /// kept text back its own label from them, instead of keeping the erased text's.
+    pub fn merged_into_twin(
+        self,
+        proposed_key: &str,
+        proposed_title: &str,
+        likeness: impl std::fmt::Display,
+    ) -> Provenance {
+        let via = self.via.as_deref().unwrap_or("summary facts");
+        Provenance {
+            via: Some(format!(
+                "{via}; a near-duplicate {likeness}{PROPOSED_KEY}{proposed_key}{TITLED}{proposed_title}"
+            )),
+            ..self
+        }
+    }
+}
+
+/// What [`Provenance::merged_into_twin`] writes before the proposed key; keys are letters,
+/// digits and `_` ([`crate::memories::normalize_key`]), so the key ends at [`TITLED`], and the
+/// title runs to the end.
+const PROPOSED_KEY: &str = ", proposed as key ";
+const TITLED: &str = " titled: ";
+
+/// The key and title a version's writer proposed, when it was merged into a near-duplicate
+/// memory (see [`Provenance::merged_into_twin`]); `None` for a version written under the
+/// memory's own key.
+pub(crate) fn proposed_label(via: Option<&str>) -> Option<(&str, &str)> {
+    let (_, rest) = via?.split_once(PROPOSED_KEY)?;
+    let (key, title) = rest.split_once(TITLED)?;
+    (!key.is_empty() && key.chars().all(|c| c.is_alphanumeric() || c == '_')).then_some((key, title))
 }
 
 /// One version of a memory: its text then, when it was written and replaced, and its source.
@@ -271,7 +305,6 @@ pub(crate) fn history(conn: &Connection, id: i64) -> Result<Vec<MemoryVersion>> 
 pub(crate) struct SessionVersion {
     pub(crate) version: i64,
     pub(crate) memory: i64,
-    pub(crate) current: bool,
     pub(crate) node: Option<i64>,
     pub(crate) message: Option<i64>,
 }
@@ -280,16 +313,15 @@ pub(crate) struct SessionVersion {
 pub(crate) fn of_session(conn: &Connection, session: SessionId) -> Result<Vec<SessionVersion>> {
     query_all(
         conn,
-        "SELECT id, memory_id, replaced_at IS NULL, node_id, message_id FROM memory_versions
+        "SELECT id, memory_id, node_id, message_id FROM memory_versions
          WHERE session_id = ?1 AND source IN ('agent', 'summary', 'proposal')",
         [session],
         |row| {
             Ok(SessionVersion {
                 version: row.get(0)?,
                 memory: row.get(1)?,
-                current: row.get(2)?,
-                node: row.get(3)?,
-                message: row.get(4)?,
+                node: row.get(2)?,
+                message: row.get(3)?,
             })
         },
     )

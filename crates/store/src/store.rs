@@ -313,7 +313,12 @@ impl Store {
                 }
                 let digests: Option<Vec<[u8; 32]>> = group.iter().map(|item| item.line_digest).collect();
                 let chain = digests.as_deref().map(ingests::chain).unwrap_or_default();
-                let done = ingests::already_stored(tx, session.id, &chain)?;
+                let mut done = ingests::already_stored(tx, session.id, &chain)?;
+                if done == 0 && !chain.is_empty() {
+                    // An edited or shortened version of a transcript imported before.
+                    let messages: Vec<&NewMessage> = group.iter().map(|item| &item.message).collect();
+                    done = ingests::stored_by_content(tx, session.id, key, &messages)?;
+                }
                 let messages: Vec<NewMessage> =
                     group[done..].iter().map(|item| item.message.clone()).collect();
                 let appended = messages::append(tx, session.id, &messages)?;
@@ -426,6 +431,14 @@ impl Backend for Store {
     }
 
     fn session(&self, key: &str, persona: &str) -> Result<Session> {
+        // An existing session is only read: opening one (as `strata mcp` does at start) must
+        // not wait for another process's long write, nor need room on the disk.
+        sessions::validate_session_key(key)?;
+        if let Some(session) = self.read(|conn| sessions::by_key(conn, key))?
+            && session.persona == persona
+        {
+            return Ok(session);
+        }
         self.write(|tx| sessions::get_or_create(tx, key, persona, Utc::now()))
     }
 
@@ -762,8 +775,12 @@ impl Backend for Store {
     /// with a damaged WAL is reported too.
     fn doctor(&self, full: bool) -> Result<Report> {
         let mut report = self.read(|conn| check::doctor(conn, full))?;
-        let mut check =
-            check::Check { name: "no committed write is missing (WAL)", problems: 0, details: Vec::new() };
+        let mut check = check::Check {
+            name: "no committed write is missing (WAL)",
+            problems: 0,
+            details: Vec::new(),
+            skipped: None,
+        };
         // A damaged file cannot be trusted to answer (the SQLite check said so already).
         let lost = if report.healthy() { self.lost_commits()? } else { None };
         if let Some((found, recorded)) = lost {

@@ -253,6 +253,9 @@ pub struct NewMessage {
     /// message id): appending a message whose key the session already holds stores nothing and
     /// answers the stored message's id, so a retried append is harmless.
     pub external_id: Option<String>,
+    /// The message object as the caller sent it (JSON text, every field), when the columns
+    /// above do not say all of it: reasoning, media, Anthropic blocks, a Responses item.
+    pub body: Option<String>,
 }
 
 impl NewMessage {
@@ -274,6 +277,7 @@ impl NewMessage {
             token_count: 0,
             pinned: false,
             external_id: None,
+            body: None,
         }
     }
 }
@@ -305,11 +309,15 @@ pub struct Message {
     pub pinned: bool,
     /// The Level-0 node that covers it; `None` while it is uncompacted.
     pub summary_id: Option<NodeId>,
+    /// The message object as the caller sent it (JSON text), when the columns do not say all
+    /// of it ([`NewMessage::body`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
 }
 
 impl Message {
     pub(crate) const COLUMNS: &'static str = "m.id, m.session_id, m.seq, m.role, m.content, m.tool_calls, \
-         m.tool_call_id, m.name, m.created_at, m.token_count, m.pinned, m.summary_id";
+         m.tool_call_id, m.name, m.created_at, m.token_count, m.pinned, m.summary_id, m.body";
 
     pub(crate) fn from_row(row: &Row<'_>) -> rusqlite::Result<Message> {
         let role: String = row.get(3)?;
@@ -331,6 +339,7 @@ impl Message {
             token_count: row.get(9)?,
             pinned: row.get(10)?,
             summary_id: row.get(11)?,
+            body: row.get(12)?,
         })
     }
 }

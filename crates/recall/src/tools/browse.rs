@@ -160,6 +160,11 @@ pub struct FullMessage {
     pub pinned: bool,
     /// Cached token count.
     pub token_count: u32,
+    /// The message as its sender gave it (reasoning, media, another format's blocks), on the
+    /// first page of a message stored with a body; a note of its size where it is too large
+    /// for a tool answer (`strata export` gives it whole).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub as_sent: Option<serde_json::Value>,
 }
 
 /// The answer of `view_message`.
@@ -219,6 +224,16 @@ pub fn view(
             name: message.name,
             pinned: message.pinned,
             token_count: message.token_count,
+            as_sent: message.body.as_deref().filter(|_| page.offset == 0).map(|body| {
+                if body.len() <= page_chars.saturating_mul(4) {
+                    serde_json::from_str(body).unwrap_or_else(|_| serde_json::Value::String(body.to_owned()))
+                } else {
+                    serde_json::Value::String(format!(
+                        "the message as sent is {} bytes, media included: too large for a tool answer",
+                        body.len()
+                    ))
+                }
+            }),
         },
     })
 }

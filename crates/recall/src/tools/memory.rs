@@ -477,15 +477,17 @@ fn settle_one(
                 %likeness,
                 "a summary's fact is a near-duplicate of an existing memory: updating it"
             );
+            let proposed_title = args.title.clone();
             if let Some(existing) = store.memory(&queued.persona, existing_category, &existing_key)? {
                 args.title = existing.title;
             }
             args.category = existing_category.as_str().to_owned();
             args.key = existing_key;
-            let merged = Provenance {
-                via: Some(format!("summary facts; proposed as key {key:?}, a near-duplicate {likeness}")),
-                ..provenance
-            };
+            let merged = Provenance { via: Some("summary facts".to_owned()), ..provenance }.merged_into_twin(
+                &key,
+                &proposed_title,
+                likeness,
+            );
             save_checked(store, &queued.persona, config, embedder, vectors, &args, &merged)
                 .map(|_| Applied::Saved { merged: true })
         }

@@ -371,7 +371,11 @@ fn a_summarys_twin_in_other_words_or_another_script_updates_the_existing_memory(
     // Newest first: each merged version names the key the summary proposed and the likeness.
     for (version, proposed) in history.iter().zip(["standard_japanese", "japanese_textbook_study"]) {
         let via = version.provenance.via.as_deref().unwrap_or_default();
-        assert!(via.contains(&format!("{proposed:?}")) && via.contains("by meaning (cosine 0."), "{via}");
+        assert!(
+            via.contains(&format!("proposed as key {proposed} titled: "))
+                && via.contains("by meaning (cosine 0."),
+            "{via}"
+        );
         assert!(version.provenance.node.is_some(), "still from its summary node: {:?}", version.provenance);
     }
     assert!(history[2].content.contains("第12课"), "the first version is kept");

@@ -324,16 +324,102 @@ fn memories_keep_their_sources_and_history_and_forgetting_removes_them() {
     assert!(listed.iter().all(|memory| memory.provenance.is_some()), "every memory has a source");
 
     let plan = store.forget_plan(&ForgetScope::Session { key: "alice-chat".into() }).unwrap();
-    assert_eq!(plan.counts.memories, 2, "deploy and tool_fact came from the session");
+    assert_eq!(plan.counts.memories, 1, "tool_fact came from the session only");
     store.forget(&ForgetScope::Session { key: "alice-chat".into() }, "test", &[], &mut |_, _| {}).unwrap();
-    assert!(store.memory("alice", Category::Memo, "deploy").unwrap().is_none());
     assert!(store.memory("alice", Category::Memo, "tool_fact").unwrap().is_none());
-    assert!(store.memory_history("alice", Category::Memo, "deploy").unwrap().is_empty());
+    // The user's earlier text is what deploy keeps (issue 42: it went with the session's).
+    let deploy = store.memory_history("alice", Category::Memo, "deploy").unwrap();
+    assert_eq!(deploy.len(), 1, "{deploy:?}");
+    assert_eq!((deploy[0].content.as_str(), deploy[0].replaced_at), ("Fridays.", None));
+    assert_eq!(store.memory("alice", Category::Memo, "deploy").unwrap().unwrap().content, "Fridays.");
     let kept = store.memory_history("alice", Category::Memo, "kept").unwrap();
     assert_eq!(kept.len(), 1, "the version from the forgotten session is gone: {kept:?}");
     assert_eq!(kept[0].content, "The user's own words.");
     let bytes = file_bytes(&store);
-    for text in ["Thursdays now.", "From a tool call.", "From the chat.", "Fridays."] {
+    for text in ["Thursdays now.", "From a tool call.", "From the chat."] {
+        assert!(!occurs(&bytes, text), "{text} is still in the file");
+    }
+    assert!(store.doctor(false).unwrap().healthy());
+}
+
+/// Issue 42 #1: a memory that two sessions wrote keeps none of the forgotten session's text,
+/// in its key, its title or any version's title, and loses none of the other session's: a
+/// twin update is relabelled with the key and title its writer proposed, and a memory the
+/// forgotten session only updated goes back to the kept session's text.
+#[test]
+fn forgetting_a_session_rewrites_memories_another_session_shares_from_what_remains() {
+    use strata_store::memories::Provenance;
+    let (_dir, store) = temp_store();
+    let a = store.session("alice-a", "alice").unwrap();
+    let b = store.session("alice-b", "alice").unwrap();
+    store.append(a.id, &[message(0, "ErasedQuokkaMessage"), message(1, "ok")]).unwrap();
+    store.append(b.id, &[message(0, "kept message"), message(1, "ok")]).unwrap();
+    let node_a = store.insert_leaf(a.id, 0, 1, &leaf("ErasedQuokkaNode", Vec::new())).unwrap().id;
+    let node_b = store.insert_leaf(b.id, 0, 1, &leaf("kept node", Vec::new())).unwrap().id;
+    let write = |key: &'static str, title: &'static str, content: &'static str| MemoryWrite {
+        category: Category::Memo,
+        key,
+        title,
+        content,
+    };
+    // Session A names a memory; session B's fact, a near-duplicate, updates it under A's label.
+    store
+        .save_memory(
+            Writer::Agent,
+            "alice",
+            &write("erasedquokkakey", "ErasedQuokkaTitle", "ErasedQuokkaContent"),
+            &Provenance::summary(node_a),
+        )
+        .unwrap();
+    store
+        .save_memory(
+            Writer::Agent,
+            "alice",
+            &write("erasedquokkakey", "ErasedQuokkaTitle", "Deploys go out on Thursdays."),
+            &Provenance::summary(node_b).merged_into_twin("deploy_day", "Deploy day", "by spelling"),
+        )
+        .unwrap();
+    // Session B names a memory; session A updates it under B's own label.
+    store
+        .save_memory(
+            Writer::Agent,
+            "alice",
+            &write("editor", "Editor", "Helix."),
+            &Provenance::summary(node_b),
+        )
+        .unwrap();
+    store
+        .save_memory(
+            Writer::Agent,
+            "alice",
+            &write("editor", "Editor", "ErasedQuokkaEditor"),
+            &Provenance::summary(node_a),
+        )
+        .unwrap();
+    store.catch_up_search_index().unwrap();
+
+    let plan = store.forget_plan(&ForgetScope::Session { key: "alice-a".into() }).unwrap();
+    assert_eq!((plan.counts.memories, plan.counts.memory_versions), (0, 2), "{plan:?}");
+    store.forget(&ForgetScope::Session { key: "alice-a".into() }, "test", &[], &mut |_, _| {}).unwrap();
+
+    assert!(store.memory("alice", Category::Memo, "erasedquokkakey").unwrap().is_none());
+    let relabelled = store.memory("alice", Category::Memo, "deploy_day").unwrap().expect("B's text is kept");
+    assert_eq!(
+        (relabelled.title.as_str(), relabelled.content.as_str()),
+        ("Deploy day", "Deploys go out on Thursdays.")
+    );
+    let history = store.memory_history("alice", Category::Memo, "deploy_day").unwrap();
+    assert_eq!(history.len(), 1, "{history:?}");
+    assert_eq!((history[0].title.as_str(), history[0].replaced_at), ("Deploy day", None));
+    let editor = store.memory("alice", Category::Memo, "editor").unwrap().expect("B's memory is kept");
+    assert_eq!((editor.title.as_str(), editor.content.as_str()), ("Editor", "Helix."));
+    let history = store.memory_history("alice", Category::Memo, "editor").unwrap();
+    assert_eq!((history.len(), history[0].replaced_at), (1, None), "{history:?}");
+    // Found by search under what it keeps, not what went.
+    let found = store.memories("alice", None).unwrap();
+    assert_eq!(found.len(), 2, "{found:?}");
+    let bytes = file_bytes(&store);
+    for text in ["ErasedQuokka", "erasedquokkakey"] {
         assert!(!occurs(&bytes, text), "{text} is still in the file");
     }
     assert!(store.doctor(false).unwrap().healthy());

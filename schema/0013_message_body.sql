@@ -1,0 +1,11 @@
+-- strata schema, version 13: every message as the model sent it (issue 43).
+--
+-- `body` is the message object exactly as the caller gave it (JSON text, every field, unknown
+-- ones included: reasoning, images, Anthropic's content blocks, a Responses item), without
+-- strata's own keys (`timestamp`, `key`, `pinned`, which have columns). The other columns are
+-- what strata reads of it: `role` (a `developer` message is a system message, an Anthropic
+-- user message of tool results a tool message), `content` (its text by one rule per part:
+-- media as a placeholder naming type and size), `tool_calls` in OpenAI's form. NULL when the
+-- columns say it all (a plain OpenAI text message, and every message stored before this
+-- version), so those cost nothing more.
+ALTER TABLE messages ADD COLUMN body TEXT;
