@@ -110,7 +110,8 @@ class Context:
     prefix_len: int
     #: How many leading messages the next call sends again byte for byte, unless a compaction
     #: runs in between: everything before the newest user request (which carries the
-    #: injection and the recalled block). Where a prompt cache breakpoint goes.
+    #: injection and the recalled block). Where a prompt cache breakpoint goes. It counts the
+    #: OpenAI form's messages; the Anthropic format carries ``cache_control`` there instead.
     stable_len: int
     #: Tokens of ``messages[:stable_len]``.
     stable_tokens: int
