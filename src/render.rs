@@ -20,11 +20,11 @@ pub fn render_context(context: &AssembledContext, format: Format, keep_reasoning
             turn(value, original, abridged)
         })
         .collect::<Result<Vec<Turn>>>()?;
-    // The stable prefix (head, scaffold, acknowledgement) and everything before the newest
-    // request: where a provider's cache may keep what the next call repeats.
-    let before_request = context.messages.iter().rposition(|m| m["role"] == "user").unwrap_or(0);
+    // The prefix (head, scaffold, acknowledgement), which changes only with a compaction, and
+    // the stable part, which the next call repeats byte for byte: where a provider's cache may
+    // keep a prefix.
     let options =
-        RenderOptions { keep_reasoning, cache_breakpoints: vec![context.prefix_len, before_request] };
+        RenderOptions { keep_reasoning, cache_breakpoints: vec![context.prefix_len, context.stable_len] };
     strata_wire::render(&turns, format, &options).map_err(|error| Error::InvalidMessage(error.to_string()))
 }
 

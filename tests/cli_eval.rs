@@ -45,3 +45,32 @@ fn planted_facts_said_in_other_words_are_found() {
         assert!(rank.is_some_and(|r| r <= 3), "{conversation}: {secret}");
     }
 }
+
+#[test]
+fn the_cache_eval_finds_strata_reusing_what_a_sliding_window_rewrites() {
+    let strata = Strata::new();
+    let report = strata
+        .run(&[
+            "eval",
+            "cache",
+            "--data",
+            DATA,
+            "--window",
+            "6000",
+            "--messages",
+            "150",
+            "--week-messages",
+            "0",
+            "--json",
+        ])
+        .json();
+    let rows = report.as_array().unwrap();
+    let row = |context: &str| rows.iter().find(|row| row["context"] == context).unwrap();
+    let (sliding, strata) = (row("sliding window"), row("strata"));
+    assert!(strata["full_calls"].as_u64().unwrap() > 20, "the window filled: {report:#}");
+    assert!(strata["compactions"].as_u64().unwrap() > 0, "{report:#}");
+    // Between compactions every call extends the previous one: only compactions break it.
+    assert!(strata["breaks_per_100"].as_f64() <= Some(15.0), "{report:#}");
+    assert!(strata["reusable"].as_f64().unwrap() > 3.0 * sliding["reusable"].as_f64().unwrap(), "{report:#}");
+    assert!(strata["cost_vs_sliding"].as_f64().unwrap() < 0.6, "{report:#}");
+}

@@ -172,3 +172,139 @@ fn without_the_model_the_keyword_side_serves_and_the_block_says_so() {
     assert!(!block.hits.is_empty(), "keywords find it: {block:?}");
     assert!(block.partial.as_deref().is_some_and(|note| note.contains("keywords only")), "{block:?}");
 }
+
+/// A conversation fed turn by turn, a context prepared before each reply, in a window small
+/// enough to compact several times: what each call sent, and whether a compaction ran first.
+fn calls_of_a_growing_conversation(engine: &Engine, turns: usize) -> Vec<strata::PreparedContext> {
+    let session = engine.session("growing", "assistant").unwrap();
+    let runtime = strata::blocking::runtime().unwrap();
+    session.append(ChatMessage::system("You are a helpful assistant for a small design team.")).unwrap();
+    let mut calls = Vec::new();
+    for turn in 0..turns {
+        let topic = TOPICS[turn % TOPICS.len()];
+        session
+            .append(ChatMessage::user(format!(
+                "Turn {turn}: what do you think about {topic}? Please answer with the one thing we should \
+                 change first and why it matters for the team this week."
+            )))
+            .unwrap();
+        calls.push(runtime.block_on(session.prepare_context()).unwrap());
+        session
+            .append(ChatMessage::assistant(format!(
+                "On {topic} (turn {turn}): change the smallest visible thing first, tell the team on Monday, \
+                 and check again on Friday whether anyone noticed."
+            )))
+            .unwrap();
+    }
+    calls
+}
+
+#[test]
+fn between_compactions_each_call_extends_the_previous_one_byte_for_byte() {
+    let strata = Strata::new();
+    let mut config = strata::Config::default();
+    // A window the tool definitions leave about 3,600 tokens of: folded every thirty turns or so.
+    config.compactor.context_window_tokens = 6_000;
+    config.compactor.reserve_tokens = 500;
+    config.compactor.leaf_min_tokens = 100;
+    config.compactor.leaf_chunk_tokens = 400;
+    config.compactor.scaffold_body_tokens = 400;
+    config.recall.proactive_tokens = 300;
+    let engine = Engine::open(strata.db(), config).unwrap();
+    let calls = calls_of_a_growing_conversation(&engine, 90);
+    let compacted = |call: &strata::PreparedContext| {
+        matches!(call.outcome, Some(strata_compactor::Outcome::Compacted { .. }))
+    };
+    assert!(calls.iter().filter(|call| compacted(call)).count() >= 2, "the conversation was folded twice");
+    let mut extended = 0;
+    let mut with_refill = 0;
+    for pair in calls.windows(2) {
+        let (previous, next) = (&pair[0].context, &pair[1].context);
+        if compacted(&pair[1]) {
+            continue;
+        }
+        // Everything before the previous request is sent again as it was, in the same place.
+        let stable = previous.stable_len;
+        assert!(stable > 0 && next.messages.len() > stable);
+        assert_eq!(next.messages[..stable], previous.messages[..stable]);
+        assert_eq!(
+            serde_json::to_string(&next.messages[..stable]).unwrap(),
+            serde_json::to_string(&previous.messages[..stable]).unwrap()
+        );
+        // ... and the next call's stable part holds the previous one's.
+        assert!(next.stable_len > stable && next.stable_tokens > previous.stable_tokens);
+        assert_eq!(next.prompt_cache_key, previous.prompt_cache_key);
+        extended += 1;
+        with_refill += usize::from(
+            previous.entries.iter().any(|entry| entry.part == strata_compactor::context::Part::Recent),
+        );
+    }
+    assert!(extended >= 60, "{extended} calls followed a call without a compaction between");
+    assert!(with_refill >= 20, "the refilled turns are part of what stays: {with_refill}");
+    // The newest request is where the stable part ends: it carries the injection.
+    let last = &calls.last().unwrap().context;
+    assert_eq!(last.messages[last.stable_len]["role"], "user");
+    assert!(last.messages[last.stable_len]["content"].as_str().unwrap().contains("[Current Request]"));
+    let tokens: u32 = last.entries[..last.stable_len].iter().map(|entry| entry.tokens).sum();
+    assert_eq!(last.stable_tokens, tokens);
+}
+
+#[test]
+fn a_new_sessions_opening_request_gets_what_the_personas_other_sessions_said() {
+    let strata = Strata::new();
+    let engine = Engine::open(strata.db(), folding()).unwrap();
+    folded_session(&engine);
+    // A new session of the same persona opens with the question: its request is in the head.
+    let session = engine.session("chat-2", "assistant").unwrap();
+    session.append(ChatMessage::user("Which port does the staging database use?")).unwrap();
+    let runtime = strata::blocking::runtime().unwrap();
+    let prepared = runtime.block_on(session.prepare_context()).unwrap();
+    let context = &prepared.context;
+    assert_eq!(context.entries[0].part, strata_compactor::context::Part::Head);
+    let block = context.recalled.as_ref().expect("a search ran");
+    assert!(block.hits.iter().any(|hit| hit.session == "chat-1"), "{block:?}");
+    let text = last_user_text(&context.messages);
+    assert!(text.contains("[Recalled From Earlier Messages]") && text.contains("port 5433"), "{text}");
+    assert!(text.ends_with("Which port does the staging database use?"));
+    assert_eq!(context.stable_len, 0, "the opening request is the newest: nothing before it");
+}
+
+#[test]
+fn a_regular_turn_gets_the_saved_memories_that_bear_on_its_request() {
+    let strata = Strata::new();
+    let engine = Engine::open(strata.db(), folding()).unwrap();
+    let session = folded_session(&engine);
+    let runtime = strata::blocking::runtime().unwrap();
+    let saved = runtime.block_on(session.call_tool(
+        "save_memory",
+        serde_json::json!({
+            "category": "progress",
+            "key": "deploy_plan",
+            "title": "Deploy plan",
+            "content": "Deploy plan: step 3 of 5 is done; the billing database migration is the next step.",
+        }),
+    ));
+    assert!(saved.get("error").is_none(), "{saved}");
+    let unrelated = runtime.block_on(session.call_tool(
+        "save_memory",
+        serde_json::json!({
+            "category": "memo",
+            "key": "lunch_order",
+            "title": "Lunch order",
+            "content": "Friday's team lunch: two vegetarian pizzas and one margherita.",
+        }),
+    ));
+    assert!(unrelated.get("error").is_none(), "{unrelated}");
+    engine.embed_pending().unwrap();
+    // A regular turn: the session has earlier requests and the last message is a minute old.
+    session.append(ChatMessage::user("Which step of the deploy plan comes next?")).unwrap();
+    let prepared = runtime.block_on(session.prepare_context()).unwrap();
+    let context = &prepared.context;
+    assert_eq!(context.injection, strata_compactor::context::Injection::Regular);
+    let block = context.recalled.as_ref().expect("a search ran");
+    assert_eq!(block.memories, vec!["progress/deploy_plan".to_owned()], "{block:?}");
+    let text = last_user_text(&context.messages);
+    assert!(text.contains("- memory progress/deploy_plan (Deploy plan)"), "{text}");
+    assert!(text.contains("billing database migration") && !text.contains("margherita"), "{text}");
+    assert!(context.tokens.total <= context.tokens.budget);
+}

@@ -108,6 +108,14 @@ class Context:
     #: How many leading messages form the cache-stable prefix (head, scaffold,
     #: acknowledgement): they change only when a compaction happens.
     prefix_len: int
+    #: How many leading messages the next call sends again byte for byte, unless a compaction
+    #: runs in between: everything before the newest user request (which carries the
+    #: injection and the recalled block). Where a prompt cache breakpoint goes.
+    stable_len: int
+    #: Tokens of ``messages[:stable_len]``.
+    stable_tokens: int
+    #: The same string for every call of this session (OpenAI's ``prompt_cache_key``).
+    prompt_cache_key: str
     #: One entry per message: its part, its source and its tokens.
     entries: List[Dict[str, Any]] = field(repr=False)
     #: What was prepended to the newest user message (guidelines, preferences, memories).
@@ -130,6 +138,9 @@ class Context:
             tokens=context["tokens"],
             outcome=prepared["outcome"],
             prefix_len=context["prefix_len"],
+            stable_len=context["stable_len"],
+            stable_tokens=context["stable_tokens"],
+            prompt_cache_key=context["prompt_cache_key"],
             entries=context["entries"],
             injection=context["injection"],
             recalled=context.get("recalled"),

@@ -42,6 +42,10 @@ def test_the_prefix_is_byte_identical_between_two_calls_without_compaction(folde
     first = session.prepare_context()
     second = session.prepare_context()
     assert json.dumps(first.messages[: first.prefix_len]) == json.dumps(second.messages[: second.prefix_len])
+    # Everything before the newest request is sent again as it was, under the same cache key.
+    assert 0 < first.prefix_len <= first.stable_len < len(first.messages)
+    assert json.dumps(first.messages[: first.stable_len]) == json.dumps(second.messages[: first.stable_len])
+    assert first.prompt_cache_key == second.prompt_cache_key and first.prompt_cache_key.startswith("strata-")
 
 
 def test_memory_grep_brings_back_a_fact_folded_out_of_the_context(folded):

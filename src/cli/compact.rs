@@ -138,6 +138,11 @@ pub(crate) fn for_window(config: &Config, window: u32) -> Config {
     compactor.reserve_tokens = compactor.reserve_tokens.min(window / 8);
     let budget = config.compactor().budget();
     config.compactor.scaffold_body_tokens = config.compactor.scaffold_body_tokens.min(budget / 8);
+    // The protected tail at most a quarter of the budget: a tail of 8,000 tokens of tool rounds
+    // filled an 8,000-token window, so no fold could bring the context under its trigger and
+    // every call left out (and renamed) other turns (the generated week at 8k: 47 of 100 calls
+    // repeated nothing of the previous one; `strata eval cache`).
+    config.compactor.tail_tokens = config.compactor.tail_tokens.min(budget / 4);
     config
 }
 
@@ -440,11 +445,13 @@ fn print_context(context: &AssembledContext, out: &mut impl Write) -> anyhow::Re
     writeln!(out, "reply priming    {:>7}", t.reply_priming)?;
     writeln!(
         out,
-        "total            {:>7} of {} ({} messages, prefix {})",
+        "total            {:>7} of {} ({} messages, prefix {}, stable {} = {} tokens)",
         t.total,
         t.budget,
         context.messages.len(),
-        context.prefix_len
+        context.prefix_len,
+        context.stable_len,
+        context.stable_tokens
     )?;
     writeln!(
         out,

@@ -23,6 +23,7 @@ use crate::cli::ingest::parse_file;
 
 use crate::cli::output::print_json;
 
+mod cache;
 mod context;
 mod summaries;
 
@@ -44,6 +45,10 @@ pub enum EvalCommand {
     /// request of its conversation: a plain sliding window of the same budget, strata without
     /// the recalled block, and strata with it.
     Context(context::ContextArgs),
+    /// How much of each prompt a provider's prompt cache could reuse, call after call, and what
+    /// the input costs with it: strata, strata without the refill of folded turns, and a
+    /// sliding window of the same budget, on the dev set's conversations and a generated week.
+    Cache(cache::CacheArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -119,6 +124,7 @@ pub fn run(
         EvalCommand::Planted(args) => planted(config, args, json, out),
         EvalCommand::Summaries(args) => summaries::run(config, args, json, out),
         EvalCommand::Context(args) => context::run(config, args, json, out),
+        EvalCommand::Cache(args) => cache::run(config, args, json, out),
     }
 }
 

@@ -121,8 +121,24 @@ pub struct AssembledContext {
     pub entries: Vec<ContextEntry>,
     /// Tokens per part.
     pub tokens: TokenAccounting,
-    /// How many leading messages form the cache-stable prefix (head, scaffold, acknowledgement).
+    /// How many leading messages form the prefix that only a compaction changes (head,
+    /// scaffold, acknowledgement). The head's opening request is the one exception: on the
+    /// session's first call it carries the injection, which the next call drops.
     pub prefix_len: usize,
+    /// How many leading messages are byte-identical to the same messages of the next call,
+    /// unless a compaction runs in between: every message before the newest user request
+    /// (the one carrying the injection and the recalled block, which the next call sends as
+    /// stored). The next call's messages begin with `messages[..stable_len]` and append to
+    /// them; this is where a provider's prompt cache can end (an Anthropic `cache_control`
+    /// breakpoint on message `stable_len - 1`, a second one on `prefix_len - 1`). Equal to
+    /// `messages.len()` when there is no user request.
+    pub stable_len: usize,
+    /// Tokens of `messages[..stable_len]`, as `entries` count them.
+    pub stable_tokens: u32,
+    /// A key that is the same for every call of this session and differs between sessions and
+    /// personas (`strata-<session id>-<persona>`, at most 64 characters, no secret): OpenAI's
+    /// `prompt_cache_key`, which routes the calls of one session to the same cache.
+    pub prompt_cache_key: String,
     /// What was prepended to the latest user message.
     pub injection: Injection,
     /// Buffer messages left out (replaced by a note) to fit the budget.
@@ -281,13 +297,7 @@ pub(crate) fn inject(
 
 /// `- progress/deploy_plan (Deploy plan): step 3 of 5 done`, on one line.
 fn memory_line(memory: &Memory) -> String {
-    format!(
-        "- {}/{} ({}): {}",
-        memory.category.as_str(),
-        memory.key,
-        fence::one_line(&memory.title),
-        fence::one_line(&memory.content)
-    )
+    format!("- {}", recalled::memory_line(memory))
 }
 
 /// The newest memories whose lines fit `budget` tokens, and how many are left out.
@@ -598,7 +608,7 @@ pub(crate) struct Snapshot {
     /// The latest user message (index in `outline`) and whether it opens a bootstrap turn.
     pub latest_request: Option<(usize, bool)>,
     /// The newest folded messages right before the live part, in seq order, about as many as
-    /// the budget could have room for (`[compactor] refill_folded_turns`).
+    /// the refill may show ([`CompactorConfig::refill_tokens`]).
     pub folded: Vec<Message>,
     /// The seq given to a request that is not stored (a dry run).
     pub pending: Option<i64>,
@@ -645,8 +655,9 @@ impl Snapshot {
             let roots = reader.roots(session, None)?;
             // The folded turns that could be shown again: the newest messages before the first
             // live one after the head, as many as the live part leaves room for.
-            let live_tokens: u64 = outline.iter().map(|m| u64::from(m.token_count)).sum();
-            let room = u64::from(config.budget()).saturating_sub(live_tokens);
+            // As many as the refill may show: a size fixed by the settings, so the folded turns
+            // read (and shown) are the same on every call until the next compaction.
+            let room = u64::from(config.refill_tokens());
             let folded = match outline.iter().map(|m| m.seq).find(|&seq| seq >= head_end_seq) {
                 _ if !config.refill_folded_turns || roots.is_empty() || room == 0 => Vec::new(),
                 Some(live_start) => reader.folded_before(session, head_end_seq..live_start, room)?,
@@ -754,39 +765,58 @@ pub(crate) fn assemble(
         _ => None,
     };
     let by_relevance = relevant_first(snapshot.memories.clone(), found.as_ref());
-    let (memories, more_memories) = memories_within(by_relevance, config.injected_memory_tokens, counter);
+    let (memories, more_memories) = match snapshot.latest_request {
+        Some((_, true)) => memories_within(by_relevance, config.injected_memory_tokens, counter),
+        // A regular turn shows no memory list (its template's `{memories}` is empty): the
+        // relevant ones come in the recalled block.
+        _ => (Vec::new(), 0),
+    };
+    // The saved memories the search found relevant that the injection does not list already,
+    // most relevant first: the block's first lines.
+    let relevant_memories: Vec<Memory> = match &found {
+        Some(found) => found
+            .memories
+            .iter()
+            .filter(|id| !memories.iter().any(|shown| shown.id == **id))
+            .filter_map(|id| snapshot.memories.iter().find(|memory| memory.id == *id).cloned())
+            .collect(),
+        None => Vec::new(),
+    };
     let mut layer = Layer::new(snapshot, &memories, more_memories, config, counter);
     let messages = answer_every_call(&snapshot.messages, counter);
     let Parts { mut head, buffer, mut tail } = layer.split(snapshot, &messages);
     layer.stub_oversized_protected(&mut head, &mut tail, budget);
-    let head: Vec<Slot> = head.into_iter().map(|(slot, _)| slot).collect();
-    let protected = total(&head) + total_of(&tail);
+    let protected = total(&head_slots(&head)) + total_of(&tail);
     if protected > budget {
         return Err(Error::ContextTooLarge { session, needed: protected, budget });
     }
-    let tail_slots =
-        |tail: &[(Slot, &Message)]| tail.iter().map(|(slot, _)| slot.clone()).collect::<Vec<_>>();
     let (scaffold, elided) =
-        fit_buffer_and_scaffold(snapshot, &head, &buffer, &tail_slots(&tail), config, counter);
-    let base = layout_tokens(&head, &scaffold, &buffer, &elided, &tail_slots(&tail));
+        fit_buffer_and_scaffold(snapshot, &head_slots(&head), &buffer, &tail_slots(&tail), config, counter);
+    let base = layout_tokens(&head_slots(&head), &scaffold, &buffer, &elided, &tail_slots(&tail));
     // The room the base leaves (none where something had to be left out) goes first to the
-    // recalled block, up to its own budget (chosen for the request, it is worth more than the
-    // turns before the buffer), then to the newest folded turns. The refill loses its oldest
-    // turn as the buffer grows, as a sliding window would; the prefix before it never changes.
+    // refilled folded turns, which the forest alone decides ([`CompactorConfig::refill_tokens`]),
+    // so they stay byte-identical until the next compaction; then to the recalled block, up to
+    // its own budget. Between compactions the live part stays under the trigger, which leaves
+    // room for both; only a context that could not be folded loses refilled turns here.
     let room = if elided.contains(&true) { 0 } else { budget.saturating_sub(base) };
-    let cap = config.proactive_tokens.min(room);
-    let mut block = found.as_ref().and_then(|found| layer.lay_recalled(snapshot, &mut tail, found, cap));
+    let recent = layer.refill(snapshot, room.min(config.refill_tokens()));
+    let cap = config.proactive_tokens.min(room - sum(&recent));
+    let mut block = found.as_ref().and_then(|recalled| {
+        let found = recalled::Found { recalled, memories: &relevant_memories };
+        layer.lay_recalled(snapshot, &mut head, &mut tail, found, cap)
+    });
     let used = block.as_ref().map_or(0, |block| block.tokens);
-    let recent = layer.refill(snapshot, room - used);
     if let Some(mut found) = found {
         // A hit the refill shows verbatim is not shown twice; the block only shrinks.
         let refilled: HashSet<MessageId> = recent.iter().filter_map(|slot| slot.entry.message_id).collect();
         if block.as_ref().is_some_and(|block| block.hits.iter().any(|hit| refilled.contains(&hit.message_id)))
         {
             found.hits.retain(|hit| !refilled.contains(&hit.message_id));
-            block = layer.lay_recalled(snapshot, &mut tail, &found, used);
+            let found = recalled::Found { recalled: &found, memories: &relevant_memories };
+            block = layer.lay_recalled(snapshot, &mut head, &mut tail, found, used);
         }
     }
+    let head = head_slots(&head);
     let tail = tail_slots(&tail);
     let joined = join(head, scaffold, recent, buffer, &elided, tail, counter, config.tool_names.as_ref());
     let mut tokens = account(&joined.slots, config);
@@ -803,18 +833,53 @@ pub(crate) fn assemble(
     for entry in entries.iter_mut().filter(|entry| entry.seq.is_some() && entry.seq == snapshot.pending) {
         entry.message_id = None;
     }
+    // The newest request is the last user message the context shows; nothing after it carries
+    // an injection.
+    let stable_len = match snapshot.latest_request {
+        Some((index, _)) => {
+            let seq = snapshot.outline[index].seq;
+            entries
+                .iter()
+                .position(|entry| entry.seq == Some(seq) && entry.part != Part::Recent)
+                .unwrap_or(entries.len())
+        }
+        None => entries.len(),
+    };
+    let stable_tokens = entries[..stable_len].iter().map(|entry| entry.tokens).sum();
     Ok(AssembledContext {
         session_id: session,
         messages,
         entries,
         tokens,
         prefix_len: joined.prefix_len,
+        stable_len,
+        stable_tokens,
+        prompt_cache_key: prompt_cache_key(session, &snapshot.persona),
         injection: layer.injection,
         elided_messages: joined.elided_messages,
         stubbed_messages,
         recalled: block,
         originals,
     })
+}
+
+/// `strata-<session id>-<persona>`, cut to the 64 characters OpenAI takes.
+fn prompt_cache_key(session: SessionId, persona: &str) -> String {
+    let key = format!("strata-{}-{}", session.0, fence::one_line(persona));
+    key.chars().take(64).collect()
+}
+
+/// The slots of laid-out messages, in order.
+fn slots_of(laid: &[(Slot, &Message)]) -> Vec<Slot> {
+    laid.iter().map(|(slot, _)| slot.clone()).collect()
+}
+
+fn head_slots(head: &[(Slot, &Message)]) -> Vec<Slot> {
+    slots_of(head)
+}
+
+fn tail_slots(tail: &[(Slot, &Message)]) -> Vec<Slot> {
+    slots_of(tail)
 }
 
 /// The memories the search ranked first, in its order, then the others as they came (newest
@@ -899,35 +964,40 @@ impl<'a> Layer<'a> {
         slots.into_iter().skip(start).collect()
     }
 
-    /// Puts the recalled block in the latest request (found in `tail`), as many of `found`'s
-    /// hits as fit `cap` tokens of growth of that message; what it holds, or `None` when the
-    /// request is not in the tail whole.
-    fn lay_recalled(
+    /// Puts the recalled block in the latest request (found in `tail`, or in `head` when it
+    /// is the session's opening request), as many of `found`'s hits as fit `cap` tokens of
+    /// growth of that message; what it holds, or `None` when the request is not shown whole.
+    fn lay_recalled<'m>(
         &mut self,
         snapshot: &Snapshot,
-        tail: &mut [(Slot, &Message)],
-        found: &Recalled,
+        head: &mut [(Slot, &'m Message)],
+        tail: &mut [(Slot, &'m Message)],
+        found: recalled::Found<'_>,
         cap: u32,
     ) -> Option<RecalledBlock> {
         let (index, _) = snapshot.latest_request?;
         let seq = snapshot.outline[index].seq;
-        let at = tail.iter().position(|(slot, message)| message.seq == seq && !slot.entry.abridged)?;
+        let holds = |(slot, message): &(Slot, &Message)| message.seq == seq && !slot.entry.abridged;
+        let (part, request) = match tail.iter().position(holds) {
+            Some(at) => (Part::Tail, &mut tail[at]),
+            None => (Part::Head, head.iter_mut().find(|laid| holds(laid))?),
+        };
         // Measured against the request without a block (it may hold an earlier one).
         self.set_recalled(snapshot, String::new());
-        tail[at].0 = self.lay(tail[at].1, Part::Tail);
-        let before = tail[at].0.entry.tokens;
+        request.0 = self.lay(request.1, part);
+        let before = request.0.entry.tokens;
         let mut shown = recalled::fitting(found, cap, self.counter);
         loop {
             self.set_recalled(snapshot, recalled::render(found, shown));
-            tail[at].0 = self.lay(tail[at].1, Part::Tail);
-            let added = tail[at].0.entry.tokens.saturating_sub(before);
+            request.0 = self.lay(request.1, part);
+            let added = request.0.entry.tokens.saturating_sub(before);
             if added <= cap {
                 return Some(recalled::report(found, shown, added, self.counter));
             }
             if shown == 0 {
                 // Not even the note fits: the request goes as it was.
                 self.set_recalled(snapshot, String::new());
-                tail[at].0 = self.lay(tail[at].1, Part::Tail);
+                request.0 = self.lay(request.1, part);
                 return Some(recalled::report(found, 0, 0, self.counter));
             }
             shown -= 1;

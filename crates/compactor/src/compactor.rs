@@ -45,7 +45,7 @@ pub enum BeforeAssembly {
     Assembled {
         /// Why there was nothing to write.
         outcome: Outcome,
-        /// The session's context.
+        /// The session's context (boxed: it is most of the variant's size).
         context: Box<AssembledContext>,
     },
     /// The session had work and the call compacted (or found another process at it): the

@@ -105,11 +105,18 @@ pub struct CompactorConfig {
     /// preferences, those the recalled block's search ranks first, then the newest; the rest
     /// are named as available through `memory_list`. 0 shows none (default 600).
     pub injected_memory_tokens: u32,
-    /// The room the budget has left is filled with the newest folded turns, verbatim, whole
-    /// turns only (their summaries stay in the scaffold, which keeps the prefix stable).
-    /// Folding stops at `target_ratio` so that the context can grow for a while without a
-    /// compaction; until it has, the room holds the turns just folded (default true).
+    /// The newest folded turns are shown verbatim again after the scaffold, whole turns only,
+    /// within [`CompactorConfig::refill_tokens`]: the share of the budget the live part never
+    /// reaches (compaction starts at `trigger_ratio`) less the recalled block's
+    /// `proactive_tokens`. The forest alone decides which turns, so they are chosen when a
+    /// compaction runs and stay byte-identical until the next one (default true).
     pub refill_folded_turns: bool,
+    /// A compaction folds deep enough that this many more turns, each as large as the recent
+    /// ones, fit before the trigger: its target is the lower of `target_ratio` and the trigger
+    /// less that many recent turns. Each compaction changes the prompt's prefix (a provider's
+    /// cache misses once), so a chat of large turns folds deeper rather than more often
+    /// (default 12; 0 leaves the target at `target_ratio`).
+    pub turns_between_compactions: u32,
     /// After this many consecutive failed summarizer calls, chunks are archived as flagged
     /// `raw-archive` digests so the context still fits (default 3).
     pub failures_before_raw_archive: u32,
@@ -167,6 +174,7 @@ impl Default for CompactorConfig {
             idle_gap_secs: 30 * 60,
             injected_memory_tokens: 600,
             refill_folded_turns: true,
+            turns_between_compactions: 12,
             bootstrap_template: String::new(),
             regular_template: String::new(),
             failures_before_raw_archive: 3,
@@ -238,6 +246,19 @@ impl CompactorConfig {
     pub fn trigger_and_target(&self) -> (u64, u64) {
         let budget = f64::from(self.budget());
         ((self.trigger_ratio * budget) as u64, (self.target_ratio * budget) as u64)
+    }
+
+    /// Tokens the refilled folded turns may take (0 with `refill_folded_turns` off): the part
+    /// of the budget above `trigger_ratio`, which the live part never reaches between
+    /// compactions, less `proactive_tokens`, which the recalled block may take. It depends on
+    /// the settings alone, so the refill is the same on every call until the next compaction,
+    /// and the refill and the block both fit whenever the live part is under the trigger.
+    pub fn refill_tokens(&self) -> u32 {
+        if !self.refill_folded_turns {
+            return 0;
+        }
+        let above_trigger = (f64::from(self.budget()) * (1.0 - self.trigger_ratio)) as u32;
+        above_trigger.saturating_sub(self.proactive_tokens)
     }
 
     /// The idle gap after which a turn is a bootstrap turn.

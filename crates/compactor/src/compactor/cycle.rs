@@ -288,8 +288,12 @@ impl Compactor {
         let tokens_before =
             assemble::unabridged_tokens(&planning.outline, &planning.roots, config, &self.inner.counter);
         // Window-aware: fold only when the context would pass the trigger, and then down to
-        // the target.
+        // the target, or deeper when the next `turns_between_compactions` turns would not fit
+        // under the trigger otherwise: every compaction changes the prompt's prefix.
         let (trigger, target) = config.trigger_and_target();
+        let room_for_turns = u64::from(config.turns_between_compactions)
+            * recent_turn_tokens(&planning.outline, planning.plan.head_end);
+        let target = target.min(trigger.saturating_sub(room_for_turns));
         Call {
             session,
             persona,
@@ -604,4 +608,19 @@ impl Compactor {
         let request = self.node_request(&node, persona).await?;
         Ok(Some((node.id, request)))
     }
+}
+
+/// Mean tokens of the newest turns after the head (at most eight): how fast the context grows.
+fn recent_turn_tokens(outline: &[MessageOutline], head_end: usize) -> u64 {
+    const RECENT_TURNS: usize = 8;
+    let live = head_end.min(outline.len())..outline.len();
+    let turns: Vec<std::ops::Range<usize>> =
+        crate::plan::turns(live, |index| outline[index].role == strata_store::Role::User).collect();
+    let recent = &turns[turns.len().saturating_sub(RECENT_TURNS)..];
+    if recent.is_empty() {
+        return 0;
+    }
+    let tokens: u64 =
+        recent.iter().flat_map(|turn| outline[turn.clone()].iter()).map(|m| u64::from(m.token_count)).sum();
+    tokens / recent.len() as u64
 }
