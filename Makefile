@@ -81,6 +81,7 @@ lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	RUSTDOCFLAGS=-Dwarnings $(CARGO) doc --no-deps --workspace
+	./scripts/check-architecture.sh
 
 bench:
 	$(CARGO) bench --workspace

@@ -4,7 +4,8 @@
 # default features and fails on any crate only `strata` the binary (features `cli`, `mcp`)
 # needs. Then checks the layering ARCHITECTURE.md states as invariants: the store pulls in no
 # HTTP client and no tokio, recall no HTTP client, no tokio and not the compactor, the
-# compactor not recall, and the LLM client (strata-llm, the one HTTP client) no strata crate.
+# compactor not recall, the LLM client (strata-llm, the one HTTP client) no strata crate, and
+# the message formats (strata-wire) no strata crate and no I/O.
 # Takes seconds (no build); `cargo build -p strata --no-default-features --example chatbot` is
 # the slower proof that the library alone compiles.
 set -euo pipefail
@@ -26,7 +27,9 @@ refuse strata-store '^(reqwest|hyper|tokio|strata-llm|strata-compactor|strata-re
 refuse strata-recall '^(reqwest|hyper|tokio|strata-llm|strata-compactor)$'
 refuse strata-compactor '^(strata-recall)$'
 refuse strata-llm '^(rusqlite|strata-store|strata-compactor|strata-recall)$'
-echo "layers: the store and recall hold no HTTP client and no tokio; compactor and recall stay apart; strata-llm holds no store"
+# The message formats are plain data: no strata crate, no I/O.
+refuse strata-wire '^(rusqlite|tokio|reqwest|hyper|strata-store|strata-llm|strata-compactor|strata-recall)$'
+echo "layers: the store and recall hold no HTTP client and no tokio; compactor and recall stay apart; strata-llm holds no store; strata-wire holds no strata crate and no I/O"
 
 CLI_ONLY='^(clap|indicatif|rmcp|toml|tracing-subscriber|strata-synth)$'
 found=$(cargo tree -p strata --no-default-features -e normal --prefix none --format '{p}' \

@@ -20,8 +20,9 @@ pub fn render_context(context: &AssembledContext, format: Format, keep_reasoning
             turn(value, original, abridged)
         })
         .collect::<Result<Vec<Turn>>>()?;
-    // The stable prefix (head, scaffold, acknowledgement) and everything before the newest
-    // request (`stable_len`): where a provider's cache may keep what the next call repeats.
+    // The prefix (head, scaffold, acknowledgement), which changes only with a compaction, and
+    // the stable part, which the next call repeats byte for byte: where a provider's cache may
+    // keep a prefix.
     let options =
         RenderOptions { keep_reasoning, cache_breakpoints: vec![context.prefix_len, context.stable_len] };
     strata_wire::render(&turns, format, &options).map_err(|error| Error::InvalidMessage(error.to_string()))

@@ -484,7 +484,13 @@ fn chatgpt_exports_import_the_current_branch_of_each_conversation() {
     let call: serde_json::Value = serde_json::from_str(stored[1].4.as_deref().unwrap()).unwrap();
     assert_eq!(call[0]["function"]["name"], "python");
     assert_eq!((stored[2].2.as_deref(), stored[2].3.as_deref()), (Some("m2"), Some("python")));
-    assert!(stored[4].1.contains("crumb at 72%") && stored[4].1.starts_with("[image_asset_pointer]"));
+    assert!(
+        stored[4].1.contains("crumb at 72%")
+            && stored[4].1.starts_with("[image: file-service://file-Xy12, 1024x768, 80.2 kB]")
+            && stored[4].1.ends_with("[attachment crumb-notes.pdf: application/pdf, 1.2 MB]"),
+        "{}",
+        stored[4].1
+    );
     assert!(!stored.iter().any(|m| m.1.contains("rye")), "the abandoned branch is not imported");
     let trip = messages(&strata, "67ab12cd-0000-8000-9000-0000000beef0");
     assert_eq!(trip.len(), 2, "thoughts are not kept: {trip:#?}");

@@ -457,3 +457,32 @@ async fn a_summarys_twins_in_other_words_and_scripts_update_the_one_memory() {
         "the summarizer was shown the existing key"
     );
 }
+
+/// A tool result answers an open call of the assistant message before its run: the twentieth
+/// of twenty parallel results is admitted (the open calls are read back past the first page),
+/// an unknown id or a second result for a call is refused naming it, and nothing is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_results_are_admitted_against_the_open_calls_however_many() {
+    let strata = Strata::new();
+    let engine = Engine::open(strata.db(), Config::default()).unwrap();
+    let session = engine.session("calls", PERSONA).unwrap();
+    session.append(ChatMessage::user("Read every file.")).unwrap();
+    let calls: Vec<serde_json::Value> = (0..20)
+        .map(|i| json!({"id": format!("call_{i}"), "type": "function", "function": {"name": "read", "arguments": "{}"}}))
+        .collect();
+    session
+        .append(ChatMessage { tool_calls: Some(json!(calls)), content: None, ..ChatMessage::assistant("") })
+        .unwrap();
+    for i in 0..20 {
+        session.append(ChatMessage::tool(format!("call_{i}"), "read", format!("file {i}"))).unwrap();
+    }
+    let before = engine.store().messages(session.id(), 0..=i64::MAX).unwrap().len();
+    for (id, words) in [("call_3", "already has a result"), ("call_99", "answers no open tool call")] {
+        let error = session.append(ChatMessage::tool(id, "read", "again")).unwrap_err().to_string();
+        assert!(error.contains(id) && error.contains(words), "{error}");
+    }
+    session.append(ChatMessage::assistant("All read.")).unwrap();
+    let error = session.append(ChatMessage::tool("call_0", "read", "late")).unwrap_err().to_string();
+    assert!(error.contains("open: none"), "a user or assistant message closes the run: {error}");
+    assert_eq!(engine.store().messages(session.id(), 0..=i64::MAX).unwrap().len(), before + 1);
+}

@@ -32,13 +32,14 @@ def test_a_session_key_of_another_persona_is_forbidden(engine):
 @pytest.mark.parametrize(
     "message, words",
     [
-        ({"role": "user", "content": "x", "sesion": "typo"}, "unknown key \"sesion\""),
+        ({"role": "tool", "content": "x"}, "tool_call_id"),
         ({"role": "robot", "content": "x"}, "robot"),
         ({"content": "x"}, "needs a \"role\""),
         ({"role": "user"}, "needs \"content\""),
         ({"role": "user", "content": 42}, "must be a string"),
         ({"role": "user", "content": "x", "timestamp": "yesterday"}, "RFC 3339"),
-        ({"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}, "image_url"),
+        ({"role": "user", "content": [{"type": "image_url"}]}, "image_url"),
+        ({"role": "assistant", "content": [{"type": "thinking", "thinking": "t"}]}, "signature"),
         ({"role": "assistant", "tool_calls": {"id": "c1"}}, "must be a list"),
         ("just text", "JSON object"),
     ],

@@ -100,7 +100,8 @@ def test_a_pinned_message_stays_verbatim_after_compaction(db_path):
     with strata.Engine(db_path, SMALL_WINDOW) as engine:
         session = engine.session("pins", "coder")
         messages = transcript(600)
-        messages.insert(3, {"role": "user", "content": "PINNED: never deploy on Fridays.", "pinned": True})
+        # After the system message: a message between a tool call and its result is refused.
+        messages.insert(1, {"role": "user", "content": "PINNED: never deploy on Fridays.", "pinned": True})
         session.append_many(messages)
         session.compact()
         assert "PINNED: never deploy on Fridays." in json.dumps(session.prepare_context().messages)

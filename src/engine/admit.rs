@@ -9,9 +9,10 @@ use strata_store::{Message, NewMessage, Role};
 
 use crate::error::{Error, Result};
 
-/// How far back the open calls are looked for: a run of calls and results longer than this
-/// is not checked from its start (the context still repairs what slips through).
-const RECENT: usize = 256;
+/// How far back the open calls are looked for, in steps: most runs of calls and results are
+/// a few messages, and a tool result can be large. A run longer than the last step is not
+/// checked from its start (the context still repairs what slips through).
+const RECENT: [usize; 3] = [8, 64, 256];
 
 /// The calls of the newest run of tool calls, and which have a result: what a tool result may
 /// answer. A run is the calls of consecutive assistant messages (the items of one Responses
@@ -104,10 +105,19 @@ fn result_ids(role: Role, tool_call_id: Option<&str>, body: Option<&str>) -> Vec
     from_body.unwrap_or_else(|| tool_call_id.map(str::to_owned).into_iter().collect())
 }
 
-/// The recent messages the open calls are read from.
+/// The recent messages the open calls are read from: enough to reach back past the newest
+/// run of calls and results.
 pub(crate) fn recent(
     store: &dyn strata_store::Backend,
     session: strata_store::SessionId,
 ) -> Result<Vec<Message>> {
-    Ok(store.recent_uncovered(session, RECENT)?)
+    let in_run = |m: &Message| m.role == Role::Tool || (m.role == Role::Assistant && m.tool_calls.is_some());
+    let mut recent = Vec::new();
+    for limit in RECENT {
+        recent = store.recent_uncovered(session, limit)?;
+        if recent.len() < limit || recent.first().is_none_or(|oldest| !in_run(oldest)) {
+            break;
+        }
+    }
+    Ok(recent)
 }

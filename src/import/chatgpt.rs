@@ -10,7 +10,10 @@
 //! A message has an `id`, an `author` (`role`: system, user, assistant or tool; `name` for a
 //! tool: `python`, `browser`, `dalle.text2im`, ...), a `create_time` (UNIX seconds, or null), a
 //! `content` with a `content_type` and a `recipient`. Text is `content.parts` joined by
-//! newlines (`text`, `multimodal_text`, whose image parts are kept as `[image_asset_pointer]`);
+//! newlines (`text`, `multimodal_text`, whose image parts are kept as a placeholder with what
+//! the export says of them: `[image: file-service://file-Xy12, 1024x768, 80.2 kB]`; the export
+//! holds no image bytes); a message's attachments (`metadata.attachments`) are kept the same
+//! way (`[attachment report.pdf: application/pdf, 1.2 MB]`);
 //! `code`, `execution_output` and `system_error` carry `content.text`; a browsing display its
 //! `result`; a quote its `title`, `url` and `text`. An assistant message addressed to a tool
 //! (`recipient` other than `all`) is a tool call (its text the call's input), answered by the
@@ -135,7 +138,15 @@ fn read_message(
         }
     };
     let when = message.get("create_time").and_then(Value::as_f64).and_then(time).unwrap_or(start);
-    let Some(text) = content_text(message.get("content").unwrap_or(&Value::Null)) else { return Ok(()) };
+    let Some(mut text) = content_text(message.get("content").unwrap_or(&Value::Null)) else { return Ok(()) };
+    if let Some(attachments) =
+        message.get("metadata").and_then(|m| m.get("attachments")).and_then(Value::as_array)
+    {
+        for attachment in attachments {
+            text.push('\n');
+            text.push_str(&attachment_placeholder(attachment));
+        }
+    }
     let recipient = message.get("recipient").and_then(Value::as_str).unwrap_or("all");
     if role == Role::Assistant && recipient != "all" {
         let mut call = self::message(Role::Assistant, "", when);
@@ -157,6 +168,45 @@ fn read_message(
 }
 
 /// The text of a message's content; `None` for what is not kept (reasoning).
+/// What the export says of an image: where it is, its size in pixels and in bytes.
+fn image_placeholder(part: &Map<String, Value>) -> String {
+    let mut facts = Vec::new();
+    if let Some(pointer) = part.get("asset_pointer").and_then(Value::as_str) {
+        facts.push(pointer.to_owned());
+    }
+    if let (Some(width), Some(height)) =
+        (part.get("width").and_then(Value::as_u64), part.get("height").and_then(Value::as_u64))
+    {
+        facts.push(format!("{width}x{height}"));
+    }
+    if let Some(bytes) = part.get("size_bytes").and_then(Value::as_u64) {
+        facts.push(size(bytes));
+    }
+    format!("[image: {}]", facts.join(", "))
+}
+
+/// What the export says of an attached file: its name, type and size.
+fn attachment_placeholder(attachment: &Value) -> String {
+    let name = attachment.get("name").and_then(Value::as_str).unwrap_or("file");
+    let mut facts = Vec::new();
+    if let Some(mime) = attachment.get("mime_type").and_then(Value::as_str) {
+        facts.push(mime.to_owned());
+    }
+    if let Some(bytes) = attachment.get("size").and_then(Value::as_u64) {
+        facts.push(size(bytes));
+    }
+    format!("[attachment {name}: {}]", facts.join(", "))
+}
+
+/// A byte count as people read it.
+fn size(bytes: u64) -> String {
+    match bytes {
+        0..1_000 => format!("{bytes} B"),
+        1_000..1_000_000 => format!("{:.1} kB", bytes as f64 / 1e3),
+        _ => format!("{:.1} MB", bytes as f64 / 1e6),
+    }
+}
+
 fn content_text(content: &Value) -> Option<String> {
     let field = |key: &str| content.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
     match content.get("content_type").and_then(Value::as_str).unwrap_or("text") {
@@ -184,6 +234,11 @@ fn content_text(content: &Value) -> Option<String> {
                         Value::String(text) => text.clone(),
                         Value::Object(object) => match object.get("text").and_then(Value::as_str) {
                             Some(text) => text.to_owned(),
+                            None if object.get("content_type").and_then(Value::as_str)
+                                == Some("image_asset_pointer") =>
+                            {
+                                image_placeholder(object)
+                            }
                             None => format!(
                                 "[{}]",
                                 object.get("content_type").and_then(Value::as_str).unwrap_or("part")

@@ -7,15 +7,6 @@ pub enum WireError {
     /// The message is not of any format's shape; the text says what is wrong where.
     #[error("{0}")]
     Invalid(String),
-    /// A stored conversation cannot be said in the asked format without losing what the
-    /// provider needs (a reasoning signature, say); the text names the message and the part.
-    #[error("cannot render in the {format} format: {reason}")]
-    Unrenderable {
-        /// The format asked for.
-        format: &'static str,
-        /// What cannot be said in it.
-        reason: String,
-    },
 }
 
 pub(crate) fn invalid(reason: impl Into<String>) -> WireError {

@@ -39,7 +39,14 @@ pub struct Rendered {
 /// Renders `turns` in `format`. Calls and results are paired first ([`pair`]), so what comes
 /// out is a request the provider accepts whatever was stored.
 pub fn render(turns: &[Turn], format: Format, options: &RenderOptions) -> Result<Rendered, WireError> {
-    let turns = pair(turns);
+    let (turns, origins): (Vec<Turn>, Vec<usize>) = paired(turns).into_iter().unzip();
+    // The breakpoints counted in the turns given, moved past what pairing put among them.
+    let cache_breakpoints = options
+        .cache_breakpoints
+        .iter()
+        .map(|&after| origins.iter().rposition(|&origin| origin + 1 == after).map_or(after, |at| at + 1))
+        .collect();
+    let options = &RenderOptions { keep_reasoning: options.keep_reasoning, cache_breakpoints };
     let loop_start = turns.iter().rposition(|turn| turn.speaker == Speaker::User).map_or(0, |i| i + 1);
     let context = Context { options, loop_start };
     Ok(match format {
@@ -88,10 +95,16 @@ impl Context<'_> {
 /// note quoting it; a call left without a result is answered with [`MISSING_RESULT`] where its
 /// run of calls and results ends.
 pub fn pair(turns: &[Turn]) -> Vec<Turn> {
-    let mut out: Vec<Turn> = Vec::with_capacity(turns.len());
+    paired(turns).into_iter().map(|(turn, _)| turn).collect()
+}
+
+/// [`pair`], each turn with the index of the turn it came from (a placeholder: the last turn
+/// of the run it closes).
+fn paired(turns: &[Turn]) -> Vec<(Turn, usize)> {
+    let mut out: Vec<(Turn, usize)> = Vec::with_capacity(turns.len());
     let mut open: Vec<String> = Vec::new();
     let mut answered: HashSet<String> = HashSet::new();
-    let close = |open: &mut Vec<String>, answered: &mut HashSet<String>, out: &mut Vec<Turn>| {
+    let close = |open: &mut Vec<String>, answered: &mut HashSet<String>, out: &mut Vec<(Turn, usize)>| {
         let missing: Vec<Block> = open
             .drain(..)
             .filter(|id| !answered.contains(id))
@@ -105,10 +118,11 @@ pub fn pair(turns: &[Turn]) -> Vec<Turn> {
             .collect();
         answered.clear();
         if !missing.is_empty() {
-            out.push(Turn { speaker: Speaker::Tool, name: None, blocks: missing, original: None });
+            let origin = out.last().map_or(0, |(_, origin)| *origin);
+            out.push((Turn { speaker: Speaker::Tool, name: None, blocks: missing, original: None }, origin));
         }
     };
-    for turn in turns {
+    for (index, turn) in turns.iter().enumerate() {
         let calls_or_thinks = turn.speaker == Speaker::Assistant
             && (turn.call_ids().next().is_some() || turn.is_reasoning_only());
         match turn.speaker {
@@ -117,7 +131,7 @@ pub fn pair(turns: &[Turn]) -> Vec<Turn> {
                     turn.result_ids().any(|id| !open.iter().any(|open| open == id) || answered.contains(id));
                 if !orphan {
                     answered.extend(turn.result_ids().map(str::to_owned));
-                    out.push(turn.clone());
+                    out.push((turn.clone(), index));
                     continue;
                 }
                 let mut kept = Vec::new();
@@ -141,19 +155,22 @@ pub fn pair(turns: &[Turn]) -> Vec<Turn> {
                     }
                 }
                 if !kept.is_empty() {
-                    out.push(Turn { speaker: Speaker::Tool, name: None, blocks: kept, original: None });
+                    out.push((
+                        Turn { speaker: Speaker::Tool, name: None, blocks: kept, original: None },
+                        index,
+                    ));
                 }
                 close(&mut open, &mut answered, &mut out);
-                out.push(Turn { speaker: Speaker::User, name: None, blocks: notes, original: None });
+                out.push((Turn { speaker: Speaker::User, name: None, blocks: notes, original: None }, index));
             }
             Speaker::Assistant if calls_or_thinks && (answered.is_empty() || open.is_empty()) => {
                 open.extend(turn.call_ids().map(str::to_owned));
-                out.push(turn.clone());
+                out.push((turn.clone(), index));
             }
             _ => {
                 close(&mut open, &mut answered, &mut out);
                 open.extend(turn.call_ids().map(str::to_owned));
-                out.push(turn.clone());
+                out.push((turn.clone(), index));
             }
         }
     }
