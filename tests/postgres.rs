@@ -80,8 +80,11 @@ fn run_engine(location: &std::path::Path) -> Answers {
     assert_eq!(engine.embed_pending().unwrap(), 16);
     let runtime = strata::blocking::runtime().unwrap();
     // The first request compacts, and the background embedder races the block's search for
-    // the new summaries; the second assembles after they are embedded, from the same state.
+    // the new summaries and memories; the second assembles after the worker is idle and
+    // everything is embedded, from the same state (a batch the worker held while
+    // `embed_pending` ran was still being written: 696 against 690 tokens in a rehearsal).
     runtime.block_on(session.prepare_context()).unwrap();
+    assert!(engine.wait_embedded(std::time::Duration::from_secs(120)), "the worker went idle");
     engine.embed_pending().unwrap();
     let prepared = runtime.block_on(session.prepare_context()).unwrap();
     let nodes = engine
