@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use strata_store::{NewMessage, Role, ToolCall};
 pub use strata_wire::Format;
-use strata_wire::{Block, Speaker, Turn};
+use strata_wire::{Block, Speaker, Turn, json_kind};
 
 use crate::error::{Error, Result};
 
@@ -265,18 +265,6 @@ impl ChatMessage {
 
 fn invalid(reason: impl Into<String>) -> Error {
     Error::InvalidMessage(reason.into())
-}
-
-/// How a JSON value is named in an error.
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
-    }
 }
 
 fn optional_string(object: &Map<String, Value>, key: &str) -> Result<Option<String>> {

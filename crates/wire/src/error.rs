@@ -13,8 +13,9 @@ pub(crate) fn invalid(reason: impl Into<String>) -> WireError {
     WireError::Invalid(reason.into())
 }
 
-/// How a JSON value is named in an error.
-pub(crate) fn json_kind(value: &serde_json::Value) -> &'static str {
+/// How a JSON value is named in an error (`a list`, `null`): one wording for every reader of
+/// a message.
+pub fn json_kind(value: &serde_json::Value) -> &'static str {
     use serde_json::Value;
     match value {
         Value::Null => "null",

@@ -40,7 +40,7 @@ pub mod text;
 mod tools;
 mod turn;
 
-pub use crate::error::WireError;
+pub use crate::error::{WireError, json_kind};
 pub use crate::format::Format;
 pub use crate::render::{MISSING_RESULT, RenderOptions, Rendered, openai_call, pair, render};
 pub use crate::tools::tool_specs;

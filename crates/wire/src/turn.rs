@@ -293,6 +293,31 @@ fn arguments_text(value: Option<&Value>) -> String {
     }
 }
 
+/// A part's `type`, the part as an object, and how errors name it (`content part 2 (image_url)`).
+fn typed<'v>(
+    noun: &str,
+    index: usize,
+    part: &'v Value,
+) -> Result<(&'v str, &'v Map<String, Value>, String), WireError> {
+    match (part.get("type").and_then(Value::as_str), part.as_object()) {
+        (Some(kind), Some(object)) => Ok((kind, object, format!("{noun} {index} ({kind})"))),
+        _ => Err(invalid(format!("{noun} {index} must be an object with a \"type\""))),
+    }
+}
+
+/// An `input_audio` part's clip (OpenAI's chat and Responses formats write it alike).
+fn input_audio(object: &Map<String, Value>, what: &str) -> Result<Block, WireError> {
+    let audio = object.get("input_audio").and_then(Value::as_object);
+    let audio =
+        audio.ok_or_else(|| invalid(format!("{what} needs \"input_audio\": {{\"data\", \"format\"}}")))?;
+    Ok(Block::Media(Media {
+        kind: MediaKind::Audio,
+        source: Source::Base64(required(audio, "data", what)?.to_owned()),
+        media_type: string(audio, "format", what)?.map(str::to_owned),
+        name: None,
+    }))
+}
+
 // ---- OpenAI Chat Completions -------------------------------------------------------------
 
 fn openai(object: &Map<String, Value>) -> Result<Turn, WireError> {
@@ -410,12 +435,7 @@ fn openai_call(index: usize, call: &Value) -> Result<Call, WireError> {
 }
 
 fn openai_part(index: usize, part: &Value) -> Result<Block, WireError> {
-    let kind = part.get("type").and_then(Value::as_str);
-    let object = part.as_object();
-    let (Some(kind), Some(object)) = (kind, object) else {
-        return Err(invalid(format!("content part {index} must be an object with a \"type\"")));
-    };
-    let what = format!("content part {index} ({kind})");
+    let (kind, object, what) = typed("content part", index, part)?;
     Ok(match kind {
         "text" => Block::Text(required(object, "text", &what)?.to_owned()),
         "refusal" => Block::Refusal(required(object, "refusal", &what)?.to_owned()),
@@ -429,17 +449,7 @@ fn openai_part(index: usize, part: &Value) -> Result<Block, WireError> {
                 name: None,
             })
         }
-        "input_audio" => {
-            let audio = object.get("input_audio").and_then(Value::as_object);
-            let audio = audio
-                .ok_or_else(|| invalid(format!("{what} needs \"input_audio\": {{\"data\", \"format\"}}")))?;
-            Block::Media(Media {
-                kind: MediaKind::Audio,
-                source: Source::Base64(required(audio, "data", &what)?.to_owned()),
-                media_type: string(audio, "format", &what)?.map(str::to_owned),
-                name: None,
-            })
-        }
+        "input_audio" => input_audio(object, &what)?,
         "file" => {
             let file = object.get("file").and_then(Value::as_object);
             let file = file
@@ -529,12 +539,7 @@ fn text_of(value: &Value) -> String {
 }
 
 fn anthropic_block(index: usize, part: &Value) -> Result<Block, WireError> {
-    let kind = part.get("type").and_then(Value::as_str);
-    let object = part.as_object();
-    let (Some(kind), Some(object)) = (kind, object) else {
-        return Err(invalid(format!("content block {index} must be an object with a \"type\"")));
-    };
-    let what = format!("content block {index} ({kind})");
+    let (kind, object, what) = typed("content block", index, part)?;
     Ok(match kind {
         "text" => Block::Text(required(object, "text", &what)?.to_owned()),
         "image" => {
@@ -666,12 +671,7 @@ fn responses(object: &Map<String, Value>) -> Result<Turn, WireError> {
 }
 
 fn responses_part(index: usize, part: &Value) -> Result<Block, WireError> {
-    let kind = part.get("type").and_then(Value::as_str);
-    let object = part.as_object();
-    let (Some(kind), Some(object)) = (kind, object) else {
-        return Err(invalid(format!("content part {index} must be an object with a \"type\"")));
-    };
-    let what = format!("content part {index} ({kind})");
+    let (kind, object, what) = typed("content part", index, part)?;
     Ok(match kind {
         "input_text" | "output_text" => Block::Text(required(object, "text", &what)?.to_owned()),
         "refusal" => Block::Refusal(required(object, "refusal", &what)?.to_owned()),
@@ -697,16 +697,7 @@ fn responses_part(index: usize, part: &Value) -> Result<Block, WireError> {
             let name = string(object, "filename", &what)?.map(str::to_owned);
             Block::Media(Media { kind: MediaKind::File, source, media_type: None, name })
         }
-        "input_audio" => {
-            let audio = object.get("input_audio").and_then(Value::as_object);
-            let audio = audio.ok_or_else(|| invalid(format!("{what} needs \"input_audio\"")))?;
-            Block::Media(Media {
-                kind: MediaKind::Audio,
-                source: Source::Base64(required(audio, "data", &what)?.to_owned()),
-                media_type: string(audio, "format", &what)?.map(str::to_owned),
-                name: None,
-            })
-        }
+        "input_audio" => input_audio(object, &what)?,
         other => Block::Other { kind: other.to_owned(), value: part.clone(), format: Format::Responses },
     })
 }
