@@ -33,8 +33,11 @@
 //! assert!(prepared.context.tokens.total <= prepared.context.tokens.budget);
 //! let _request = json!({"model": "gpt-4o-mini", "messages": prepared.messages(), "tools": engine.tool_specs()});
 //!
-//! // When the model calls a tool, run it for this session's persona and append the answer.
+//! // The model's reply, as the provider sent it (reasoning, images and Anthropic's blocks are
+//! // kept too), then its tool call run for this session's persona and the answer appended.
 //! // What the context already holds verbatim is left out and counted, unless the call asks.
+//! session.append_json(&json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_1",
+//!     "type": "function", "function": {"name": "memory_grep", "arguments": "{\"query\": \"staging port\"}"}}]}))?;
 //! let answer = session.call_tool("memory_grep", json!({"query": "staging port"})).await;
 //! assert_eq!(answer["left_out_in_context"], 2);
 //! let answer = session.call_tool("memory_grep", json!({"query": "staging port", "include_in_context": true})).await;
