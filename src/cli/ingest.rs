@@ -34,9 +34,9 @@ pub struct IngestArgs {
     /// Persona for sessions created by this file (lines may override with "persona").
     #[arg(long, default_value = "default")]
     persona: String,
-    /// Accept lines with keys strata does not know (they are ignored); by default such a key is
-    /// an error, since a misspelled "sesion" would file messages into another session.
-    #[arg(long)]
+    /// No effect, kept for scripts that pass it: a key strata does not know is kept as a field
+    /// of the message (a provider's own fields go back to it), never taken for `session`.
+    #[arg(long, hide = true)]
     allow_unknown_keys: bool,
     /// Model whose tokenizer counts the messages (default: the configuration's `[compactor]
     /// model` or `encoding`, which the rest of strata counts with). A database keeps the
