@@ -351,3 +351,117 @@ def test_every_shape_is_stored_and_returned_as_sent(db_path):
         viewed = session.call_tool("view_message", {"message_id": image["id"]})
         assert "image_url" in json.dumps(viewed["message"]["as_sent"]), viewed
         assert rows
+
+
+class StrictResponses(BaseHTTPRequestHandler):
+    """``POST /v1/responses`` as OpenAI's Responses API answers a reasoning model without
+    server-side state: a reasoning item and a function call per round while fewer than
+    ``ROUNDS`` outputs came back, then a message. It refuses, as the real one does, an output
+    whose call is not in the input, a call without its output, and a function call sent back
+    without the reasoning item it came with."""
+
+    requests: List[Dict[str, Any]] = []
+    #: The reasoning item each function call came with, by the call's item id.
+    reasoning_of: Dict[str, Dict[str, Any]] = {}
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_POST(self) -> None:  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        StrictResponses.requests.append(body)
+        try:
+            reply, status = self.respond(body), 200
+        except Refused as error:
+            reply, status = {"error": {"type": "invalid_request_error", "message": str(error)}}, 400
+        data = json.dumps(reply).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def respond(self, body: Dict[str, Any]) -> Dict[str, Any]:
+        items = body["input"]
+        calls: Dict[str, bool] = {}
+        for index, item in enumerate(items):
+            kind = item.get("type", "message")
+            if kind == "message":
+                if item.get("role") not in ("system", "developer", "user", "assistant"):
+                    raise Refused(f"input[{index}].role")
+                if item.get("role") == "user" and any(not done for done in calls.values()):
+                    raise Refused(f"input[{index}]: No tool output found for function call")
+            elif kind == "function_call":
+                calls[item["call_id"]] = False
+                reasoning = StrictResponses.reasoning_of.get(item.get("id", ""))
+                if reasoning is not None and reasoning not in items[:index]:
+                    raise Refused(f"Item '{item['id']}' of type 'function_call' was provided without its "
+                                  f"required 'reasoning' item: '{reasoning['id']}'.")
+            elif kind == "function_call_output":
+                if item["call_id"] not in calls:
+                    raise Refused(f"No tool call found for function call output with call_id {item['call_id']}.")
+                calls[item["call_id"]] = True
+            elif kind != "reasoning":
+                raise Refused(f"input[{index}]: unknown item type {kind}")
+        if any(not done for done in calls.values()):
+            raise Refused("No tool output found for function call")
+        outputs = [i for i in items if i.get("type") == "function_call_output"]
+        round_ = len(outputs)
+        n = len(StrictResponses.requests)
+        if round_ < ROUNDS:
+            reasoning = {"type": "reasoning", "id": f"rs_{n}", "summary": [{"type": "summary_text",
+                         "text": f"Round {round_}: search."}], "encrypted_content": f"gAAAAB{n}"}
+            call = {"type": "function_call", "id": f"fc_{n}", "call_id": f"call_{n}", "name": "memory_grep",
+                    "arguments": json.dumps({"query": "staging", "include_in_context": True}), "status": "completed"}
+            StrictResponses.reasoning_of[call["id"]] = reasoning
+            output = [reasoning, call]
+        else:
+            hits = json.loads(outputs[-1]["output"]).get("results") or [{}]
+            output = [{"type": "message", "id": f"msg_{n}", "status": "completed", "role": "assistant",
+                       "content": [{"type": "output_text", "text": f"From memory: {json.dumps(hits[0])}",
+                                    "annotations": []}]}]
+        return {"id": f"resp_{n}", "object": "response", "created_at": int(time.time()), "status": "completed",
+                "model": body["model"], "output": output, "parallel_tool_calls": True, "tool_choice": "auto",
+                "tools": body.get("tools", []), "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2,
+                "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 1}}}
+
+
+@pytest.fixture
+def responses_server():
+    StrictResponses.requests = []
+    StrictResponses.reasoning_of = {}
+    server = ThreadingHTTPServer(("127.0.0.1", 0), StrictResponses)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_responses_api_bot_with_reasoning_items_completes_a_tool_loop(db_path, responses_server):
+    client = OpenAI(base_url=responses_server, api_key="local-test")
+    with strata.Engine(db_path) as engine:
+        session = engine.session("alice", persona="assistant")
+        history(session)
+        session.append({"role": "user", "content": "Which port does staging listen on?"})
+        for _ in range(ROUNDS + 1):
+            context = session.prepare_context(format="responses")
+            response = client.responses.create(model="local", input=context.messages, store=False,
+                                               include=["reasoning.encrypted_content"],
+                                               tools=engine.tool_specs("responses"))
+            calls = []
+            for item in response.output:  # the SDK's items, as they are
+                session.append(item)
+                if item.type == "function_call":
+                    calls.append(item)
+            for call in calls:
+                answer = session.call_tool(call.name, call.arguments)
+                session.append(session.tool_message(call.call_id, call.name, answer, format="responses"))
+            if not calls:
+                break
+        assert "6543" in response.output_text
+        kept = [m["as_sent"] for m in session.messages() if m.get("as_sent", {}).get("type") == "reasoning"]
+        assert [k["encrypted_content"] for k in kept] == [f"gAAAAB{n}" for n in range(1, ROUNDS + 1)]
+    assert len(StrictResponses.requests) == ROUNDS + 1
+    tools = StrictResponses.requests[0]["tools"]
+    assert tools and all(tool["type"] == "function" and "parameters" in tool for tool in tools)
