@@ -108,36 +108,28 @@ pub fn write_line(exported: &ExportedMessage) -> String {
     let mut line = Map::new();
     if let Some(body) = &message.body {
         // The body as stored, byte for byte: it is JSON text written by strata.
-        let body: Value = serde_json::from_str(body).unwrap_or(Value::Null);
-        line.insert("message".into(), body);
-        line.insert("timestamp".into(), Value::from(rfc3339(exported.created_at_seconds)));
-        line.insert("session".into(), Value::from(exported.session_key.as_str()));
-        line.insert("persona".into(), Value::from(exported.persona.as_str()));
-        if message.pinned {
-            line.insert("pinned".into(), Value::Bool(true));
-        }
-        if let Some(id) = &exported.external_id {
-            line.insert("id".into(), Value::from(id.as_str()));
-        }
-        return Value::Object(line).to_string();
-    }
-    line.insert("role".into(), Value::from(message.role.as_str()));
-    // An assistant message that only calls tools is written as the OpenAI API writes it.
-    let content =
-        if message.content.is_empty() && message.role == Role::Assistant && message.tool_calls.is_some() {
+        line.insert("message".into(), serde_json::from_str(body).unwrap_or(Value::Null));
+    } else {
+        line.insert("role".into(), Value::from(message.role.as_str()));
+        // An assistant message that only calls tools is written as the OpenAI API writes it.
+        let content = if message.content.is_empty()
+            && message.role == Role::Assistant
+            && message.tool_calls.is_some()
+        {
             Value::Null
         } else {
             Value::from(message.content.as_str())
         };
-    line.insert("content".into(), content);
-    if let Some(calls) = &message.tool_calls {
-        line.insert("tool_calls".into(), calls.clone());
-    }
-    if let Some(id) = &message.tool_call_id {
-        line.insert("tool_call_id".into(), Value::from(id.as_str()));
-    }
-    if let Some(name) = &message.name {
-        line.insert("name".into(), Value::from(name.as_str()));
+        line.insert("content".into(), content);
+        if let Some(calls) = &message.tool_calls {
+            line.insert("tool_calls".into(), calls.clone());
+        }
+        if let Some(id) = &message.tool_call_id {
+            line.insert("tool_call_id".into(), Value::from(id.as_str()));
+        }
+        if let Some(name) = &message.name {
+            line.insert("name".into(), Value::from(name.as_str()));
+        }
     }
     line.insert("timestamp".into(), Value::from(rfc3339(exported.created_at_seconds)));
     line.insert("session".into(), Value::from(exported.session_key.as_str()));

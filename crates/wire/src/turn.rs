@@ -305,6 +305,14 @@ fn typed<'v>(
     }
 }
 
+/// A list of parts, each read by `read` with its index (for errors naming it).
+fn read_parts(
+    parts: &[Value],
+    read: fn(usize, &Value) -> Result<Block, WireError>,
+) -> Result<Vec<Block>, WireError> {
+    parts.iter().enumerate().map(|(index, part)| read(index, part)).collect()
+}
+
 /// An `input_audio` part's clip (OpenAI's chat and Responses formats write it alike).
 fn input_audio(object: &Map<String, Value>, what: &str) -> Result<Block, WireError> {
     let audio = object.get("input_audio").and_then(Value::as_object);
@@ -359,9 +367,7 @@ fn openai(object: &Map<String, Value>) -> Result<Turn, WireError> {
     let content = match object.get("content") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::String(text)) => vec![Block::Text(text.clone())],
-        Some(Value::Array(parts)) => {
-            parts.iter().enumerate().map(|(i, part)| openai_part(i, part)).collect::<Result<_, _>>()?
-        }
+        Some(Value::Array(parts)) => read_parts(parts, openai_part)?,
         Some(other) => {
             return Err(invalid(format!(
                 "\"content\" must be a string, a list of parts or null, not {}",
@@ -485,9 +491,7 @@ fn anthropic(object: &Map<String, Value>) -> Result<Turn, WireError> {
     };
     let blocks: Vec<Block> = match object.get("content") {
         Some(Value::String(text)) => vec![Block::Text(text.clone())],
-        Some(Value::Array(parts)) => {
-            parts.iter().enumerate().map(|(i, part)| anthropic_block(i, part)).collect::<Result<_, _>>()?
-        }
+        Some(Value::Array(parts)) => read_parts(parts, anthropic_block)?,
         Some(other) => {
             return Err(invalid(format!(
                 "\"content\" must be a string or a list of blocks, not {}",
