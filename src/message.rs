@@ -182,11 +182,6 @@ impl Incoming {
         }
     }
 
-    /// The message as a [`Turn`] of its own format.
-    pub fn turn(&self) -> Result<Turn> {
-        stored_turn(self.body.as_ref(), &self.message)
-    }
-
     /// The row to store, sent at `now` unless it says when; its tokens not counted yet.
     pub(crate) fn into_new(self, now: DateTime<Utc>) -> NewMessage {
         NewMessage {
@@ -202,19 +197,6 @@ impl Incoming {
             body: self.body.map(|body| Value::Object(body).to_string()),
         }
     }
-}
-
-/// A stored message as a [`Turn`]: its body read in the format its shape says, else its
-/// columns as an OpenAI message.
-pub(crate) fn stored_turn(body: Option<&Map<String, Value>>, message: &ChatMessage) -> Result<Turn> {
-    let turn = match body {
-        Some(body) => Turn::read(Format::detect(body), body),
-        None => match message.columns_json() {
-            Value::Object(columns) => Turn::read(Format::OpenAi, &columns),
-            _ => unreachable!("columns_json builds an object"),
-        },
-    };
-    turn.map_err(|error| invalid(error.to_string()))
 }
 
 impl ChatMessage {

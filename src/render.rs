@@ -39,10 +39,7 @@ fn turn(value: &Value, original: Option<&Original>, abridged: bool) -> Result<Tu
         return Err(Error::InvalidMessage("a context message is not a JSON object".into()));
     };
     let Some(original) = original else { return read(object, Format::OpenAi) };
-    let Ok(Value::Object(body)) = serde_json::from_str::<Value>(&original.body) else {
-        return read(object, Format::OpenAi);
-    };
-    let stored = read(&body, Format::detect(&body))?;
+    let stored = Turn::parse(&original.body).map_err(|error| Error::InvalidMessage(error.to_string()))?;
     if !original.text_changed {
         return Ok(stored);
     }

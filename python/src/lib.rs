@@ -58,7 +58,7 @@ fn from_python(value: &Bound<'_, PyAny>, what: &str) -> Result<Value, Failure> {
 fn incoming(message: &Bound<'_, PyAny>, format: Option<&str>) -> Result<Incoming, Failure> {
     let value = if !message.is_instance_of::<PyDict>() && message.hasattr("model_dump")? {
         let options = PyDict::new(message.py());
-        options.set_item("exclude_none", true)?;
+        options.set_item("exclude_unset", true)?;
         options.set_item("mode", "json")?;
         from_python(&message.call_method("model_dump", (), Some(&options))?, "the message")?
     } else {

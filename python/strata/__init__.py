@@ -74,7 +74,9 @@ Format = str
 
 def _plain(value: Any) -> Any:
     """The SDK objects in a message (pydantic models of ``openai`` and ``anthropic``) as plain
-    JSON-shaped data; a plain dict of text costs one look at each value."""
+    JSON-shaped data: exactly the fields the server sent (``exclude_unset``: a ``null`` it sent
+    stays, a field the SDK only defaults is left out); a plain dict of text costs one look at
+    each value."""
     if isinstance(value, Mapping):
         if all(isinstance(v, (str, int, float, bool, type(None))) for v in value.values()):
             return value
@@ -83,7 +85,7 @@ def _plain(value: Any) -> Any:
         return [_plain(v) for v in value]
     dump = getattr(value, "model_dump", None)
     if dump is not None:
-        return _plain(dump(mode="json", exclude_none=True))
+        return _plain(dump(mode="json", exclude_unset=True))
     return value
 
 #: The configuration: a dict shaped like ``strata.example.toml`` (``{"compactor":

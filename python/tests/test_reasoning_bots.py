@@ -229,6 +229,8 @@ def test_an_openai_bot_on_a_reasoning_server_completes_a_tool_loop(db_path, mode
                                                    tools=engine.tool_specs())
             message = reply.choices[0].message
             session.append(message)  # the SDK's object, as it is
+            # Stored exactly as the SDK returned it: the fields the server sent, nulls included.
+            assert session.messages()[-1]["as_sent"] == message.model_dump(mode="json", exclude_unset=True)
             for call in message.tool_calls or []:
                 answer = session.call_tool(call.function.name, call.function.arguments)
                 session.append(session.tool_message(call.id, call.function.name, answer))
@@ -265,6 +267,7 @@ def test_an_anthropic_bot_with_thinking_completes_a_tool_loop(db_path, model_ser
                 model="claude-local", max_tokens=2048, system=context.system, messages=context.messages,
                 tools=engine.tool_specs("anthropic"), thinking={"type": "enabled", "budget_tokens": 1024})
             session.append(response)  # the SDK's Message object, as it is
+            assert session.messages()[-1]["as_sent"] == response.model_dump(mode="json", exclude_unset=True)
             uses = [block for block in response.content if block.type == "tool_use"]
             for use in uses:
                 answer = session.call_tool(use.name, use.input)
@@ -452,6 +455,7 @@ def test_a_responses_api_bot_with_reasoning_items_completes_a_tool_loop(db_path,
             calls = []
             for item in response.output:  # the SDK's items, as they are
                 session.append(item)
+                assert session.messages()[-1]["as_sent"] == item.model_dump(mode="json", exclude_unset=True)
                 if item.type == "function_call":
                     calls.append(item)
             for call in calls:

@@ -96,12 +96,9 @@ fn result_ids(role: Role, tool_call_id: Option<&str>, body: Option<&str>) -> Vec
     if role != Role::Tool {
         return Vec::new();
     }
-    let from_body =
-        body.and_then(|body| serde_json::from_str::<serde_json::Value>(body).ok()).and_then(|value| {
-            let object = value.as_object()?;
-            let turn = strata_wire::Turn::read(strata_wire::Format::detect(object), object).ok()?;
-            Some(turn.result_ids().map(str::to_owned).collect::<Vec<_>>())
-        });
+    let from_body = body
+        .and_then(|body| strata_wire::Turn::parse(body).ok())
+        .map(|turn| turn.result_ids().map(str::to_owned).collect::<Vec<_>>());
     from_body.unwrap_or_else(|| tool_call_id.map(str::to_owned).into_iter().collect())
 }
 

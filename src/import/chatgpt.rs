@@ -180,7 +180,7 @@ fn image_placeholder(part: &Map<String, Value>) -> String {
         facts.push(format!("{width}x{height}"));
     }
     if let Some(bytes) = part.get("size_bytes").and_then(Value::as_u64) {
-        facts.push(size(bytes));
+        facts.push(strata_wire::text::size(bytes));
     }
     format!("[image: {}]", facts.join(", "))
 }
@@ -193,18 +193,9 @@ fn attachment_placeholder(attachment: &Value) -> String {
         facts.push(mime.to_owned());
     }
     if let Some(bytes) = attachment.get("size").and_then(Value::as_u64) {
-        facts.push(size(bytes));
+        facts.push(strata_wire::text::size(bytes));
     }
     format!("[attachment {name}: {}]", facts.join(", "))
-}
-
-/// A byte count as people read it.
-fn size(bytes: u64) -> String {
-    match bytes {
-        0..1_000 => format!("{bytes} B"),
-        1_000..1_000_000 => format!("{:.1} kB", bytes as f64 / 1e3),
-        _ => format!("{:.1} MB", bytes as f64 / 1e6),
-    }
 }
 
 fn content_text(content: &Value) -> Option<String> {

@@ -345,11 +345,10 @@ fn wire(message: &Message, content: &str) -> Value {
 /// tool calls; other reasoning stays out). A body of another format is sent as its columns
 /// here; `strata_wire::render` says it in that format.
 fn as_sent(message: &Message, body: &str) -> Option<Value> {
-    let Ok(Value::Object(object)) = serde_json::from_str::<Value>(body) else { return None };
-    if strata_wire::Format::detect(&object) != strata_wire::Format::OpenAi {
+    let turn = strata_wire::Turn::parse(body).ok()?;
+    if !matches!(turn.original, Some((strata_wire::Format::OpenAi, _))) {
         return None;
     }
-    let turn = strata_wire::Turn::read(strata_wire::Format::OpenAi, &object).ok()?;
     let rendered = strata_wire::render::message(
         &turn,
         strata_wire::Format::OpenAi,
@@ -372,12 +371,8 @@ fn result_ids(message: &Message) -> Vec<String> {
         .body
         .as_deref()
         .filter(|_| message.role == Role::Tool)
-        .and_then(|body| serde_json::from_str::<Value>(body).ok())
-        .and_then(|value| {
-            let object = value.as_object()?;
-            let turn = strata_wire::Turn::read(strata_wire::Format::detect(object), object).ok()?;
-            Some(turn.result_ids().map(str::to_owned).collect::<Vec<_>>())
-        });
+        .and_then(|body| strata_wire::Turn::parse(body).ok())
+        .map(|turn| turn.result_ids().map(str::to_owned).collect::<Vec<_>>());
     from_body.unwrap_or_else(|| message.tool_call_id.iter().cloned().collect())
 }
 

@@ -286,10 +286,7 @@ impl TokenCounter {
     /// sends back ([`strata_wire::text::reasoning_sent`]), counted whenever it may be sent so
     /// that a budget never comes up short, and [`MEDIA_TOKENS`] per image, clip or file.
     fn body_extra(&self, body: &str) -> u32 {
-        let Ok(serde_json::Value::Object(object)) = serde_json::from_str(body) else { return 0 };
-        let Ok(turn) = strata_wire::Turn::read(strata_wire::Format::detect(&object), &object) else {
-            return 0;
-        };
+        let Ok(turn) = strata_wire::Turn::parse(body) else { return 0 };
         let reasoning = strata_wire::text::reasoning_sent(&turn);
         let reasoning = if reasoning.is_empty() { 0 } else { self.text(&reasoning) };
         reasoning + MEDIA_TOKENS * strata_wire::text::media_count(&turn)

@@ -56,3 +56,13 @@ pub fn media_count(turn: &Turn) -> u32 {
     }
     count(&turn.blocks)
 }
+
+/// A byte count as people read it (`812 B`, `12.3 kB`, `2.0 MB`): how every placeholder of
+/// media states its size.
+pub fn size(bytes: u64) -> String {
+    match bytes {
+        0..1_000 => format!("{bytes} B"),
+        1_000..1_000_000 => format!("{:.1} kB", bytes as f64 / 1e3),
+        _ => format!("{:.1} MB", bytes as f64 / 1e6),
+    }
+}

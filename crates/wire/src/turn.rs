@@ -152,7 +152,7 @@ impl Media {
             parts.push(one_line(mime, 60));
         }
         match (&self.source, self.bytes()) {
-            (_, Some(bytes)) => parts.push(size(bytes)),
+            (_, Some(bytes)) => parts.push(crate::text::size(bytes as u64)),
             (Source::Url(url), None) => parts.push(one_line(url, 200)),
             (Source::FileId(id), None) => parts.push(format!("file {}", one_line(id, 80))),
             _ => {}
@@ -173,15 +173,6 @@ fn one_line(text: &str, max: usize) -> String {
     let mut cut: String = line.chars().take(max).collect();
     cut.push('…');
     cut
-}
-
-/// A byte count as people read it.
-fn size(bytes: usize) -> String {
-    match bytes {
-        0..1_000 => format!("{bytes} B"),
-        1_000..1_000_000 => format!("{:.1} kB", bytes as f64 / 1e3),
-        _ => format!("{:.1} MB", bytes as f64 / 1e6),
-    }
 }
 
 /// Which provider's reasoning this is: each has its own rule for going back.
@@ -247,6 +238,16 @@ impl Turn {
         };
         turn.original = Some((format, Value::Object(object.clone())));
         Ok(turn)
+    }
+
+    /// A stored message body (JSON text of one message object) read in the format its shape
+    /// says: the one reader of a body, for every place that needs what it holds.
+    pub fn parse(body: &str) -> Result<Turn, WireError> {
+        match serde_json::from_str::<Value>(body) {
+            Ok(Value::Object(object)) => Turn::read(Format::detect(&object), &object),
+            Ok(other) => Err(invalid(format!("a message is a JSON object, not {}", json_kind(&other)))),
+            Err(error) => Err(invalid(format!("a message body is not JSON: {error}"))),
+        }
     }
 
     /// The ids of the calls it makes.
