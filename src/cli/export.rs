@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 use strata_store::fence::one_line;
-use strata_store::{Backend, Category, Session, Store, SummaryNode};
+use strata_store::{Backend, Category, Session, SummaryNode};
 
 use anyhow::{Context, Result, bail};
 use strata_store::transfer::ExportScope;
@@ -43,7 +43,7 @@ enum ExportFormat {
 }
 
 /// Runs `strata export`.
-pub fn run(store: &Store, args: &ExportArgs, json: bool, out: &mut impl std::io::Write) -> Result<()> {
+pub fn run(store: &dyn Backend, args: &ExportArgs, json: bool, out: &mut impl std::io::Write) -> Result<()> {
     let persona = args.persona.as_deref().unwrap_or("default");
     match args.format {
         ExportFormat::Markdown => {
@@ -70,7 +70,7 @@ pub fn run(store: &Store, args: &ExportArgs, json: bool, out: &mut impl std::io:
             let scope = match &args.session {
                 Some(key) => {
                     if store.find_session(key)?.is_none() {
-                        bail!("no session {key:?} in {}", store.path().display());
+                        bail!("no session {key:?} in this database");
                     }
                     ExportScope::Session(key)
                 }
@@ -157,7 +157,7 @@ fn write(dir: &Path, name: &str, contents: &str, report: &mut ExportReport) -> R
 }
 
 /// Writes the exports of one persona into `dir` (created if missing).
-pub fn export_persona(store: &Store, persona: &str, dir: &Path) -> Result<ExportReport> {
+pub fn export_persona(store: &dyn Backend, persona: &str, dir: &Path) -> Result<ExportReport> {
     strata_store::backend::validate_persona(persona)?;
     std::fs::create_dir_all(dir.join("nodes")).with_context(|| format!("cannot access {}", dir.display()))?;
     let mut report = ExportReport::default();
@@ -246,7 +246,7 @@ pub fn export_persona(store: &Store, persona: &str, dir: &Path) -> Result<Export
 /// One node and, below it, its descendants, each with an anchor; Level-0 nodes list the ids
 /// of their source messages (`strata view ID` shows one).
 fn render_subtree(
-    store: &Store,
+    store: &dyn Backend,
     session: &Session,
     nodes: &[SummaryNode],
     node: &SummaryNode,

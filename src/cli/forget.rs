@@ -1,13 +1,13 @@
 //! `strata forget`: erase a persona, a session, or a session's oldest messages, and everything
-//! derived from them (see `Store::forget`); `--dry-run` prints what would go.
+//! derived from them (see `strata_store::Maintenance::forget`); `--dry-run` prints what would go.
 
 use std::io::Write;
 
 use anyhow::{Context, bail};
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
 use indicatif::{ProgressBar, ProgressStyle};
-use strata_store::Store;
 use strata_store::forgetting::{ForgetCounts, ForgetScope};
+use strata_store::{Backend, SharedBackend};
 
 use crate::cli::output::print_json;
 use strata::Config;
@@ -73,7 +73,7 @@ fn lines(counts: &ForgetCounts) -> Vec<(u64, &'static str)> {
 
 /// `--dry-run`: what would be erased, read from a read-only store, with no engine (whose
 /// start may write), so nothing is written.
-pub fn plan(store: &Store, args: &ForgetArgs, json: bool, out: &mut impl Write) -> anyhow::Result<()> {
+pub fn plan(store: &dyn Backend, args: &ForgetArgs, json: bool, out: &mut impl Write) -> anyhow::Result<()> {
     let plan = store.forget_plan(&args.scope()?).context("cannot plan the forget")?;
     if json {
         return print_json(out, &plan);
@@ -86,7 +86,7 @@ pub fn plan(store: &Store, args: &ForgetArgs, json: bool, out: &mut impl Write) 
 }
 
 pub fn run(
-    store: Store,
+    store: SharedBackend,
     settings: &Config,
     args: &ForgetArgs,
     json: bool,

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use strata::import::{Format, ImportOptions};
-use strata_store::Store;
+use strata_store::SharedBackend;
 
 use crate::cli::ingest::{progress_bar, report, store_all};
 
@@ -37,7 +37,7 @@ pub struct ImportArgs {
 /// checked: a refused input leaves the database as it was, and a missing or empty one is not
 /// made a database.
 pub fn run(
-    open: impl FnOnce() -> anyhow::Result<Store>,
+    open: impl FnOnce() -> anyhow::Result<SharedBackend>,
     config: &strata::Config,
     args: &ImportArgs,
     json: bool,
@@ -56,7 +56,7 @@ pub fn run(
     }
     counter.count_new_all(incoming.iter_mut().map(|incoming| &mut incoming.message));
     let store = &open()?;
-    counter.claim(store)?;
+    counter.claim(&**store)?;
     let progress = progress_bar();
     progress.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     let imported = store_all(store, &incoming, &progress)?;

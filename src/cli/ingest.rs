@@ -8,14 +8,11 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use strata::import::{ImportError, ImportOptions, jsonl};
 use strata_compactor::TokenCounter;
-use strata_store::Store;
+use strata_store::SharedBackend;
 use strata_store::transfer::{Imported, IncomingMessage};
 
 use crate::cli::output::print_json;
 use crate::cli::recall::{Drained, embed_with_progress};
-
-/// Messages indexed for search per transaction after an import.
-const INDEX_BATCH: usize = 5_000;
 
 /// Files with more lines than this get a progress bar.
 const PROGRESS_THRESHOLD: usize = 2_000;
@@ -191,25 +188,21 @@ pub fn progress_bar() -> ProgressBar {
 
 /// Stores parsed messages in one transaction (all or nothing), then indexes them for search.
 pub fn store_all(
-    store: &Store,
+    store: &SharedBackend,
     incoming: &[IncomingMessage],
     progress: &ProgressBar,
 ) -> anyhow::Result<Imported> {
     progress.set_message("writing");
-    let imported = store.append_many(incoming).context("nothing was ingested")?;
-    // Index for search now, with the bar, rather than in the first search after the import.
+    let imported = store.import(incoming).context("nothing was ingested")?;
+    // Index for search now rather than in the first search after the import (a backend that
+    // indexes as it writes has nothing to do).
     progress.set_message("indexing");
     progress.set_position(0);
-    progress.set_length(store.unindexed_messages()?);
-    loop {
-        let indexed = store.index_messages(INDEX_BATCH).context(
-            "the messages are stored; indexing them for search failed (the next compaction or ingest retries)",
-        )?;
-        progress.inc(indexed as u64);
-        if indexed < INDEX_BATCH {
-            break;
-        }
-    }
+    progress.set_length(imported.ids.len() as u64);
+    let indexed = store.catch_up_search_index().context(
+        "the messages are stored; indexing them for search failed (the next compaction or ingest retries)",
+    )?;
+    progress.set_position(indexed as u64);
     progress.finish_and_clear();
     Ok(imported)
 }
@@ -272,7 +265,7 @@ pub fn report(
 /// Ingests `args.file` into the store `open` opens, once every line has parsed: a refused
 /// file leaves the database as it was, and a missing or empty one is not made a database.
 pub fn run(
-    open: impl FnOnce() -> anyhow::Result<Store>,
+    open: impl FnOnce() -> anyhow::Result<SharedBackend>,
     config: &strata::Config,
     args: &IngestArgs,
     json: bool,
@@ -301,7 +294,7 @@ pub fn run(
         &progress,
     )?;
     let store = &open()?;
-    counter.claim(store)?;
+    counter.claim(&**store)?;
     let imported = store_all(store, &incoming, &progress).map_err(|error| {
         // The store names the message by its place among the session's; the user knows lines.
         let edited = error.chain().find_map(|cause| match cause.downcast_ref::<strata_store::Error>() {
@@ -326,7 +319,7 @@ pub fn run(
     })?;
     let embedded = match &embedder {
         Some(embedder) => Some(
-            embed_with_progress(store, embedder, &config.recall, &strata_recall::BacklogFilter::default())
+            embed_with_progress(&**store, embedder, &config.recall, &strata_recall::BacklogFilter::default())
                 .context("the messages are stored; embedding them failed (`strata embed` resumes)")?,
         ),
         None => None,

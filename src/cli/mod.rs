@@ -207,17 +207,6 @@ fn open_sqlite(cli: &Cli, what: &str) -> anyhow::Result<Store> {
         .with_context(|| format!("cannot use database {}", cli.db.display()))
 }
 
-/// Opens the existing SQLite file named on the command line for a command only SQLite has
-/// that only reads (`export`, `forget --dry-run`): a mistyped path is refused, never created,
-/// and the store's connections are read-only.
-fn open_sqlite_existing(cli: &Cli, what: &str) -> anyhow::Result<Store> {
-    if postgres_url(cli).is_some() {
-        anyhow::bail!("{what} needs a SQLite database; {} is a PostgreSQL url", redacted(cli));
-    }
-    Store::open_existing(&cli.db, std::time::Duration::from_millis(cli.busy_timeout_ms))
-        .with_context(|| format!("cannot use database {}", cli.db.display()))
-}
-
 /// The `--db` value when it is a PostgreSQL url.
 fn postgres_url(cli: &Cli) -> Option<&str> {
     cli.db.to_str().filter(|db| strata_store::location::is_postgres_url(db))
@@ -276,15 +265,11 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 None => out.write_all(transcript.to_jsonl().as_bytes())?,
             }
         }
-        Command::Export(args) => {
-            export::run(&open_sqlite_existing(&cli, "strata export")?, args, cli.json, &mut out)?
-        }
+        Command::Export(args) => export::run(&*open_existing(&cli)?, args, cli.json, &mut out)?,
         Command::Forget(args) if args.dry_run => {
-            forget::plan(&open_sqlite_existing(&cli, "strata forget")?, args, cli.json, &mut out)?
+            forget::plan(&*open_existing(&cli)?, args, cli.json, &mut out)?
         }
-        Command::Forget(args) => {
-            forget::run(open_sqlite(&cli, "strata forget")?, &config(&cli)?, args, cli.json, &mut out)?
-        }
+        Command::Forget(args) => forget::run(open(&cli)?, &config(&cli)?, args, cli.json, &mut out)?,
         Command::Init => {
             let store = open(&cli)?;
             // The encoding every count in this database is made with, from now on.
@@ -298,12 +283,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 counter.encoding().as_str()
             )?;
         }
-        Command::Ingest(args) => {
-            ingest::run(|| open_sqlite(&cli, "strata ingest"), &config(&cli)?, args, cli.json, &mut out)?
-        }
-        Command::Import(args) => {
-            import::run(|| open_sqlite(&cli, "strata import"), &config(&cli)?, args, cli.json, &mut out)?
-        }
+        Command::Ingest(args) => ingest::run(|| open(&cli), &config(&cli)?, args, cli.json, &mut out)?,
+        Command::Import(args) => import::run(|| open(&cli), &config(&cli)?, args, cli.json, &mut out)?,
         Command::Doctor { full, accept_lost_commits } => {
             if postgres_url(&cli).is_some() {
                 let store = open(&cli)?;

@@ -1,5 +1,5 @@
-//! Forgetting through the engine: the store erases in one transaction (`strata_store`'s
-//! `forget.rs`); the engine first has its summarizer rewrite the Level-0 nodes that keep part
+//! Forgetting through the engine: the backend erases in one transaction (its `Maintenance`
+//! role, on SQLite and PostgreSQL alike); the engine first has its summarizer rewrite the Level-0 nodes that keep part
 //! of their messages, since the store knows no summarizer. No connection is held while the
 //! summarizer runs; the store's transaction uses a rewrite only if its span is unchanged.
 
@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 impl Engine {
     /// What [`Engine::forget`] would erase, changing nothing (`strata forget --dry-run`).
     pub async fn forget_plan(&self, scope: &ForgetScope) -> Result<ForgetPlan> {
-        let (store, scope) = (self.sqlite("forgetting")?.clone(), scope.clone());
+        let (store, scope) = (self.inner.store.clone(), scope.clone());
         Ok(tokio::task::spawn_blocking(move || store.forget_plan(&scope)).await.map_err(join)??)
     }
 
@@ -32,7 +32,7 @@ impl Engine {
                 rebuilt.push(Rebuilt { span, summary });
             }
         }
-        let (store, scope, command) = (self.sqlite("forgetting")?.clone(), scope.clone(), command.to_owned());
+        let (store, scope, command) = (self.inner.store.clone(), scope.clone(), command.to_owned());
         let forgotten =
             tokio::task::spawn_blocking(move || store.forget(&scope, &command, &rebuilt, &mut progress))
                 .await

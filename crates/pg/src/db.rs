@@ -98,6 +98,12 @@ cached_queries!(Conn, client);
 cached_queries!(Tx<'_>, tx);
 
 impl Conn {
+    /// Runs statements outside any transaction, over the simple protocol: what `VACUUM` and
+    /// `CHECKPOINT` need.
+    pub fn batch_execute(&mut self, sql: &str) -> Result<(), postgres::Error> {
+        self.client.batch_execute(sql)
+    }
+
     /// A read-committed transaction.
     pub fn transaction(&mut self) -> Result<Tx<'_>, postgres::Error> {
         Ok(Tx { tx: self.client.transaction()?, statements: &mut self.statements })
@@ -162,6 +168,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../schema/0001_init.sql"),
     include_str!("../schema/0002_engine.sql"),
     include_str!("../schema/0003_message_body.sql"),
+    include_str!("../schema/0004_maintenance.sql"),
 ];
 
 /// The newest schema this build writes.

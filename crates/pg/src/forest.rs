@@ -185,7 +185,7 @@ fn insert(tx: &mut Tx<'_>, persona: &str, place: &NodePlace, summary: &NewSummar
 }
 
 /// Queues the facts a summary carries for consolidation into memories, in its transaction.
-fn queue(tx: &mut Tx<'_>, node: NodeId, persona: &str, summary: &NewSummary) -> Result<(), Error> {
+pub(crate) fn queue(tx: &mut Tx<'_>, node: NodeId, persona: &str, summary: &NewSummary) -> Result<(), Error> {
     let now = to_unix(Utc::now());
     for update in &summary.memory_updates {
         tx.execute(

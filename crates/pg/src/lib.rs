@@ -23,6 +23,8 @@ mod check;
 mod copy;
 mod db;
 mod forest;
+mod forget;
+mod maintenance;
 mod memories;
 mod outline;
 mod rows;
@@ -38,6 +40,7 @@ use chrono::Utc;
 use strata_store::backend::{from_unix, to_unix, validate_session_key};
 use strata_store::check::Report;
 use strata_store::embeddings::{BacklogItem, EmbeddingSpace};
+use strata_store::forgetting::{ForgetPlan, ForgetRecord, ForgetScope, Forgotten, Rebuilt};
 use strata_store::memories::{MemoryVersion, MemoryWrite, Provenance, QueuedUpdate, UpdateId, Writer};
 use strata_store::search::{CandidateQuery, Candidates, SearchFilter, TextHit, TextQuery};
 use strata_store::stats::{LlmCall, Stats, StoreMetrics};
@@ -141,6 +144,40 @@ fn key_reused(key: &str, id: i64) -> Error {
     }
 }
 
+impl strata_store::Maintenance for PgStore {
+    fn import(
+        &self,
+        incoming: &[strata_store::transfer::IncomingMessage],
+    ) -> Result<strata_store::transfer::Imported> {
+        self.import_messages(incoming)
+    }
+
+    fn export_messages(
+        &self,
+        scope: strata_store::transfer::ExportScope<'_>,
+    ) -> Result<Vec<strata_store::transfer::ExportedMessage>> {
+        self.exported(scope)
+    }
+
+    fn forget_plan(&self, scope: &ForgetScope) -> Result<ForgetPlan> {
+        self.plan_forget(scope)
+    }
+
+    fn forget(
+        &self,
+        scope: &ForgetScope,
+        command: &str,
+        rebuilt: &[Rebuilt],
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<Forgotten> {
+        self.erase(scope, command, rebuilt, progress)
+    }
+
+    fn forgets(&self) -> Result<Vec<ForgetRecord>> {
+        self.forget_records()
+    }
+}
+
 impl Backend for PgStore {
     fn name(&self) -> &'static str {
         "postgres"
@@ -216,107 +253,7 @@ impl Backend for PgStore {
         for message in messages {
             message.validate()?;
         }
-        self.write(|tx| {
-            // The session's row lock numbers its messages: appends to one session queue here,
-            // appends to others do not wait.
-            let persona = session_by_id(tx, session, true)?.persona;
-            let mut seq: i64 =
-                tx.query_one("SELECT next_seq FROM sessions WHERE id = $1", &[&session.0]).map_err(pg)?.get(0);
-            // The messages the session already holds under their keys, in one read.
-            let keys: Vec<&str> = messages.iter().filter_map(|message| message.external_id.as_deref()).collect();
-            let stored: HashMap<String, (i64, String, String)> = if keys.is_empty() {
-                HashMap::new()
-            } else {
-                tx.query(
-                    "SELECT external_id, id, role, content FROM messages
-                     WHERE session_id = $1 AND external_id = ANY($2)",
-                    &[&session.0, &keys],
-                )
-                .map_err(pg)?
-                .into_iter()
-                .map(|row| (row.get(0), (row.get(1), row.get(2), row.get(3))))
-                .collect()
-            };
-            // Every new message goes in one statement (columns as arrays), so an append of a
-            // thousand costs one round trip, not a thousand.
-            let first_seq = seq;
-            let mut rows = MessageColumns::default();
-            let mut plan: Vec<Slot> = Vec::with_capacity(messages.len());
-            let mut newest = f64::MIN;
-            let mut fresh_keys: HashMap<&str, usize> = HashMap::new();
-            for message in messages {
-                if let Some(key) = message.external_id.as_deref() {
-                    if let Some((id, role, content)) = stored.get(key) {
-                        if role != message.role.as_str() || *content != message.content {
-                            return Err(key_reused(key, *id));
-                        }
-                        plan.push(Slot::Stored(MessageId(*id)));
-                        continue;
-                    }
-                    // A key twice in one call: the second is the first's retry.
-                    if let Some(&row) = fresh_keys.get(key) {
-                        if rows.content[row] != message.content || rows.role[row] != message.role.as_str() {
-                            return Err(Error::Invalid {
-                                field: "external_id",
-                                reason: format!("{key:?} names two different messages in one append"),
-                            });
-                        }
-                        plan.push(Slot::New(row));
-                        continue;
-                    }
-                    fresh_keys.insert(key, rows.len());
-                }
-                newest = newest.max(to_unix(message.created_at));
-                plan.push(Slot::New(rows.len()));
-                rows.push(message.clone(), seq);
-                seq += 1;
-            }
-            let mut inserted = vec![MessageId(0); rows.len()];
-            if !rows.seq.is_empty() {
-                let returned = tx
-                    .query(
-                        "INSERT INTO messages(session_id, persona, seq, role, content, tool_calls, tool_call_id,
-                                              name, created_at, token_count, pinned, external_id, folded, body)
-                         SELECT $1, $2, * FROM unnest($3::BIGINT[], $4::TEXT[], $5::TEXT[], $6::JSONB[],
-                                                      $7::TEXT[], $8::TEXT[], $9::FLOAT8[], $10::INTEGER[],
-                                                      $11::BOOLEAN[], $12::TEXT[], $13::TEXT[], $14::TEXT[])
-                         RETURNING id, seq",
-                        &[
-                            &session.0,
-                            &persona,
-                            &rows.seq,
-                            &rows.role,
-                            &rows.content,
-                            &rows.tool_calls,
-                            &rows.tool_call_id,
-                            &rows.name,
-                            &rows.created_at,
-                            &rows.token_count,
-                            &rows.pinned,
-                            &rows.external_id,
-                            &rows.folded,
-                            &rows.body,
-                        ],
-                    )
-                    .map_err(pg)?;
-                for row in returned {
-                    inserted[(row.get::<_, i64>(1) - first_seq) as usize] = MessageId(row.get(0));
-                }
-            }
-            let ids = plan
-                .into_iter()
-                .map(|slot| match slot {
-                    Slot::Stored(id) => id,
-                    Slot::New(row) => inserted[row],
-                })
-                .collect();
-            tx.execute(
-                "UPDATE sessions SET next_seq = $2, last_active_at = greatest(last_active_at, $3) WHERE id = $1",
-                &[&session.0, &seq, &newest],
-            )
-            .map_err(pg)?;
-            Ok(ids)
-        })
+        self.write(|tx| Ok(append_in(tx, session, messages)?.ids))
     }
 
     fn message(&self, id: MessageId) -> Result<Message> {
@@ -583,4 +520,119 @@ fn unlock(mut conn: Connection, key: i64) {
         // The connection is broken, and the server drops its locks with it.
         tracing::warn!(%error, "could not give a compaction lease back");
     }
+}
+
+/// What [`append_in`] did.
+pub(crate) struct Appended {
+    /// Every message's id, in order (a key the session held gives its stored id).
+    pub ids: Vec<MessageId>,
+    /// The messages this call stored, in order.
+    pub stored: Vec<MessageId>,
+    /// The seq the first stored message got.
+    pub first_seq: i64,
+}
+
+/// Appends validated messages to a session inside `tx`: one statement for every new message,
+/// numbered under the session's row lock; a message whose key the session holds is not stored
+/// again.
+pub(crate) fn append_in(tx: &mut Tx<'_>, session: SessionId, messages: &[NewMessage]) -> Result<Appended> {
+    // The session's row lock numbers its messages: appends to one session queue here,
+    // appends to others do not wait.
+    let persona = session_by_id(tx, session, true)?.persona;
+    let mut seq: i64 =
+        tx.query_one("SELECT next_seq FROM sessions WHERE id = $1", &[&session.0]).map_err(pg)?.get(0);
+    // The messages the session already holds under their keys, in one read.
+    let keys: Vec<&str> = messages.iter().filter_map(|message| message.external_id.as_deref()).collect();
+    let stored: HashMap<String, (i64, String, String)> = if keys.is_empty() {
+        HashMap::new()
+    } else {
+        tx.query(
+            "SELECT external_id, id, role, content FROM messages
+                 WHERE session_id = $1 AND external_id = ANY($2)",
+            &[&session.0, &keys],
+        )
+        .map_err(pg)?
+        .into_iter()
+        .map(|row| (row.get(0), (row.get(1), row.get(2), row.get(3))))
+        .collect()
+    };
+    // Every new message goes in one statement (columns as arrays), so an append of a
+    // thousand costs one round trip, not a thousand.
+    let first_seq = seq;
+    let mut rows = MessageColumns::default();
+    let mut plan: Vec<Slot> = Vec::with_capacity(messages.len());
+    let mut newest = f64::MIN;
+    let mut fresh_keys: HashMap<&str, usize> = HashMap::new();
+    for message in messages {
+        if let Some(key) = message.external_id.as_deref() {
+            if let Some((id, role, content)) = stored.get(key) {
+                if role != message.role.as_str() || *content != message.content {
+                    return Err(key_reused(key, *id));
+                }
+                plan.push(Slot::Stored(MessageId(*id)));
+                continue;
+            }
+            // A key twice in one call: the second is the first's retry.
+            if let Some(&row) = fresh_keys.get(key) {
+                if rows.content[row] != message.content || rows.role[row] != message.role.as_str() {
+                    return Err(Error::Invalid {
+                        field: "external_id",
+                        reason: format!("{key:?} names two different messages in one append"),
+                    });
+                }
+                plan.push(Slot::New(row));
+                continue;
+            }
+            fresh_keys.insert(key, rows.len());
+        }
+        newest = newest.max(to_unix(message.created_at));
+        plan.push(Slot::New(rows.len()));
+        rows.push(message.clone(), seq);
+        seq += 1;
+    }
+    let mut inserted = vec![MessageId(0); rows.len()];
+    if !rows.seq.is_empty() {
+        let returned = tx
+            .query(
+                "INSERT INTO messages(session_id, persona, seq, role, content, tool_calls, tool_call_id,
+                                          name, created_at, token_count, pinned, external_id, folded, body)
+                     SELECT $1, $2, * FROM unnest($3::BIGINT[], $4::TEXT[], $5::TEXT[], $6::JSONB[],
+                                                  $7::TEXT[], $8::TEXT[], $9::FLOAT8[], $10::INTEGER[],
+                                                  $11::BOOLEAN[], $12::TEXT[], $13::TEXT[], $14::TEXT[])
+                     RETURNING id, seq",
+                &[
+                    &session.0,
+                    &persona,
+                    &rows.seq,
+                    &rows.role,
+                    &rows.content,
+                    &rows.tool_calls,
+                    &rows.tool_call_id,
+                    &rows.name,
+                    &rows.created_at,
+                    &rows.token_count,
+                    &rows.pinned,
+                    &rows.external_id,
+                    &rows.folded,
+                    &rows.body,
+                ],
+            )
+            .map_err(pg)?;
+        for row in returned {
+            inserted[(row.get::<_, i64>(1) - first_seq) as usize] = MessageId(row.get(0));
+        }
+    }
+    let ids = plan
+        .into_iter()
+        .map(|slot| match slot {
+            Slot::Stored(id) => id,
+            Slot::New(row) => inserted[row],
+        })
+        .collect();
+    tx.execute(
+        "UPDATE sessions SET next_seq = $2, last_active_at = greatest(last_active_at, $3) WHERE id = $1",
+        &[&session.0, &seq, &newest],
+    )
+    .map_err(pg)?;
+    Ok(Appended { ids, stored: inserted, first_seq })
 }

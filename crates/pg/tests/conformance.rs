@@ -4,8 +4,11 @@
 mod common;
 
 use strata_store::embeddings::{BacklogItem, EmbeddingSpace};
+use strata_store::forgetting::ForgetScope;
+use strata_store::memories::Provenance;
 use strata_store::memories::{MemoryUpdate, MemoryWrite, Writer};
 use strata_store::search::{CandidateQuery, HitKind, Scan, SearchFilter, TextQuery};
+use strata_store::transfer::{ExportScope, IncomingMessage, line_digest};
 use strata_store::{Backend, Category, Error, NewMessage, NewSummary, Role};
 
 macro_rules! conformance {
@@ -32,6 +35,11 @@ conformance!(
     another_personas_words_never_move_the_scores,
     a_compaction_lease_has_one_holder,
     bad_input_changes_nothing,
+    an_import_run_again_adds_nothing_and_an_edited_one_is_refused,
+    an_export_holds_every_field_of_a_persona,
+    forgetting_a_persona_erases_it_and_nothing_else,
+    forgetting_a_sessions_start_rewrites_the_node_that_keeps_messages,
+    messages_are_deleted_only_by_a_forget,
 );
 
 fn summary(headline: &str) -> NewSummary {
@@ -300,4 +308,128 @@ fn bad_input_changes_nothing(backend: &dyn Backend) {
     assert!(backend.append(session, &[NewMessage::text(Role::User, "b"), tool_calls]).is_err());
     assert_eq!(backend.messages(session, 0..=i64::MAX).unwrap().len(), 1);
     assert!(backend.memories("alice", None).unwrap().is_empty());
+}
+
+/// A transcript's lines as an importer reads them: each with its line's digest.
+fn transcript(key: &str, persona: &str, lines: &[&str]) -> Vec<IncomingMessage> {
+    lines
+        .iter()
+        .map(|line| IncomingMessage {
+            session_key: key.into(),
+            persona: persona.into(),
+            message: NewMessage::text(Role::User, *line),
+            line_digest: Some(line_digest(line)),
+        })
+        .collect()
+}
+
+fn an_import_run_again_adds_nothing_and_an_edited_one_is_refused(backend: &dyn Backend) {
+    let first = backend.import(&transcript("chat", "alice", &["one", "two", "three"])).unwrap();
+    assert_eq!((first.ids.len(), first.skipped), (3, 0));
+    let again = backend.import(&transcript("chat", "alice", &["one", "two", "three"])).unwrap();
+    assert_eq!((again.ids.len(), again.skipped), (0, 3));
+    // A longer version adds only its new lines.
+    let longer = backend.import(&transcript("chat", "alice", &["one", "two", "three", "four"])).unwrap();
+    assert_eq!((longer.ids.len(), longer.skipped), (1, 3));
+    // An edited one is refused, naming where it differs; nothing is stored.
+    let error = backend.import(&transcript("chat", "alice", &["one", "TWO", "three", "four"])).unwrap_err();
+    assert!(matches!(error, Error::EditedTranscript { position: 2, .. }), "{error}");
+    // Another persona may not write into the session.
+    let error = backend.import(&transcript("chat", "bob", &["hi"])).unwrap_err();
+    assert!(matches!(error, Error::PersonaMismatch { .. }), "{error}");
+    let session = backend.find_session("chat").unwrap().unwrap();
+    let texts: Vec<String> =
+        backend.messages(session.id, 0..=i64::MAX).unwrap().into_iter().map(|m| m.content).collect();
+    assert_eq!(texts, ["one", "two", "three", "four"]);
+}
+
+fn an_export_holds_every_field_of_a_persona(backend: &dyn Backend) {
+    let session = backend.session("chat", "alice").unwrap();
+    let keyed = NewMessage { external_id: Some("k1".into()), ..NewMessage::text(Role::User, "hello") };
+    backend.append(session.id, &[keyed, NewMessage::text(Role::Assistant, "hi")]).unwrap();
+    said(backend, "other", "bob", &["not alice's"]);
+    let exported = backend.export_messages(ExportScope::Persona("alice")).unwrap();
+    let rows: Vec<(&str, &str, &str, Option<&str>)> = exported
+        .iter()
+        .map(|e| {
+            (e.session_key.as_str(), e.persona.as_str(), e.message.content.as_str(), e.external_id.as_deref())
+        })
+        .collect();
+    assert_eq!(rows, [("chat", "alice", "hello", Some("k1")), ("chat", "alice", "hi", None)]);
+    assert!(exported[0].created_at_seconds > 1.7e9, "{}", exported[0].created_at_seconds);
+    assert_eq!(backend.export_messages(ExportScope::Session("other")).unwrap().len(), 1);
+}
+
+fn forgetting_a_persona_erases_it_and_nothing_else(backend: &dyn Backend) {
+    let alice = said(backend, "a1", "alice", &["alice says ZEBRAFALCON", "again ZEBRAFALCON"]);
+    let node = backend.insert_leaf(alice, 0, 1, &summary("ZEBRAFALCON summary")).unwrap();
+    let memo = MemoryWrite { category: Category::Memo, key: "code", title: "Code", content: "ZEBRAFALCON" };
+    backend
+        .save_memory(Writer::Agent, "alice", &memo, &Provenance::agent("save_memory", alice, None, None))
+        .unwrap();
+    let updated = MemoryWrite { content: "ZEBRAFALCON, since May", ..memo };
+    backend.save_memory(Writer::Agent, "alice", &updated, &Provenance::summary(node.id)).unwrap();
+    let bob = said(backend, "b1", "bob", &["bob says BLUEMOOSE"]);
+    let bob_memo = MemoryWrite { category: Category::Memo, key: "code", title: "Code", content: "BLUEMOOSE" };
+    backend.put_memory(Writer::Agent, "bob", &bob_memo).unwrap();
+    let scope = ForgetScope::Persona { persona: "alice".into() };
+    let plan = backend.forget_plan(&scope).unwrap();
+    assert_eq!((plan.counts.sessions, plan.counts.messages, plan.counts.summaries), (1, 2, 1));
+    assert_eq!((plan.counts.memories, plan.counts.memory_versions), (1, 1));
+    // A dry run changes nothing.
+    assert_eq!(backend.messages(alice, 0..=i64::MAX).unwrap().len(), 2);
+    let forgotten = backend.forget(&scope, "test", &[], &mut |_, _| {}).unwrap();
+    assert_eq!(forgotten.counts, plan.counts);
+    assert!(backend.find_session("a1").unwrap().is_none());
+    assert!(backend.memories("alice", None).unwrap().is_empty());
+    let hits =
+        backend.grep(&TextQuery::parse("ZEBRAFALCON").unwrap(), &SearchFilter::persona("alice")).unwrap();
+    assert!(hits.is_empty(), "{hits:?}");
+    // Bob's rows are as they were.
+    assert_eq!(backend.messages(bob, 0..=i64::MAX).unwrap()[0].content, "bob says BLUEMOOSE");
+    assert_eq!(backend.memories("bob", None).unwrap()[0].content, "BLUEMOOSE");
+    let audit = backend.forgets().unwrap();
+    assert_eq!(audit.len(), 1);
+    assert_eq!((audit[0].scope.as_str(), audit[0].persona.as_deref()), ("persona", Some("alice")));
+    assert_eq!(audit[0].counts, plan.counts);
+    // Nothing is left to forget: said, not done twice.
+    assert!(matches!(backend.forget(&scope, "test", &[], &mut |_, _| {}), Err(Error::Invalid { .. })));
+}
+
+fn forgetting_a_sessions_start_rewrites_the_node_that_keeps_messages(backend: &dyn Backend) {
+    let session = backend.session("chat", "alice").unwrap();
+    let at = |seconds: i64| chrono::DateTime::from_timestamp(1_700_000_000 + seconds, 0).unwrap();
+    let messages: Vec<NewMessage> = (0..4)
+        .map(|i| NewMessage {
+            created_at: at(i * 60),
+            ..NewMessage::text(Role::User, format!("message {i}"))
+        })
+        .collect();
+    backend.append(session.id, &messages).unwrap();
+    let node = backend.insert_leaf(session.id, 0, 3, &summary("all four")).unwrap();
+    let scope = ForgetScope::SessionBefore { key: "chat".into(), before: at(120) };
+    let plan = backend.forget_plan(&scope).unwrap();
+    assert_eq!((plan.counts.messages, plan.counts.rebuilt, plan.counts.sessions), (2, 1, 0));
+    assert_eq!((plan.rebuild[0].first_seq, plan.rebuild[0].last_seq), (2, 3));
+    let forgotten = backend.forget(&scope, "test", &[], &mut |_, _| {}).unwrap();
+    assert_eq!(forgotten.markers, 1);
+    let kept: Vec<(i64, String)> =
+        backend.messages(session.id, 0..=i64::MAX).unwrap().into_iter().map(|m| (m.seq, m.content)).collect();
+    assert_eq!(kept, [(2, "message 2".to_owned()), (3, "message 3".to_owned())]);
+    let rewritten = backend.node(node.id).unwrap();
+    assert_eq!((rewritten.first_seq, rewritten.last_seq), (2, 3));
+    assert!(!rewritten.body.contains("all four"), "{}", rewritten.body);
+    assert_eq!(rewritten.summarizer, "raw-archive");
+    // The session numbers on after what it keeps.
+    let next = backend.append(session.id, &[NewMessage::text(Role::User, "later")]).unwrap();
+    assert_eq!(backend.message(next[0]).unwrap().seq, 4);
+}
+
+fn messages_are_deleted_only_by_a_forget(backend: &dyn Backend) {
+    let session = said(backend, "chat", "alice", &["kept"]);
+    // Outside a forget nothing deletes a message; a forget of nothing stored is refused.
+    let scope = ForgetScope::Session { key: "missing".into() };
+    assert!(matches!(backend.forget(&scope, "test", &[], &mut |_, _| {}), Err(Error::NotFound(_))));
+    assert_eq!(backend.messages(session, 0..=i64::MAX).unwrap().len(), 1);
+    assert!(backend.forgets().unwrap().is_empty());
 }

@@ -5,8 +5,9 @@
 mod common;
 
 use strata_pg::PgStore;
+use strata_store::forgetting::ForgetScope;
 use strata_store::memories::{MemoryWrite, Writer};
-use strata_store::{Backend, Category, NewMessage, NewSummary, Role};
+use strata_store::{Backend, Category, Maintenance, NewMessage, NewSummary, Role};
 
 #[test]
 fn the_server_refuses_what_strata_never_does() {
@@ -45,6 +46,18 @@ fn the_server_refuses_what_strata_never_does() {
     );
     assert_eq!(refused(&mut sql, "DELETE FROM messages"), "messages are append-only");
     assert_eq!(refused(&mut sql, "TRUNCATE messages CASCADE"), "messages are append-only");
+    // A forget's audit row opens the guard only while it is open, and a transaction may not
+    // commit leaving it open: going around `forget` leaves nothing deleted.
+    assert!(
+        refused(
+            &mut sql,
+            "BEGIN;
+             INSERT INTO forgets(command, scope, started_at, open_in) VALUES ('psql', 'session', 0, txid_current());
+             DELETE FROM messages;
+             COMMIT;"
+        )
+        .contains("left unfinished")
+    );
     assert!(
         refused(&mut sql, &format!("UPDATE messages SET summary_id = {} WHERE seq = 0", other.id))
             .contains("already covered")
@@ -71,4 +84,81 @@ fn the_server_refuses_what_strata_never_does() {
         .unwrap()
         .batch_execute(&format!("DROP DATABASE {name} WITH (FORCE)"))
         .unwrap();
+}
+
+/// Every file of the database's own directory (its tables, their TOAST tables and indexes).
+fn database_files(sql: &mut postgres::Client) -> Vec<std::path::PathBuf> {
+    let dir: String = sql.query_one("SHOW data_directory", &[]).unwrap().get(0);
+    let oid: u32 =
+        sql.query_one("SELECT oid FROM pg_database WHERE datname = current_database()", &[]).unwrap().get(0);
+    let base = std::path::Path::new(&dir).join("base").join(oid.to_string());
+    let entries = std::fs::read_dir(&base).unwrap_or_else(|error| {
+        panic!("the test server's files at {} (a local server): {error}", base.display())
+    });
+    entries.map(|entry| entry.unwrap().path()).collect()
+}
+
+fn files_holding(files: &[std::path::PathBuf], needle: &str) -> Vec<std::path::PathBuf> {
+    files
+        .iter()
+        .filter(|path| {
+            std::fs::read(path)
+                .map(|bytes| bytes.windows(needle.len()).any(|window| window == needle.as_bytes()))
+                .unwrap_or(false)
+        })
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn after_forgetting_a_persona_no_table_or_index_file_holds_its_words() {
+    let (url, _database) = common::scratch_database();
+    let store = PgStore::open(&url).unwrap();
+    // A long message that does not compress goes to the TOAST table, out of line.
+    let noise: String =
+        (0..12_000u32).map(|i| char::from(b'a' + (i.wrapping_mul(2_654_435_761) >> 27) as u8 % 26)).collect();
+    let alice = store.session("a1", "alice").unwrap();
+    store
+        .append(
+            alice.id,
+            &[
+                NewMessage::text(Role::User, "my codename is ZEBRAFALCON"),
+                NewMessage::text(Role::User, format!("{noise} KESTRELTOAST {noise}")),
+            ],
+        )
+        .unwrap();
+    let summary = NewSummary {
+        headline: "codename ZEBRAFALCON".into(),
+        body: "- ZEBRAFALCON, KESTRELTOAST".into(),
+        token_count: 5,
+        summarizer: "extractive".into(),
+        memory_updates: Vec::new(),
+    };
+    store.insert_leaf(alice.id, 0, 1, &summary).unwrap();
+    let memo =
+        MemoryWrite { category: Category::Memo, key: "codename", title: "Codename", content: "ZEBRAFALCON" };
+    store.put_memory(Writer::User, "alice", &memo).unwrap();
+    let bob = store.session("b1", "bob").unwrap();
+    store.append(bob.id, &[NewMessage::text(Role::User, "bob's word is BLUEMOOSE")]).unwrap();
+
+    let mut sql = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    sql.batch_execute("CHECKPOINT").unwrap();
+    let files = database_files(&mut sql);
+    assert!(!files_holding(&files, "ZEBRAFALCON").is_empty(), "the words are on disk before the forget");
+    assert!(
+        !files_holding(&files, "KESTRELTOAST").is_empty(),
+        "the long message is on disk before the forget"
+    );
+
+    let forgotten =
+        store.forget(&ForgetScope::Persona { persona: "alice".into() }, "test", &[], &mut |_, _| {}).unwrap();
+    assert_eq!(forgotten.counts.messages, 2);
+    assert!(forgotten.wal_truncated, "the tables were rewritten and checkpointed");
+    let files = database_files(&mut sql);
+    for word in ["ZEBRAFALCON", "KESTRELTOAST", "codename is"] {
+        assert_eq!(files_holding(&files, word), Vec::<std::path::PathBuf>::new(), "{word} is still on disk");
+    }
+    // Bob's rows are unchanged, on disk and through strata.
+    assert!(!files_holding(&files, "BLUEMOOSE").is_empty());
+    assert_eq!(store.messages(bob.id, 0..=9).unwrap()[0].content, "bob's word is BLUEMOOSE");
 }

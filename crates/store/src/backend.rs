@@ -17,6 +17,7 @@ use chrono::{DateTime, Utc};
 use crate::agent_memories::MemoryWrite;
 use crate::check::Report;
 use crate::error::{Error, Missing, Result};
+use crate::maintenance::Maintenance;
 use crate::metrics::StoreMetrics;
 use crate::outline::MessageOutline;
 use crate::provenance::{MemoryVersion, Provenance, Source};
@@ -50,7 +51,7 @@ pub trait Lease: Send {}
 /// The engine, the compactor and the tools hold a [`SharedBackend`] and never learn which
 /// database is behind it; the few maintenance commands that exist only for SQLite (export,
 /// forget, doctor's file checks, backups) reach the file through [`Backend::as_sqlite`].
-pub trait Backend: Send + Sync + std::fmt::Debug {
+pub trait Backend: Maintenance + Send + Sync + std::fmt::Debug {
     /// Which backend this is, for messages and metrics (`sqlite`, `postgres`).
     fn name(&self) -> &'static str;
     /// The SQLite store behind this backend, for the commands only SQLite has; `None` for

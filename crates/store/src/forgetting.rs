@@ -75,7 +75,8 @@ pub enum ForgetScope {
 }
 
 impl ForgetScope {
-    fn name(&self) -> &'static str {
+    /// The scope's name as the audit row records it.
+    pub fn name(&self) -> &'static str {
         match self {
             ForgetScope::Persona { .. } => "persona",
             ForgetScope::Session { .. } => "session",
@@ -422,8 +423,8 @@ fn secure_fts_deletes(conn: &Connection, on: bool) -> Result<()> {
 }
 
 /// The marker that replaces a node's summary when the caller wrote none: it says that
-/// messages were forgotten, nothing of what they said.
-fn marker(span: &KeptSpan, forgotten: usize, now: DateTime<Utc>) -> NewSummary {
+/// messages were forgotten, nothing of what they said. Every backend writes this one.
+pub fn withdrawn(span: &KeptSpan, forgotten: usize, now: DateTime<Utc>) -> NewSummary {
     let headline = "Summary withdrawn: earlier messages of this span were forgotten.".to_owned();
     let body = format!(
         "- {forgotten} messages were forgotten on {} (strata forget).\n- The messages kept, seq {} to {}, \
@@ -629,7 +630,7 @@ fn erase_session(
             Some(done) => done.summary.clone(),
             None => {
                 marked = true;
-                marker(span, part.messages.len(), now)
+                withdrawn(span, part.messages.len(), now)
             }
         };
         rewrite_leaf(conn, span, &summary, now)?;
@@ -728,8 +729,7 @@ fn erase(
     Ok(Forgotten { audit, counts, markers, wal_truncated: false })
 }
 
-/// One row of the audit table: a forget that happened (what tests check).
-#[cfg(any(test, feature = "test-support"))]
+/// One row of the audit table: a forget that happened.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ForgetRecord {
     /// Its id.
@@ -790,7 +790,6 @@ impl Store {
     }
 
     /// Every forget recorded, oldest first.
-    #[cfg(any(test, feature = "test-support"))]
     pub fn forgets(&self) -> Result<Vec<ForgetRecord>> {
         self.read(|conn| {
             query_all(

@@ -24,7 +24,7 @@ pub fn line_digest(line: &str) -> [u8; 32] {
 }
 
 /// The chained digests of a session's lines: element `i` covers lines `0..=i`.
-pub(crate) fn chain(lines: &[[u8; 32]]) -> Vec<String> {
+pub fn chain(lines: &[[u8; 32]]) -> Vec<String> {
     let mut digest = [0u8; 32];
     lines
         .iter()
@@ -41,18 +41,26 @@ pub(crate) fn chain(lines: &[[u8; 32]]) -> Vec<String> {
 /// How many of the leading lines a recorded run of this session already stored: the longest
 /// recorded run whose digest matches the chain at its length.
 pub(crate) fn already_stored(conn: &Connection, session: SessionId, chain: &[String]) -> Result<usize> {
-    let mut runs = conn.prepare_cached(
-        "SELECT digest, lines FROM ingests WHERE session_id = ?1 AND lines <= ?2 ORDER BY lines DESC",
+    let runs = crate::db::query_all(
+        conn,
+        "SELECT digest, lines FROM ingests WHERE session_id = ?1 AND lines <= ?2",
+        params![session, chain.len() as i64],
+        |row| Ok((row.get(0)?, row.get(1)?)),
     )?;
-    let mut rows = runs.query(params![session, chain.len() as i64])?;
-    while let Some(row) = rows.next()? {
-        let digest: String = row.get(0)?;
-        let lines: i64 = row.get(1)?;
-        if usize::try_from(lines).ok().and_then(|n| chain.get(n - 1)) == Some(&digest) {
-            return Ok(lines as usize);
-        }
-    }
-    Ok(0)
+    Ok(matching_run(runs, chain))
+}
+
+/// Of a session's recorded runs (digest, lines), the length of the longest whose digest is
+/// the chain's at that length; 0 when none is. Shared by every backend.
+pub fn matching_run(runs: impl IntoIterator<Item = (String, i64)>, chain: &[String]) -> usize {
+    runs.into_iter()
+        .filter(|(digest, lines)| {
+            usize::try_from(*lines).ok().and_then(|n| n.checked_sub(1)).and_then(|n| chain.get(n))
+                == Some(digest)
+        })
+        .map(|(_, lines)| lines as usize)
+        .max()
+        .unwrap_or(0)
 }
 
 /// When no recorded run matches the chain (a line was edited, or the file was cut short), how
@@ -70,7 +78,6 @@ pub(crate) fn stored_by_content(
     key: &str,
     messages: &[&crate::NewMessage],
 ) -> Result<usize> {
-    let Some(first) = messages.first() else { return Ok(0) };
     let starts: Vec<i64> = crate::db::query_all(
         conn,
         "SELECT DISTINCT first_seq FROM ingests WHERE session_id = ?1 ORDER BY first_seq",
@@ -84,12 +91,25 @@ pub(crate) fn stored_by_content(
             stored.query_row(params![session, seq], |row| Ok((row.get(0)?, row.get(1)?))),
         )?)
     };
+    recognize_transcript(&starts, &mut at, key, messages)
+}
+
+/// [`stored_by_content`] over any backend: `starts` are the first seqs of the session's
+/// recorded runs, `at` reads the stored (role, content) at a seq. Shared by every backend, so
+/// an edited transcript is recognized and refused alike on each.
+pub fn recognize_transcript(
+    starts: &[i64],
+    at: &mut dyn FnMut(i64) -> Result<Option<(String, String)>>,
+    key: &str,
+    messages: &[&crate::NewMessage],
+) -> Result<usize> {
+    let Some(first) = messages.first() else { return Ok(0) };
     let same = |message: &crate::NewMessage, (role, content): &(String, String)| {
         message.role.as_str() == role && &message.content == content
     };
     // The edited start whose matching prefix is longest: (matched, seq that differs).
     let mut edited: Option<(usize, i64)> = None;
-    for start in starts {
+    for &start in starts {
         if !at(start)?.is_some_and(|row| same(first, &row)) {
             continue;
         }

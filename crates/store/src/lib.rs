@@ -54,6 +54,7 @@ pub mod forgetting;
 mod ingests;
 pub mod kinds;
 pub mod location;
+pub mod maintenance;
 pub mod memories;
 mod messages;
 mod metrics;
@@ -75,6 +76,7 @@ mod watermark;
 
 pub use crate::backend::{Backend, Lease, SharedBackend, Snapshot, read_consistent};
 pub use crate::error::{Error, Missing, Result, error_chain};
+pub use crate::maintenance::Maintenance;
 pub use crate::outline::MessageOutline;
 pub use crate::sessions::SessionOverview;
 pub use crate::store::Store;

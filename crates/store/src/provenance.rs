@@ -162,7 +162,7 @@ const TITLED: &str = " titled: ";
 /// The key and title a version's writer proposed, when it was merged into a near-duplicate
 /// memory (see [`Provenance::merged_into_twin`]); `None` for a version written under the
 /// memory's own key.
-pub(crate) fn proposed_label(via: Option<&str>) -> Option<(&str, &str)> {
+pub fn proposed_label(via: Option<&str>) -> Option<(&str, &str)> {
     let (_, rest) = via?.split_once(PROPOSED_KEY)?;
     let (key, title) = rest.split_once(TITLED)?;
     (!key.is_empty() && key.chars().all(|c| c.is_alphanumeric() || c == '_')).then_some((key, title))

@@ -18,6 +18,8 @@ use crate::check::{self, Report};
 use crate::db::{self, Pool};
 use crate::error::{Error, Result};
 use crate::export::{ExportScope, ExportedMessage};
+use crate::forgetting::{ForgetPlan, ForgetRecord, ForgetScope, Forgotten, Rebuilt};
+use crate::maintenance::Maintenance;
 use crate::metrics::{self, RowTotals, StoreMetrics};
 use crate::outline::{self, MessageOutline};
 use crate::provenance::{MemoryVersion, Provenance};
@@ -793,5 +795,33 @@ impl Backend for Store {
         }
         report.checks.push(check);
         Ok(report)
+    }
+}
+
+impl Maintenance for Store {
+    fn import(&self, incoming: &[IncomingMessage]) -> Result<Imported> {
+        self.append_many(incoming)
+    }
+
+    fn export_messages(&self, scope: ExportScope<'_>) -> Result<Vec<ExportedMessage>> {
+        Store::export_messages(self, scope)
+    }
+
+    fn forget_plan(&self, scope: &ForgetScope) -> Result<ForgetPlan> {
+        Store::forget_plan(self, scope)
+    }
+
+    fn forget(
+        &self,
+        scope: &ForgetScope,
+        command: &str,
+        rebuilt: &[Rebuilt],
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<Forgotten> {
+        Store::forget(self, scope, command, rebuilt, progress)
+    }
+
+    fn forgets(&self) -> Result<Vec<ForgetRecord>> {
+        Store::forgets(self)
     }
 }

@@ -1,0 +1,47 @@
+//! The storage seam's maintenance role: what an operator does to a whole database rather than
+//! what a running bot asks of it. Bringing transcripts in (ingest and the importers), taking a
+//! persona or session out (export), and erasing (forget) work alike on every backend, so a
+//! fleet on PostgreSQL can do everything one SQLite file can.
+//!
+//! The rules live here once: which leading lines of a transcript a database already holds
+//! ([`matching_run`], [`recognize_transcript`]), what a forget counts and the marker a rebuilt
+//! node gets ([`withdrawn`]); a backend adds how its rows are read and written.
+
+use crate::error::Result;
+use crate::export::{ExportScope, ExportedMessage};
+use crate::forgetting::{ForgetPlan, ForgetRecord, ForgetScope, Forgotten, Rebuilt};
+use crate::store::{Imported, IncomingMessage};
+
+pub use crate::forgetting::withdrawn;
+pub use crate::ingests::{chain, line_digest, matching_run, recognize_transcript};
+pub use crate::provenance::proposed_label;
+
+/// Whole-database work: import, export, forget. Every method is one transaction; every error
+/// leaves the database as it was.
+pub trait Maintenance {
+    /// Appends messages to sessions named by key, creating sessions as needed, all in one
+    /// transaction. Idempotent: when every message of a session carries its line digest, the
+    /// leading lines an earlier call stored for that session are skipped (the same transcript,
+    /// or a longer version of it, adds only what is new; an edited one is refused naming the
+    /// first message that differs); a message whose `external_id` its session holds is skipped.
+    fn import(&self, incoming: &[IncomingMessage]) -> Result<Imported>;
+    /// Every message of a persona or a session with every stored field, for a lossless
+    /// export: sessions oldest first, each in seq order, from one snapshot.
+    fn export_messages(&self, scope: ExportScope<'_>) -> Result<Vec<ExportedMessage>>;
+    /// What [`Maintenance::forget`] would erase, changing nothing.
+    fn forget_plan(&self, scope: &ForgetScope) -> Result<ForgetPlan>;
+    /// Erases what `scope` names and everything derived from it in one transaction, leaving
+    /// an audit row that records `command`, the counts and the time, and no content. `rebuilt`
+    /// holds the caller's summaries for the plan's rebuild spans (a span without one gets a
+    /// marker); `progress` hears (messages deleted, messages to delete). The backend then makes
+    /// its files let go of the bytes as far as it can (see each backend's doc).
+    fn forget(
+        &self,
+        scope: &ForgetScope,
+        command: &str,
+        rebuilt: &[Rebuilt],
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<Forgotten>;
+    /// Every forget recorded, oldest first.
+    fn forgets(&self) -> Result<Vec<ForgetRecord>>;
+}
