@@ -40,7 +40,7 @@ fn the_demo_runs_on_postgresql() {
     assert!(stats["messages"].as_u64().unwrap() >= 260, "{stats}");
     assert!(stats["nodes_per_level"][0].as_u64().unwrap() > 0, "{stats}");
     // A command only SQLite has is one clear error.
-    let error = strata.run_on(db, &["export", "--persona", "developer", "--out", "x"]).failure();
+    let error = strata.run_on(db, &["restore", "backup.db"]).failure();
     assert!(error.contains("needs a SQLite database"), "{error}");
     // Running the demo again is refused, not duplicated.
     let again = strata.run_on(db, &["demo", "--messages", "260"]).failure();
@@ -225,6 +225,45 @@ fn a_copy_into_postgresql_is_exact_and_a_killed_one_finishes_when_run_again() {
         (first, ids)
     };
     assert_eq!(found(strata.run(&search).success()), found(strata.run_on(db, &search).success()));
+
+    // Back out of PostgreSQL, as a fleet's backup: into a new SQLite file (one snapshot, one
+    // transaction) and into another PostgreSQL database (`strata backup` is the first), each
+    // the same database as the file the copy started from.
+    let back = strata.dir().join("back.db");
+    let (other_url, _other) = common::scratch_database();
+    let to_file = strata.run_on(db, &["--json", "backup", back.to_str().unwrap()]).json();
+    assert_eq!(
+        (to_file["same_counts"].clone(), to_file["healthy"].clone()),
+        (json!(true), json!(true)),
+        "{to_file}"
+    );
+    let to_pg = strata.run_on(db, &["--json", "copy", "--to", &other_url]).json();
+    assert_eq!(
+        (to_pg["same_counts"].clone(), to_pg["healthy"].clone()),
+        (json!(true), json!(true)),
+        "{to_pg}"
+    );
+    for target in [back.as_path(), std::path::Path::new(&other_url)] {
+        let mut stats = strata.run_on(target, &["--json", "stats"]).json();
+        stats.as_object_mut().unwrap().remove("file_bytes");
+        assert_eq!(stats, source, "{target:?}");
+        for command in
+            [&["grep", "max_retries", "--persona", "coder"][..], &["view", "206"], &["memory", "list"]]
+        {
+            assert_eq!(
+                strata.run(command).success(),
+                strata.run_on(target, command).success(),
+                "{command:?}"
+            );
+        }
+        assert_eq!(found(strata.run(&search).success()), found(strata.run_on(target, &search).success()));
+        let doctor = strata.run_on(target, &["doctor"]).success();
+        assert!(!doctor.contains("problems"), "{doctor}");
+    }
+    // A file copy goes only into a new file.
+    let refused = strata.run_on(db, &["copy", "--to", back.to_str().unwrap()]).failure();
+    assert!(refused.contains("exists"), "{refused}");
+
     // A second run finds nothing left to do; another file's copy is refused.
     assert_eq!(strata.run(&["--json", "copy", "--to", &url]).json(), copied);
     let other = Strata::new();
