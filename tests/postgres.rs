@@ -7,7 +7,7 @@ use strata::compactor::Outcome;
 use strata::{ChatMessage, Engine};
 
 #[path = "../crates/pg/tests/common/mod.rs"]
-mod common;
+pub(crate) mod common;
 
 use crate::util::{Strata, folding};
 
@@ -315,4 +315,33 @@ fn a_resummarize_rerun_settles_the_facts_a_killed_run_left_queued() {
         let settled = engine.store().memory("assistant", Category::Memo, "deploy_window").unwrap();
         assert!(settled.is_some_and(|memory| memory.content.contains("Thursdays")), "{location:?}");
     }
+}
+
+/// A bot's async code uses the engine on PostgreSQL as on SQLite: opening, appending and
+/// dropping it on a runtime's thread (where the synchronous client cannot start its own
+/// runtime), on both kinds of tokio runtime.
+#[test]
+fn the_async_engine_runs_on_postgresql_inside_either_kind_of_runtime() {
+    let (url, _database) = common::scratch_database();
+    for runtime in [
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap(),
+        tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap(),
+    ] {
+        runtime.block_on(async {
+            let engine = Engine::open(&url, folding()).unwrap();
+            let session = engine.session("async-bot", "assistant").unwrap();
+            for turn in 0..30 {
+                session.append(ChatMessage::user(format!("Turn {turn}: is port {turn} open?"))).unwrap();
+                session.append(ChatMessage::assistant(format!("Turn {turn}: port {turn} is open."))).unwrap();
+            }
+            let context = session.prepare_context().await.unwrap();
+            assert!(!context.messages().is_empty());
+            drop(session);
+            drop(engine);
+        });
+    }
+    let engine = strata::blocking::Engine::open(std::path::Path::new(&url), folding()).unwrap();
+    let session = engine.session("async-bot", "assistant").unwrap();
+    let stored = engine.store().messages(session.id(), 0..=i64::MAX).unwrap();
+    assert_eq!(stored.len(), 120, "both runtimes' appends are stored");
 }

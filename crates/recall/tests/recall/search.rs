@@ -40,7 +40,9 @@ fn paraphrases_are_found_by_meaning() {
         assert_eq!(top["id"], ids[expected], "{query:?} -> {answer:#}");
         assert_eq!(top["kind"], "message");
         assert!(top["score"].as_f64().unwrap() > 0.0);
-        assert!(top["similarity"].as_f64().unwrap() > 0.3, "{top}");
+        // A paraphrase scores 0.29-0.6 here; the int8 model's kernels differ a little by CPU
+        // (AVX2 without AVX-512 gave 0.295 for the first query), so the floor is 0.25.
+        assert!(top["similarity"].as_f64().unwrap() > 0.25, "{top}");
         assert_eq!(top["session"], "s");
         assert!(top["seq"].is_number() && top["timestamp"].is_string() && top["role"].is_string());
         assert!(answer["count"].as_u64().unwrap() <= 3);
