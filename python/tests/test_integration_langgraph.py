@@ -3,6 +3,7 @@ memories; the model is the local OpenAI-compatible server (``fake_chat``)."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import TypedDict
 
 import pytest
@@ -84,6 +85,7 @@ def test_get_put_delete_namespaces_and_filters(db_path):
             store.put(("alice", "memo"), "long", {"fact": "x" * 600})
         assert store.get(("alice", "memo"), "long") is None
         assert store.get(("alice", "memo"), "db").value["fact"] == "postgres 17"
+        assert asyncio.run(store.aget(("alice", "memo"), "db")).value["fact"] == "postgres 17"
         store.delete(("alice", "memo"), "db")
         assert store.get(("alice", "memo"), "db") is None and engine.memory("alice", "memo", "db") is None
 
