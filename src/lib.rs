@@ -49,12 +49,25 @@
 #![forbid(unsafe_code)]
 
 pub mod blocking;
+// The command line lives in the library so that the Python wheel can ship the `strata` command
+// (its entry point calls `cli::main_from`); `src/main.rs` is one call. `strata::` paths in it
+// name this crate.
+#[cfg(feature = "cli")]
+extern crate self as strata;
+#[cfg(feature = "cli")]
+mod chat;
+#[cfg(feature = "cli")]
+#[doc(hidden)]
+#[allow(missing_docs)]
+pub mod cli;
 pub mod config;
 mod embedding;
 mod engine;
 mod error;
 pub mod import;
 pub mod llm;
+#[cfg(all(feature = "cli", feature = "mcp"))]
+mod mcp;
 mod message;
 pub mod metrics;
 mod render;

@@ -622,6 +622,14 @@ fn _shut_down(py: Python<'_>) {
 
 /// The Python side of the module: the classes, the runtime the asyncio calls run on, and the
 /// exit hook.
+/// The `strata` command with `argv` (the program's name first), as the binary runs it: its
+/// output goes to the process's standard streams; returns the exit code. The GIL is released
+/// while it runs (`strata chat` and `strata mcp` run until their input ends).
+#[pyfunction]
+fn run_cli(py: Python<'_>, argv: Vec<String>) -> u8 {
+    py.detach(|| strata::cli::main_from(argv.into_iter().map(std::ffi::OsString::from)))
+}
+
 #[pymodule]
 fn _strata(module: &Bound<'_, PyModule>) -> PyResult<()> {
     pyo3_async_runtimes::tokio::init_with_runtime(runtime())
@@ -629,6 +637,7 @@ fn _strata(module: &Bound<'_, PyModule>) -> PyResult<()> {
     let shut_down = wrap_pyfunction!(_shut_down, module)?;
     module.py().import("atexit")?.call_method1("register", (&shut_down,))?;
     module.add_function(shut_down)?;
+    module.add_function(wrap_pyfunction!(run_cli, module)?)?;
     module.add_class::<PyEngine>()?;
     module.add_class::<PySession>()?;
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -147,7 +147,7 @@ pub fn run(cli: &Cli, args: &ChatArgs, out: &mut impl Write) -> anyhow::Result<(
                 if let ChatError::ToolRoundsExceeded { .. } = error {
                     eprintln!("error: {error} (raise --max-tool-rounds to allow more)");
                 } else {
-                    eprintln!("error: {}", crate::error_line(&anyhow::Error::from(error)));
+                    eprintln!("error: {}", crate::cli::error_line(&anyhow::Error::from(error)));
                 }
             }
         }

@@ -440,3 +440,61 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     out.flush()?;
     Ok(())
 }
+
+/// The `strata` command: parses `args` (the program's name first), runs the command, prints
+/// an error as one line, and returns the process's exit code (0, 1, or clap's 2 for a bad
+/// argument).
+pub fn main_from(args: impl IntoIterator<Item = std::ffi::OsString>) -> u8 {
+    let args = match Cli::try_parse_from(args) {
+        Ok(args) => args,
+        // Help and version are "errors" that exit 0; clap prints and picks the code.
+        Err(error) => {
+            let _ = error.print();
+            return error.exit_code().clamp(0, 255) as u8;
+        }
+    };
+    // A host (the Python interpreter) may have set a subscriber already.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("STRATA_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .try_init();
+    let result = run(args);
+    // Threads may still be loading the model or embedding (the chat loop warms it in the
+    // background): the exit must not tear ONNX Runtime down under them.
+    strata_recall::embedding::shut_down();
+    match result {
+        Ok(()) => 0,
+        Err(err) if is_broken_pipe(&err) => 0,
+        Err(err) => {
+            eprintln!("error: {}", error_line(&err));
+            1
+        }
+    }
+}
+
+/// Most characters shown of one cause: some (a SQL error) carry kilobytes of statement text.
+const MAX_CAUSE_CHARS: usize = 300;
+
+/// One line naming the problem and its causes, `ingest failed: line 7: ...`: whitespace
+/// collapsed, each cause cut at [`MAX_CAUSE_CHARS`].
+pub(crate) fn error_line(err: &anyhow::Error) -> String {
+    err.chain()
+        .map(|cause| {
+            strata_store::text::truncate_chars(
+                &strata_store::fence::one_line(&cause.to_string()),
+                MAX_CAUSE_CHARS,
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(": ")
+}
+
+/// Output piped into `head` and closed early is not a failure.
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
