@@ -5,6 +5,9 @@ mod chat;
 mod cli;
 #[cfg(feature = "mcp")]
 mod mcp;
+#[cfg(feature = "mcp")]
+mod serve;
+mod tokens;
 
 use std::process::ExitCode;
 

@@ -7,7 +7,7 @@ use strata::compactor::Outcome;
 use strata::{ChatMessage, Engine};
 
 #[path = "../crates/pg/tests/common/mod.rs"]
-mod common;
+pub(crate) mod common;
 
 use crate::util::{Strata, folding};
 
