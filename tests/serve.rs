@@ -221,11 +221,16 @@ async fn a_bot_appends_prepares_and_calls_tools_over_rest_on_sqlite() {
     a_bot_over_rest(&strata, strata.db()).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_bot_appends_prepares_and_calls_tools_over_rest_on_postgresql() {
+// The scratch database is made and dropped by a synchronous client, outside the runtime.
+#[test]
+fn a_bot_appends_prepares_and_calls_tools_over_rest_on_postgresql() {
     let strata = Strata::new();
     let (url, _database) = common::scratch_database();
-    a_bot_over_rest(&strata, Path::new(&url)).await;
+    runtime().block_on(a_bot_over_rest(&strata, Path::new(&url)));
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
 }
 
 /// Every route of the OpenAPI document that names a persona, with the persona filled in.
@@ -329,15 +334,18 @@ async fn a_token_for_one_persona_is_refused_every_route_of_the_other() {
 
 /// Several `strata serve` processes behind one PostgreSQL database, clients appending to and
 /// preparing the same sessions at once through different servers: every message stored once.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_fleet_of_servers_on_one_database_loses_and_duplicates_nothing() {
+#[test]
+fn a_fleet_of_servers_on_one_database_loses_and_duplicates_nothing() {
     let strata = Strata::new();
     let (url, _database) = common::scratch_database();
-    let (tokens, keys) = token_file(&strata);
-    let db = Path::new(&url);
+    runtime().block_on(a_fleet(&strata, Path::new(&url)));
+}
+
+async fn a_fleet(strata: &Strata, db: &Path) {
+    let (tokens, keys) = token_file(strata);
     // The schema is made once, before the servers race to open it.
     strata.run_on(db, &["init"]).success();
-    let servers = [serve(&strata, db, &tokens, &[]).await, serve(&strata, db, &tokens, &[]).await];
+    let servers = [serve(strata, db, &tokens, &[]).await, serve(strata, db, &tokens, &[]).await];
     let addrs: Vec<SocketAddr> = servers.iter().map(|server| server.addr).collect();
     let (sessions, per_client, clients) = (6, 10, 4);
     let mut tasks = tokio::task::JoinSet::new();
