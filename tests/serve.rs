@@ -456,3 +456,34 @@ async fn sigterm_finishes_the_requests_in_flight_and_exits_cleanly() {
     let lost: Vec<_> = acknowledged.difference(&stored).collect();
     assert!(lost.is_empty(), "acknowledged but not stored: {lost:?}");
 }
+
+/// The MCP endpoint of `strata serve` is `strata mcp --http`'s: an MCP client with alice's
+/// token reaches alice's history, and a read-only token's writing tool is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_at_slash_mcp_runs_as_the_tokens_persona() {
+    use crate::mcp_http::{answer, call as tool, client as mcp_client};
+    let strata = Strata::new();
+    let (tokens, keys) = token_file(&strata);
+    let server = serve(&strata, strata.db(), &tokens, &[]).await;
+    let http = reqwest::Client::new();
+    let message = json!({"message": {"role": "user", "content": "the zebra file is in alice-vault"}});
+    let path = "/v1/personas/alice/sessions/desk/messages";
+    let (status, _) = call(&http, server.addr, Method::POST, path, Some(&keys.alice), Some(message)).await;
+    assert_eq!(status, StatusCode::OK);
+    let headers = [("strata-session", "desk"), ("strata-persona", "alice")];
+    let alice = mcp_client(server.addr, &headers, Some(&keys.alice)).await.unwrap();
+    let hits = answer(
+        &alice
+            .call_tool(tool("memory_grep", json!({"query": "zebra", "include_in_context": true})))
+            .await
+            .unwrap(),
+    );
+    assert!(hits.to_string().contains("alice-vault"), "{hits:#}");
+    let reader = mcp_client(server.addr, &headers, Some(&keys.reader)).await.unwrap();
+    let refused = reader
+        .call_tool(tool("save_memory", json!({"category": "memo", "key": "k", "title": "t", "content": "c"})))
+        .await;
+    assert!(refused.is_err(), "{refused:?}");
+    // Bob's token cannot even open an MCP session as alice.
+    assert!(mcp_client(server.addr, &headers, Some(&keys.bob)).await.is_err());
+}
