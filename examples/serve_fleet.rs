@@ -1,7 +1,9 @@
 //! A fleet on PostgreSQL: 4 `strata serve` processes behind one database, 8 clients at once
 //! over 100 sessions of 2 personas, 10,000 appends and 1,000 prepare_context calls; then every
-//! message is counted (none lost, none stored twice), and the same calls are timed in-process
-//! on the same database for comparison. Prints p50 and p95 of each call (benches/README.md).
+//! message is counted (none lost, none stored twice). Then, quiet, one caller appends and
+//! prepares on alice's first 20 sessions through one server, and the same through the library
+//! in this process, for the server's own cost. Prints p50 and p95 of each call
+//! (benches/README.md).
 //!
 //! ```sh
 //! export STRATA_TEST_POSTGRES="$(./scripts/postgres.sh url)"
@@ -77,12 +79,56 @@ fn run(url: &str) -> Result<(), Box<dyn std::error::Error>> {
     if stored != APPENDS {
         return Err(format!("{stored} messages stored, {APPENDS} appended").into());
     }
-    report("HTTP append", appends);
-    report("HTTP prepare_context", prepares);
+    report("HTTP append, under load", appends);
+    report("HTTP prepare_context, under load", prepares);
+    // Quiet: one caller, the same sessions, one server, then the library in this process.
+    let (appends, prepares) = runtime.block_on(quiet(&addrs[0], &keys[0].1))?;
+    report("HTTP append, one caller", appends);
+    report("HTTP prepare_context, one caller", prepares);
     for served in &mut servers {
         served.stop()?;
     }
     in_process(url, &runtime)
+}
+
+/// The sessions of alice the quiet runs use (the load gave alice the even ones).
+const QUIET_SESSIONS: usize = 20;
+const QUIET_CALLS: usize = 200;
+
+/// One caller over HTTP: an append and a prepare_context per call, on alice's first sessions.
+async fn quiet(addr: &str, token: &str) -> Result<(Timings, Timings), String> {
+    let client = reqwest::Client::new();
+    let (mut appends, mut prepares) = (Vec::new(), Vec::new());
+    for n in 0..QUIET_CALLS {
+        let base = format!("http://{addr}/v1/personas/alice/sessions/s{}", 2 * (n % QUIET_SESSIONS));
+        let body = json!({"message": {"role": "user", "content": text(2 * APPENDS + n, CLIENTS)}});
+        let started = Instant::now();
+        let response = client
+            .post(format!("{base}/messages"))
+            .bearer_auth(token)
+            .json(&body)
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        if !response.status().is_success() {
+            return Err(format!("append: {}", response.status()));
+        }
+        response.bytes().await.map_err(|e| e.to_string())?;
+        appends.push(started.elapsed());
+        let started = Instant::now();
+        let response = client
+            .post(format!("{base}/context"))
+            .bearer_auth(token)
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        if !response.status().is_success() {
+            return Err(format!("context: {}", response.status()));
+        }
+        response.bytes().await.map_err(|e| e.to_string())?;
+        prepares.push(started.elapsed());
+    }
+    Ok((appends, prepares))
 }
 
 /// The binary beside this example, or `STRATA_BIN`.
@@ -170,7 +216,7 @@ async fn load(addrs: &[String], keys: &[(&str, String)]) -> Result<(Timings, Tim
                 let addr = &addrs[n % addrs.len()];
                 let base = format!("http://{addr}/v1/personas/{persona}/sessions/s{session}");
                 let role = if i % 2 == 0 { "user" } else { "assistant" };
-                let body = json!({"message": {"role": role, "content": format!("message {n} of client {client_index}: the deploy of build {n} went to staging"), "key": format!("c{client_index}-{i}")}});
+                let body = json!({"message": {"role": role, "content": text(n, client_index), "key": format!("c{client_index}-{i}")}});
                 let started = Instant::now();
                 let response = client
                     .post(format!("{base}/messages"))
@@ -236,37 +282,70 @@ async fn count(addr: &str, keys: &[(&str, String)]) -> Result<usize, String> {
     Ok(seen.len())
 }
 
-/// The same calls through the library on the same database: one caller, 2,000 appends over
-/// 20 sessions and a prepare_context after every tenth.
+/// The quiet run's calls through the library, in this process, on the same sessions.
 fn in_process(url: &str, runtime: &tokio::runtime::Runtime) -> Result<(), Box<dyn std::error::Error>> {
     let engine = strata::Engine::open(url, strata::Config::default())?;
-    let sessions: Vec<_> =
-        (0..20).map(|i| engine.session(&format!("inproc-{i}"), "alice")).collect::<Result<_, _>>()?;
+    let sessions: Vec<_> = (0..QUIET_SESSIONS)
+        .map(|i| engine.session(&format!("s{}", 2 * i), "alice"))
+        .collect::<Result<_, _>>()?;
     let (mut appends, mut prepares) = (Vec::new(), Vec::new());
-    for n in 0..2_000 {
-        let session = &sessions[n % sessions.len()];
-        let role = if (n / sessions.len()) % 2 == 0 { "user" } else { "assistant" };
-        let message =
-            json!({"role": role, "content": format!("message {n}: the deploy of build {n} went to staging")});
+    for n in 0..QUIET_CALLS {
+        let session = &sessions[n % QUIET_SESSIONS];
+        let message = json!({"role": "user", "content": text(3 * APPENDS + n, CLIENTS)});
         let started = Instant::now();
         session.append_json(&message)?;
         appends.push(started.elapsed());
-        if n % 10 == 9 {
-            let started = Instant::now();
-            runtime.block_on(session.prepare_context())?;
-            prepares.push(started.elapsed());
-        }
+        let started = Instant::now();
+        runtime.block_on(session.prepare_context())?;
+        prepares.push(started.elapsed());
     }
     report("in-process append", appends);
     report("in-process prepare_context", prepares);
     Ok(())
 }
 
+/// A chat line of its own: words drawn by `n` from small vocabularies, so a context's recalled
+/// block (a search of the newest request) matches a few percent of the history, as in a real
+/// one, not every message. Unique by `n` and `client`.
+fn text(n: usize, client: usize) -> String {
+    const SUBJECTS: [&str; 16] = [
+        "billing",
+        "search",
+        "checkout",
+        "invoices",
+        "ledger",
+        "gateway",
+        "scheduler",
+        "exporter",
+        "router",
+        "cache",
+        "queue",
+        "mailer",
+        "reports",
+        "auth",
+        "uploads",
+        "metrics",
+    ];
+    const VERBS: [&str; 8] =
+        ["deployed", "rolled back", "profiled", "migrated", "patched", "reviewed", "load-tested", "paused"];
+    const PLACES: [&str; 8] =
+        ["staging", "production", "the canary", "eu-west", "us-east", "the lab", "CI", "the sandbox"];
+    let pick =
+        |salt: usize, len: usize| (n.wrapping_mul(2_654_435_761).wrapping_add(salt * 40_503) >> 7) % len;
+    format!(
+        "#{n}/{client}: we {} the {} service on {} after ticket {}",
+        VERBS[pick(1, VERBS.len())],
+        SUBJECTS[pick(2, SUBJECTS.len())],
+        PLACES[pick(3, PLACES.len())],
+        n * 31 % 9973
+    )
+}
+
 fn report(what: &str, mut timings: Timings) {
     timings.sort();
     let at = |q: f64| timings[((timings.len() as f64 * q) as usize).min(timings.len() - 1)];
     println!(
-        "{what:<28} n={:>6}  p50 {:>7.2} ms  p95 {:>7.2} ms",
+        "{what:<34} n={:>6}  p50 {:>7.2} ms  p95 {:>7.2} ms",
         timings.len(),
         at(0.50).as_secs_f64() * 1e3,
         at(0.95).as_secs_f64() * 1e3
