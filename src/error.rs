@@ -162,3 +162,25 @@ fn recall_kind(error: &strata_recall::Error) -> ErrorKind {
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_refusal_has_the_kind_a_caller_acts_on() {
+        let mismatch = strata_store::Error::PersonaMismatch {
+            key: "k".into(),
+            existing: "a".into(),
+            requested: "b".into(),
+        };
+        let too_large = strata_compactor::Error::MessageTooLarge { bytes: 10, limit: 5 };
+        let missing = strata_store::Error::NotFound(strata_store::Missing::SessionKey("k".into()));
+        assert_eq!(Error::InvalidMessage("x".into()).kind(), ErrorKind::InvalidInput);
+        assert_eq!(Error::Store(mismatch).kind(), ErrorKind::Conflict);
+        assert_eq!(Error::Compactor(too_large).kind(), ErrorKind::TooLarge);
+        assert_eq!(Error::Store(missing).kind().as_str(), "not_found");
+        assert_eq!(Error::Store(strata_store::Error::ProtectedCategory).kind(), ErrorKind::Forbidden);
+        assert_eq!(serde_json::to_value(ErrorKind::InvalidInput).unwrap(), "invalid_input");
+    }
+}
