@@ -284,7 +284,8 @@ async fn count(addr: &str, keys: &[(&str, String)]) -> Result<usize, String> {
 
 /// The quiet run's calls through the library, in this process, on the same sessions.
 fn in_process(url: &str, runtime: &tokio::runtime::Runtime) -> Result<(), Box<dyn std::error::Error>> {
-    let engine = strata::Engine::open(url, strata::Config::default())?;
+    // The servers' configuration: the defaults and the STRATA_* variables they inherit.
+    let engine = strata::Engine::open(url, strata::Config::load(None, std::env::vars())?)?;
     let sessions: Vec<_> = (0..QUIET_SESSIONS)
         .map(|i| engine.session(&format!("s{}", 2 * i), "alice"))
         .collect::<Result<_, _>>()?;
