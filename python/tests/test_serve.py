@@ -105,7 +105,9 @@ def served(request, tmp_path: Path) -> Iterator[Tuple[Server, Dict[str, str], st
 def test_a_bot_over_rest_from_python(served):
     server, tokens, _ = served
     (alice, alice_token), (bob, bob_token) = tokens.items()
-    session = f"/v1/personas/{alice}/sessions/desk"
+    # Keys of this run's own: a PostgreSQL server keeps earlier runs' sessions.
+    key = f"desk-{alice}"
+    session = f"/v1/personas/{alice}/sessions/{key}"
     status, stored = server.call("POST", session + "/messages", alice_token, {"messages": [
         {"role": "system", "content": "You are a careful assistant."},
         {"role": "user", "content": "The release train leaves on Thursday at 14:00."},
@@ -131,7 +133,7 @@ def test_a_bot_over_rest_from_python(served):
     status, error = server.call("POST", session + "/messages", alice_token, {"message": {"role": 7}})
     assert status == 400 and error["error"]["kind"] == "invalid_input", error
     status, sessions = server.call("GET", f"/v1/personas/{alice}/sessions", alice_token)
-    assert [(s["key"], s["messages"]) for s in sessions] == [("desk", 4)], sessions
+    assert [(s["key"], s["messages"]) for s in sessions] == [(key, 4)], sessions
     status, sessions = server.call("GET", f"/v1/personas/{bob}/sessions", bob_token)
     assert sessions == []
     status, metrics = server.call("GET", "/metrics", alice_token)
