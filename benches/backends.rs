@@ -322,7 +322,10 @@ fn pg_copy(server: &str, name: &str, path: &std::path::Path) -> String {
         admin.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
         let started = Instant::now();
         let source = strata_store::Store::open(path).unwrap();
-        PgStore::open(&url).unwrap().copy_from(&source, &path.display().to_string(), |_, _| {}).unwrap();
+        PgStore::open(&url)
+            .unwrap()
+            .copy_from(&source.dump(), &path.display().to_string(), |_, _| {})
+            .unwrap();
         postgres::Client::connect(&url, postgres::NoTls).unwrap().batch_execute("VACUUM ANALYZE").unwrap();
         eprintln!("copied {} into {name} in {:.1} s", path.display(), started.elapsed().as_secs_f64());
     }
@@ -403,7 +406,11 @@ fn engine(c: &mut Criterion) {
                         let url = format!("{}/{database}", server.rsplit_once('/').unwrap().0);
                         let target = PgStore::open(&url).unwrap();
                         target
-                            .copy_from(&strata_store::Store::open(&path).unwrap(), &database, |_, _| {})
+                            .copy_from(
+                                &strata_store::Store::open(&path).unwrap().dump(),
+                                &database,
+                                |_, _| {},
+                            )
                             .unwrap();
                         Arc::new(target)
                     };

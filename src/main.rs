@@ -22,7 +22,11 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
-    match cli::run(args) {
+    let result = cli::run(args);
+    // Threads may still be loading the model or embedding (the chat loop warms it in the
+    // background): the exit must not tear ONNX Runtime down under them.
+    strata_recall::embedding::shut_down();
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {

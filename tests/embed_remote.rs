@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::{Value, json};
 use strata_recall::Embedder;
+use strata_store::transfer::Source;
 use strata_store::{Backend, NewMessage, Role, Store};
 
 use crate::util::Strata;

@@ -40,7 +40,7 @@ fn the_demo_runs_on_postgresql() {
     assert!(stats["messages"].as_u64().unwrap() >= 260, "{stats}");
     assert!(stats["nodes_per_level"][0].as_u64().unwrap() > 0, "{stats}");
     // A command only SQLite has is one clear error.
-    let error = strata.run_on(db, &["export", "--persona", "developer", "--out", "x"]).failure();
+    let error = strata.run_on(db, &["restore", "backup.db"]).failure();
     assert!(error.contains("needs a SQLite database"), "{error}");
     // Running the demo again is refused, not duplicated.
     let again = strata.run_on(db, &["demo", "--messages", "260"]).failure();
@@ -225,6 +225,45 @@ fn a_copy_into_postgresql_is_exact_and_a_killed_one_finishes_when_run_again() {
         (first, ids)
     };
     assert_eq!(found(strata.run(&search).success()), found(strata.run_on(db, &search).success()));
+
+    // Back out of PostgreSQL, as a fleet's backup: into a new SQLite file (one snapshot, one
+    // transaction) and into another PostgreSQL database (`strata backup` is the first), each
+    // the same database as the file the copy started from.
+    let back = strata.dir().join("back.db");
+    let (other_url, _other) = common::scratch_database();
+    let to_file = strata.run_on(db, &["--json", "backup", back.to_str().unwrap()]).json();
+    assert_eq!(
+        (to_file["same_counts"].clone(), to_file["healthy"].clone()),
+        (json!(true), json!(true)),
+        "{to_file}"
+    );
+    let to_pg = strata.run_on(db, &["--json", "copy", "--to", &other_url]).json();
+    assert_eq!(
+        (to_pg["same_counts"].clone(), to_pg["healthy"].clone()),
+        (json!(true), json!(true)),
+        "{to_pg}"
+    );
+    for target in [back.as_path(), std::path::Path::new(&other_url)] {
+        let mut stats = strata.run_on(target, &["--json", "stats"]).json();
+        stats.as_object_mut().unwrap().remove("file_bytes");
+        assert_eq!(stats, source, "{target:?}");
+        for command in
+            [&["grep", "max_retries", "--persona", "coder"][..], &["view", "206"], &["memory", "list"]]
+        {
+            assert_eq!(
+                strata.run(command).success(),
+                strata.run_on(target, command).success(),
+                "{command:?}"
+            );
+        }
+        assert_eq!(found(strata.run(&search).success()), found(strata.run_on(target, &search).success()));
+        let doctor = strata.run_on(target, &["doctor"]).success();
+        assert!(!doctor.contains("problems"), "{doctor}");
+    }
+    // A file copy goes only into a new file.
+    let refused = strata.run_on(db, &["copy", "--to", back.to_str().unwrap()]).failure();
+    assert!(refused.contains("exists"), "{refused}");
+
     // A second run finds nothing left to do; another file's copy is refused.
     assert_eq!(strata.run(&["--json", "copy", "--to", &url]).json(), copied);
     let other = Strata::new();
@@ -276,4 +315,33 @@ fn a_resummarize_rerun_settles_the_facts_a_killed_run_left_queued() {
         let settled = engine.store().memory("assistant", Category::Memo, "deploy_window").unwrap();
         assert!(settled.is_some_and(|memory| memory.content.contains("Thursdays")), "{location:?}");
     }
+}
+
+/// A bot's async code uses the engine on PostgreSQL as on SQLite: opening, appending and
+/// dropping it on a runtime's thread (where the synchronous client cannot start its own
+/// runtime), on both kinds of tokio runtime.
+#[test]
+fn the_async_engine_runs_on_postgresql_inside_either_kind_of_runtime() {
+    let (url, _database) = common::scratch_database();
+    for runtime in [
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap(),
+        tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap(),
+    ] {
+        runtime.block_on(async {
+            let engine = Engine::open(&url, folding()).unwrap();
+            let session = engine.session("async-bot", "assistant").unwrap();
+            for turn in 0..30 {
+                session.append(ChatMessage::user(format!("Turn {turn}: is port {turn} open?"))).unwrap();
+                session.append(ChatMessage::assistant(format!("Turn {turn}: port {turn} is open."))).unwrap();
+            }
+            let context = session.prepare_context().await.unwrap();
+            assert!(!context.messages().is_empty());
+            drop(session);
+            drop(engine);
+        });
+    }
+    let engine = strata::blocking::Engine::open(std::path::Path::new(&url), folding()).unwrap();
+    let session = engine.session("async-bot", "assistant").unwrap();
+    let stored = engine.store().messages(session.id(), 0..=i64::MAX).unwrap();
+    assert_eq!(stored.len(), 120, "both runtimes' appends are stored");
 }

@@ -6,10 +6,19 @@ use std::time::{Duration, Instant};
 
 use strata_store::{Backend, Store};
 
-/// A temporary directory with a database path, and the `strata` binary to run against it.
+/// A temporary directory with a database, and the `strata` binary to run against it. The
+/// database is a file in the directory, or, when `STRATA_TEST_BACKEND=postgres`, a fresh
+/// database on the test server (dropped with the `Strata`): the engine's behaviour tests run
+/// on both backends (`make test-rust` runs them twice).
 pub struct Strata {
     dir: tempfile::TempDir,
     db: PathBuf,
+    _database: Option<Box<dyn std::any::Any>>,
+}
+
+/// Whether this run's [`Strata`] databases are on PostgreSQL.
+pub fn on_postgres() -> bool {
+    std::env::var("STRATA_TEST_BACKEND").is_ok_and(|backend| backend == "postgres")
 }
 
 /// The outcome of one run.
@@ -58,8 +67,12 @@ impl Run {
 impl Strata {
     pub fn new() -> Strata {
         let dir = tempfile::tempdir().unwrap();
+        if on_postgres() {
+            let (url, database) = crate::postgres::common::scratch_database();
+            return Strata { dir, db: PathBuf::from(url), _database: Some(Box::new(database)) };
+        }
         let db = dir.path().join("strata.db");
-        Strata { dir, db }
+        Strata { dir, db, _database: None }
     }
 
     pub fn db(&self) -> &Path {

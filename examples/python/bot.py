@@ -1,6 +1,6 @@
 """A chat bot with a long memory: the official openai package for the model, strata for memory.
 
-    pip install ./python openai
+    pip install "./python[embed]" openai
     OPENAI_API_KEY=sk-... python examples/python/bot.py
     OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_API_KEY=ollama MODEL=llama3.1 python examples/python/bot.py
 
@@ -20,6 +20,10 @@ client = OpenAI()  # OPENAI_API_KEY, OPENAI_BASE_URL
 model = os.environ.get("MODEL", "gpt-4o-mini")
 
 with strata.Engine(os.environ.get("STRATA_DB", "bot.db")) as engine:
+    try:
+        engine.start_embedding()  # vectors for memory_search, made in the background
+    except strata.EmbedderUnavailable as error:  # installed without the `embed` extra
+        print(f"memory_search ranks by keywords only: {error}", file=sys.stderr)
     session = engine.session(os.environ.get("SESSION", "alice"), persona="assistant")
     tools = engine.tool_specs()
     for line in sys.stdin:

@@ -284,6 +284,19 @@ impl PyEngine {
         detached(py, move || Ok(engine.engine().reject_proposal(&persona, &key)?))
     }
 
+    /// The memories of `persona` nearest `query` by meaning fused with keywords (keywords alone,
+    /// saying so, without the model), best first: what the LangGraph store's search runs.
+    #[pyo3(signature = (persona, query, limit = 10))]
+    fn search_memories(&self, py: Python<'_>, persona: String, query: String, limit: u32) -> PyResult<Json> {
+        let engine = self.get()?;
+        detached(py, move || {
+            let embedder = engine.engine().embedder().clone();
+            let (store, recall) = (engine.store(), &engine.config().recall);
+            strata::recall::tools::search_memories(&**store, &persona, recall, &embedder, &query, limit)
+                .map_err(|error| Failure::Engine(strata::Error::Recall(error)))
+        })
+    }
+
     fn embed(&self, py: Python<'_>) -> PyResult<u64> {
         let engine = self.get()?;
         py.detach(move || engine.engine().embed_pending()).map_err(|error| to_py(error.into()))
@@ -599,11 +612,23 @@ fn batch(messages: &Bound<'_, PyAny>) -> PyResult<Vec<Incoming>> {
     Ok(batch)
 }
 
-/// The Python side of the module: the classes, and the runtime the asyncio calls run on.
+/// Waits for the embedding model's loads and batches in flight, and refuses later ones: run by
+/// `atexit`, before the process's exit handlers tear ONNX Runtime down under a thread still in
+/// it (which crashed the interpreter at exit; see `strata::recall::embedding::shut_down`).
+#[pyfunction]
+fn _shut_down(py: Python<'_>) {
+    py.detach(strata::recall::embedding::shut_down);
+}
+
+/// The Python side of the module: the classes, the runtime the asyncio calls run on, and the
+/// exit hook.
 #[pymodule]
 fn _strata(module: &Bound<'_, PyModule>) -> PyResult<()> {
     pyo3_async_runtimes::tokio::init_with_runtime(runtime())
         .map_err(|_| PyRuntimeError::new_err("the tokio runtime of strata was set up twice"))?;
+    let shut_down = wrap_pyfunction!(_shut_down, module)?;
+    module.py().import("atexit")?.call_method1("register", (&shut_down,))?;
+    module.add_function(shut_down)?;
     module.add_class::<PyEngine>()?;
     module.add_class::<PySession>()?;
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -25,7 +25,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Union
 
-from strata import _strata
+from strata import _embed, _strata
 from strata._errors import (
     BadInput,
     Busy,
@@ -154,7 +154,8 @@ class Context:
 
 def _config(config: Config) -> Union[Dict[str, Any], str, None]:
     if config is None or isinstance(config, Mapping):
-        return None if config is None else dict(config)
+        # The model of the `embed` extra, when nothing else says where a model is.
+        return _embed.configure(None if config is None else dict(config))
     if isinstance(config, (str, os.PathLike)):
         return os.fspath(config)
     raise BadInput(f"config is a dict or the path of a TOML file, not {type(config).__name__}")
@@ -251,6 +252,13 @@ class Engine:
     def reject_proposal(self, persona: str, key: str) -> Dict[str, Any]:
         """The user rejects a proposal; it is deleted. Returns what was proposed."""
         return self._native.reject_proposal(persona, key)
+
+    def search_memories(self, persona: str, query: str, limit: int = 10) -> Dict[str, Any]:
+        """The memories of ``persona`` nearest ``query`` by meaning, fused with keywords as
+        ``memory_search`` ranks them, best first (``results``, each with its ``category``,
+        ``key`` and ``score``). Without the model it ranks by keywords and says why in
+        ``semantic_coverage``."""
+        return self._native.search_memories(persona, query, limit)
 
     # Embeddings.
 

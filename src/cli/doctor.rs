@@ -1,5 +1,5 @@
 //! `strata doctor`, `strata backup` and `strata copy`: is the database healthy, a consistent
-//! copy of the file, and the file moved into PostgreSQL.
+//! copy of the file, and a whole database copied into PostgreSQL or a new SQLite file.
 
 use std::io::Write;
 use std::path::Path;
@@ -142,20 +142,39 @@ pub fn backup(store: &Store, dest: &Path, json: bool, out: &mut impl Write) -> a
     Ok(())
 }
 
-/// Copies the SQLite database into the PostgreSQL database at `to`, then checks the copy: the
-/// same counts as the file, and every check of `doctor` passing.
-pub fn copy(store: &Store, to: &str, json: bool, out: &mut impl Write) -> anyhow::Result<()> {
-    let target = strata_pg::PgStore::open(to).context("cannot use the PostgreSQL database")?;
-    let name = store.path().canonicalize().unwrap_or_else(|_| store.path().to_path_buf());
+/// `strata copy --to TARGET`: the database (`name` for the record) copied exactly into
+/// PostgreSQL (a url; resumable) or into a new SQLite file (a path; one transaction), then
+/// checked: the same counts, and the target's doctor finds nothing.
+pub fn copy(
+    source: &dyn Backend,
+    name: &str,
+    to: &str,
+    json: bool,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    let target: Box<dyn Backend> = if strata_pg::PgStore::is_url(to) {
+        Box::new(strata_pg::PgStore::open(to).context("cannot use the PostgreSQL database")?)
+    } else {
+        if Path::new(to).exists() {
+            bail!("{to} exists; a copy goes into a new file");
+        }
+        Box::new(Store::open(to).with_context(|| format!("cannot create {to}"))?)
+    };
     let progress = indicatif::ProgressBar::new_spinner();
-    let copied = target
-        .copy_from(store, &name.display().to_string(), |table, rows| {
-            progress.set_message(format!("{table}: {rows}"));
-            progress.tick();
+    let copied = source
+        .read_dump(&mut |dump| {
+            target.copy_from(dump, name, &mut |table, rows| {
+                progress.set_message(format!("{table}: {rows}"));
+                progress.tick();
+            })
         })
-        .context("the copy stopped; run the same command again to finish it")?;
+        .context(if target.as_sqlite().is_some() {
+            "the copy stopped; nothing was written (delete the new file and run it again)"
+        } else {
+            "the copy stopped; run the same command again to finish it"
+        })?;
     progress.finish_and_clear();
-    let (source, copy) = (store.stats()?, target.stats()?);
+    let (source, copy) = (source.stats()?, target.stats()?);
     let report = target.doctor(false).context("the copy's checks could not run")?;
     let same =
         (
@@ -190,7 +209,7 @@ pub fn copy(store: &Store, to: &str, json: bool, out: &mut impl Write) -> anyhow
         )?;
     }
     if !same {
-        bail!("the copy's counts differ from the file's: {source:?} against {copy:?}");
+        bail!("the copy's counts differ from the source's: {source:?} against {copy:?}");
     }
     if !report.healthy() {
         let failed: Vec<&str> =

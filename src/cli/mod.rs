@@ -90,8 +90,9 @@ enum Command {
         #[arg(long)]
         accept_lost_commits: bool,
     },
-    /// Write a consistent copy of the database (safe while other processes write; a plain file
-    /// copy can miss what is still in the write-ahead log).
+    /// Write a consistent copy of the database into a new SQLite file (safe while other
+    /// processes write; a plain file copy can miss what is still in the write-ahead log). On
+    /// PostgreSQL this is `strata copy --to FILE`: one snapshot, no `pg_dump`.
     Backup {
         /// The file to create (must not exist).
         dest: PathBuf,
@@ -107,11 +108,14 @@ enum Command {
         #[arg(long)]
         replace: bool,
     },
-    /// Copy the SQLite database into PostgreSQL exactly (every row with its id, the forest,
-    /// memories with their versions, the queue, usage, vectors); run it again to finish a copy
-    /// that was cut short. The target must be empty or a copy of the same file.
+    /// Copy the database exactly (every row with its id, the forest, memories with their
+    /// versions, the queue, usage, vectors) into PostgreSQL or a new SQLite file. From
+    /// PostgreSQL the copy reads one snapshot, so it is a consistent backup while bots write.
+    /// Into PostgreSQL, run it again to finish a copy that was cut short (the target must be
+    /// empty or a copy of the same source); into SQLite, the file must not exist.
     Copy {
-        /// The PostgreSQL database to copy into (`postgres://user:password@host/database`).
+        /// Where to copy: a PostgreSQL url (`postgres://user:password@host/database`) or the
+        /// path of a new SQLite file.
         #[arg(long)]
         to: String,
     },
@@ -319,10 +323,25 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             }
             doctor::doctor(&store, *full, cli.json, &mut out)?
         }
-        Command::Copy { to } => doctor::copy(&open_sqlite(&cli, "strata copy")?, to, cli.json, &mut out)?,
-        Command::Backup { dest } => {
-            doctor::backup(&open_sqlite(&cli, "strata backup")?, dest, cli.json, &mut out)?
+        Command::Copy { to } => {
+            let source = open_existing(&cli)?;
+            let name = match postgres_url(&cli) {
+                Some(_) => redacted(&cli),
+                None => cli.db.canonicalize().unwrap_or_else(|_| cli.db.clone()).display().to_string(),
+            };
+            doctor::copy(&*source, &name, to, cli.json, &mut out)?
         }
+        Command::Backup { dest } => match postgres_url(&cli) {
+            // A fleet's database backs up into a new SQLite file from one snapshot.
+            Some(_) => doctor::copy(
+                &*open_existing(&cli)?,
+                &redacted(&cli),
+                &dest.to_string_lossy(),
+                cli.json,
+                &mut out,
+            )?,
+            None => doctor::backup(&open_sqlite(&cli, "strata backup")?, dest, cli.json, &mut out)?,
+        },
         Command::Restore { backup, replace } => {
             if postgres_url(&cli).is_some() {
                 anyhow::bail!(

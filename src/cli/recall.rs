@@ -147,7 +147,11 @@ pub fn search(
             strata_recall::tools::grep(store, &scope, config, &args)?
         }
         Matching::Meaning => {
-            let embedder: EmbedderState = strata::load_embedder(config, &settings.compactor.retry).into();
+            // Asked for by name, search by meaning fails without the model (the tool an LLM
+            // calls falls back to keywords instead).
+            let embedder: EmbedderState = strata::load_embedder(config, &settings.compactor.retry)
+                .map_err(|e| anyhow::anyhow!("semantic search unavailable: {}", e.chain_message()))?
+                .into();
             let args = MemorySearchArgs { query, limit, start_time, end_time, include_in_context };
             strata_recall::tools::search(store, &scope, config, &embedder, &args)?
         }

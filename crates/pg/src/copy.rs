@@ -1,4 +1,5 @@
-//! `strata copy`: a SQLite database moved into PostgreSQL exactly and resumably.
+//! `strata copy`: a database (a SQLite file or another PostgreSQL) moved into PostgreSQL
+//! exactly and resumably.
 //!
 //! Exactly: every row keeps its id (a tool answer, a memory's source and a bot's own records
 //! name rows by id), messages keep their coverage and keys, nodes their parents, memories every
@@ -13,8 +14,8 @@ use pgvector::Vector;
 use strata_store::backend::{fold, to_unix};
 use strata_store::kinds::Kind;
 use strata_store::search::HitKind;
-use strata_store::transfer::StoredMemory;
-use strata_store::{Backend, Error, NewMessage, Store};
+use strata_store::transfer::{Copied, Source, StoredMemory};
+use strata_store::{Error, NewMessage};
 
 use crate::db::{Queries, Tx, pg};
 use crate::rows::MessageColumns;
@@ -23,36 +24,17 @@ use crate::{PgStore, vectors};
 /// Rows a batch carries.
 const BATCH: usize = 2_000;
 
-/// What a copy wrote, table by table (rows already there before a resumed run included).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Copied {
-    /// Sessions.
-    pub sessions: u64,
-    /// Messages.
-    pub messages: u64,
-    /// Summary nodes.
-    pub nodes: u64,
-    /// Memories (with their versions).
-    pub memories: u64,
-    /// Facts and proposals in the queue.
-    pub queued: u64,
-    /// Chunk vectors.
-    pub vectors: u64,
-    /// Rows still waiting for a vector.
-    pub backlog: u64,
-}
-
 impl PgStore {
-    /// Copies the SQLite database `source` (whose file is `name`, for the record) into this
-    /// one; `progress` hears each table's name and the rows copied so far.
+    /// Copies the database `dump` reads (named `name`, for the record: a file's path or a
+    /// url without its password) into this one; `progress` hears each table's name and the
+    /// rows copied so far.
     pub fn copy_from(
         &self,
-        source: &Store,
+        dump: &dyn Source,
         name: &str,
         mut progress: impl FnMut(&str, u64),
     ) -> Result<Copied, Error> {
         self.write(|tx| claim(tx, name))?;
-        let dump = source.dump();
         let mut copied = Copied::default();
 
         let sessions = dump.sessions()?;
@@ -184,7 +166,7 @@ impl PgStore {
         copied.queued = queued.len() as u64;
 
         // Usage has no ids to resume by: it goes in one transaction that records it went.
-        let (calls, rejections, encoding) = (dump.llm_calls()?, dump.rejections()?, source.token_encoding()?);
+        let (calls, rejections, encoding) = (dump.llm_calls()?, dump.rejections()?, dump.token_encoding()?);
         self.write(|tx| {
             let done: bool = tx.query_one("SELECT usage_copied FROM strata_copy", &[]).map_err(pg)?.get(0);
             if done {

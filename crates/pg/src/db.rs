@@ -28,7 +28,8 @@ pub(crate) struct Manager {
 
 /// A connection and the statements prepared on it.
 pub(crate) struct Conn {
-    client: Client,
+    // Taken only by `drop`, to close it off the runtime.
+    client: Option<Client>,
     statements: Statements,
 }
 
@@ -51,6 +52,22 @@ impl Statements {
 
 type Params<'p> = &'p [&'p (dyn ToSql + Sync)];
 
+/// Runs a call of the synchronous client, which blocks on a runtime of its own, where tokio
+/// lets it: a thread that drives async tasks cannot start another runtime (the client would
+/// panic), so a bot's async code that appends or opens a session on PostgreSQL would. On a
+/// multi-thread runtime the call leaves the worker (`block_in_place`); on a current-thread
+/// runtime it runs on a thread of its own; elsewhere it runs here.
+pub(crate) fn off_runtime<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current().map(|handle| handle.runtime_flavor()) {
+        Err(_) => f(),
+        Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
+        Ok(_) => std::thread::scope(|scope| {
+            scope.spawn(f).join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        }),
+    }
+}
+
 /// The reads and writes strata makes: on a connection (one statement, its own snapshot) or
 /// in a transaction, through the connection's prepared statements.
 pub(crate) trait Queries {
@@ -65,78 +82,125 @@ pub(crate) trait Queries {
 }
 
 macro_rules! cached_queries {
-    ($type:ty, $client:ident) => {
+    ($type:ty) => {
         impl Queries for $type {
             fn query(&mut self, sql: &str, params: Params<'_>) -> Result<Vec<Row>, postgres::Error> {
-                let statement = self.statements.prepared(&mut self.$client, sql)?;
-                self.$client.query(&statement, params)
+                let (client, statements) = self.parts();
+                off_runtime(|| {
+                    let statement = statements.prepared(client, sql)?;
+                    client.query(&statement, params)
+                })
             }
 
             fn query_one(&mut self, sql: &str, params: Params<'_>) -> Result<Row, postgres::Error> {
-                let statement = self.statements.prepared(&mut self.$client, sql)?;
-                self.$client.query_one(&statement, params)
+                let (client, statements) = self.parts();
+                off_runtime(|| {
+                    let statement = statements.prepared(client, sql)?;
+                    client.query_one(&statement, params)
+                })
             }
 
             fn query_opt(&mut self, sql: &str, params: Params<'_>) -> Result<Option<Row>, postgres::Error> {
-                let statement = self.statements.prepared(&mut self.$client, sql)?;
-                self.$client.query_opt(&statement, params)
+                let (client, statements) = self.parts();
+                off_runtime(|| {
+                    let statement = statements.prepared(client, sql)?;
+                    client.query_opt(&statement, params)
+                })
             }
 
             fn execute(&mut self, sql: &str, params: Params<'_>) -> Result<u64, postgres::Error> {
-                let statement = self.statements.prepared(&mut self.$client, sql)?;
-                self.$client.execute(&statement, params)
+                let (client, statements) = self.parts();
+                off_runtime(|| {
+                    let statement = statements.prepared(client, sql)?;
+                    client.execute(&statement, params)
+                })
             }
 
             fn query_planned(&mut self, sql: &str, params: Params<'_>) -> Result<Vec<Row>, postgres::Error> {
-                self.$client.query(sql, params)
+                let (client, _) = self.parts();
+                off_runtime(|| client.query(sql, params))
             }
         }
     };
 }
 
-cached_queries!(Conn, client);
-cached_queries!(Tx<'_>, tx);
+cached_queries!(Conn);
+cached_queries!(Tx<'_>);
 
 impl Conn {
+    fn parts(&mut self) -> (&mut Client, &mut Statements) {
+        (self.client.as_mut().expect("a connection's client until it drops"), &mut self.statements)
+    }
+
     /// Runs statements outside any transaction, over the simple protocol: what `VACUUM` and
     /// `CHECKPOINT` need.
     pub fn batch_execute(&mut self, sql: &str) -> Result<(), postgres::Error> {
-        self.client.batch_execute(sql)
+        let (client, _) = self.parts();
+        off_runtime(|| client.batch_execute(sql))
     }
 
     /// A read-committed transaction.
     pub fn transaction(&mut self) -> Result<Tx<'_>, postgres::Error> {
-        Ok(Tx { tx: self.client.transaction()?, statements: &mut self.statements })
+        let (client, statements) = self.parts();
+        let tx = off_runtime(|| client.transaction())?;
+        Ok(Tx { tx: Some(tx), statements })
     }
 
     /// A read-only repeatable-read transaction: one snapshot for every read in it, and it never
     /// waits for a writer.
     pub fn snapshot(&mut self) -> Result<Tx<'_>, postgres::Error> {
-        let tx = self
-            .client
-            .build_transaction()
-            .isolation_level(postgres::IsolationLevel::RepeatableRead)
-            .read_only(true)
-            .start()?;
-        Ok(Tx { tx, statements: &mut self.statements })
+        let (client, statements) = self.parts();
+        let tx = off_runtime(|| {
+            client
+                .build_transaction()
+                .isolation_level(postgres::IsolationLevel::RepeatableRead)
+                .read_only(true)
+                .start()
+        })?;
+        Ok(Tx { tx: Some(tx), statements })
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        // Closing the client blocks on its runtime too.
+        if let Some(client) = self.client.take() {
+            off_runtime(move || drop(client));
+        }
     }
 }
 
 /// A transaction whose statements come from its connection's cache. It offers only what strata
 /// uses, so that no query can bypass the cache.
 pub(crate) struct Tx<'a> {
-    tx: Transaction<'a>,
+    // Taken by `commit`, or by `drop` to roll back off the runtime.
+    tx: Option<Transaction<'a>>,
     statements: &'a mut Statements,
 }
 
-impl Tx<'_> {
-    /// Runs statements without parameters (and without preparing them).
-    pub fn batch_execute(&mut self, sql: &str) -> Result<(), postgres::Error> {
-        self.tx.batch_execute(sql)
+impl<'a> Tx<'a> {
+    fn parts(&mut self) -> (&mut Transaction<'a>, &mut Statements) {
+        (self.tx.as_mut().expect("a transaction until it commits or drops"), self.statements)
     }
 
-    pub fn commit(self) -> Result<(), postgres::Error> {
-        self.tx.commit()
+    /// Runs statements without parameters (and without preparing them).
+    pub fn batch_execute(&mut self, sql: &str) -> Result<(), postgres::Error> {
+        let (tx, _) = self.parts();
+        off_runtime(|| tx.batch_execute(sql))
+    }
+
+    pub fn commit(mut self) -> Result<(), postgres::Error> {
+        let tx = self.tx.take().expect("a transaction commits once");
+        off_runtime(move || tx.commit())
+    }
+}
+
+impl Drop for Tx<'_> {
+    fn drop(&mut self) {
+        // An uncommitted transaction rolls back as it drops, which blocks on the runtime.
+        if let Some(tx) = self.tx.take() {
+            off_runtime(move || drop(tx));
+        }
     }
 }
 
@@ -150,16 +214,17 @@ impl r2d2::ManageConnection for Manager {
         // plan, and its later calls skip planning (prepare_context's twenty reads spent about
         // 1.5 ms binding with every call planned). The searches, whose plans depend on their
         // values, use `query_planned`.
-        let client = self.config.connect(NoTls)?;
-        Ok(Conn { client, statements: Statements::default() })
+        let client = off_runtime(|| self.config.connect(NoTls))?;
+        Ok(Conn { client: Some(client), statements: Statements::default() })
     }
 
     fn is_valid(&self, conn: &mut Conn) -> Result<(), postgres::Error> {
-        conn.client.simple_query("").map(|_| ())
+        let (client, _) = conn.parts();
+        off_runtime(|| client.simple_query("").map(|_| ()))
     }
 
     fn has_broken(&self, conn: &mut Conn) -> bool {
-        conn.client.is_closed()
+        conn.client.as_ref().is_none_or(|client| client.is_closed())
     }
 }
 
@@ -193,9 +258,11 @@ pub(crate) fn open(url: &str, size: u32) -> Result<Pool> {
         field: "database url",
         reason: format!("{} ({source})", strata_store::location::without_password(url)),
     })?;
-    let mut client = config.connect(NoTls).map_err(pg)?;
-    migrate(&mut client)?;
-    drop(client);
+    // The whole first connection (connect, migrate, close) off any async runtime.
+    off_runtime(|| {
+        let mut client = config.connect(NoTls).map_err(pg)?;
+        migrate(&mut client)
+    })?;
     r2d2::Pool::builder()
         .max_size(size)
         // A connection the server closed is found broken when it is returned; checking each

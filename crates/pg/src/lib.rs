@@ -22,6 +22,7 @@
 mod check;
 mod copy;
 mod db;
+mod dump;
 mod forest;
 mod forget;
 mod maintenance;
@@ -49,10 +50,11 @@ use strata_store::{
     NewSummary, NodeId, Result, Session, SessionId, SessionOverview, Snapshot, SummaryNode,
 };
 
-pub use crate::copy::Copied;
 pub use crate::db::SCHEMA_VERSION;
 use crate::db::{Conn, Connection, Pool, Queries, Tx, pg, pool_error};
 use crate::rows::MessageColumns;
+pub use strata_store::transfer::Copied;
+use strata_store::transfer::Source;
 
 /// Connections a pool opens at most, unless [`PgStore::open_with_pool_size`] says otherwise.
 const DEFAULT_POOL_SIZE: u32 = 8;
@@ -175,6 +177,19 @@ impl strata_store::Maintenance for PgStore {
 
     fn forgets(&self) -> Result<Vec<ForgetRecord>> {
         self.forget_records()
+    }
+
+    fn read_dump(&self, f: &mut dyn FnMut(&dyn Source) -> Result<Copied>) -> Result<Copied> {
+        PgStore::read_dump(self, f)
+    }
+
+    fn copy_from(
+        &self,
+        dump: &dyn Source,
+        name: &str,
+        progress: &mut dyn FnMut(&str, u64),
+    ) -> Result<Copied> {
+        PgStore::copy_from(self, dump, name, progress)
     }
 }
 

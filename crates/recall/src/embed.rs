@@ -3,7 +3,7 @@
 //! a panic and never a download.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError, TryLockError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock, TryLockError};
 
 use fastembed::{InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel};
 use strata_store::embeddings::EmbeddingSpace;
@@ -153,6 +153,31 @@ fn environment(library: &Path) -> Result<ort::environment::Environment> {
     Ok(environment)
 }
 
+/// Whether ONNX Runtime may still be entered: `false` once [`shut_down`] ran. Every load and
+/// every batch holds a read guard while it is inside the library.
+///
+/// Why: a process's exit handlers tear ONNX Runtime's globals down while other threads run on;
+/// a thread still loading the model (an engine warms it in the background) then touched freed
+/// memory and the interpreter crashed at exit (4 of about 170 runs of a short script that never
+/// closed its engine). A host calls [`shut_down`] first (the Python module does, from `atexit`).
+static OPEN: RwLock<bool> = RwLock::new(true);
+
+/// Waits for every model load and batch inside ONNX Runtime to finish and refuses later ones
+/// ([`Error::ShutDown`]): call it before the process exits while threads may still use the
+/// model. Idempotent.
+pub fn shut_down() {
+    *OPEN.write().unwrap_or_else(PoisonError::into_inner) = false;
+}
+
+/// Runs `work`, which enters ONNX Runtime, unless [`shut_down`] ran.
+fn inside_runtime<T>(work: impl FnOnce() -> Result<T>) -> Result<T> {
+    let open = OPEN.read().unwrap_or_else(PoisonError::into_inner);
+    if !*open {
+        return Err(Error::ShutDown);
+    }
+    work()
+}
+
 /// How ONNX Runtime runs the local model (benches/README.md, "Throughput levers").
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RuntimeOptions {
@@ -249,14 +274,16 @@ fn local_session(assets: &Path, spec: &'static ModelSpec, runtime: RuntimeOption
         PoolingKind::Mean => Pooling::Mean,
         PoolingKind::Cls => Pooling::Cls,
     });
-    let mut options = InitOptionsUserDefined::new()
-        .with_environment(environment(&library)?)
-        .with_max_length(spec.max_tokens)
-        .with_session_config("session.intra_op.allow_spinning", if runtime.spinning { "1" } else { "0" });
-    if runtime.threads > 0 {
-        options = options.with_intra_threads(runtime.threads);
-    }
-    TextEmbedding::try_new_from_user_defined(model, options).map_err(Error::Model)
+    inside_runtime(|| {
+        let mut options = InitOptionsUserDefined::new()
+            .with_environment(environment(&library)?)
+            .with_max_length(spec.max_tokens)
+            .with_session_config("session.intra_op.allow_spinning", if runtime.spinning { "1" } else { "0" });
+        if runtime.threads > 0 {
+            options = options.with_intra_threads(runtime.threads);
+        }
+        TextEmbedding::try_new_from_user_defined(model, options).map_err(Error::Model)
+    })
 }
 
 impl std::fmt::Debug for Embedder {
@@ -400,7 +427,7 @@ impl Embedder {
                         _ => local.batches.lock().unwrap_or_else(PoisonError::into_inner),
                     },
                 };
-                model.embed(texts, Some(texts.len())).map_err(Error::Model)?
+                inside_runtime(|| model.embed(texts, Some(texts.len())).map_err(Error::Model))?
             }
             Backend::Remote { endpoint, batch_size } => {
                 let texts: Vec<&str> = texts.iter().map(AsRef::as_ref).collect();

@@ -68,6 +68,9 @@ pub enum Error {
         /// Texts sent.
         expected: usize,
     },
+    /// The process is exiting: the local model is no longer run ([`crate::embedding::shut_down`]).
+    #[error("the embedding model was shut down: the process is exiting")]
+    ShutDown,
     /// Semantic search was asked for but no embedder is loaded.
     #[error("semantic search unavailable: {reason}")]
     SemanticUnavailable {
@@ -132,6 +135,7 @@ impl Error {
             | Error::RuntimeLoad { .. }
             | Error::AssetRead { .. }
             | Error::UnknownModel { .. }
+            | Error::ShutDown
             | Error::Endpoint { .. } => "semantic_search_unavailable",
             Error::Store(Store::NotFound(_)) => "not_found",
             Error::Store(Store::ProtectedCategory) => "forbidden",

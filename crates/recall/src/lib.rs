@@ -20,7 +20,7 @@
 //! let session = store.session("chat-1", "coder").unwrap();
 //! store.append(session.id, &[NewMessage::text(Role::User, "The staging port is 8443.")]).unwrap();
 //!
-//! // Keyword search needs no model; semantic search reports why it is unavailable.
+//! // Keyword search needs no model; without one, memory_search ranks by keywords and says why.
 //! let no_model = strata_recall::Embedder::load(dir.path().join("no-assets-here"));
 //! let ctx = ToolContext::new(store, session, no_model, RecallSettings::default());
 //! // The calling session's own messages are in its context already: left out and counted.
@@ -30,8 +30,9 @@
 //! assert_eq!(found["count"], 1);
 //! // Recalled text is fenced as data; the match is marked with « ».
 //! assert!(found["results"][0]["snippet"].as_str().unwrap().contains("«staging"));
-//! let semantic = call_tool(&ctx, "memory_search", &json!({"query": "which port?"}));
-//! assert!(semantic["error"]["message"].as_str().unwrap().starts_with("semantic search unavailable"));
+//! let semantic = call_tool(&ctx, "memory_search", &json!({"query": "staging port", "include_in_context": true}));
+//! assert_eq!(semantic["count"], 1);
+//! assert!(semantic["semantic_coverage"]["note"].as_str().unwrap().starts_with("semantic search unavailable"));
 //! ```
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
@@ -56,7 +57,7 @@ pub use crate::tools::{
 pub mod embedding {
     pub use crate::embed::{
         ASSETS_ENV, MINILM_L6_V2, MINILM_L6_V2_Q8, MODELS, ModelSpec, PoolingKind, chunk_text, cosine,
-        default_assets_dir, runtime_environment,
+        default_assets_dir, runtime_environment, shut_down,
     };
     pub use crate::pipeline::{EmbedProgress, WorkerStats};
     pub use crate::tools::{meaning_text, mostly_cjk};

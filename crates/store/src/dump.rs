@@ -53,6 +53,36 @@ pub struct StoredVector {
     pub vector: Vec<f32>,
 }
 
+/// A whole database read as stored, in id order and in batches: what `strata copy` moves
+/// from any backend into any other. A source reads one snapshot where its backend can hold one
+/// (PostgreSQL's dump is one repeatable-read transaction), so the copy is consistent while
+/// bots write; SQLite's reads each batch in its own transaction (a copy of a live file is a
+/// backup's job: `strata backup`).
+pub trait Source {
+    /// Every session, in id order.
+    fn sessions(&self) -> Result<Vec<StoredSession>>;
+    /// Up to `limit` summary nodes with an id above `after`, in id order.
+    fn nodes(&self, after: i64, limit: usize) -> Result<Vec<SummaryNode>>;
+    /// Up to `limit` messages with an id above `after`, in id order.
+    fn messages(&self, after: i64, limit: usize) -> Result<Vec<StoredMessage>>;
+    /// Every memory with its versions (oldest first), in id order.
+    fn memories(&self) -> Result<Vec<StoredMemory>>;
+    /// The queue: facts waiting to be settled and proposals waiting for the user, in id order.
+    fn queued(&self) -> Result<Vec<QueuedUpdate>>;
+    /// Every recorded LLM call, oldest first.
+    fn llm_calls(&self) -> Result<Vec<LlmCall>>;
+    /// The quality gate's refusals: (summarizer, reason, count).
+    fn rejections(&self) -> Result<Vec<(String, String, u64)>>;
+    /// The rows waiting for a vector, in kind and id order.
+    fn backlog(&self) -> Result<Vec<(HitKind, i64)>>;
+    /// The embedding space, if one was chosen.
+    fn space(&self) -> Result<Option<EmbeddingSpace>>;
+    /// Up to `limit` chunk vectors of `kind` past `after` (a row id and a chunk), in order.
+    fn vectors(&self, kind: HitKind, after: Option<(i64, usize)>, limit: usize) -> Result<Vec<StoredVector>>;
+    /// The tokenizer the token counts were made with, if one was recorded.
+    fn token_encoding(&self) -> Result<Option<String>>;
+}
+
 /// The reads of [`Store::dump`].
 #[derive(Clone, Copy, Debug)]
 pub struct Dump<'a> {
@@ -66,9 +96,8 @@ impl Store {
     }
 }
 
-impl Dump<'_> {
-    /// Every session, in id order.
-    pub fn sessions(&self) -> Result<Vec<StoredSession>> {
+impl Source for Dump<'_> {
+    fn sessions(&self) -> Result<Vec<StoredSession>> {
         self.store.read(|conn| {
             let sql = format!("SELECT {}, summarizer_failures FROM sessions ORDER BY id", Session::COLUMNS);
             query_all(conn, &sql, [], |row| {
@@ -80,8 +109,7 @@ impl Dump<'_> {
         })
     }
 
-    /// Up to `limit` summary nodes with an id above `after`, in id order.
-    pub fn nodes(&self, after: i64, limit: usize) -> Result<Vec<SummaryNode>> {
+    fn nodes(&self, after: i64, limit: usize) -> Result<Vec<SummaryNode>> {
         self.store.read(|conn| {
             let sql = format!(
                 "SELECT {} FROM summary_nodes n WHERE n.id > ?1 ORDER BY n.id LIMIT ?2",
@@ -91,8 +119,7 @@ impl Dump<'_> {
         })
     }
 
-    /// Up to `limit` messages with an id above `after`, in id order.
-    pub fn messages(&self, after: i64, limit: usize) -> Result<Vec<StoredMessage>> {
+    fn messages(&self, after: i64, limit: usize) -> Result<Vec<StoredMessage>> {
         self.store.read(|conn| {
             let sql = format!(
                 "SELECT {}, m.external_id FROM messages m WHERE m.id > ?1 ORDER BY m.id LIMIT ?2",
@@ -104,8 +131,7 @@ impl Dump<'_> {
         })
     }
 
-    /// Every memory with its versions, in id order.
-    pub fn memories(&self) -> Result<Vec<StoredMemory>> {
+    fn memories(&self) -> Result<Vec<StoredMemory>> {
         self.store.read(|conn| {
             let sql = format!("SELECT {} FROM agent_memories ORDER BY id", Memory::COLUMNS);
             let memories = query_all(conn, &sql, [], Memory::from_row)?;
@@ -120,21 +146,18 @@ impl Dump<'_> {
         })
     }
 
-    /// The queue: facts waiting to be settled and proposals waiting for the user, in id order.
-    pub fn queued(&self) -> Result<Vec<QueuedUpdate>> {
+    fn queued(&self) -> Result<Vec<QueuedUpdate>> {
         self.store.read(|conn| {
             let sql = format!("SELECT {} FROM memory_updates ORDER BY id", QueuedUpdate::COLUMNS);
             query_all(conn, &sql, [], QueuedUpdate::from_row)
         })
     }
 
-    /// Every recorded LLM call, oldest first.
-    pub fn llm_calls(&self) -> Result<Vec<LlmCall>> {
+    fn llm_calls(&self) -> Result<Vec<LlmCall>> {
         self.store.read(crate::usage::all_calls)
     }
 
-    /// The quality gate's refusals: (summarizer, reason, count).
-    pub fn rejections(&self) -> Result<Vec<(String, String, u64)>> {
+    fn rejections(&self) -> Result<Vec<(String, String, u64)>> {
         self.store.read(|conn| {
             query_all(
                 conn,
@@ -145,8 +168,7 @@ impl Dump<'_> {
         })
     }
 
-    /// The rows waiting for a vector, in kind and id order.
-    pub fn backlog(&self) -> Result<Vec<(HitKind, i64)>> {
+    fn backlog(&self) -> Result<Vec<(HitKind, i64)>> {
         self.store.read(|conn| {
             query_all(conn, "SELECT kind, item_id FROM embedding_backlog ORDER BY kind, item_id", [], |row| {
                 let kind: String = row.get(0)?;
@@ -158,19 +180,16 @@ impl Dump<'_> {
         })
     }
 
-    /// The embedding space, if one was chosen.
-    pub fn space(&self) -> Result<Option<EmbeddingSpace>> {
+    fn space(&self) -> Result<Option<EmbeddingSpace>> {
         self.store.read(crate::vectors::space)
     }
 
-    /// Up to `limit` chunk vectors of `kind` past `after` (a row id and a chunk), in order.
-    pub fn vectors(
-        &self,
-        kind: HitKind,
-        after: Option<(i64, usize)>,
-        limit: usize,
-    ) -> Result<Vec<StoredVector>> {
+    fn vectors(&self, kind: HitKind, after: Option<(i64, usize)>, limit: usize) -> Result<Vec<StoredVector>> {
         let after = after.map_or(-1, |(id, chunk)| id * MAX_CHUNKS as i64 + chunk as i64);
         self.store.read(|conn| crate::vectors::dump(conn, kind, after, limit))
+    }
+
+    fn token_encoding(&self) -> Result<Option<String>> {
+        crate::Backend::token_encoding(self.store)
     }
 }

@@ -53,6 +53,7 @@ mod forest;
 pub mod forgetting;
 mod ingests;
 pub mod kinds;
+mod load;
 pub mod location;
 pub mod maintenance;
 pub mod memories;

@@ -1,15 +1,18 @@
 //! The storage seam's maintenance role: what an operator does to a whole database rather than
 //! what a running bot asks of it. Bringing transcripts in (ingest and the importers), taking a
-//! persona or session out (export), and erasing (forget) work alike on every backend, so a
+//! persona or session out (export), erasing (forget) and copying a whole database into another
+//! (`strata copy`, a fleet's backup) work alike on every backend, so a
 //! fleet on PostgreSQL can do everything one SQLite file can.
 //!
 //! The rules live here once: which leading lines of a transcript a database already holds
 //! ([`matching_run`], [`recognize_transcript`]), what a forget counts and the marker a rebuilt
 //! node gets ([`withdrawn`]); a backend adds how its rows are read and written.
 
+use crate::dump::Source;
 use crate::error::Result;
 use crate::export::{ExportScope, ExportedMessage};
 use crate::forgetting::{ForgetPlan, ForgetRecord, ForgetScope, Forgotten, Rebuilt};
+use crate::load::Copied;
 use crate::store::{Imported, IncomingMessage};
 
 pub use crate::forgetting::withdrawn;
@@ -44,4 +47,15 @@ pub trait Maintenance {
     ) -> Result<Forgotten>;
     /// Every forget recorded, oldest first.
     fn forgets(&self) -> Result<Vec<ForgetRecord>>;
+    /// Runs `f` over the whole database as a [`Source`] for a copy: one snapshot where the
+    /// backend holds one for the whole read (PostgreSQL), each batch its own read where it
+    /// does not (SQLite, whose consistent copy of a live file is `strata backup`).
+    fn read_dump(&self, f: &mut dyn FnMut(&dyn Source) -> Result<Copied>) -> Result<Copied>;
+    /// Copies everything `dump` reads into this database, every row with its id; `name`
+    /// names the source for the record (a path, or a url without its password) and
+    /// `progress` hears each table's name and its rows copied so far. SQLite takes the copy in
+    /// one transaction into a database with no session; PostgreSQL in batches, resumable by
+    /// running the same copy again (the target must be empty or a copy of `name`).
+    fn copy_from(&self, dump: &dyn Source, name: &str, progress: &mut dyn FnMut(&str, u64))
+    -> Result<Copied>;
 }

@@ -268,6 +268,32 @@ pub(crate) fn record(
     Ok(())
 }
 
+/// Writes a version as a copy brings it (`strata copy`): its times and source as they were.
+pub(crate) fn insert_version(conn: &Connection, id: i64, version: &MemoryVersion) -> Result<()> {
+    let provenance = &version.provenance;
+    conn.prepare_cached(
+        "INSERT INTO memory_versions(memory_id, title, content, written_at, replaced_at, source, via, session_id,
+                                     node_id, first_seq, last_seq, message_id, tool_call_id)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+    )?
+    .execute(params![
+        id,
+        version.title,
+        version.content,
+        to_unix(version.written_at),
+        version.replaced_at.map(to_unix),
+        provenance.source.as_str(),
+        provenance.via,
+        provenance.session,
+        provenance.node,
+        provenance.first_seq,
+        provenance.last_seq,
+        provenance.message,
+        provenance.tool_call_id,
+    ])?;
+    Ok(())
+}
+
 /// The source of memory `id`'s current version.
 pub(crate) fn current(conn: &Connection, id: i64) -> Result<Option<Provenance>> {
     Ok(conn

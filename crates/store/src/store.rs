@@ -824,4 +824,20 @@ impl Maintenance for Store {
     fn forgets(&self) -> Result<Vec<ForgetRecord>> {
         Store::forgets(self)
     }
+
+    fn read_dump(
+        &self,
+        f: &mut dyn FnMut(&dyn crate::transfer::Source) -> Result<crate::transfer::Copied>,
+    ) -> Result<crate::transfer::Copied> {
+        f(&self.dump())
+    }
+
+    fn copy_from(
+        &self,
+        dump: &dyn crate::transfer::Source,
+        _name: &str,
+        progress: &mut dyn FnMut(&str, u64),
+    ) -> Result<crate::transfer::Copied> {
+        Store::copy_from(self, dump, progress)
+    }
 }

@@ -4,7 +4,8 @@
 //! ([`IncomingMessage`], [`Imported`], and [`line_digest`], by which a re-run import finds the
 //! lines it already stored).
 
-pub use crate::dump::{Dump, StoredMemory, StoredMessage, StoredSession, StoredVector};
+pub use crate::dump::{Dump, Source, StoredMemory, StoredMessage, StoredSession, StoredVector};
 pub use crate::export::{ExportScope, ExportedMessage};
 pub use crate::ingests::line_digest;
+pub use crate::load::Copied;
 pub use crate::store::{Imported, IncomingMessage};

@@ -91,29 +91,32 @@ pub(crate) fn record(store: &Store, calls: &[LlmCall]) -> Result<()> {
         return Ok(());
     }
     validate(calls)?;
+    store.write(|tx| insert_calls(tx, calls))
+}
+
+/// Writes calls to an LLM in the caller's transaction.
+pub(crate) fn insert_calls(conn: &rusqlite::Connection, calls: &[LlmCall]) -> Result<()> {
     let count = |n: Option<u64>| n.map(|n| n.min(i64::MAX as u64) as i64);
-    store.write(|tx| {
-        let mut insert = tx.prepare_cached(
-            "INSERT INTO llm_calls(at, purpose, caller, model, ok, prompt_tokens, completion_tokens,
-                                   counted_prompt_tokens, counted_completion_tokens, millis)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-        )?;
-        for call in calls {
-            insert.execute(params![
-                to_unix(call.at),
-                call.purpose,
-                call.caller,
-                call.model,
-                call.ok,
-                count(call.prompt_tokens),
-                count(call.completion_tokens),
-                count(call.counted_prompt_tokens),
-                count(call.counted_completion_tokens),
-                count(Some(call.millis)),
-            ])?;
-        }
-        Ok(())
-    })
+    let mut insert = conn.prepare_cached(
+        "INSERT INTO llm_calls(at, purpose, caller, model, ok, prompt_tokens, completion_tokens,
+                               counted_prompt_tokens, counted_completion_tokens, millis)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    )?;
+    for call in calls {
+        insert.execute(params![
+            to_unix(call.at),
+            call.purpose,
+            call.caller,
+            call.model,
+            call.ok,
+            count(call.prompt_tokens),
+            count(call.completion_tokens),
+            count(call.counted_prompt_tokens),
+            count(call.counted_completion_tokens),
+            count(Some(call.millis)),
+        ])?;
+    }
+    Ok(())
 }
 
 impl Store {

@@ -90,7 +90,7 @@ fn has_floats(conn: &Connection, vectors: &str) -> Result<bool> {
 }
 
 /// Creates the floats tables that are missing, filled from their vec0 tables.
-fn ensure_floats(conn: &Connection) -> Result<()> {
+pub(crate) fn ensure_floats(conn: &Connection) -> Result<()> {
     for kind in Kind::ALL {
         if !has_floats(conn, kind.vectors)? {
             conn.execute_batch(&format!(
@@ -100,6 +100,37 @@ fn ensure_floats(conn: &Connection) -> Result<()> {
                 vectors = kind.vectors,
             ))?;
         }
+    }
+    Ok(())
+}
+
+/// Writes one chunk vector of row `id` as a copy brings it (`strata copy`), with the persona
+/// its row has; the floats table must exist ([`ensure_floats`]).
+pub(crate) fn insert_chunk(
+    conn: &Connection,
+    kind: HitKind,
+    id: i64,
+    chunk: usize,
+    vector: &[f32],
+) -> Result<()> {
+    let of = Kind::of(kind);
+    let persona: String = conn
+        .prepare_cached(&format!("SELECT {} FROM {} WHERE {}.id = ?1", of.persona, of.owned(), of.alias))?
+        .query_row([id], |row| row.get(0))
+        .optional()?
+        .ok_or_else(|| {
+            Error::invalid("copied vector", format!("{kind:?} {id} is not among the copied rows"))
+        })?;
+    let (table, rowid, blob) = (table(kind), id * MAX_CHUNKS as i64 + chunk as i64, to_blob(vector));
+    conn.prepare_cached(&format!(
+        "INSERT INTO {table}(rowid, role, embedding, embedding_bits) VALUES (?1, ?2, ?3, vec_quantize_binary(?3))"
+    ))?
+    .execute(params![rowid, persona, blob])?;
+    conn.prepare_cached(&format!("INSERT INTO {}(id, vector) VALUES (?1, ?2)", floats_table(table)))?
+        .execute(params![rowid, blob])?;
+    if kind == HitKind::Memory && chunk == 0 {
+        conn.prepare_cached("UPDATE agent_memories SET embedding = ?2 WHERE id = ?1")?
+            .execute(params![id, blob])?;
     }
     Ok(())
 }

@@ -13,7 +13,7 @@ use strata_store::check::Check;
 use strata_store::embeddings::EmbeddingSpace;
 use strata_store::memories::{MemoryWrite, Writer};
 use strata_store::search::{CandidateQuery, HitId, HitKind, Scan, SearchFilter, TextQuery};
-use strata_store::transfer::IncomingMessage;
+use strata_store::transfer::{IncomingMessage, Source};
 use strata_store::{Backend, Category, Error, Level, NewMessage, NewSummary, Role, Store};
 
 /// The keyword side of a ranked search alone: (id, bm25 score), best first.

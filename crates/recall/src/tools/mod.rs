@@ -28,7 +28,7 @@ pub use self::memory::{
     settle_memory_updates,
 };
 pub use self::proactive::proactive;
-pub use self::search::{Coverage, Hit, SearchAnswer, grep, search};
+pub use self::search::{Coverage, Hit, SearchAnswer, grep, search, search_memories};
 use self::search::{InContext, grep_outside, search_outside};
 
 /// The semantic side of recall: a loaded model, or why there is none.

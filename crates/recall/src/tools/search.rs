@@ -469,6 +469,11 @@ pub(crate) fn coverage(read: &Candidates, model: &str) -> Option<Coverage> {
     })
 }
 
+/// What a search without the model covered: everything, by keywords only, and why.
+fn keywords_only(read: &Candidates, unavailable: &Error) -> Coverage {
+    Coverage { waiting: read.waiting, note: format!("{unavailable}; these results come from keywords only") }
+}
+
 /// Word counts are exact up to this many rows; a word in more rows is common, and its weight
 /// in [`ideal_score`] is taken at this count (a little high, which only errs towards modesty).
 const FREQUENCY_CAP: usize = 1000;
@@ -530,21 +535,72 @@ pub fn search_outside(
     let text = cut_query(&args.query)?;
     let range = parse_range(args.start_time.as_deref(), args.end_time.as_deref())?;
     let limit = config.limit(args.limit)?;
-    let embedder = embedder.get()?;
-    let vector = embedder.embed_query(&text)?;
-    let model = embedder.spec().id;
-    let query = FusionQuery { text: &text, vector: Some((model, &vector)), range, kinds: &ALL_KINDS };
+    let searched = Searched { text: &text, range, kinds: &ALL_KINDS, limit };
+    search_kinds(store, scope, config, embedder, &searched, in_context)
+}
+
+/// The memories of `persona` (`category` alone, when named) nearest `query`, by meaning
+/// fused with keywords as `memory_search` ranks them, by keywords alone without the model: a
+/// host's search of its memories (the LangGraph store), not a tool the model calls.
+pub fn search_memories(
+    store: &dyn Backend,
+    persona: &str,
+    config: &RecallConfig,
+    embedder: &EmbedderState,
+    query: &str,
+    limit: u32,
+) -> Result<SearchAnswer> {
+    let text = cut_query(query)?;
+    let limit = config.limit(Some(limit))?;
+    let searched = Searched { text: &text, range: TimeRange::default(), kinds: &[HitKind::Memory], limit };
+    search_kinds(store, &Scope::persona(persona), config, embedder, &searched, &InContext::default())
+}
+
+/// What [`search_kinds`] looks for.
+struct Searched<'a> {
+    text: &'a str,
+    range: TimeRange,
+    kinds: &'a [HitKind],
+    limit: usize,
+}
+
+/// `memory_search`'s ranking over `searched.kinds`, leaving out what `in_context` names.
+fn search_kinds(
+    store: &dyn Backend,
+    scope: &Scope,
+    config: &RecallConfig,
+    embedder: &EmbedderState,
+    searched: &Searched<'_>,
+    in_context: &InContext,
+) -> Result<SearchAnswer> {
+    let (text, limit) = (searched.text, searched.limit);
+    // Without the model the search still answers, by keywords alone, and says why.
+    let (semantic, unavailable) = match embedder.get() {
+        Ok(embedder) => (Some((embedder.spec().id, embedder.embed_query(text)?)), None),
+        Err(error) => (None, Some(error)),
+    };
+    let vector = semantic.as_ref().map(|(model, vector)| (*model, vector.as_slice()));
+    let query = FusionQuery { text, vector, range: searched.range, kinds: searched.kinds };
     let mut fusion = fuse(store, scope, config, &query, config.search_candidates.max(limit))?;
     let found = fusion.results.len();
     fusion.results.retain(|hit| !in_context.holds(hit.id));
     let left_out_in_context = found - fusion.results.len();
     let results = one_hit_per_source(std::mem::take(&mut fusion.results), &fusion, limit);
     Ok(SearchAnswer {
-        query: vec![text],
+        query: vec![text.to_owned()],
         count: results.len(),
         results,
-        order: "fused relevance first (weighted sum of semantic and keyword scores, each scaled to 0..1)",
-        semantic_coverage: coverage(&fusion.read, model),
+        order: match unavailable {
+            None => {
+                "fused relevance first (weighted sum of semantic and keyword scores, each scaled to 0..1)"
+            }
+            Some(_) => "best keyword match first (semantic search is unavailable)",
+        },
+        semantic_coverage: match (&unavailable, &semantic) {
+            (Some(error), _) => Some(keywords_only(&fusion.read, error)),
+            (None, Some((model, _))) => coverage(&fusion.read, model),
+            (None, None) => None,
+        },
         left_out_in_context,
         next_offset: None,
     })

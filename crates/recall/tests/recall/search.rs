@@ -40,7 +40,9 @@ fn paraphrases_are_found_by_meaning() {
         assert_eq!(top["id"], ids[expected], "{query:?} -> {answer:#}");
         assert_eq!(top["kind"], "message");
         assert!(top["score"].as_f64().unwrap() > 0.0);
-        assert!(top["similarity"].as_f64().unwrap() > 0.3, "{top}");
+        // A paraphrase scores 0.29-0.6 here; the int8 model's kernels differ a little by CPU
+        // (AVX2 without AVX-512 gave 0.295 for the first query), so the floor is 0.25.
+        assert!(top["similarity"].as_f64().unwrap() > 0.25, "{top}");
         assert_eq!(top["session"], "s");
         assert!(top["seq"].is_number() && top["timestamp"].is_string() && top["role"].is_string());
         assert!(answer["count"].as_u64().unwrap() <= 3);
@@ -106,9 +108,15 @@ fn without_the_model_search_says_why_and_everything_else_works() {
     for failure in [missing, broken_error] {
         let ctx =
             ToolContext::new(store.clone(), caller(store, &session), Err(failure), RecallSettings::default());
-        let error = err(&ctx, "memory_search", json!({"query": "the rebase blew up"}));
-        assert_eq!(error["kind"], "semantic_search_unavailable");
-        assert!(error["message"].as_str().unwrap().starts_with("semantic search unavailable: "), "{error}");
+        // memory_search falls back to keywords and says so.
+        let found = ok(&ctx, "memory_search", json!({"query": "merge conflict", "include_in_context": true}));
+        assert_eq!(found["results"][0]["id"], ids[0], "{found}");
+        assert_eq!(found["results"][0]["semantic_rank"], serde_json::Value::Null, "{found}");
+        let note = found["semantic_coverage"]["note"].as_str().unwrap();
+        assert!(
+            note.starts_with("semantic search unavailable: ") && note.ends_with("keywords only"),
+            "{note}"
+        );
         assert_eq!(ok(&ctx, "memory_grep", json!({"query": "merge conflict"}))["results"][0]["id"], ids[0]);
         assert_eq!(ok(&ctx, "view_message", json!({"message_id": ids[1]}))["message"]["id"], ids[1]);
         ok(&ctx, "view_chat_history_summary", json!({}));
