@@ -443,6 +443,23 @@ impl Engine {
         Ok(done)
     }
 
+    /// Waits for every background compaction started so far (`[summarizer] background`), as a
+    /// server does before it exits, so no summary is cut off half-written (a cut one would be
+    /// redone, but its summarizer's work would be lost).
+    pub async fn finish_background_compactions(&self) {
+        let tasks: Vec<_> = {
+            let mut running = self.inner.background.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            running.drain().map(|(_, task)| task).collect()
+        };
+        for task in tasks {
+            match task.await {
+                Ok(Ok(_)) => {}
+                Ok(Err(error)) => tracing::warn!(%error, "a background compaction failed"),
+                Err(error) => tracing::warn!(%error, "a background compaction stopped"),
+            }
+        }
+    }
+
     /// Tells the background embedder (if running) that rows wait for vectors: after writing
     /// memories through [`Engine::store`], say. The worker also polls every few seconds.
     pub fn notify_embedder(&self) {

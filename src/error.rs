@@ -51,3 +51,136 @@ pub enum Error {
     #[error("the engine's background task stopped")]
     Background(#[source] tokio::task::JoinError),
 }
+
+/// What kind of failure an [`Error`] is, for a caller that acts on it without reading the
+/// words: the REST server answers with it (`{"error": {"kind", "message"}}`) and picks its
+/// status from it, so a bot over HTTP and a bot linking the library see the same classes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The caller sent something strata cannot take (a bad message, a bad name, a bad
+    /// setting); sending it again unchanged fails again.
+    InvalidInput,
+    /// What was named does not exist (or belongs to another persona: the answer is the same).
+    NotFound,
+    /// The request contradicts what is stored (a session key of another persona, an edited
+    /// transcript, another writer's change first).
+    Conflict,
+    /// The message or the context is larger than the configured limits.
+    TooLarge,
+    /// Only the user may do this (an agent writing user preferences), or the caller's
+    /// credentials do not allow it.
+    Forbidden,
+    /// The caller did not say who it is (no or an unknown token).
+    Unauthorized,
+    /// The database or a model is busy or unreachable for now; the same request may work later.
+    Unavailable,
+    /// This build or this backend cannot do it.
+    Unsupported,
+    /// Something failed that the caller cannot fix (a damaged file, a task that panicked).
+    Internal,
+}
+
+impl ErrorKind {
+    /// The kind's name, as JSON errors write it (`invalid_input`, `not_found`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::InvalidInput => "invalid_input",
+            ErrorKind::NotFound => "not_found",
+            ErrorKind::Conflict => "conflict",
+            ErrorKind::TooLarge => "too_large",
+            ErrorKind::Forbidden => "forbidden",
+            ErrorKind::Unauthorized => "unauthorized",
+            ErrorKind::Unavailable => "unavailable",
+            ErrorKind::Unsupported => "unsupported",
+            ErrorKind::Internal => "internal",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Error {
+    /// What kind of failure this is ([`ErrorKind`]).
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Store(error) => store_kind(error),
+            Error::Compactor(error) => compactor_kind(error),
+            Error::Recall(error) => recall_kind(error),
+            Error::InvalidMessage(_) | Error::Config(_) => ErrorKind::InvalidInput,
+            Error::NeedsSqlite { .. } => ErrorKind::Unsupported,
+            Error::Summarizer(_) | Error::Io { .. } | Error::Runtime(_) | Error::Background(_) => {
+                ErrorKind::Internal
+            }
+        }
+    }
+}
+
+/// The kind of a store error: the refusals the data model makes, and what waiting may cure.
+pub(crate) fn store_kind(error: &strata_store::Error) -> ErrorKind {
+    use strata_store::Error as Store;
+    match error {
+        Store::Invalid { .. } => ErrorKind::InvalidInput,
+        Store::NotFound(_) | Store::Missing { .. } => ErrorKind::NotFound,
+        Store::PersonaMismatch { .. }
+        | Store::AlreadyCovered { .. }
+        | Store::AlreadyMerged { .. }
+        | Store::AlreadyReplaced { .. }
+        | Store::EditedTranscript { .. } => ErrorKind::Conflict,
+        Store::ProtectedCategory => ErrorKind::Forbidden,
+        Store::Busy(_) | Store::DiskFull(_) | Store::Pool(_) | Store::Lease { .. } => ErrorKind::Unavailable,
+        _ => ErrorKind::Internal,
+    }
+}
+
+fn compactor_kind(error: &strata_compactor::Error) -> ErrorKind {
+    use strata_compactor::Error as Compactor;
+    match error {
+        Compactor::Store(error) => store_kind(error),
+        Compactor::ContextTooLarge { .. } | Compactor::MessageTooLarge { .. } => ErrorKind::TooLarge,
+        Compactor::EncodingMismatch { .. } => ErrorKind::Conflict,
+        Compactor::Config { .. } => ErrorKind::InvalidInput,
+        _ => ErrorKind::Internal,
+    }
+}
+
+fn recall_kind(error: &strata_recall::Error) -> ErrorKind {
+    match error {
+        strata_recall::Error::Store(error) => store_kind(error),
+        other => match other.kind() {
+            "invalid_argument" => ErrorKind::InvalidInput,
+            "near_duplicate_key" => ErrorKind::Conflict,
+            "unknown_tool" | "not_found" => ErrorKind::NotFound,
+            "forbidden" => ErrorKind::Forbidden,
+            "semantic_search_unavailable" | "busy" => ErrorKind::Unavailable,
+            _ => ErrorKind::Internal,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_refusal_has_the_kind_a_caller_acts_on() {
+        let mismatch = strata_store::Error::PersonaMismatch {
+            key: "k".into(),
+            existing: "a".into(),
+            requested: "b".into(),
+        };
+        let too_large = strata_compactor::Error::MessageTooLarge { bytes: 10, limit: 5 };
+        let missing = strata_store::Error::NotFound(strata_store::Missing::SessionKey("k".into()));
+        assert_eq!(Error::InvalidMessage("x".into()).kind(), ErrorKind::InvalidInput);
+        assert_eq!(Error::Store(mismatch).kind(), ErrorKind::Conflict);
+        assert_eq!(Error::Compactor(too_large).kind(), ErrorKind::TooLarge);
+        assert_eq!(Error::Store(missing).kind().as_str(), "not_found");
+        assert_eq!(Error::Store(strata_store::Error::ProtectedCategory).kind(), ErrorKind::Forbidden);
+        assert_eq!(serde_json::to_value(ErrorKind::InvalidInput).unwrap(), "invalid_input");
+    }
+}

@@ -68,6 +68,10 @@ pub mod import;
 pub mod llm;
 #[cfg(all(feature = "cli", feature = "mcp"))]
 mod mcp;
+#[cfg(all(feature = "cli", feature = "mcp"))]
+mod serve;
+#[cfg(feature = "cli")]
+mod tokens;
 mod message;
 pub mod metrics;
 mod render;
@@ -78,7 +82,7 @@ pub use crate::embedding::{OpenAiEmbeddings, load_embedder};
 pub use crate::engine::{
     CompactedSession, Engine, EngineSession, HistorySearch, PreparedContext, SentenceModel,
 };
-pub use crate::error::{Error, Result};
+pub use crate::error::{Error, ErrorKind, Result};
 pub use crate::message::{ChatMessage, Format, Incoming};
 pub use strata_wire as wire;
 

@@ -88,7 +88,7 @@ async fn server_on(strata: &Strata, addr: &str, flags: &[&str]) -> Server {
 }
 
 /// An rmcp client over streamable HTTP with these headers.
-async fn client(
+pub(crate) async fn client(
     addr: SocketAddr,
     headers: &[(&'static str, &str)],
     token: Option<&str>,
@@ -107,13 +107,13 @@ async fn client(
     ().serve(StreamableHttpClientTransport::from_config(config)).await
 }
 
-fn call(name: &str, arguments: Value) -> CallToolRequestParams {
+pub(crate) fn call(name: &str, arguments: Value) -> CallToolRequestParams {
     CallToolRequestParams::new(name.to_owned())
         .with_arguments(arguments.as_object().cloned().unwrap_or_else(JsonObject::new))
 }
 
 /// The tool's JSON answer.
-fn answer(result: &CallToolResult) -> Value {
+pub(crate) fn answer(result: &CallToolResult) -> Value {
     result.structured_content.clone().unwrap_or_else(|| {
         let text: String =
             result.content.iter().filter_map(|block| block.as_text()).map(|t| t.text.clone()).collect();

@@ -22,5 +22,6 @@ mod memory_life;
 mod postgres;
 mod recalled;
 mod reliability;
+mod serve;
 mod summaries;
 mod tool_names;

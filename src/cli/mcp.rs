@@ -32,6 +32,10 @@ pub struct McpArgs {
     /// to the flag, which `ps` shows.
     #[arg(long, env = "STRATA_MCP_TOKEN", hide_env_values = true)]
     token: Option<String>,
+    /// A token file binding each token to the personas it may act as (see `strata token
+    /// new`), instead of one token for every persona.
+    #[arg(long, value_name = "FILE", conflicts_with = "token")]
+    tokens: Option<std::path::PathBuf>,
     /// Do not load the embedding model to embed memories saved through the tools.
     #[arg(long)]
     no_embed: bool,
@@ -60,7 +64,8 @@ fn run_http(cli: &Cli, config: strata::Config, args: &McpArgs, addr: SocketAddr)
         strata_store::backend::validate_persona(persona)?;
     }
     let token = args.token.clone().filter(|token| !token.trim().is_empty());
-    if !addr.ip().is_loopback() && token.is_none() {
+    let file = args.tokens.as_deref().map(crate::tokens::Tokens::load).transpose()?;
+    if !addr.ip().is_loopback() && token.is_none() && file.is_none() {
         bail!(
             "--http {addr} is reachable beyond this machine: set a bearer token in STRATA_MCP_TOKEN (or --token)"
         );
@@ -76,15 +81,16 @@ fn run_http(cli: &Cli, config: strata::Config, args: &McpArgs, addr: SocketAddr)
         let listener =
             tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
         let bound = listener.local_addr()?;
-        let (token, token_file) = match token {
-            Some(token) => (token, None),
-            None => {
+        let (tokens, token_file) = match (file, token) {
+            (Some(tokens), _) => (tokens, None),
+            (None, Some(token)) => (crate::tokens::Tokens::shared(&token), None),
+            (None, None) => {
                 let (token, file) = run_token(bound)?;
-                (token, Some(file))
+                (crate::tokens::Tokens::shared(&token), Some((token, file)))
             }
         };
         eprintln!("strata: serving MCP over HTTP at http://{bound}/mcp (Ctrl-C stops)");
-        if let Some(file) = &token_file {
+        if let Some((token, file)) = &token_file {
             // The host's MCP configuration needs it: `Authorization: Bearer <token>`.
             eprintln!(
                 "strata: bearer token for this run: {token} (also in {}, readable by you only)",
@@ -92,7 +98,7 @@ fn run_http(cli: &Cli, config: strata::Config, args: &McpArgs, addr: SocketAddr)
             );
         }
         let options = HttpOptions {
-            token: Some(token),
+            tokens: Some(tokens),
             default_session: args.session.clone(),
             default_persona: args.persona.clone(),
         };
@@ -106,7 +112,7 @@ fn run_http(cli: &Cli, config: strata::Config, args: &McpArgs, addr: SocketAddr)
         let served = serve_http(engine.engine().clone(), listener, options, shutdown)
             .await
             .context("MCP server failed");
-        if let Some(file) = token_file {
+        if let Some((_, file)) = token_file {
             // The token dies with the run.
             let _ = std::fs::remove_file(file);
         }
@@ -120,13 +126,9 @@ fn run_http(cli: &Cli, config: strata::Config, args: &McpArgs, addr: SocketAddr)
 /// only this user can read (mode 0600, created anew so no one else's file or link is
 /// followed): `$XDG_RUNTIME_DIR`, a directory of this user's, else the temporary directory.
 fn run_token(bound: SocketAddr) -> anyhow::Result<(String, std::path::PathBuf)> {
-    use std::io::{Read, Write};
+    use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
-    let mut random = [0u8; 32];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut source| source.read_exact(&mut random))
-        .context("cannot read /dev/urandom for a token; set STRATA_MCP_TOKEN")?;
-    let token: String = random.iter().map(|byte| format!("{byte:02x}")).collect();
+    let token = crate::tokens::fresh().context("set STRATA_MCP_TOKEN")?;
     let dir = std::env::var_os("XDG_RUNTIME_DIR")
         .map(std::path::PathBuf::from)
         .filter(|dir| dir.is_dir())

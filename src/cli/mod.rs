@@ -14,6 +14,9 @@ mod mcp;
 mod memory;
 mod output;
 mod recall;
+#[cfg(feature = "mcp")]
+mod serve;
+mod token;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -157,6 +160,14 @@ enum Command {
     /// Serve one session's recall tools to an MCP client over stdin/stdout.
     #[cfg(feature = "mcp")]
     Mcp(mcp::McpArgs),
+    /// Make a bearer token for a token file (`strata serve --tokens`), bound to personas.
+    #[command(subcommand)]
+    Token(token::TokenCommand),
+    /// Serve a fleet of bots over HTTP: a REST API (sessions, appends, contexts, tool calls,
+    /// memories, proposals, forget, export, stats), MCP at /mcp, health, readiness, metrics
+    /// and the OpenAPI document, every request with a token bound to personas.
+    #[cfg(feature = "mcp")]
+    Serve(serve::ServeArgs),
     /// Measure strata on annotated conversations (a fresh temporary database; --db is unused).
     #[command(subcommand)]
     Eval(eval::EvalCommand),
@@ -244,6 +255,10 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         // Standard output carries the protocol, written from tokio's threads: it must not be
         // locked by this thread.
         return mcp::run(&cli, args);
+    }
+    #[cfg(feature = "mcp")]
+    if let Command::Serve(args) = &cli.command {
+        return serve::run(&cli, args);
     }
     let mut out = std::io::stdout().lock();
     match &cli.command {
@@ -424,6 +439,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Eval(command) => eval::run(&config(&cli)?, command, cli.json, &mut out)?,
         #[cfg(feature = "mcp")]
         Command::Mcp(_) => {} // served above, before standard output was locked
+        #[cfg(feature = "mcp")]
+        Command::Serve(_) => {} // served above
+        Command::Token(command) => token::run(command, cli.json, &mut out)?,
         Command::Memory(command) => {
             let store = if command.reads_only() { open_existing(&cli)? } else { open(&cli)? };
             memory::run(&*store, &config(&cli)?.recall, command, cli.json, &mut out)?

@@ -10,8 +10,10 @@
 //! defaults apply (`strata mcp --http ... --session S --persona P`); with neither, the call is
 //! refused.
 //!
-//! The server is a boundary: every request carries a bearer token ([`HttpOptions::token`],
-//! `strata mcp` makes a per-run one when none is given), checked before anything else; the
+//! The server is a boundary: every request carries a bearer token ([`HttpOptions::tokens`]:
+//! `--tokens FILE` binds each to personas, `--token` is one for every persona, and `strata
+//! mcp` makes a per-run one when none is given), checked before anything else, and a token
+//! acts only as its personas (a read-only one calls no writing tool); the
 //! `Host` must be a loopback name or the bound address, and an `Origin`, when sent, one of
 //! them (DNS rebinding, as the MCP transport requires; beyond loopback the token alone guards,
 //! the names being unknown); a connection has [`HEADER_TIMEOUT`] to send its headers and a
@@ -41,6 +43,7 @@ use tokio_util::sync::CancellationToken;
 use tower_service::Service as _;
 
 use crate::mcp::{McpError, Tools, server_info};
+use crate::tokens::{Grant, Tokens};
 use strata::{Engine, EngineSession};
 
 /// The header naming the strata session of an MCP session.
@@ -61,8 +64,9 @@ pub const MAX_CONNECTIONS: usize = 512;
 /// How the HTTP server serves.
 #[derive(Clone, Debug, Default)]
 pub struct HttpOptions {
-    /// The bearer token every request must carry (`Authorization: Bearer <token>`); required.
-    pub token: Option<String>,
+    /// The bearer tokens a request may carry (`Authorization: Bearer <token>`), each bound to
+    /// the personas it may act as ([`Tokens`]); required.
+    pub tokens: Option<Tokens>,
     /// The session of an MCP session that sends no [`SESSION_HEADER`].
     pub default_session: Option<String>,
     /// The persona of an MCP session that sends no [`PERSONA_HEADER`] (else: the existing
@@ -79,31 +83,10 @@ pub async fn serve_http(
     shutdown: CancellationToken,
 ) -> Result<(), McpError> {
     let addr = listener.local_addr().map_err(McpError::Listen)?;
-    let loopback = addr.ip().is_loopback();
-    let Some(token) = options.token.clone().filter(|token| !token.is_empty()).map(Arc::<str>::from) else {
+    let Some(tokens) = options.tokens.clone() else {
         return Err(McpError::TokenRequired { addr });
     };
-    let mut config = StreamableHttpServerConfig::default()
-        .with_cancellation_token(shutdown.child_token())
-        .with_max_request_body_bytes(MAX_BODY_BYTES)
-        .with_allowed_origins(allowed_origins(addr))
-        .enforce_origin_validation();
-    config = if loopback {
-        // The names this server answers to on this machine, the bound address among them
-        // (127.0.0.2 is loopback too, and rmcp's defaults do not name it).
-        let mut hosts = vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned()];
-        hosts.push(addr.ip().to_string());
-        config.with_allowed_hosts(hosts)
-    } else {
-        // Reached by other hosts under names this server cannot know; the token guards it.
-        config.disable_allowed_hosts()
-    };
-    let shared = Arc::new(Shared { engine, options: options.clone(), tools: Tools::new() });
-    let service = StreamableHttpService::new(
-        move || Ok(HttpHandler { shared: shared.clone(), sessions: Arc::default() }),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
+    let endpoint = McpEndpoint::new(engine, options, addr, &shutdown);
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     tracing::info!(%addr, "serving MCP over HTTP");
     loop {
@@ -127,19 +110,21 @@ pub async fn serve_http(
             drop(stream);
             continue;
         };
-        let service = service.clone();
-        let token = token.clone();
+        let endpoint = endpoint.clone();
+        let tokens = tokens.clone();
         let connection_closed = shutdown.child_token();
         tokio::spawn(async move {
             let _slot = slot;
             let handler = hyper::service::service_fn(move |request: Request<Incoming>| {
-                let service = service.clone();
-                let token = token.clone();
+                let endpoint = endpoint.clone();
+                let grant = tokens.authorize(
+                    request.headers().get(hyper::header::AUTHORIZATION).map(|value| value.as_bytes()),
+                );
                 async move {
-                    if !authorized(&request, &token) {
-                        return Ok::<_, Infallible>(unauthorized());
+                    match grant {
+                        Some(grant) => Ok::<_, Infallible>(endpoint.answer(request, grant).await),
+                        None => Ok(unauthorized()),
                     }
-                    answer(service, request).await
                 }
             });
             let connection = hyper::server::conn::http1::Builder::new()
@@ -153,6 +138,74 @@ pub async fn serve_http(
                 () = connection_closed.cancelled() => {}
             }
         });
+    }
+}
+
+/// The MCP endpoint as a request handler, for `strata mcp --http` and for `strata serve`'s
+/// `/mcp`: rmcp's streamable HTTP service behind the body checks and the persona rule.
+#[derive(Clone)]
+pub(crate) struct McpEndpoint {
+    service: Mcp,
+}
+
+impl std::fmt::Debug for McpEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpEndpoint").finish_non_exhaustive()
+    }
+}
+
+impl McpEndpoint {
+    /// The MCP service of `engine` for a server bound to `addr`; its streams close when
+    /// `shutdown` is cancelled.
+    pub(crate) fn new(
+        engine: Engine,
+        options: HttpOptions,
+        addr: std::net::SocketAddr,
+        shutdown: &CancellationToken,
+    ) -> McpEndpoint {
+        let loopback = addr.ip().is_loopback();
+        let mut config = StreamableHttpServerConfig::default()
+            .with_cancellation_token(shutdown.child_token())
+            .with_max_request_body_bytes(MAX_BODY_BYTES)
+            .with_allowed_origins(allowed_origins(addr))
+            .enforce_origin_validation();
+        config = if loopback {
+            // The names this server answers to on this machine, the bound address among them
+            // (127.0.0.2 is loopback too, and rmcp's defaults do not name it).
+            let mut hosts = vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned()];
+            hosts.push(addr.ip().to_string());
+            config.with_allowed_hosts(hosts)
+        } else {
+            // Reached by other hosts under names this server cannot know; the token guards it.
+            config.disable_allowed_hosts()
+        };
+        let shared = Arc::new(Shared { engine, options, tools: Tools::new() });
+        let service = StreamableHttpService::new(
+            move || Ok(HttpHandler { shared: shared.clone(), sessions: Arc::default() }),
+            Arc::new(LocalSessionManager::default()),
+            config,
+        );
+        McpEndpoint { service }
+    }
+
+    /// Answers one request of a client whose token gave `grant`: a request naming a persona
+    /// the token may not act as is refused (403) before MCP sees it; the grant goes with the
+    /// request, so the handler checks the persona it resolves and refuses a read-only token's
+    /// writing tools.
+    pub(crate) async fn answer(&self, mut request: Request<Incoming>, grant: Arc<Grant>) -> Response<Body> {
+        if let Some(persona) = request.headers().get(PERSONA_HEADER).and_then(|value| value.to_str().ok())
+            && !grant.may_act_as(persona.trim())
+        {
+            return plain(
+                StatusCode::FORBIDDEN,
+                "this token may not act as the persona named in strata-persona\n",
+            );
+        }
+        request.extensions_mut().insert(grant);
+        match answer(self.service.clone(), request).await {
+            Ok(response) => response,
+            Err(never) => match never {},
+        }
     }
 }
 
@@ -288,20 +341,6 @@ fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
     response
 }
 
-/// Whether the request carries the bearer token (compared in constant time).
-fn authorized(request: &Request<Incoming>, token: &str) -> bool {
-    let Some(given) = request
-        .headers()
-        .get(hyper::header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "))
-    else {
-        return false;
-    };
-    let (given, token) = (given.trim().as_bytes(), token.as_bytes());
-    given.len() == token.len() && given.iter().zip(token).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
-}
-
 fn unauthorized() -> Response<Body> {
     let mut response = Response::new(Full::new(Bytes::from_static(b"a bearer token is required\n")).boxed());
     *response.status_mut() = StatusCode::UNAUTHORIZED;
@@ -339,6 +378,23 @@ fn header(parts: Option<&http::request::Parts>, name: &str) -> Result<Option<Str
     Ok(Some(text.trim().to_owned()))
 }
 
+/// The grant the request's token gave (the server puts it in every request it lets through).
+fn grant(parts: Option<&http::request::Parts>) -> Result<Arc<Grant>, ErrorData> {
+    parts
+        .and_then(|parts| parts.extensions.get::<Arc<Grant>>())
+        .cloned()
+        .ok_or_else(|| ErrorData::invalid_request("the request carries no token", None))
+}
+
+/// `session` when the grant may act as its persona.
+fn permitted(grant: &Grant, session: EngineSession) -> Result<EngineSession, ErrorData> {
+    if grant.may_act_as(&session.info().persona) { Ok(session) } else { Err(refused(grant)) }
+}
+
+fn refused(grant: &Grant) -> ErrorData {
+    ErrorData::invalid_request(format!("token {:?} may not act as this session's persona", grant.name), None)
+}
+
 impl HttpHandler {
     /// The strata session a request names (or the server's default), opened and checked.
     async fn session(&self, context: &RequestContext<RoleServer>) -> Result<EngineSession, ErrorData> {
@@ -354,12 +410,15 @@ impl HttpHandler {
             })?,
         };
         let persona = header(parts, PERSONA_HEADER)?.or_else(|| options.default_persona.clone());
+        let grant = grant(parts)?;
         let wanted = (key, persona);
-        if let Some(session) = self.sessions.lock().unwrap_or_else(|e| e.into_inner()).get(&wanted) {
-            return Ok(session.clone());
+        let cached = self.sessions.lock().unwrap_or_else(|e| e.into_inner()).get(&wanted).cloned();
+        if let Some(session) = cached {
+            return permitted(&grant, session);
         }
         let engine = self.shared.engine.clone();
         let (key, persona) = wanted.clone();
+        let check = grant.clone();
         let opened = tokio::task::spawn_blocking(move || {
             let persona = match persona {
                 Some(persona) => persona,
@@ -367,13 +426,18 @@ impl HttpHandler {
                     engine.store().find_session(&key)?.map_or_else(|| "default".to_owned(), |s| s.persona)
                 }
             };
-            engine.session(&key, &persona)
+            // Checked before the session is opened, so a refused persona creates nothing.
+            if !check.may_act_as(&persona) {
+                return Ok(None);
+            }
+            engine.session(&key, &persona).map(Some)
         })
         .await
         .map_err(|_| ErrorData::internal_error("opening the session failed unexpectedly", None))?
-        .map_err(|error| ErrorData::invalid_request(strata_store::error_chain(&error), None))?;
+        .map_err(|error| ErrorData::invalid_request(strata_store::error_chain(&error), None))?
+        .ok_or_else(|| refused(&grant))?;
         self.sessions.lock().unwrap_or_else(|e| e.into_inner()).insert(wanted, opened.clone());
-        Ok(opened)
+        permitted(&grant, opened)
     }
 }
 
@@ -400,6 +464,13 @@ impl ServerHandler for HttpHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let session = self.session(&context).await?;
+        let writes = strata_recall::Tool::from_name(&request.name).is_some_and(|tool| tool.writes());
+        if writes && grant(context.extensions.get::<http::request::Parts>())?.read_only {
+            return Err(ErrorData::invalid_request(
+                format!("this token is read-only; {} writes", request.name),
+                None,
+            ));
+        }
         self.shared.tools.call(&session, request).await
     }
 }
