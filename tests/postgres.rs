@@ -261,6 +261,7 @@ fn a_resummarize_rerun_settles_the_facts_a_killed_run_left_queued() {
             key: "deploy_window".into(),
             title: "Deploy window".into(),
             content: "Deploys go out on Thursdays after 14:00.".into(),
+            edit: None,
         };
         let summary = NewSummary {
             headline: "Services moved.".into(),

@@ -22,5 +22,7 @@ mod memory_life;
 mod postgres;
 mod recalled;
 mod reliability;
+mod secrets;
 mod summaries;
 mod tool_names;
+mod validity;
