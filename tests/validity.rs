@@ -61,3 +61,51 @@ async fn a_superseded_fact_is_the_old_value_as_of_before_and_the_new_one_now_bot
     let history = engine.store().memory_history("assistant", strata_store::Category::Memo, "office_address");
     assert_eq!(history.unwrap().len(), 2);
 }
+
+#[test]
+fn the_command_line_supersedes_a_memory_and_lists_it_as_of_a_time() {
+    let strata = Strata::new();
+    strata.run(&["memory", "set", "memo", "office", "12 Elm Street", "--persona", "p"]).success();
+    let old = strata.run(&["--json", "memory", "get", "memo", "office", "--persona", "p"]).json();
+    let old_from = time(&old["valid_from"]);
+    // A process runs in far more than the 2 ms that keep the two texts' times apart.
+    let moved = Utc::now() - TimeDelta::milliseconds(2);
+    assert!(moved > old_from + TimeDelta::milliseconds(2), "{old}");
+    let at = moved.to_rfc3339_opts(SecondsFormat::Micros, true);
+    let shown = strata
+        .run(&["memory", "supersede", "memo", "office", "40 Oak Avenue", "--at", &at, "--persona", "p"])
+        .success();
+    assert!(shown.contains("40 Oak Avenue") && shown.contains("true since"), "{shown}");
+    let listed = strata.run(&["memory", "list", "--persona", "p"]).success();
+    assert!(listed.contains("40 Oak Avenue") && !listed.contains("12 Elm Street"), "{listed}");
+
+    let between = (old_from + (moved - old_from) / 2).to_rfc3339_opts(SecondsFormat::Micros, true);
+    let then = strata.run(&["--json", "memory", "list", "--as-of", &between, "--persona", "p"]).json();
+    assert_eq!(then[0]["content"], "12 Elm Street", "{then}");
+    assert!((time(&then[0]["valid_to"]) - moved).num_milliseconds().abs() < 1, "{then}");
+    let history = strata.run(&["memory", "history", "office", "--persona", "p"]).success();
+    assert!(history.contains("until") && history.contains("12 Elm Street"), "{history}");
+
+    // Refused with one clear error, changing nothing.
+    let future = strata
+        .run(&[
+            "memory",
+            "supersede",
+            "memo",
+            "office",
+            "1 Pine Road",
+            "--at",
+            "2999-01-01",
+            "--persona",
+            "p",
+        ])
+        .failure();
+    assert!(future.contains("future"), "{future}");
+    let bad = strata.run(&["memory", "list", "--as-of", "yesterday-ish", "--persona", "p"]).failure();
+    assert!(bad.contains("as_of"), "{bad}");
+    let listed_again = strata.run(&["memory", "list", "--persona", "p"]).success();
+    assert_eq!(listed_again, listed);
+    // Ended with nothing in its place: listed with the date it stopped.
+    let ended = strata.run(&["memory", "supersede", "memo", "office", "--persona", "p"]).success();
+    assert!(ended.contains("until"), "{ended}");
+}
