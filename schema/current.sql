@@ -5,7 +5,7 @@
 -- test `a_fresh_database_has_the_schema_of_schema_current_sql`; `STRATA_BLESS=1 cargo nextest
 -- run -p strata-store -E 'test(schema)'` regenerates it. Never edit it by hand.
 PRAGMA application_id = 1398035009;
-PRAGMA user_version = 13;
+PRAGMA user_version = 14;
 
 CREATE TABLE agent_memories (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -15,7 +15,7 @@ CREATE TABLE agent_memories (
     content TEXT NOT NULL,                -- Markdown or JSON content (max 500 chars)
     updated_at REAL NOT NULL,             -- UNIX timestamp float
     role TEXT NOT NULL DEFAULT 'default', -- active persona scope
-    embedding BLOB,                       -- binary vector embedding
+    embedding BLOB, valid_from REAL, valid_to REAL,                       -- binary vector embedding
     UNIQUE(category, key, role)
 );
 
@@ -189,7 +189,7 @@ CREATE TABLE memory_updates (
     content TEXT NOT NULL,
     state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'proposed')),
     created_at REAL NOT NULL
-);
+, edit TEXT CHECK (edit IN ('add', 'update', 'supersede')));
 
 CREATE INDEX memory_updates_pending ON memory_updates(id) WHERE state = 'pending';
 
@@ -210,7 +210,7 @@ CREATE TABLE memory_versions (
     last_seq INTEGER,
     message_id INTEGER,                    -- the message of the agent's tool call
     tool_call_id TEXT
-);
+, valid_from REAL, valid_to REAL);
 
 CREATE INDEX memory_versions_memory ON memory_versions(memory_id, id);
 

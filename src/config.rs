@@ -162,6 +162,8 @@ impl Config {
         compactor.tool_names = Some(tool_names());
         // The recalled block's search is recall's; its size is the context's.
         compactor.proactive_tokens = if self.recall.proactive { self.recall.proactive_tokens } else { 0 };
+        // Summaries and the recalled block mask what the memory tools mask.
+        compactor.secrets = self.recall.secret_patterns.clone();
         compactor
     }
 

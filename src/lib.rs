@@ -68,13 +68,13 @@ pub mod import;
 pub mod llm;
 #[cfg(all(feature = "cli", feature = "mcp"))]
 mod mcp;
+mod message;
+pub mod metrics;
+mod render;
 #[cfg(all(feature = "cli", feature = "mcp"))]
 mod serve;
 #[cfg(feature = "cli")]
 mod tokens;
-mod message;
-pub mod metrics;
-mod render;
 pub use crate::render::render_context;
 
 pub use crate::config::{Config, SummarizerConfig, SummarizerKind};

@@ -184,6 +184,9 @@ fn a_copy_into_postgresql_is_exact_and_a_killed_one_finishes_when_run_again() {
     let file = strata.dir().join("week.jsonl");
     strata.run(&["synth", "--messages", "12000", "--out", file.to_str().unwrap()]).success();
     strata.run(&["ingest", file.to_str().unwrap(), "--session", "bulk"]).success();
+    // A fact that stopped being true: its dated history goes with it.
+    strata.run(&["memory", "set", "memo", "staging_port", "Staging listens on 5432."]).success();
+    strata.run(&["memory", "supersede", "memo", "staging_port", "Staging listens on 5433."]).success();
     let (url, _database) = common::scratch_database();
     let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
 
@@ -300,6 +303,7 @@ fn a_resummarize_rerun_settles_the_facts_a_killed_run_left_queued() {
             key: "deploy_window".into(),
             title: "Deploy window".into(),
             content: "Deploys go out on Thursdays after 14:00.".into(),
+            edit: None,
         };
         let summary = NewSummary {
             headline: "Services moved.".into(),

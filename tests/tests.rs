@@ -22,6 +22,8 @@ mod memory_life;
 mod postgres;
 mod recalled;
 mod reliability;
+mod secrets;
 mod serve;
 mod summaries;
 mod tool_names;
+mod validity;

@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use anyhow::Context;
-use chrono::SecondsFormat;
+use chrono::{DateTime, SecondsFormat, Utc};
 use clap::Subcommand;
 use strata_store::memories::{MemoryWrite, Provenance, Writer, normalize_key};
 use strata_store::{Backend, Category, Memory};
@@ -39,6 +39,27 @@ pub enum MemoryCommand {
         /// Only this category.
         #[arg(long)]
         category: Option<Category>,
+        /// The memories as they were at this time (RFC 3339, or a date for its start in UTC):
+        /// each one's text true then, superseded ones included.
+        #[arg(long)]
+        as_of: Option<String>,
+        #[arg(long, default_value = "default")]
+        persona: String,
+    },
+    /// A memory stopped being true: its text stays in the history, dated, and CONTENT (if
+    /// given) is true from then on; without CONTENT the memory stays, ended.
+    Supersede {
+        category: Category,
+        key: String,
+        /// What is true from `--at` on.
+        content: Option<String>,
+        /// When the old text stopped being true (RFC 3339, or a date for its start in UTC);
+        /// default now.
+        #[arg(long)]
+        at: Option<String>,
+        /// The new text's label (defaults to the memory's).
+        #[arg(long)]
+        title: Option<String>,
         #[arg(long, default_value = "default")]
         persona: String,
     },
@@ -99,17 +120,32 @@ fn key_of(raw: &str) -> anyhow::Result<String> {
 fn print_memory(out: &mut impl Write, memory: &Memory) -> anyhow::Result<()> {
     writeln!(
         out,
-        "[{}] {} — {} (updated {})\n  {}",
+        "[{}] {} — {} (updated {}; {})\n  {}",
         memory.category,
         memory.key,
         memory.title,
         memory.updated_at.to_rfc3339_opts(SecondsFormat::Secs, true),
+        validity(memory.valid_from, memory.valid_to),
         memory.content.replace('\n', "\n  ")
     )?;
     if let Some(provenance) = &memory.provenance {
         writeln!(out, "  from: {}", source_line(provenance))?;
     }
     Ok(())
+}
+
+/// `true since 2026-03-01T00:00:00Z`, with `until ...` once it stopped being true.
+fn validity(from: DateTime<Utc>, to: Option<DateTime<Utc>>) -> String {
+    let mut text = format!("true since {}", from.to_rfc3339_opts(SecondsFormat::Secs, true));
+    if let Some(to) = to {
+        text.push_str(&format!(" until {}", to.to_rfc3339_opts(SecondsFormat::Secs, true)));
+    }
+    text
+}
+
+/// A time argument, by the tools' one rule (RFC 3339, or a date for its start in UTC).
+fn time_of(field: &'static str, text: &str) -> anyhow::Result<DateTime<Utc>> {
+    Ok(strata_recall::parse_bound(field, text, strata_recall::Bound::Start)?)
 }
 
 /// Where a memory came from, in one line: `user via strata memory set`, `summary node 12
@@ -176,8 +212,42 @@ pub fn run(
                 print_memory(out, &memory)?;
             }
         }
-        MemoryCommand::List { category, persona } => {
-            let memories = store.memories(persona, *category)?;
+        MemoryCommand::Supersede { category, key, content, at, title, persona } => {
+            let key = key_of(key)?;
+            let at = match at {
+                Some(text) => time_of("at", text)?,
+                None => Utc::now(),
+            };
+            let current = store
+                .memory(persona, *category, &key)?
+                .with_context(|| format!("no {category} memory {key:?} for persona {persona:?}"))?;
+            let title = title.as_deref().unwrap_or(&current.title);
+            let with = content.as_deref().map(|content| MemoryWrite {
+                category: *category,
+                key: &key,
+                title,
+                content,
+            });
+            let memory = store.supersede_memory(
+                Writer::User,
+                persona,
+                *category,
+                &key,
+                with.as_ref(),
+                at,
+                &Provenance::user("strata memory supersede"),
+            )?;
+            if json {
+                print_json(out, &memory)?;
+            } else {
+                print_memory(out, &memory)?;
+            }
+        }
+        MemoryCommand::List { category, as_of, persona } => {
+            let memories = match as_of {
+                Some(text) => store.memories_as_of(persona, *category, time_of("as_of", text)?)?,
+                None => store.memories(persona, *category)?,
+            };
             if json {
                 print_json(out, &memories)?;
             } else if memories.is_empty() {
@@ -217,6 +287,7 @@ pub fn run(
                         None => "current".to_owned(),
                         Some(at) => format!("replaced {}", at.to_rfc3339_opts(SecondsFormat::Secs, true)),
                     };
+                    let state = format!("{state}; {}", validity(version.valid_from, version.valid_to));
                     writeln!(
                         out,
                         "{when} ({state}) {} — from: {}\n  {}",

@@ -27,6 +27,7 @@ use strata_store::{
 
 use crate::config::{CompactorConfig, CompactorSettings};
 use crate::error::{Error, Result};
+use crate::masking;
 use crate::plan::Plan;
 use crate::recalled::{self, RecalledBlock, Recaller};
 use crate::scaffold;
@@ -663,7 +664,8 @@ impl Snapshot {
             let (preferences, mut memories): (Vec<Memory>, Vec<Memory>) = reader
                 .memories(&persona, None)?
                 .into_iter()
-                .filter(|memory| !config.memory_ttls.is_memory_expired(memory, now))
+                .filter(|memory| !config.memory_ttls.is_memory_expired(memory, now) && !memory.ended_by(now))
+                .map(|memory| masking::memory(memory, &config.secrets))
                 .partition(|memory| memory.category == Category::UserPreferences);
             if config.injected_memory_tokens == 0 {
                 memories.clear();
@@ -755,7 +757,9 @@ pub(crate) fn assemble(
     let found = match (recaller, snapshot.request_text()) {
         (Some(recaller), Some(request)) if config.proactive_tokens > 0 => {
             let shown: HashSet<MessageId> = snapshot.messages.iter().map(|m| m.id).collect();
-            Some(recaller.recall(&snapshot.persona, request, &shown))
+            let mut found = recaller.recall(&snapshot.persona, request, &shown);
+            masking::recalled(&mut found, &config.secrets);
+            Some(found)
         }
         _ => None,
     };

@@ -28,6 +28,7 @@ use crate::assemble::{self, AssembledContext, Assembler, AssemblyOptions};
 use crate::config::{CompactorConfig, CompactorSettings};
 use crate::error::{Error, Result, SummarizeError};
 use crate::extractive::{ExtractiveSummarizer, RAW_ARCHIVE};
+use crate::masking;
 use crate::recalled::Recaller;
 use crate::summarizer::{
     Origin, RetryNote, SourceCall, SourceItem, SourceKind, Summarizer, Summary, SummaryRequest, check,
@@ -422,6 +423,7 @@ impl Compactor {
                 .summarize(&request)
                 .instrument(span.clone())
                 .await
+                .map(|summary| masking::summary(summary, &config.secrets))
                 .and_then(|summary| check(summary, &request, &gate, &self.inner.counter));
             self.record_usage(&request, result.as_ref().ok().map(|(_, tokens)| *tokens)).await;
             let Err(error) = &result else { break result };
@@ -493,11 +495,14 @@ impl Compactor {
         persona: &str,
         kind: SourceKind,
         level: Level,
-        items: Vec<SourceItem>,
+        mut items: Vec<SourceItem>,
         source_tokens: u64,
     ) -> SummaryRequest {
         let source_tokens = u32::try_from(source_tokens).unwrap_or(u32::MAX);
         let config = &self.inner.config;
+        // A summarizer never reads a pasted key: an LLM provider is not sent it, and an
+        // extractive summary or a raw archive cannot copy it.
+        masking::sources(&mut items, &config.secrets);
         let mut target = config.summary_target_tokens;
         if kind == SourceKind::Messages {
             // A short chunk (a session's last, one cut short by a pin) is summarized at the
@@ -527,8 +532,11 @@ impl Compactor {
         if request.kind == SourceKind::Messages {
             let config = &self.inner.config;
             let now = Utc::now();
-            let live: Vec<Memory> =
-                memories.iter().filter(|m| !config.memory_ttls.is_memory_expired(m, now)).cloned().collect();
+            let live: Vec<Memory> = memories
+                .iter()
+                .filter(|m| !config.memory_ttls.is_memory_expired(m, now) && !m.ended_by(now))
+                .cloned()
+                .collect();
             request.known_memories =
                 known_memories(&live, &request.items, config.known_memory_tokens, &self.inner.counter);
         }

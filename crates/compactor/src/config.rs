@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use strata_llm::RetryPolicy;
 use strata_store::memories::MemoryTtls;
+use strata_store::secrets::Secrets;
 
 use crate::error::{Error, Result};
 use crate::tokens::{Encoding, TokenCounter};
@@ -142,6 +143,11 @@ pub struct CompactorConfig {
     /// read from the `[compactor]` table: it is `[recall] proactive_tokens`, with the search.
     #[serde(skip)]
     pub proactive_tokens: u32,
+    /// The secrets masked in summaries (their facts too) and the recalled block. Not read from
+    /// the `[compactor]` table: it is `[recall] secret_patterns`, so the tools and compaction
+    /// mask the same. Default: the built-in formats.
+    #[serde(skip)]
+    pub secrets: Secrets,
 }
 
 impl Default for CompactorConfig {
@@ -183,6 +189,7 @@ impl Default for CompactorConfig {
             memory_ttls: MemoryTtls::NEVER,
             tool_names: None,
             proactive_tokens: 0,
+            secrets: Secrets::default(),
         }
     }
 }

@@ -68,6 +68,8 @@ fn statement(sentence: &str, speaker: Option<&str>) -> Option<MemoryUpdate> {
         key,
         title: truncate_chars(&capitalize(fact), TITLE_CHARS),
         content: truncate_chars(&content, MAX_CONTENT_CHARS),
+        // Stated in so many words: a new fact or news about one, checked as an update.
+        edit: None,
     })
 }
 

@@ -56,6 +56,7 @@ mod config;
 mod error;
 mod extractive;
 mod facts;
+mod masking;
 mod openai;
 mod plan;
 mod recalled;

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use crate::error::SummarizeError;
 use strata_llm::{ChatEndpoint, LlmError, RetryPolicy};
 use strata_store::Category;
-use strata_store::memories::MemoryUpdate;
+use strata_store::memories::{Edit, MemoryUpdate};
 
 use crate::summarizer::{BoxFuture, MAX_MEMORY_UPDATES, SourceKind, Summarizer, Summary, SummaryRequest};
 use strata_llm::{ReportedCall, UsageLog};
@@ -91,9 +91,11 @@ const MEMORY_INSTRUCTION: &str = "Also list in memory_updates the few facts wort
 
 /// What the model is told before the persona's memories (`category/key: title`, one a line):
 /// without them it names each fact afresh and forks twins of memories it cannot see.
-const KNOWN_MEMORIES_INSTRUCTION: &str = "Memories already saved for this persona (category/key: title). For news \
-     about one of them, put it in memory_updates under the same category and key, with its whole updated \
-     content; use a new key only for something none of them covers:\n";
+const KNOWN_MEMORIES_INSTRUCTION: &str = "Memories already saved for this persona (category/key: title = current \
+     content). For news about one of them, put it in memory_updates under the same category and key with \
+     \"edit\": \"update\" and its whole new content, keeping what still holds (an update that drops much of \
+     the current content is not applied), or with \"edit\": \"supersede\" when the current content stopped \
+     being true; use a new key (\"edit\": \"add\") only for something none of them covers:\n";
 
 const NO_MEMORY_INSTRUCTION: &str = "Leave memory_updates empty.";
 
@@ -126,7 +128,9 @@ fn save_summary_tool(limit_words: usize) -> Value {
                                 "category": {"type": "string", "enum": ["progress", "memo", "user_preferences"]},
                                 "key": {"type": "string", "description": "short snake_case key"},
                                 "title": {"type": "string"},
-                                "content": {"type": "string", "description": "at most 500 characters"}
+                                "content": {"type": "string", "description": "at most 500 characters"},
+                                "edit": {"type": "string", "enum": ["add", "update", "supersede"],
+                                         "description": "add a new key; update a saved memory with its whole new content; supersede one that stopped being true"}
                             },
                             "required": ["category", "key", "title", "content"],
                             "additionalProperties": false
@@ -265,7 +269,14 @@ fn memory_updates(value: &Value) -> Vec<MemoryUpdate> {
             let category = text("category")?.parse::<Category>().ok()?;
             let (key, content) = (text("key")?, text("content")?);
             let title = text("title").filter(|title| !title.is_empty()).unwrap_or(key);
-            Some(MemoryUpdate { category, key: key.into(), title: title.into(), content: content.into() })
+            let edit = text("edit").and_then(Edit::parse);
+            Some(MemoryUpdate {
+                category,
+                key: key.into(),
+                title: title.into(),
+                content: content.into(),
+                edit,
+            })
         })
         .take(MAX_MEMORY_UPDATES)
         .collect()

@@ -130,13 +130,17 @@ pub(crate) fn render(found: Found<'_>, shown: usize) -> String {
     block
 }
 
-/// `progress/deploy_plan (Deploy plan): step 3 of 5 done`, on one line.
+/// `progress/deploy_plan (Deploy plan), since 2026-03-01: step 3 of 5 done`, on one line: the
+/// date its text became true, and the date it stopped when it did, so the model can tell an old
+/// fact from a current one.
 pub(crate) fn memory_line(memory: &Memory) -> String {
+    let until = memory.valid_to.map(|to| format!(" until {}", to.format("%Y-%m-%d"))).unwrap_or_default();
     format!(
-        "{}/{} ({}): {}",
+        "{}/{} ({}), since {}{until}: {}",
         memory.category.as_str(),
         memory.key,
         fence::one_line(&memory.title),
+        memory.valid_from.format("%Y-%m-%d"),
         fence::one_line(&memory.content)
     )
 }
@@ -202,5 +206,36 @@ pub(crate) fn report(found: Found<'_>, shown: usize, tokens: u32, counter: &Toke
         not_shown: found.lines() - memories - hits,
         tokens,
         partial: recalled.partial.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::{TimeZone, Utc};
+    use strata_store::{Category, Memory, MemoryId};
+
+    use super::memory_line;
+
+    #[test]
+    fn a_memory_line_shows_since_when_and_until_when_its_text_was_true() {
+        let at = |day| Utc.with_ymd_and_hms(2026, 3, day, 9, 0, 0).unwrap();
+        let mut memory = Memory {
+            id: MemoryId(1),
+            category: Category::Memo,
+            key: "office".into(),
+            title: "Office".into(),
+            content: "40 Oak Avenue".into(),
+            updated_at: at(5),
+            persona: "p".into(),
+            provenance: None,
+            valid_from: at(1),
+            valid_to: None,
+        };
+        assert_eq!(memory_line(&memory), "memo/office (Office), since 2026-03-01: 40 Oak Avenue");
+        memory.valid_to = Some(at(9));
+        assert_eq!(
+            memory_line(&memory),
+            "memo/office (Office), since 2026-03-01 until 2026-03-09: 40 Oak Avenue"
+        );
     }
 }

@@ -159,15 +159,19 @@ pub struct KnownMemory {
     pub key: String,
     /// Its title, on one line and cut to [`KnownMemory::MAX_TITLE_CHARS`] characters.
     pub title: String,
+    /// Its current content, on one line: a summarizer that updates the memory sees what it
+    /// would replace, and writes the whole new content (the update is checked against it).
+    pub content: String,
 }
 
 impl KnownMemory {
     /// Characters of a title shown: enough to tell what the memory is about.
     pub const MAX_TITLE_CHARS: usize = 80;
 
-    /// `memo/standard_japanese: Standard Japanese textbook`, the form a prompt lists it in.
+    /// `memo/standard_japanese: Standard Japanese textbook = Lesson 12 done`, the form a prompt
+    /// lists it in.
     pub fn line(&self) -> String {
-        format!("{}/{}: {}", self.category, self.key, self.title)
+        format!("{}/{}: {} = {}", self.category, self.key, self.title, self.content)
     }
 }
 
@@ -228,6 +232,7 @@ pub fn known_memories(
             category: memory.category,
             key: memory.key.clone(),
             title: one_line_within(&memory.title, KnownMemory::MAX_TITLE_CHARS),
+            content: one_line_within(&memory.content, strata_store::memories::MAX_CONTENT_CHARS),
         };
         let tokens = counter.text(&known.line()) + 1;
         if tokens > left {

@@ -145,8 +145,9 @@ impl PgStore {
         self.write(|tx| {
             for update in &queued {
                 tx.execute(
-                    "INSERT INTO memory_updates(id, persona, node_id, category, key, title, content, state, created_at)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING",
+                    "INSERT INTO memory_updates(id, persona, node_id, category, key, title, content, state, created_at,
+                                                edit)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (id) DO NOTHING",
                     &[
                         &update.id.0,
                         &update.persona,
@@ -157,6 +158,7 @@ impl PgStore {
                         &update.update.content,
                         &if update.proposed { "proposed" } else { "pending" },
                         &to_unix(update.created_at),
+                        &update.update.edit.map(|edit| edit.as_str()),
                     ],
                 )
                 .map_err(pg)?;
@@ -328,8 +330,9 @@ fn copy_memory(tx: &mut Tx<'_>, stored: &StoredMemory) -> Result<(), Error> {
     let current = stored.versions.last().map(|version| source(&version.provenance)).transpose()?;
     let inserted = tx
         .execute(
-            "INSERT INTO agent_memories(id, persona, category, key, title, content, updated_at, folded, provenance)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING",
+            "INSERT INTO agent_memories(id, persona, category, key, title, content, updated_at, folded, provenance,
+                                        valid_from, valid_to)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (id) DO NOTHING",
             &[
                 &memory.id.0,
                 &memory.persona,
@@ -340,6 +343,8 @@ fn copy_memory(tx: &mut Tx<'_>, stored: &StoredMemory) -> Result<(), Error> {
                 &to_unix(memory.updated_at),
                 &fold(&format!("{} {}: {}", memory.key, memory.title, memory.content)),
                 &current,
+                &to_unix(memory.valid_from),
+                &memory.valid_to.map(to_unix),
             ],
         )
         .map_err(pg)?;
@@ -348,8 +353,17 @@ fn copy_memory(tx: &mut Tx<'_>, stored: &StoredMemory) -> Result<(), Error> {
     }
     for version in &stored.versions {
         tx.execute(
-            "INSERT INTO memory_versions(memory_id, title, content, provenance, written_at) VALUES ($1, $2, $3, $4, $5)",
-            &[&memory.id.0, &version.title, &version.content, &source(&version.provenance)?, &to_unix(version.written_at)],
+            "INSERT INTO memory_versions(memory_id, title, content, provenance, written_at, valid_from, valid_to)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            &[
+                &memory.id.0,
+                &version.title,
+                &version.content,
+                &source(&version.provenance)?,
+                &to_unix(version.written_at),
+                &to_unix(version.valid_from),
+                &version.valid_to.map(to_unix),
+            ],
         )
         .map_err(pg)?;
     }

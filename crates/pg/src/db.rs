@@ -234,6 +234,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../schema/0002_engine.sql"),
     include_str!("../schema/0003_message_body.sql"),
     include_str!("../schema/0004_maintenance.sql"),
+    include_str!("../schema/0005_memory_validity.sql"),
 ];
 
 /// The newest schema this build writes.

@@ -189,8 +189,8 @@ pub(crate) fn queue(tx: &mut Tx<'_>, node: NodeId, persona: &str, summary: &NewS
     let now = to_unix(Utc::now());
     for update in &summary.memory_updates {
         tx.execute(
-            "INSERT INTO memory_updates(persona, node_id, category, key, title, content, created_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            "INSERT INTO memory_updates(persona, node_id, category, key, title, content, created_at, edit)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
             &[
                 &persona,
                 &node.0,
@@ -199,6 +199,7 @@ pub(crate) fn queue(tx: &mut Tx<'_>, node: NodeId, persona: &str, summary: &NewS
                 &update.title,
                 &update.content,
                 &now,
+                &update.edit.map(|edit| edit.as_str()),
             ],
         )
         .map_err(pg)?;

@@ -358,6 +358,11 @@ fn rewrite_memory(tx: &mut Tx<'_>, memory: i64, gone: &HashSet<i64>) -> Result<(
             }
         }
     }
+    // The newest kept version is the current one again: still true, unless it ended before
+    // anything replaced it.
+    if erased.iter().any(|v| v.id > newest.id) {
+        tx.execute("UPDATE memory_versions SET valid_to = NULL WHERE id = $1", &[&newest.id]).map_err(pg)?;
+    }
     let erased: Vec<i64> = erased.iter().map(|v| v.id).collect();
     tx.execute("DELETE FROM memory_versions WHERE id = ANY($1)", &[&erased]).map_err(pg)?;
     let provenance: serde_json::Value = tx
@@ -366,9 +371,11 @@ fn rewrite_memory(tx: &mut Tx<'_>, memory: i64, gone: &HashSet<i64>) -> Result<(
         .get(0);
     let folded = strata_store::backend::fold(&format!("{key} {title}: {}", newest.content));
     tx.execute(
-        "UPDATE agent_memories SET key = $2, title = $3, content = $4, updated_at = $5, folded = $6, provenance = $7
+        "UPDATE agent_memories SET key = $2, title = $3, content = $4, updated_at = $5, folded = $6, provenance = $7,
+             valid_from = (SELECT valid_from FROM memory_versions WHERE id = $8),
+             valid_to = (SELECT valid_to FROM memory_versions WHERE id = $8)
          WHERE id = $1",
-        &[&memory, &key, &title, &newest.content, &newest.written_at, &folded, &provenance],
+        &[&memory, &key, &title, &newest.content, &newest.written_at, &folded, &provenance, &newest.id],
     )
     .map_err(pg)?;
     // Its vectors embedded the erased text: it is embedded again from what it keeps (the

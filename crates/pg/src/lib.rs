@@ -366,6 +366,30 @@ impl Backend for PgStore {
         self.write(|tx| memories::save(tx, writer, persona, memory, provenance, Utc::now()))
     }
 
+    fn supersede_memory(
+        &self,
+        writer: Writer,
+        persona: &str,
+        category: Category,
+        key: &str,
+        with: Option<&MemoryWrite<'_>>,
+        at: DateTime<Utc>,
+        provenance: &Provenance,
+    ) -> Result<Memory> {
+        self.write(|tx| {
+            memories::supersede(tx, writer, persona, category, key, with, at, provenance, Utc::now())
+        })
+    }
+
+    fn memories_as_of(
+        &self,
+        persona: &str,
+        category: Option<Category>,
+        at: DateTime<Utc>,
+    ) -> Result<Vec<Memory>> {
+        self.read(|db| memories::list_as_of(db, persona, category, at))
+    }
+
     fn memory(&self, persona: &str, category: Category, key: &str) -> Result<Option<Memory>> {
         let sql = format!(
             "SELECT {} FROM agent_memories WHERE persona = $1 AND category = $2 AND key = $3",

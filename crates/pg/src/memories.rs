@@ -2,7 +2,7 @@
 //! had) and the queue of facts on their way to memory, with the proposals waiting for the user.
 
 use chrono::{DateTime, Utc};
-use strata_store::backend::{check_writer, fold, from_unix, to_unix, validate_memory};
+use strata_store::backend::{check_supersede, check_writer, fold, from_unix, to_unix, validate_memory};
 use strata_store::memories::{MemoryVersion, MemoryWrite, Provenance, QueuedUpdate, UpdateId, Writer};
 use strata_store::{Category, Error, Memory, Missing};
 
@@ -37,20 +37,7 @@ pub(crate) fn save(
     check_writer(writer, memory.category)?;
     strata_store::backend::validate_persona(persona)?;
     validate_memory(memory)?;
-    let mut provenance = provenance.clone();
-    // A fact consolidated from a summary names the messages that summary covers.
-    if let Some(node) = provenance.node
-        && provenance.session.is_none()
-        && let Some(row) = tx
-            .query_opt("SELECT session_id, first_seq, last_seq FROM summary_nodes WHERE id = $1", &[&node.0])
-            .map_err(pg)?
-    {
-        provenance.session = Some(strata_store::SessionId(row.get(0)));
-        provenance.first_seq = Some(row.get(1));
-        provenance.last_seq = Some(row.get(2));
-    }
-    let source = serde_json::to_value(&provenance)
-        .map_err(|error| Error::Invalid { field: "provenance", reason: error.to_string() })?;
+    let source = source(tx, provenance)?;
     let folded = fold(&format!("{} {}: {}", memory.key, memory.title, memory.content));
     // `xmax = 0` holds for a row this statement inserted, not for one it updated.
     let sql = format!(
@@ -58,7 +45,7 @@ pub(crate) fn save(
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
          ON CONFLICT (category, key, persona) DO UPDATE SET
              title = EXCLUDED.title, content = EXCLUDED.content, updated_at = EXCLUDED.updated_at,
-             folded = EXCLUDED.folded, provenance = EXCLUDED.provenance
+             folded = EXCLUDED.folded, provenance = EXCLUDED.provenance, valid_from = NULL, valid_to = NULL
          RETURNING {}, (xmax = 0)",
         rows::MEMORY
     );
@@ -78,7 +65,7 @@ pub(crate) fn save(
             ],
         )
         .map_err(pg)?;
-    let created: bool = row.get(8);
+    let created: bool = row.get(10);
     let stored = rows::memory(&row);
     tx.execute(
         "INSERT INTO memory_versions(memory_id, title, content, provenance, written_at) VALUES ($1, $2, $3, $4, $5)",
@@ -86,6 +73,114 @@ pub(crate) fn save(
     )
     .map_err(pg)?;
     Ok((stored, created))
+}
+
+/// The provenance as stored: a fact consolidated from a summary names the messages that
+/// summary covers.
+fn source(tx: &mut Tx<'_>, provenance: &Provenance) -> Result<serde_json::Value, Error> {
+    let mut provenance = provenance.clone();
+    if let Some(node) = provenance.node
+        && provenance.session.is_none()
+        && let Some(row) = tx
+            .query_opt("SELECT session_id, first_seq, last_seq FROM summary_nodes WHERE id = $1", &[&node.0])
+            .map_err(pg)?
+    {
+        provenance.session = Some(strata_store::SessionId(row.get(0)));
+        provenance.first_seq = Some(row.get(1));
+        provenance.last_seq = Some(row.get(2));
+    }
+    serde_json::to_value(&provenance)
+        .map_err(|error| Error::Invalid { field: "provenance", reason: error.to_string() })
+}
+
+/// Supersedes a memory (see `Backend::supersede_memory`): the rules are the store's
+/// ([`check_supersede`]); the current version is dated to `at`, and `with`, if given, becomes
+/// the memory's text from `at` as a new version.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn supersede(
+    tx: &mut Tx<'_>,
+    writer: Writer,
+    persona: &str,
+    category: Category,
+    key: &str,
+    with: Option<&MemoryWrite<'_>>,
+    at: DateTime<Utc>,
+    provenance: &Provenance,
+    now: DateTime<Utc>,
+) -> Result<Memory, Error> {
+    check_writer(writer, category)?;
+    let missing =
+        || Error::NotFound(Missing::Memory { persona: persona.to_owned(), category, key: key.to_owned() });
+    let sql = format!(
+        "SELECT {} FROM agent_memories WHERE persona = $1 AND category = $2 AND key = $3 FOR UPDATE",
+        rows::MEMORY
+    );
+    let current = tx
+        .query_opt(&sql, &[&persona, &category.as_str(), &key])
+        .map_err(pg)?
+        .map(|row| rows::memory(&row))
+        .ok_or_else(missing)?;
+    check_supersede(&current, with, at, now)?;
+    let id = current.id.0;
+    tx.execute(
+        "UPDATE memory_versions SET valid_to = $2
+         WHERE id = (SELECT max(id) FROM memory_versions WHERE memory_id = $1)",
+        &[&id, &to_unix(at)],
+    )
+    .map_err(pg)?;
+    match with {
+        Some(with) => {
+            let source = source(tx, provenance)?;
+            let folded = fold(&format!("{} {}: {}", with.key, with.title, with.content));
+            tx.execute(
+                "UPDATE agent_memories SET title = $2, content = $3, updated_at = $4, folded = $5,
+                     provenance = $6, valid_from = $7, valid_to = NULL
+                 WHERE id = $1",
+                &[&id, &with.title, &with.content, &to_unix(now), &folded, &source, &to_unix(at)],
+            )
+            .map_err(pg)?;
+            tx.execute(
+                "INSERT INTO memory_versions(memory_id, title, content, provenance, written_at, valid_from)
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+                &[&id, &with.title, &with.content, &source, &to_unix(now), &to_unix(at)],
+            )
+            .map_err(pg)?;
+        }
+        None => {
+            tx.execute("UPDATE agent_memories SET valid_to = $2 WHERE id = $1", &[&id, &to_unix(at)])
+                .map_err(pg)?;
+        }
+    }
+    let sql = format!("SELECT {} FROM agent_memories WHERE id = $1", rows::MEMORY);
+    Ok(rows::memory(&tx.query_one(&sql, &[&id]).map_err(pg)?))
+}
+
+/// A persona's memories as they were at `at`: the version of each true then (the newer when
+/// two were), with its dates; a version without a supersede's date was true from its writing
+/// until the next version's.
+pub(crate) fn list_as_of(
+    db: &mut impl Queries,
+    persona: &str,
+    category: Option<Category>,
+    at: DateTime<Utc>,
+) -> Result<Vec<Memory>, Error> {
+    let category = category.map(Category::as_str);
+    let rows = db
+        .query(
+            "SELECT DISTINCT ON (category, key)
+                    id, category, key, title, content, written_at, persona, provenance, since, until
+             FROM (SELECT m.id, m.category, m.key, v.title, v.content, v.written_at, m.persona,
+                          v.provenance, v.id AS version, coalesce(v.valid_from, v.written_at) AS since,
+                          coalesce(v.valid_to,
+                                   lead(v.written_at) OVER (PARTITION BY v.memory_id ORDER BY v.id)) AS until
+                   FROM agent_memories m JOIN memory_versions v ON v.memory_id = m.id
+                   WHERE m.persona = $1 AND ($2::TEXT IS NULL OR m.category = $2)) versions
+             WHERE since <= $3 AND (until IS NULL OR until > $3)
+             ORDER BY category, key, version DESC",
+            &[&persona, &category, &to_unix(at)],
+        )
+        .map_err(pg)?;
+    Ok(rows.iter().map(rows::memory).collect())
 }
 
 /// Every version of a memory, newest first; each was replaced when the next was written.
@@ -97,7 +192,7 @@ pub(crate) fn history(
 ) -> Result<Vec<MemoryVersion>, Error> {
     let rows = tx
         .query(
-            "SELECT v.title, v.content, v.written_at, v.provenance
+            "SELECT v.title, v.content, v.written_at, v.provenance, v.valid_from, v.valid_to
              FROM memory_versions v JOIN agent_memories m ON m.id = v.memory_id
              WHERE m.persona = $1 AND m.category = $2 AND m.key = $3 ORDER BY v.id DESC",
             &[&persona, &category.as_str(), &key],
@@ -113,6 +208,8 @@ pub(crate) fn history(
                 content: row.get(1),
                 written_at,
                 replaced_at,
+                valid_from: row.get::<_, Option<f64>>(4).map_or(written_at, from_unix),
+                valid_to: row.get::<_, Option<f64>>(5).map(from_unix).or(replaced_at),
                 provenance: serde_json::from_value(row.get(3)).unwrap_or_else(|_| Provenance::unknown()),
             };
             replaced_at = Some(written_at);
@@ -174,8 +271,13 @@ pub(crate) fn propose(
     title: &str,
     content: &str,
 ) -> Result<(), Error> {
-    // A proposal obeys the rules of the preference it would become, so accepting never fails.
-    validate_memory(&MemoryWrite { category: Category::UserPreferences, key, title, content })?;
+    let category: Option<String> = tx
+        .query_opt("SELECT category FROM memory_updates WHERE id = $1", &[&id.0])
+        .map_err(pg)?
+        .map(|row| row.get(0));
+    let category = category.and_then(|name| name.parse().ok()).unwrap_or(Category::UserPreferences);
+    // A proposal obeys the rules of the memory it would become, so accepting never fails.
+    validate_memory(&MemoryWrite { category, key, title, content })?;
     tx.execute(
         "DELETE FROM memory_updates WHERE state = 'proposed' AND key = $2
              AND persona = (SELECT persona FROM memory_updates WHERE id = $1)",

@@ -79,7 +79,8 @@ pub(crate) fn node(row: &Row) -> SummaryNode {
     }
 }
 
-pub(crate) const MEMORY: &str = "id, category, key, title, content, updated_at, persona, provenance";
+pub(crate) const MEMORY: &str =
+    "id, category, key, title, content, updated_at, persona, provenance, valid_from, valid_to";
 
 pub(crate) fn memory(row: &Row) -> Memory {
     Memory {
@@ -94,10 +95,13 @@ pub(crate) fn memory(row: &Row) -> Memory {
         provenance: row
             .get::<_, Option<serde_json::Value>>(7)
             .and_then(|json| serde_json::from_value(json).ok()),
+        valid_from: from_unix(row.get::<_, Option<f64>>(8).unwrap_or(row.get(5))),
+        valid_to: row.get::<_, Option<f64>>(9).map(from_unix),
     }
 }
 
-pub(crate) const UPDATE: &str = "id, persona, node_id, category, key, title, content, state, created_at";
+pub(crate) const UPDATE: &str =
+    "id, persona, node_id, category, key, title, content, state, created_at, edit";
 
 pub(crate) fn update(row: &Row) -> QueuedUpdate {
     QueuedUpdate {
@@ -109,6 +113,7 @@ pub(crate) fn update(row: &Row) -> QueuedUpdate {
             key: row.get(4),
             title: row.get(5),
             content: row.get(6),
+            edit: row.get::<_, Option<&str>>(9).and_then(strata_store::memories::Edit::parse),
         },
         proposed: row.get::<_, &str>(7) == "proposed",
         created_at: from_unix(row.get(8)),

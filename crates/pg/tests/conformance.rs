@@ -29,6 +29,7 @@ conformance!(
     a_merge_links_adjacent_roots_once,
     replacing_a_summary_is_compare_and_swap,
     one_memory_per_key_and_preferences_are_the_users,
+    a_superseded_fact_is_true_until_its_date_and_stays_in_the_history,
     summaries_queue_their_facts_until_settled,
     grep_finds_fragments_in_any_script_folding_case_and_accents,
     search_candidates_stay_within_the_persona,
@@ -150,6 +151,82 @@ fn one_memory_per_key_and_preferences_are_the_users(backend: &dyn Backend) {
     assert_eq!(backend.memories("alice", Some(Category::UserPreferences)).unwrap().len(), 1);
 }
 
+/// Two times a stored round trip keeps apart: times are read back to the millisecond.
+fn near(a: chrono::DateTime<chrono::Utc>, b: chrono::DateTime<chrono::Utc>) -> bool {
+    (a - b).num_microseconds().is_some_and(|micros| micros.abs() <= 500)
+}
+
+fn a_superseded_fact_is_true_until_its_date_and_stays_in_the_history(backend: &dyn Backend) {
+    use chrono::{TimeDelta, Utc};
+    let write = |content| MemoryWrite { category: Category::Memo, key: "office", title: "Office", content };
+    let old = backend.put_memory(Writer::User, "alice", &write("12 Elm Street")).unwrap();
+    assert!(old.valid_to.is_none());
+    // The clock moves past the old text's start, so each text has a time of its own.
+    while Utc::now() <= old.valid_from + TimeDelta::milliseconds(4) {
+        std::hint::spin_loop();
+    }
+    let moved = Utc::now() - TimeDelta::milliseconds(2);
+    let source = Provenance::user("test");
+    let supersede = |with: Option<&MemoryWrite<'_>>, at| {
+        backend.supersede_memory(Writer::User, "alice", Category::Memo, "office", with, at, &source)
+    };
+    let new = supersede(Some(&write("40 Oak Avenue")), moved).unwrap();
+    assert_eq!((new.id, new.content.as_str(), new.valid_to), (old.id, "40 Oak Avenue", None));
+    assert!(near(new.valid_from, moved), "{new:?}");
+    // Now: the new text. At a time between: the old one, with the date it stopped.
+    let current = backend.memories("alice", None).unwrap();
+    assert_eq!(current.iter().map(|m| m.content.as_str()).collect::<Vec<_>>(), ["40 Oak Avenue"]);
+    let between = old.valid_from + (moved - old.valid_from) / 2;
+    let then = backend.memories_as_of("alice", None, between).unwrap();
+    assert_eq!(then.len(), 1, "{then:?}");
+    assert_eq!(then[0].content, "12 Elm Street");
+    assert!(near(then[0].valid_from, old.valid_from) && then[0].valid_to.is_some_and(|to| near(to, moved)));
+    let today = backend.memories_as_of("alice", Some(Category::Memo), Utc::now()).unwrap();
+    assert_eq!((today.len(), today[0].content.as_str()), (1, "40 Oak Avenue"));
+    assert!(
+        backend.memories_as_of("alice", None, old.valid_from - TimeDelta::seconds(1)).unwrap().is_empty()
+    );
+    assert!(backend.memories_as_of("bob", None, between).unwrap().is_empty());
+    let history = backend.memory_history("alice", Category::Memo, "office").unwrap();
+    assert_eq!(history.len(), 2);
+    assert!(history[0].valid_to.is_none() && near(history[0].valid_from, moved));
+    assert!(history[1].valid_to.is_some_and(|to| near(to, moved)) && history[1].content == "12 Elm Street");
+
+    // Refused, changing nothing: a future time, a time before the text became true, the same
+    // text, a missing memory, the agent on a preference.
+    let refused = [
+        supersede(Some(&write("1 Pine Road")), Utc::now() + TimeDelta::hours(1)),
+        supersede(Some(&write("1 Pine Road")), old.valid_from),
+        supersede(Some(&write("40 Oak Avenue")), Utc::now()),
+        supersede(Some(&MemoryWrite { key: "other", ..write("1 Pine Road") }), Utc::now()),
+    ];
+    for result in refused {
+        assert!(matches!(result, Err(Error::Invalid { .. })), "{result:?}");
+    }
+    let missing =
+        backend.supersede_memory(Writer::User, "alice", Category::Memo, "nope", None, Utc::now(), &source);
+    assert!(matches!(missing, Err(Error::NotFound(_))), "{missing:?}");
+    let preference = backend.supersede_memory(
+        Writer::Agent,
+        "alice",
+        Category::UserPreferences,
+        "tone",
+        None,
+        Utc::now(),
+        &source,
+    );
+    assert!(matches!(preference, Err(Error::ProtectedCategory)), "{preference:?}");
+    assert_eq!(backend.memory_history("alice", Category::Memo, "office").unwrap(), history);
+
+    // Ended with nothing in its place: it stays, dated, until an ordinary write makes it true again.
+    let ended = supersede(None, Utc::now()).unwrap();
+    assert!(ended.valid_to.is_some() && ended.ended_by(Utc::now()), "{ended:?}");
+    assert!(matches!(supersede(None, Utc::now()), Err(Error::Invalid { .. })), "ended already");
+    assert_eq!(backend.memories("alice", None).unwrap().len(), 1, "kept for history");
+    let again = backend.put_memory(Writer::User, "alice", &write("40 Oak Avenue")).unwrap();
+    assert!(again.valid_to.is_none());
+}
+
 fn summaries_queue_their_facts_until_settled(backend: &dyn Backend) {
     let session = said(backend, "chat", "alice", &["the port is 8080"]);
     let fact = MemoryUpdate {
@@ -157,6 +234,7 @@ fn summaries_queue_their_facts_until_settled(backend: &dyn Backend) {
         key: "port".into(),
         title: "Port".into(),
         content: "8080".into(),
+        edit: Some(strata_store::memories::Edit::Supersede),
     };
     let with_fact = NewSummary { memory_updates: vec![fact.clone()], ..summary("port") };
     backend.insert_leaf(session, 0, 0, &with_fact).unwrap();

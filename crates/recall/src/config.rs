@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 use strata_store::search::Scan;
+use strata_store::secrets::Secrets;
 // Expiry is the store's rule (it owns memories); `[recall] memory_ttls` is where it is set.
 use strata_store::memories::{MemoryTtls, Ttl};
 
@@ -130,6 +131,14 @@ pub struct RecallConfig {
     /// ... or when its keywords come this near to holding every word of the request once (1
     /// is all of them). Default 0.5.
     pub proactive_min_keyword_match: f64,
+    /// Secrets masked in what strata derives from messages (summaries, memories, the recalled
+    /// block): the common formats always, plus these patterns (regular expressions). The
+    /// verbatim messages keep what was said. Default none.
+    pub secret_patterns: Secrets,
+    /// Consolidation never rewrites a memory blindly: an update from a summary's facts that
+    /// drops more than this share of the memory's words, without saying the old content stopped
+    /// being true (`supersede`), is not applied but kept as a proposal for the user. Default 0.5.
+    pub max_dropped_share: f64,
 }
 
 impl Default for RecallConfig {
@@ -169,6 +178,8 @@ impl Default for RecallConfig {
             proactive_hits: 12,
             proactive_min_similarity: 0.45,
             proactive_min_keyword_match: 0.5,
+            secret_patterns: Secrets::default(),
+            max_dropped_share: 0.5,
         }
     }
 }
@@ -232,6 +243,9 @@ impl RecallConfig {
             if !(-1.0..=1.0).contains(&value) {
                 return invalid(field, "must be a cosine similarity between -1 and 1");
             }
+        }
+        if !(0.0..=1.0).contains(&self.max_dropped_share) {
+            return invalid("max_dropped_share", "must be a share between 0 and 1");
         }
         if !(self.proactive_min_keyword_match.is_finite() && self.proactive_min_keyword_match >= 0.0) {
             return invalid("proactive_min_keyword_match", "must be a number of zero or more");

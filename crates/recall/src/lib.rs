@@ -48,6 +48,7 @@ pub use crate::config::{EmbedProvider, EndpointSettings, RecallConfig, RecallSet
 pub use crate::embed::{DEFAULT_MODEL, Embedder, EmbeddingEndpoint, EndpointError, model_spec};
 pub use crate::error::{Error, Result};
 pub use crate::pipeline::{BacklogFilter, EmbedWorker, embed_backlog, embed_backlog_with};
+pub use crate::time::{Bound, parse_bound};
 pub use crate::tools::{
     EmbedderState, Scope, Settled, Tool, ToolContext, call_tool, is_refusal, proactive, purge_expired,
     refusal, settle_memory_updates, tool_names, tool_specs,

@@ -6,7 +6,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::db::query_all;
-use crate::error::{Error, Result};
+use crate::error::{Error, Missing, Result};
 use crate::provenance::{self, MemoryVersion, Provenance};
 use crate::search::HitKind;
 use crate::sessions::{validate_name, validate_persona};
@@ -216,7 +216,7 @@ pub fn upsert(
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)
          ON CONFLICT(category, key, role) DO UPDATE SET
              title = excluded.title, content = excluded.content,
-             updated_at = excluded.updated_at, embedding = NULL
+             updated_at = excluded.updated_at, embedding = NULL, valid_from = NULL, valid_to = NULL
          RETURNING {}",
         Memory::COLUMNS
     );
@@ -224,9 +224,128 @@ pub fn upsert(
         params![memory.category.as_str(), memory.key, memory.title, memory.content, to_unix(now), persona],
         Memory::from_row,
     )?;
-    provenance::record(conn, stored.id.0, memory.title, memory.content, provenance, now)?;
+    provenance::record(conn, stored.id.0, memory.title, memory.content, provenance, now, None)?;
     stored.provenance = provenance::current(conn, stored.id.0)?;
     Ok((stored, !existed))
+}
+
+/// Checks a supersede of `current` at `at`, read at `now`: the rules both backends apply
+/// before they write. A supersede is dated no later than now (what is true from a future time
+/// is not known yet) and no earlier than the current text became true; a memory that already
+/// stopped being true is not superseded again; a replacement names the same memory and says
+/// something else.
+pub fn check_supersede(
+    current: &Memory,
+    with: Option<&MemoryWrite<'_>>,
+    at: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    if at > now {
+        return Err(Error::invalid(
+            "at",
+            format!("{at} is in the future; supersede with what is true already"),
+        ));
+    }
+    if at < current.valid_from {
+        return Err(Error::invalid(
+            "at",
+            format!("{at} is before the current text became true ({})", current.valid_from),
+        ));
+    }
+    if let Some(to) = current.valid_to {
+        return Err(Error::invalid("key", format!("{:?} stopped being true at {to} already", current.key)));
+    }
+    if let Some(with) = with {
+        if with.category != current.category || with.key != current.key {
+            return Err(Error::invalid(
+                "with",
+                format!("names {}/{}, not {}/{}", with.category, with.key, current.category, current.key),
+            ));
+        }
+        validate(with)?;
+        if with.title == current.title && with.content == current.content {
+            return Err(Error::invalid("with", "says what the memory says already"));
+        }
+    }
+    Ok(())
+}
+
+/// Supersedes the memory `(category, key)` of a persona: its text stopped being true at `at`,
+/// and `with` (if given) is true from then on. The old text stays a version, dated; without
+/// `with` the memory stays, ended, for history and search. Call inside an immediate
+/// transaction.
+#[allow(clippy::too_many_arguments)]
+pub fn supersede(
+    conn: &Connection,
+    writer: Writer,
+    persona: &str,
+    category: Category,
+    key: &str,
+    with: Option<&MemoryWrite<'_>>,
+    at: DateTime<Utc>,
+    provenance: &Provenance,
+    now: DateTime<Utc>,
+) -> Result<Memory> {
+    check_writer(writer, category)?;
+    let current = get(conn, persona, category, key)?.ok_or_else(|| missing(persona, category, key))?;
+    check_supersede(&current, with, at, now)?;
+    match with {
+        Some(with) => {
+            conn.prepare_cached(
+                "UPDATE agent_memories SET title = ?2, content = ?3, updated_at = ?4, embedding = NULL,
+                     valid_from = ?5, valid_to = NULL
+                 WHERE id = ?1",
+            )?
+            .execute(params![
+                current.id.0,
+                with.title,
+                with.content,
+                to_unix(now),
+                to_unix(at)
+            ])?;
+            provenance::record(conn, current.id.0, with.title, with.content, provenance, now, Some(at))?;
+        }
+        None => {
+            conn.prepare_cached("UPDATE agent_memories SET valid_to = ?2 WHERE id = ?1")?
+                .execute(params![current.id.0, to_unix(at)])?;
+            conn.prepare_cached(
+                "UPDATE memory_versions SET valid_to = ?2 WHERE memory_id = ?1 AND replaced_at IS NULL",
+            )?
+            .execute(params![current.id.0, to_unix(at)])?;
+        }
+    }
+    get(conn, persona, category, key)?.ok_or_else(|| missing(persona, category, key))
+}
+
+fn missing(persona: &str, category: Category, key: &str) -> Error {
+    Error::NotFound(Missing::Memory { persona: persona.to_owned(), category, key: key.to_owned() })
+}
+
+/// The memories of a persona as they were at `at`: each one's text then, with its dates and
+/// source; a memory written later is left out. By category then key; one category when given.
+pub fn list_as_of(
+    conn: &Connection,
+    persona: &str,
+    category: Option<Category>,
+    at: DateTime<Utc>,
+) -> Result<Vec<Memory>> {
+    Ok(provenance::true_at(conn, persona, category.map(Category::as_str), at)?
+        .into_iter()
+        .filter_map(|(id, category, key, version)| {
+            Some(Memory {
+                id: crate::types::MemoryId(id),
+                category: category.parse().ok()?,
+                key,
+                title: version.title,
+                content: version.content,
+                updated_at: version.written_at,
+                persona: persona.to_owned(),
+                provenance: Some(version.provenance),
+                valid_from: version.valid_from,
+                valid_to: version.valid_to,
+            })
+        })
+        .collect())
 }
 
 /// One memory of a persona.

@@ -31,7 +31,7 @@ use crate::types::{
 use crate::usage::LlmCall;
 use crate::vectors::{BacklogItem, EmbeddingSpace};
 
-pub use crate::agent_memories::{check_writer, validate as validate_memory};
+pub use crate::agent_memories::{check_supersede, check_writer, validate as validate_memory};
 pub use crate::forest::{NodePlace, RAW_ARCHIVE, check_adjacent, plan_merge, validate as validate_summary};
 pub use crate::queues::accepted as accepted_proposal;
 pub use crate::search::grep::{fold, rank_grep_hits};
@@ -199,10 +199,35 @@ pub trait Backend: Maintenance + Send + Sync + std::fmt::Debug {
         };
         Ok(self.save_memory(writer, persona, memory, &provenance)?.0)
     }
+    /// Supersedes the memory `(category, key)` of a persona: its text stopped being true at
+    /// `at` (not in the future, not before it became true), and `with`, naming the same
+    /// memory, is true from then on; without `with` the memory stays, ended (`valid_to`).
+    /// The old text stays a version with its dates ([`Backend::memories_as_of`]). The agent may
+    /// not supersede `user_preferences`.
+    #[allow(clippy::too_many_arguments)]
+    fn supersede_memory(
+        &self,
+        writer: Writer,
+        persona: &str,
+        category: Category,
+        key: &str,
+        with: Option<&MemoryWrite<'_>>,
+        at: DateTime<Utc>,
+        provenance: &Provenance,
+    ) -> Result<Memory>;
     /// One memory of a persona.
     fn memory(&self, persona: &str, category: Category, key: &str) -> Result<Option<Memory>>;
-    /// A persona's memories, optionally of one category.
+    /// A persona's memories, optionally of one category, ended ones included (see
+    /// [`Memory::ended_by`]).
     fn memories(&self, persona: &str, category: Option<Category>) -> Result<Vec<Memory>>;
+    /// A persona's memories as they were at `at`, optionally of one category: each one's text
+    /// true then, with its dates and source; those written later are left out.
+    fn memories_as_of(
+        &self,
+        persona: &str,
+        category: Option<Category>,
+        at: DateTime<Utc>,
+    ) -> Result<Vec<Memory>>;
     /// Every version of a memory, newest (the current one) first, each with its source;
     /// empty when there is no such memory.
     fn memory_history(&self, persona: &str, category: Category, key: &str) -> Result<Vec<MemoryVersion>>;

@@ -202,6 +202,15 @@ pub enum Missing {
     Message(MessageId),
     /// A summary node by id.
     Node(NodeId),
+    /// A memory by its category and key.
+    Memory {
+        /// The persona it was looked for in.
+        persona: String,
+        /// Its category.
+        category: crate::types::Category,
+        /// Its key.
+        key: String,
+    },
     /// A preference proposed for the user's yes or no.
     Proposal {
         /// The persona it was proposed for.
@@ -218,6 +227,9 @@ impl std::fmt::Display for Missing {
             Missing::SessionKey(key) => write!(f, "session {key:?}"),
             Missing::Message(id) => write!(f, "message {id}"),
             Missing::Node(id) => write!(f, "summary node {id}"),
+            Missing::Memory { persona, category, key } => {
+                write!(f, "memory {category}/{key} of persona {persona:?}")
+            }
             Missing::Proposal { persona, key } => {
                 write!(f, "proposed preference {key:?} of persona {persona:?}")
             }

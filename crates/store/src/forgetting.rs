@@ -534,13 +534,21 @@ fn rewrite_memory(conn: &Connection, memory: i64, gone: &HashSet<i64>) -> Result
     for version in &erased {
         drop_version.execute([version.id])?;
     }
-    // The newest kept version is the memory's current one again.
-    conn.prepare_cached("UPDATE memory_versions SET replaced_at = NULL WHERE id = ?1")?
-        .execute([newest.id])?;
+    // The newest kept version is the memory's current one again, with its dates: true since it
+    // became true, and still true unless it ended before anything replaced it.
     conn.prepare_cached(
-        "UPDATE agent_memories SET key = ?2, title = ?3, content = ?4, updated_at = ?5 WHERE id = ?1",
+        "UPDATE memory_versions SET valid_to = CASE WHEN replaced_at IS NULL THEN valid_to END,
+             replaced_at = NULL
+         WHERE id = ?1",
     )?
-    .execute(params![memory, key, title, newest.content, newest.written_at])?;
+    .execute([newest.id])?;
+    conn.prepare_cached(
+        "UPDATE agent_memories SET key = ?2, title = ?3, content = ?4, updated_at = ?5,
+             valid_from = (SELECT valid_from FROM memory_versions WHERE id = ?6),
+             valid_to = (SELECT valid_to FROM memory_versions WHERE id = ?6)
+         WHERE id = ?1",
+    )?
+    .execute(params![memory, key, title, newest.content, newest.written_at, newest.id])?;
     // Its vectors embedded the erased text: the memory is embedded again from what it keeps.
     delete_vectors(conn, HitKind::Memory, &[memory])?;
     conn.prepare_cached("INSERT OR IGNORE INTO embedding_backlog(kind, item_id) VALUES ('memory', ?1)")?

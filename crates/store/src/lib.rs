@@ -9,7 +9,7 @@
 //! The root holds what nearly every caller needs: [`Store`], the [`Backend`] seam, the errors
 //! and the core rows (sessions, messages, summary nodes, memories). The rest is grouped by
 //! concept: [`stats`], [`transfer`] (dump, export, import), [`forgetting`], [`search`],
-//! [`memories`] (their rules, provenance and update queue), [`embeddings`], [`check`],
+//! [`memories`] (their rules, provenance and update queue), [`secrets`] (masked in derived text), [`embeddings`], [`check`],
 //! [`location`], [`text`], [`fence`], and in [`backend`] the rules every backend shares.
 //!
 //! ```
@@ -64,6 +64,7 @@ mod outline;
 mod provenance;
 mod queues;
 pub mod search;
+pub mod secrets;
 mod sessions;
 pub mod stats;
 mod store;

@@ -162,8 +162,8 @@ fn load(tx: &Transaction<'_>, dump: &dyn Source, progress: &mut dyn FnMut(&str, 
     progress("memories", copied.memories);
 
     let mut insert = tx.prepare(
-        "INSERT INTO memory_updates(id, role, node_id, category, key, title, content, state, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        "INSERT INTO memory_updates(id, role, node_id, category, key, title, content, state, created_at, edit)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     )?;
     for update in dump.queued()? {
         insert.execute(params![
@@ -176,6 +176,7 @@ fn load(tx: &Transaction<'_>, dump: &dyn Source, progress: &mut dyn FnMut(&str, 
             update.update.content,
             if update.proposed { "proposed" } else { "pending" },
             to_unix(update.created_at),
+            update.update.edit.map(|edit| edit.as_str()),
         ])?;
         copied.queued += 1;
     }
@@ -241,8 +242,8 @@ fn load(tx: &Transaction<'_>, dump: &dyn Source, progress: &mut dyn FnMut(&str, 
 fn copy_memory(tx: &Transaction<'_>, stored: &StoredMemory) -> Result<()> {
     let memory = &stored.memory;
     tx.prepare_cached(
-        "INSERT INTO agent_memories(id, category, key, title, content, updated_at, role)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        "INSERT INTO agent_memories(id, category, key, title, content, updated_at, role, valid_from, valid_to)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     )?
     .execute(params![
         memory.id.0,
@@ -252,6 +253,8 @@ fn copy_memory(tx: &Transaction<'_>, stored: &StoredMemory) -> Result<()> {
         memory.content,
         to_unix(memory.updated_at),
         memory.persona,
+        to_unix(memory.valid_from),
+        memory.valid_to.map(to_unix),
     ])?;
     for version in &stored.versions {
         crate::provenance::insert_version(tx, memory.id.0, version)?;

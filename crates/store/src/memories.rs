@@ -11,4 +11,4 @@ pub use crate::agent_memories::{
     MAX_CONTENT_CHARS, MAX_KEY_CHARS, MemoryTtls, MemoryWrite, Ttl, normalize_key,
 };
 pub use crate::provenance::{MemoryVersion, Provenance, Source};
-pub use crate::types::{MemoryUpdate, QueuedUpdate, UpdateId, Writer};
+pub use crate::types::{Edit, MemoryUpdate, QueuedUpdate, UpdateId, Writer};

@@ -25,6 +25,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../schema/0011_commit_watermark.sql"),
     include_str!("../../../schema/0012_govern.sql"),
     include_str!("../../../schema/0013_message_body.sql"),
+    include_str!("../../../schema/0014_memory_validity.sql"),
 ];
 
 /// The schema version this build creates and understands.

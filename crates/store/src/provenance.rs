@@ -179,6 +179,11 @@ pub struct MemoryVersion {
     pub written_at: DateTime<Utc>,
     /// When an update replaced it; `None` for the current version.
     pub replaced_at: Option<DateTime<Utc>>,
+    /// Since when it was true (schema 14): the time a supersede gave, else when it was written.
+    pub valid_from: DateTime<Utc>,
+    /// Until when it was true: the time a supersede gave, else when it was replaced; `None`
+    /// while it is.
+    pub valid_to: Option<DateTime<Utc>>,
     /// Where it came from.
     pub provenance: Provenance,
 }
@@ -201,7 +206,9 @@ fn provenance_from_row(row: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<P
 }
 
 /// Records a new version of memory `id`: the current one (if any) is closed at `now`. A write
-/// that changes neither title nor content records nothing. Call in the write's transaction.
+/// that changes neither title nor content records nothing. `since`, for a supersede, is when
+/// the closed version stopped being true and the new one became true. Call in the write's
+/// transaction.
 pub(crate) fn record(
     conn: &Connection,
     id: i64,
@@ -209,6 +216,7 @@ pub(crate) fn record(
     content: &str,
     provenance: &Provenance,
     now: DateTime<Utc>,
+    since: Option<DateTime<Utc>>,
 ) -> Result<()> {
     let current: Option<(String, String)> = conn
         .prepare_cached(
@@ -218,12 +226,18 @@ pub(crate) fn record(
         .query_row([id], |row| Ok((row.get(0)?, row.get(1)?)))
         .optional()?;
     if current.as_ref().is_some_and(|(t, c)| t == title && c == content) {
+        // The same text written again is true again, if it had ended.
+        conn.prepare_cached(
+            "UPDATE memory_versions SET valid_to = NULL WHERE memory_id = ?1 AND replaced_at IS NULL",
+        )?
+        .execute([id])?;
         return Ok(());
     }
     conn.prepare_cached(
-        "UPDATE memory_versions SET replaced_at = ?2 WHERE memory_id = ?1 AND replaced_at IS NULL",
+        "UPDATE memory_versions SET replaced_at = ?2, valid_to = coalesce(?3, valid_to)
+         WHERE memory_id = ?1 AND replaced_at IS NULL",
     )?
-    .execute(params![id, to_unix(now)])?;
+    .execute(params![id, to_unix(now), since.map(to_unix)])?;
     // A summary's facts name their node; its session and the messages it covers are read here.
     let mut provenance = provenance.clone();
     // A tool call without its message: the session's newest, the one that made the call when
@@ -248,8 +262,8 @@ pub(crate) fn record(
     }
     conn.prepare_cached(
         "INSERT INTO memory_versions(memory_id, title, content, written_at, source, via, session_id, node_id,
-                                     first_seq, last_seq, message_id, tool_call_id)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                                     first_seq, last_seq, message_id, tool_call_id, valid_from)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
     )?
     .execute(params![
         id,
@@ -264,6 +278,7 @@ pub(crate) fn record(
         provenance.last_seq,
         provenance.message,
         provenance.tool_call_id,
+        since.map(to_unix),
     ])?;
     Ok(())
 }
@@ -273,8 +288,8 @@ pub(crate) fn insert_version(conn: &Connection, id: i64, version: &MemoryVersion
     let provenance = &version.provenance;
     conn.prepare_cached(
         "INSERT INTO memory_versions(memory_id, title, content, written_at, replaced_at, source, via, session_id,
-                                     node_id, first_seq, last_seq, message_id, tool_call_id)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                                     node_id, first_seq, last_seq, message_id, tool_call_id, valid_from, valid_to)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
     )?
     .execute(params![
         id,
@@ -290,6 +305,8 @@ pub(crate) fn insert_version(conn: &Connection, id: i64, version: &MemoryVersion
         provenance.last_seq,
         provenance.message,
         provenance.tool_call_id,
+        to_unix(version.valid_from),
+        version.valid_to.map(to_unix),
     ])?;
     Ok(())
 }
@@ -310,20 +327,70 @@ pub(crate) fn history(conn: &Connection, id: i64) -> Result<Vec<MemoryVersion>> 
     query_all(
         conn,
         &format!(
-            "SELECT v.title, v.content, v.written_at, v.replaced_at, {COLUMNS}
+            "SELECT v.title, v.content, v.written_at, v.replaced_at, {VALIDITY}, {COLUMNS}
              FROM memory_versions v WHERE v.memory_id = ?1 ORDER BY v.id DESC"
         ),
         [id],
-        |row| {
-            Ok(MemoryVersion {
-                title: row.get(0)?,
-                content: row.get(1)?,
-                written_at: from_unix(row.get(2)?),
-                replaced_at: row.get::<_, Option<f64>>(3)?.map(from_unix),
-                provenance: provenance_from_row(row, 4)?,
-            })
-        },
+        version_from_row,
     )
+}
+
+/// When a version (alias `v`) was true: since the time a supersede gave or its writing, until
+/// the time a supersede gave or its replacement (NULL: still true).
+pub(crate) const VALIDITY: &str = "coalesce(v.valid_from, v.written_at), coalesce(v.valid_to, v.replaced_at)";
+
+/// A version read as `v.title, v.content, v.written_at, v.replaced_at`, [`VALIDITY`], then the
+/// provenance columns.
+fn version_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<MemoryVersion> {
+    Ok(MemoryVersion {
+        title: row.get(0)?,
+        content: row.get(1)?,
+        written_at: from_unix(row.get(2)?),
+        replaced_at: row.get::<_, Option<f64>>(3)?.map(from_unix),
+        valid_from: from_unix(row.get(4)?),
+        valid_to: row.get::<_, Option<f64>>(5)?.map(from_unix),
+        provenance: provenance_from_row(row, 6)?,
+    })
+}
+
+/// The version of each of a persona's memories that was true at `at` (one category only when
+/// given), with its memory's id, category and key, by category then key; a memory written
+/// after `at` has none.
+pub(crate) fn true_at(
+    conn: &Connection,
+    persona: &str,
+    category: Option<&str>,
+    at: DateTime<Utc>,
+) -> Result<Vec<(i64, String, String, MemoryVersion)>> {
+    // Two versions true at once (a supersede dated before an ordinary update): the newer wins.
+    let rows = query_all(
+        conn,
+        &format!(
+            "SELECT v.title, v.content, v.written_at, v.replaced_at, {VALIDITY}, {COLUMNS},
+                    m.id, m.category, m.key
+             FROM agent_memories m JOIN memory_versions v ON v.memory_id = m.id
+             WHERE m.role = ?1 AND (?2 IS NULL OR m.category = ?2)
+               AND coalesce(v.valid_from, v.written_at) <= ?3
+               AND (coalesce(v.valid_to, v.replaced_at) IS NULL OR coalesce(v.valid_to, v.replaced_at) > ?3)
+             ORDER BY m.category, m.key, v.id DESC"
+        ),
+        params![persona, category, to_unix(at)],
+        |row| {
+            Ok((
+                row.get::<_, i64>(14)?,
+                row.get::<_, String>(15)?,
+                row.get::<_, String>(16)?,
+                version_from_row(row)?,
+            ))
+        },
+    )?;
+    let mut found: Vec<(i64, String, String, MemoryVersion)> = Vec::with_capacity(rows.len());
+    for row in rows {
+        if found.last().is_none_or(|last| last.0 != row.0) {
+            found.push(row);
+        }
+    }
+    Ok(found)
 }
 
 /// A version whose source lies in a session: what a forget of that session looks at.

@@ -17,8 +17,8 @@ pub fn queue(conn: &Connection, node: NodeId, updates: &[MemoryUpdate], now: Dat
         return Ok(());
     }
     let mut insert = conn.prepare_cached(
-        "INSERT INTO memory_updates(role, node_id, category, key, title, content, created_at)
-         SELECT s.role, n.id, ?2, ?3, ?4, ?5, ?6
+        "INSERT INTO memory_updates(role, node_id, category, key, title, content, created_at, edit)
+         SELECT s.role, n.id, ?2, ?3, ?4, ?5, ?6, ?7
          FROM summary_nodes n JOIN sessions s ON s.id = n.session_id WHERE n.id = ?1",
     )?;
     for update in updates {
@@ -28,7 +28,8 @@ pub fn queue(conn: &Connection, node: NodeId, updates: &[MemoryUpdate], now: Dat
             update.key,
             update.title,
             update.content,
-            to_unix(now)
+            to_unix(now),
+            update.edit.map(|edit| edit.as_str()),
         ])?;
     }
     Ok(())
@@ -51,10 +52,17 @@ pub fn settle(conn: &Connection, id: UpdateId) -> Result<()> {
 }
 
 /// Turns a pending fact into the persona's open proposal for its key, replacing an older
-/// proposal of the same key. `key`, `title` and `content` are the checked forms.
+/// proposal of the same key: a preference the user states, or an update consolidation would
+/// not apply blindly (it dropped too much of the memory). `key`, `title` and `content` are the
+/// checked forms.
 pub fn propose(conn: &Connection, id: UpdateId, key: &str, title: &str, content: &str) -> Result<()> {
-    // A proposal obeys the rules of the preference it would become, so accepting never fails.
-    agent_memories::validate(&MemoryWrite { category: Category::UserPreferences, key, title, content })?;
+    let category: Option<String> = conn
+        .prepare_cached("SELECT category FROM memory_updates WHERE id = ?1")?
+        .query_row([id], |row| row.get(0))
+        .optional()?;
+    let category = category.and_then(|name| name.parse().ok()).unwrap_or(Category::UserPreferences);
+    // A proposal obeys the rules of the memory it would become, so accepting never fails.
+    agent_memories::validate(&MemoryWrite { category, key, title, content })?;
     conn.prepare_cached(
         "DELETE FROM memory_updates WHERE state = 'proposed' AND key = ?2
              AND role = (SELECT role FROM memory_updates WHERE id = ?1)",
@@ -90,8 +98,8 @@ fn proposal(conn: &Connection, persona: &str, key: &str) -> Result<QueuedUpdate>
         })
 }
 
-/// The user accepts a proposal: it becomes their `user_preferences` memory, and the proposal
-/// is gone. Both in the caller's transaction.
+/// The user accepts a proposal: it becomes their memory of its category (a preference, or the
+/// update consolidation held back), and the proposal is gone. Both in the caller's transaction.
 pub fn accept(conn: &Connection, persona: &str, key: &str, now: DateTime<Utc>) -> Result<Memory> {
     let found = proposal(conn, persona, key)?;
     let (write, provenance) = accepted(&found);
@@ -100,11 +108,11 @@ pub fn accept(conn: &Connection, persona: &str, key: &str, now: DateTime<Utc>) -
     Ok(memory)
 }
 
-/// What an accepted proposal is saved as: the user's preference, sourced to the proposal (and
-/// the summary that found it).
+/// What an accepted proposal is saved as: the user's memory of its category, sourced to the
+/// proposal (and the summary that found it).
 pub fn accepted(proposal: &QueuedUpdate) -> (MemoryWrite<'_>, Provenance) {
     let write = MemoryWrite {
-        category: Category::UserPreferences,
+        category: proposal.update.category,
         key: &proposal.update.key,
         title: &proposal.update.title,
         content: &proposal.update.content,

@@ -622,12 +622,36 @@ impl Backend for Store {
         self.write(|tx| agent_memories::upsert(tx, writer, persona, memory, provenance, Utc::now()))
     }
 
+    fn supersede_memory(
+        &self,
+        writer: Writer,
+        persona: &str,
+        category: Category,
+        key: &str,
+        with: Option<&MemoryWrite<'_>>,
+        at: DateTime<Utc>,
+        provenance: &Provenance,
+    ) -> Result<Memory> {
+        self.write(|tx| {
+            agent_memories::supersede(tx, writer, persona, category, key, with, at, provenance, Utc::now())
+        })
+    }
+
     fn memory(&self, persona: &str, category: Category, key: &str) -> Result<Option<Memory>> {
         self.read(|conn| agent_memories::get(conn, persona, category, key))
     }
 
     fn memories(&self, persona: &str, category: Option<Category>) -> Result<Vec<Memory>> {
         self.read(|conn| agent_memories::list(conn, persona, category))
+    }
+
+    fn memories_as_of(
+        &self,
+        persona: &str,
+        category: Option<Category>,
+        at: DateTime<Utc>,
+    ) -> Result<Vec<Memory>> {
+        self.read(|conn| agent_memories::list_as_of(conn, persona, category, at))
     }
 
     fn memory_history(&self, persona: &str, category: Category, key: &str) -> Result<Vec<MemoryVersion>> {

@@ -373,6 +373,38 @@ pub struct MemoryUpdate {
     pub title: String,
     /// The fact itself.
     pub content: String,
+    /// What it asks of the memory of its key (schema 14): `None` when the summarizer did not
+    /// say, checked as an update.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edit: Option<Edit>,
+}
+
+/// What a consolidation asks of the memory of a fact's key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Edit {
+    /// A new memory.
+    Add,
+    /// The memory's whole new content, keeping what still holds.
+    Update,
+    /// The memory's content stopped being true; this is what is true now.
+    Supersede,
+}
+
+impl Edit {
+    /// `add`, `update` or `supersede`, as stored.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Edit::Add => "add",
+            Edit::Update => "update",
+            Edit::Supersede => "supersede",
+        }
+    }
+
+    /// The edit named `text`; `None` for anything else.
+    pub fn parse(text: &str) -> Option<Edit> {
+        [Edit::Add, Edit::Update, Edit::Supersede].into_iter().find(|edit| edit.as_str() == text)
+    }
 }
 
 /// A row of the `memory_updates` queue: a fact waiting to be settled, or a proposed preference
@@ -396,7 +428,7 @@ pub struct QueuedUpdate {
 
 impl QueuedUpdate {
     pub(crate) const COLUMNS: &'static str =
-        "id, role, node_id, category, key, title, content, state, created_at";
+        "id, role, node_id, category, key, title, content, state, created_at, edit";
 
     pub(crate) fn from_row(row: &Row<'_>) -> rusqlite::Result<QueuedUpdate> {
         let category: String = row.get(3)?;
@@ -412,6 +444,7 @@ impl QueuedUpdate {
                 key: row.get(4)?,
                 title: row.get(5)?,
                 content: row.get(6)?,
+                edit: row.get::<_, Option<String>>(9)?.as_deref().and_then(Edit::parse),
             },
             proposed: state == "proposed",
             created_at: from_unix(row.get(8)?),
@@ -554,10 +587,22 @@ pub struct Memory {
     /// Where its current text came from (schema 12); `None` only on a row read without it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub provenance: Option<crate::provenance::Provenance>,
+    /// Since when this text is true (schema 14): the time a supersede gave, else when it was
+    /// written.
+    pub valid_from: DateTime<Utc>,
+    /// When this text stopped being true; `None` while it still is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub valid_to: Option<DateTime<Utc>>,
 }
 
 impl Memory {
-    pub(crate) const COLUMNS: &'static str = "id, category, key, title, content, updated_at, role";
+    pub(crate) const COLUMNS: &'static str =
+        "id, category, key, title, content, updated_at, role, valid_from, valid_to";
+
+    /// Whether this text had stopped being true by `at`: what reads of the present leave out.
+    pub fn ended_by(&self, at: DateTime<Utc>) -> bool {
+        self.valid_to.is_some_and(|to| to <= at)
+    }
 
     pub(crate) fn from_row(row: &Row<'_>) -> rusqlite::Result<Memory> {
         let category: String = row.get(1)?;
@@ -572,6 +617,8 @@ impl Memory {
             updated_at: from_unix(row.get(5)?),
             persona: row.get(6)?,
             provenance: None,
+            valid_from: from_unix(row.get::<_, Option<f64>>(7)?.unwrap_or(row.get(5)?)),
+            valid_to: row.get::<_, Option<f64>>(8)?.map(from_unix),
         })
     }
 }

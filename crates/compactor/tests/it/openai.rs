@@ -475,8 +475,9 @@ async fn a_summary_of_messages_is_shown_the_personas_memory_keys_the_named_ones_
     let sent = body(&requests[0]);
     let prompt = sent["messages"][1]["content"].as_str().unwrap();
     let listed: Vec<&str> = prompt.lines().filter(|line| line.starts_with("- memo/")).collect();
-    assert_eq!(listed.first(), Some(&"- memo/标日学习: 标日学习进度"), "the named one first: {prompt}");
-    assert_eq!(listed.get(1), Some(&"- memo/unrelated_note_19: Unrelated note 19"), "then the newest");
+    // Each with its current content: what an update would replace.
+    assert_eq!(listed.first(), Some(&"- memo/标日学习: 标日学习进度 = ..."), "the named one first: {prompt}");
+    assert_eq!(listed.get(1), Some(&"- memo/unrelated_note_19: Unrelated note 19 = ..."), "then the newest");
     assert!(listed.len() < 21, "within the budget: {listed:?}");
     assert!(prompt.contains("under the same category and key"), "{prompt}");
     // The whole list comes before the word limit is restated, the last thing the model reads.

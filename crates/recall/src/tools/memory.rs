@@ -10,14 +10,15 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use strata_store::memories::{
-    MAX_CONTENT_CHARS, MemoryWrite, Provenance, QueuedUpdate, Writer, normalize_key,
+    Edit, MAX_CONTENT_CHARS, MemoryWrite, Provenance, QueuedUpdate, Writer, normalize_key,
 };
 use strata_store::{Backend, Category, Memory};
 
-use super::{MemoryListArgs, SaveMemoryArgs};
+use super::{MemoryListArgs, SaveMemoryArgs, curate};
 use crate::config::RecallConfig;
 use crate::embed::{Embedder, cosine};
 use crate::error::{Error, Result};
+use crate::time::{Bound, parse_bound};
 
 /// The answer of `save_memory`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -33,7 +34,7 @@ pub struct SaveAnswer {
     pub memory: Memory,
 }
 
-/// The live (not expired) memories of a persona, optionally of one category.
+/// The live memories of a persona (not expired, still true), optionally of one category.
 pub fn live_memories(
     store: &dyn Backend,
     persona: &str,
@@ -42,7 +43,7 @@ pub fn live_memories(
     now: DateTime<Utc>,
 ) -> Result<Vec<Memory>> {
     let mut memories = store.memories(persona, category)?;
-    memories.retain(|memory| !config.memory_ttls.is_memory_expired(memory, now));
+    memories.retain(|memory| !config.memory_ttls.is_memory_expired(memory, now) && !memory.ended_by(now));
     Ok(memories)
 }
 
@@ -57,7 +58,8 @@ pub struct ListAnswer {
     pub next_offset: Option<usize>,
 }
 
-/// `memory_list`: the live memories of `persona`, newest first, filtered and paged.
+/// `memory_list`: the live memories of `persona`, newest first, filtered and paged; with
+/// `as_of`, the text each had at that time (superseded texts included), with its dates.
 pub fn list(
     store: &dyn Backend,
     persona: &str,
@@ -76,7 +78,16 @@ pub fn list(
         Some(n) => (n as usize).min(100),
         None => 20,
     };
-    let mut memories = live_memories(store, persona, category, config, now)?;
+    let mut memories = match args.as_of.as_deref().filter(|text| !text.trim().is_empty()) {
+        None => live_memories(store, persona, category, config, now)?,
+        Some(text) => {
+            let at = parse_bound("as_of", text, Bound::Start)?;
+            // What expired is gone for every tool, whatever the time asked about.
+            let mut memories = store.memories_as_of(persona, category, at)?;
+            memories.retain(|memory| !config.memory_ttls.is_memory_expired(memory, now));
+            memories
+        }
+    };
     if let Some(prefix) = &args.key_prefix {
         let prefix = normalize_key(prefix).unwrap_or_default();
         memories.retain(|memory| memory.key.starts_with(&prefix));
@@ -311,7 +322,11 @@ fn save_checked(
     };
     let key = normalize_key(&args.key)
         .ok_or_else(|| Error::invalid("key", format!("{:?} has no letters or digits", args.key)))?;
-    let chars = args.content.chars().count();
+    // A memory is derived text, shown in later contexts: a pasted key is masked before it is
+    // measured and saved (the message it came from keeps it).
+    let content = config.secret_patterns.mask(&args.content);
+    let title = config.secret_patterns.mask(args.title.trim());
+    let chars = content.chars().count();
     if chars > MAX_CONTENT_CHARS {
         return Err(Error::invalid(
             "content",
@@ -323,7 +338,7 @@ fn save_checked(
     let now = Utc::now();
     let live = live_memories(store, persona, None, config, now)?;
     let exists = live.iter().any(|m| m.category == category && m.key == key);
-    let write = MemoryWrite { category, key: &key, title: args.title.trim(), content: &args.content };
+    let write = MemoryWrite { category, key: &key, title: &title, content: &content };
     if !exists
         && !args.allow_new_key.unwrap_or(false)
         && let Some((existing, likeness)) = near_duplicate(config, embedder, vectors, &write, &live)?
@@ -334,6 +349,26 @@ fn save_checked(
             existing_category: existing.category,
             likeness,
         });
+    }
+    if let Some(text) = args.true_since.as_deref().filter(|text| !text.trim().is_empty()) {
+        let since = parse_bound("true_since", text, Bound::Start)?;
+        if exists {
+            let memory = store.supersede_memory(
+                Writer::Agent,
+                persona,
+                category,
+                &key,
+                Some(&write),
+                since,
+                provenance,
+            )?;
+            return Ok(SaveAnswer {
+                saved: true,
+                created: false,
+                key_normalized_from: (args.key != key).then(|| args.key.clone()),
+                memory,
+            });
+        }
     }
     // Whether the key is new is decided by the write itself: another writer may have created
     // it since `live` was read.
@@ -353,6 +388,11 @@ pub struct Settled {
     pub saved: usize,
     /// Preferences proposed to the user (`strata memory proposals`).
     pub proposed: usize,
+    /// Updates held back as proposals for the user: they dropped more of the memory than
+    /// `max_dropped_share` without saying its content stopped being true.
+    pub held: usize,
+    /// Memories superseded: their old content stopped being true, and stays in the history.
+    pub superseded: usize,
     /// Refused by the memory rules (too long, no key, a twin of a user preference, nothing
     /// new); logged with the reason.
     pub dropped: usize,
@@ -413,6 +453,11 @@ pub fn settle_memory_updates(
             };
             match applied {
                 Applied::Proposed => settled.proposed += 1,
+                Applied::Held => settled.held += 1,
+                Applied::Superseded => {
+                    settled.superseded += 1;
+                    store.settle_update(queued.id)?;
+                }
                 Applied::Saved { merged } => {
                     settled.saved += 1;
                     settled.merged += usize::from(merged);
@@ -430,6 +475,10 @@ enum Applied {
         merged: bool,
     },
     Proposed,
+    /// Kept as a proposal: it would have dropped too much of the memory.
+    Held,
+    /// The memory's content stopped being true; the fact is what is true now.
+    Superseded,
 }
 
 /// Applies one fact; an error is a refusal (or a database error, which the caller tells apart).
@@ -453,12 +502,16 @@ fn settle_one(
         store.propose_preference(queued.id, &key, title.trim(), update.content.trim())?;
         return Ok(Applied::Proposed);
     }
+    if let Some(applied) = curate_existing(store, config, queued, &title)? {
+        return Ok(applied);
+    }
     let mut args = SaveMemoryArgs {
         category: update.category.as_str().to_owned(),
         key: update.key.clone(),
         title,
         content: update.content.clone(),
         allow_new_key: None,
+        true_since: None,
     };
     // Consolidated from the node whose summary found it (gone if a forget took it).
     let provenance = queued.node_id.map_or_else(Provenance::unknown, Provenance::summary);
@@ -493,6 +546,64 @@ fn settle_one(
         }
         Err(error) => Err(error),
     }
+}
+
+/// A fact about a memory the persona has under its key, checked before it is written: a
+/// supersede dates the old content and replaces it; an update that drops more than
+/// `max_dropped_share` of the memory's words is held as a proposal for the user. `None` when
+/// the fact goes the usual way (a new key, or an update that keeps enough).
+fn curate_existing(
+    store: &dyn Backend,
+    config: &RecallConfig,
+    queued: &QueuedUpdate,
+    title: &str,
+) -> Result<Option<Applied>> {
+    let update = &queued.update;
+    let Some(key) = normalize_key(&update.key) else { return Ok(None) };
+    let now = Utc::now();
+    let Some(current) =
+        store.memory(&queued.persona, update.category, &key)?.filter(|memory| !memory.ended_by(now))
+    else {
+        return Ok(None);
+    };
+    let content = config.secret_patterns.mask(update.content.trim()).into_owned();
+    let title = match title.trim() {
+        "" => current.title.clone(),
+        title => config.secret_patterns.mask(title).into_owned(),
+    };
+    if update.edit == Some(Edit::Supersede) {
+        // The old content stopped being true when the messages that say so were written: the
+        // end of the summarized span, kept within what the memory's dates allow.
+        let said = match queued.node_id {
+            Some(node) => store.node(node).map(|node| node.end_time).unwrap_or(now),
+            None => now,
+        };
+        let at = said.min(now).max(current.valid_from);
+        let write = MemoryWrite { category: update.category, key: &key, title: &title, content: &content };
+        let provenance = queued.node_id.map_or_else(Provenance::unknown, Provenance::summary);
+        store.supersede_memory(
+            Writer::Agent,
+            &queued.persona,
+            update.category,
+            &key,
+            Some(&write),
+            at,
+            &provenance,
+        )?;
+        return Ok(Some(Applied::Superseded));
+    }
+    let dropped = curate::dropped_share(&current.content, &content);
+    if dropped <= config.max_dropped_share {
+        return Ok(None);
+    }
+    tracing::info!(
+        persona = %queued.persona,
+        key = %key,
+        dropped = format!("{:.0}%", dropped * 100.0),
+        "an update would drop much of a memory without superseding it: kept as a proposal"
+    );
+    store.propose_preference(queued.id, &key, &title, &content)?;
+    Ok(Some(Applied::Held))
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! typed functions behind them, and the one dispatcher [`call_tool`].
 
 mod browse;
+mod curate;
 mod memory;
 mod proactive;
 mod search;
@@ -223,6 +224,10 @@ pub struct SaveMemoryArgs {
     pub content: String,
     /// Set to true only to create a new key on purpose when save_memory reported a near-duplicate key.
     pub allow_new_key: Option<bool>,
+    /// When the new content became true, if the memory's old content stopped being true then
+    /// (a moved date, a changed address): the old content stays in its history, true until this
+    /// time. RFC 3339 or a date; not in the future.
+    pub true_since: Option<String>,
 }
 
 /// Arguments of `memory_list`.
@@ -238,6 +243,9 @@ pub struct MemoryListArgs {
     pub offset: Option<u32>,
     /// Most memories per page: 1 to 100, default 20.
     pub limit: Option<u32>,
+    /// The memories as they were at this time (RFC 3339, or a date for its start in UTC), each
+    /// with the dates it was true; default now.
+    pub as_of: Option<String>,
 }
 
 /// One of the tools the model may call. Its name, description, schema and effects live here
@@ -330,11 +338,13 @@ impl Tool {
             }
             Tool::SaveMemory => {
                 "Save or update a memory (upsert by category and key): `progress` for task state, `memo` \
-                 for notes worth keeping. At most 500 characters. User preferences cannot be written by you."
+                 for notes worth keeping. At most 500 characters. User preferences cannot be written by you. When a \
+                 fact changed, give `true_since`: the old text stays in the history, dated."
             }
             Tool::MemoryList => {
                 "List this persona's saved memories, newest first: the user's preferences, your `progress` \
-                 (task state) and `memo` notes. Filter by category or key prefix; paged."
+                 (task state) and `memo` notes. Filter by category or key prefix; paged. `as_of` shows what was true \
+                 at a time, each with the dates it was true."
             }
         }
     }

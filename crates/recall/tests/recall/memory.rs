@@ -320,7 +320,13 @@ fn summary_with_facts(store: &strata_store::Store, session: &strata_store::Sessi
 }
 
 fn fact(key: &str, title: &str, content: &str) -> MemoryUpdate {
-    MemoryUpdate { category: Category::Memo, key: key.into(), title: title.into(), content: content.into() }
+    MemoryUpdate {
+        category: Category::Memo,
+        key: key.into(),
+        title: title.into(),
+        content: content.into(),
+        edit: None,
+    }
 }
 
 /// Issue 24: the summaries proposed `japanese_textbook_study` and `standard_japanese` next to
@@ -425,5 +431,71 @@ fn a_different_fact_of_the_same_category_is_not_merged_and_no_model_means_spelli
     summary_with_facts(store, &session, &[fact("standard_japanese_", "x", "lesson 14")]);
     summary_with_facts(store, &session, &[fact("standard_japaneses", "Standard Japanese", "lesson 14")]);
     let spelled = strata_recall::settle_memory_updates(store, &config, None).unwrap();
-    assert_eq!((spelled.saved, spelled.merged), (2, 1), "{spelled:?}");
+    // The first is the key itself, whose two words would replace the whole memory: held for
+    // the user (issue 39); the second, its twin by spelling, updates it.
+    assert_eq!((spelled.saved, spelled.merged, spelled.held), (1, 1, 1), "{spelled:?}");
+}
+
+/// Issue 39: consolidation never rewrites a memory blindly. An update that would drop half of
+/// a memory without saying the old content stopped being true is not written: it waits as a
+/// proposal, and accepting it writes it, with its source. An update that keeps what holds is
+/// written; a supersede dates the old content, which `as_of` still returns.
+#[test]
+fn an_update_that_would_drop_half_a_memory_is_refused_and_kept_as_a_proposal() {
+    let fx = fixture();
+    let store = &fx.store;
+    let session = store.session("s", "p").unwrap();
+    let config = RecallConfig::default();
+    let original = "Deploys go out on Thursdays after 14:00 from the release branch, approved by Dana";
+    summary_with_facts(store, &session, &[fact("deploy_rules", "Deploy rules", original)]);
+    assert_eq!(strata_recall::settle_memory_updates(store, &config, None).unwrap().saved, 1);
+
+    // Half the memory gone, nothing said about it: held.
+    let blind = "Deploys go out on Mondays";
+    summary_with_facts(store, &session, &[fact("deploy_rules", "Deploy rules", blind)]);
+    let settled = strata_recall::settle_memory_updates(store, &config, None).unwrap();
+    assert_eq!((settled.saved, settled.held), (0, 1), "{settled:?}");
+    assert_eq!(store.memory("p", Category::Memo, "deploy_rules").unwrap().unwrap().content, original);
+    assert_eq!(store.memory_history("p", Category::Memo, "deploy_rules").unwrap().len(), 1);
+    let proposals = store.proposals("p").unwrap();
+    assert_eq!(proposals.len(), 1, "{proposals:?}");
+    assert_eq!((proposals[0].update.category, proposals[0].update.content.as_str()), (Category::Memo, blind));
+    assert!(store.pending_updates(10).unwrap().is_empty(), "settled: a proposal, not a pending fact");
+
+    // An update that keeps what holds goes through.
+    let kept = format!("{original}; hotfixes any day");
+    summary_with_facts(store, &session, &[fact("deploy_rules", "Deploy rules", &kept)]);
+    let settled = strata_recall::settle_memory_updates(store, &config, None).unwrap();
+    assert_eq!((settled.saved, settled.held), (1, 0), "{settled:?}");
+    assert_eq!(store.memory("p", Category::Memo, "deploy_rules").unwrap().unwrap().content, kept);
+
+    // The user accepts the held update: it is written, sourced to the proposal and its node.
+    let accepted = store.accept_proposal("p", "deploy_rules").unwrap();
+    assert_eq!((accepted.category, accepted.content.as_str()), (Category::Memo, blind));
+    let history = store.memory_history("p", Category::Memo, "deploy_rules").unwrap();
+    assert_eq!(history.len(), 3);
+    assert!(history[0].provenance.node.is_some() && history[0].provenance.first_seq.is_some(), "{history:?}");
+
+    // A supersede says the old content stopped being true: written, and the old dated.
+    let new = "Deploys go out on Fridays only";
+    summary_with_facts(
+        store,
+        &session,
+        &[MemoryUpdate {
+            edit: Some(strata_store::memories::Edit::Supersede),
+            ..fact("deploy_rules", "Deploy rules", new)
+        }],
+    );
+    let settled = strata_recall::settle_memory_updates(store, &config, None).unwrap();
+    assert_eq!((settled.superseded, settled.held), (1, 0), "{settled:?}");
+    let current = store.memory("p", Category::Memo, "deploy_rules").unwrap().unwrap();
+    assert_eq!(current.content, new);
+    let history = store.memory_history("p", Category::Memo, "deploy_rules").unwrap();
+    assert_eq!(history[1].content, blind);
+    // The messages that said so are older than the memory's text: it ended when it began.
+    assert_eq!(history[1].valid_to, Some(current.valid_from), "{history:?}");
+
+    // A bad setting is one clear error.
+    let bad = RecallConfig { max_dropped_share: 1.5, ..RecallConfig::default() };
+    assert!(bad.validate().unwrap_err().to_string().contains("max_dropped_share"));
 }

@@ -49,6 +49,7 @@ fn populate(store: &Store, persona: &str) {
         key: "code_word".into(),
         title: "Code word".into(),
         content: secret(persona, "Fact", 0),
+        edit: None,
     };
     let a = store.insert_leaf(session.id, 0, 3, &leaf(&secret(persona, "Summary", 0), vec![fact])).unwrap();
     let b = store.insert_leaf(session.id, 4, 7, &leaf(&secret(persona, "Summary", 1), Vec::new())).unwrap();
