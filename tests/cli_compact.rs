@@ -100,7 +100,7 @@ fn compact_exits_non_zero_with_one_line_when_the_summarizer_is_down() {
     // Nothing listens on port 9 of the loopback: every attempt fails fast with a refused connection.
     let config = strata.file(
         "fast.toml",
-        "[compactor]\ncontext_window_tokens = 12000\n[compactor.retry]\nmax_attempts = 1\ntimeout_ms = 2000\n",
+        "[compactor]\ncontext_window_tokens = 16000\n[compactor.retry]\nmax_attempts = 1\ntimeout_ms = 2000\n",
     );
     let out = strata
         .run(&[

@@ -35,7 +35,7 @@ def test_the_installed_command_stores_searches_and_reports(tmp_path):
     assert "ingested 2 messages" in stored.stdout
     found = run("--db", db, "grep", "5433")
     assert found.returncode == 0, found.stderr
-    assert "listens on port 5433" in found.stdout
+    assert "listens on port «5433»" in found.stdout  # grep marks the match
     stats = json.loads(run("--db", db, "--json", "stats").stdout)
     assert stats["messages"] == 2 and stats["sessions"] == 1
 
