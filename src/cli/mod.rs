@@ -354,11 +354,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Stats => {
             let store = open_existing(&cli)?;
             let stats = store.stats()?;
-            // Usage by day is SQLite's report for now; PostgreSQL records the calls.
-            let usage = match store.as_sqlite() {
-                Some(sqlite) => sqlite.usage_by_day()?,
-                None => Vec::new(),
-            };
+            let usage = store.usage_by_day()?;
             if cli.json {
                 let mut value = serde_json::to_value(&stats)?;
                 value["llm_usage"] = serde_json::to_value(&usage)?;

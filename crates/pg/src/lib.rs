@@ -515,6 +515,10 @@ impl Backend for PgStore {
         self.snapshot(upkeep::metrics)
     }
 
+    fn usage_by_day(&self) -> Result<Vec<strata_store::stats::UsageDay>> {
+        self.read(|conn| upkeep::usage_by_day(conn))
+    }
+
     fn doctor(&self, _full: bool) -> Result<Report> {
         // The server checks its own pages (checksums, WAL); strata checks its rows.
         self.snapshot(check::doctor)

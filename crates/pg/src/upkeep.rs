@@ -6,7 +6,7 @@ use chrono::Utc;
 use strata_store::backend::{CompactionState, RAW_ARCHIVE, to_unix};
 use strata_store::stats::{
     CallTotals, LlmCall, NodeTotals, RejectionCount, RowTotals, Stats, StoreMetrics, SummarizerStats,
-    ToolTotals,
+    ToolTotals, UsageDay,
 };
 use strata_store::{Error, Missing, SessionId};
 
@@ -166,6 +166,38 @@ pub(crate) fn stats(tx: &mut Tx<'_>) -> Result<Stats, Error> {
 
 /// `strata metrics`: the totals, read in one snapshot. PostgreSQL has no forgets (forgetting
 /// is SQLite's for now) and no write-ahead file of strata's own, so both are 0.
+/// The calls made to LLMs, summed per day (UTC), purpose, caller and model, newest day first.
+pub(crate) fn usage_by_day(db: &mut impl Queries) -> Result<Vec<UsageDay>, Error> {
+    Ok(db
+        .query(
+            "SELECT to_char(to_timestamp(at) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, purpose, caller, model,
+                    count(*), count(*) FILTER (WHERE NOT ok),
+                    COALESCE(SUM(prompt_tokens), 0)::BIGINT, COALESCE(SUM(completion_tokens), 0)::BIGINT,
+                    COALESCE(SUM(counted_prompt_tokens), 0)::BIGINT,
+                    COALESCE(SUM(counted_completion_tokens), 0)::BIGINT, SUM(millis)::BIGINT
+             FROM llm_calls GROUP BY day, purpose, caller, model ORDER BY day DESC, purpose, caller, model",
+            &[],
+        )
+        .map_err(pg)?
+        .iter()
+        .map(|row| UsageDay {
+            day: row.get(0),
+            totals: CallTotals {
+                purpose: row.get(1),
+                caller: row.get(2),
+                model: row.get(3),
+                calls: n(row, 4),
+                failures: n(row, 5),
+                prompt_tokens: n(row, 6),
+                completion_tokens: n(row, 7),
+                millis: n(row, 10),
+            },
+            counted_prompt_tokens: n(row, 8),
+            counted_completion_tokens: n(row, 9),
+        })
+        .collect())
+}
+
 pub(crate) fn metrics(tx: &mut Tx<'_>) -> Result<StoreMetrics, Error> {
     let nodes = tx
         .query(

@@ -41,6 +41,7 @@ conformance!(
     forgetting_a_persona_erases_it_and_nothing_else,
     forgetting_a_sessions_start_rewrites_the_node_that_keeps_messages,
     messages_are_deleted_only_by_a_forget,
+    usage_is_summed_per_day_purpose_caller_and_model,
 );
 
 fn summary(headline: &str) -> NewSummary {
@@ -510,4 +511,46 @@ fn messages_are_deleted_only_by_a_forget(backend: &dyn Backend) {
     assert!(matches!(backend.forget(&scope, "test", &[], &mut |_, _| {}), Err(Error::NotFound(_))));
     assert_eq!(backend.messages(session, 0..=i64::MAX).unwrap().len(), 1);
     assert!(backend.forgets().unwrap().is_empty());
+}
+
+fn usage_is_summed_per_day_purpose_caller_and_model(backend: &dyn Backend) {
+    use chrono::TimeZone;
+    use strata_store::stats::LlmCall;
+    let call = |day: u32, hour: u32, ok: bool, prompt: Option<u64>| LlmCall {
+        at: chrono::Utc.with_ymd_and_hms(2026, 3, day, hour, 30, 0).unwrap(),
+        purpose: "summary".into(),
+        caller: "extractive".into(),
+        model: "gpt-test".into(),
+        ok,
+        prompt_tokens: prompt,
+        completion_tokens: Some(10),
+        counted_prompt_tokens: Some(100),
+        counted_completion_tokens: Some(9),
+        millis: 250,
+    };
+    // Two calls on 1 March (one failed, one without the server's count), one late on 2 March.
+    backend
+        .record_llm_calls(&[
+            call(1, 8, true, Some(120)),
+            call(1, 23, false, None),
+            call(2, 23, true, Some(80)),
+        ])
+        .unwrap();
+    let days = backend.usage_by_day().unwrap();
+    let summed: Vec<_> = days
+        .iter()
+        .map(|day| {
+            let t = &day.totals;
+            (
+                day.day.as_str(),
+                t.calls,
+                t.failures,
+                t.prompt_tokens,
+                t.completion_tokens,
+                t.millis,
+                day.counted_prompt_tokens,
+            )
+        })
+        .collect();
+    assert_eq!(summed, [("2026-03-02", 1, 0, 80, 10, 250, 100), ("2026-03-01", 2, 1, 120, 20, 500, 200)]);
 }

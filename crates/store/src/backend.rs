@@ -287,6 +287,9 @@ pub trait Backend: Maintenance + Send + Sync + std::fmt::Debug {
     fn stats(&self) -> Result<Stats>;
     /// The totals `strata metrics` shows, derived from stored rows.
     fn metrics(&self) -> Result<StoreMetrics>;
+    /// The calls made to LLMs, summed per day (UTC), purpose, caller and model, newest day
+    /// first (`strata stats`).
+    fn usage_by_day(&self) -> Result<Vec<crate::stats::UsageDay>>;
     /// `strata doctor`: checks the schema and every invariant over the stored rows, changing
     /// nothing. `full` also runs the database's own slowest check where it has one (SQLite's
     /// `integrity_check`).

@@ -797,6 +797,10 @@ impl Backend for Store {
         metrics::read(self)
     }
 
+    fn usage_by_day(&self) -> Result<Vec<crate::stats::UsageDay>> {
+        crate::usage::by_day(self)
+    }
+
     /// SQLite's own check is `quick_check`, or `integrity_check` when `full`; a commit lost
     /// with a damaged WAL is reported too.
     fn doctor(&self, full: bool) -> Result<Report> {

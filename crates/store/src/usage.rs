@@ -119,38 +119,36 @@ pub(crate) fn insert_calls(conn: &rusqlite::Connection, calls: &[LlmCall]) -> Re
     Ok(())
 }
 
-impl Store {
-    /// The calls made to LLMs, summed per day (UTC), purpose, caller and model, newest day first.
-    pub fn usage_by_day(&self) -> Result<Vec<UsageDay>> {
-        self.read(|conn| {
-            query_all(
-                conn,
-                "SELECT date(at, 'unixepoch') AS day, purpose, caller, model, count(*), count(*) - SUM(ok),
-                        COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0),
-                        COALESCE(SUM(counted_prompt_tokens), 0), COALESCE(SUM(counted_completion_tokens), 0),
-                        SUM(millis)
-                 FROM llm_calls GROUP BY day, purpose, caller, model
-                 ORDER BY day DESC, purpose, caller, model",
-                [],
-                |row| {
-                    let n = |index: usize| row.get::<_, i64>(index).map(|n| n.max(0) as u64);
-                    Ok(UsageDay {
-                        day: row.get(0)?,
-                        totals: CallTotals {
-                            purpose: row.get(1)?,
-                            caller: row.get(2)?,
-                            model: row.get(3)?,
-                            calls: n(4)?,
-                            failures: n(5)?,
-                            prompt_tokens: n(6)?,
-                            completion_tokens: n(7)?,
-                            millis: n(10)?,
-                        },
-                        counted_prompt_tokens: n(8)?,
-                        counted_completion_tokens: n(9)?,
-                    })
-                },
-            )
-        })
-    }
+/// The calls made to LLMs, summed per day (UTC), purpose, caller and model, newest day first.
+pub(crate) fn by_day(store: &Store) -> Result<Vec<UsageDay>> {
+    store.read(|conn| {
+        query_all(
+            conn,
+            "SELECT date(at, 'unixepoch') AS day, purpose, caller, model, count(*), count(*) - SUM(ok),
+                    COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0),
+                    COALESCE(SUM(counted_prompt_tokens), 0), COALESCE(SUM(counted_completion_tokens), 0),
+                    SUM(millis)
+             FROM llm_calls GROUP BY day, purpose, caller, model
+             ORDER BY day DESC, purpose, caller, model",
+            [],
+            |row| {
+                let n = |index: usize| row.get::<_, i64>(index).map(|n| n.max(0) as u64);
+                Ok(UsageDay {
+                    day: row.get(0)?,
+                    totals: CallTotals {
+                        purpose: row.get(1)?,
+                        caller: row.get(2)?,
+                        model: row.get(3)?,
+                        calls: n(4)?,
+                        failures: n(5)?,
+                        prompt_tokens: n(6)?,
+                        completion_tokens: n(7)?,
+                        millis: n(10)?,
+                    },
+                    counted_prompt_tokens: n(8)?,
+                    counted_completion_tokens: n(9)?,
+                })
+            },
+        )
+    })
 }
