@@ -516,7 +516,7 @@ impl Backend for PgStore {
     }
 
     fn usage_by_day(&self) -> Result<Vec<strata_store::stats::UsageDay>> {
-        self.read(|conn| upkeep::usage_by_day(conn))
+        self.read(upkeep::usage_by_day)
     }
 
     fn doctor(&self, _full: bool) -> Result<Report> {
