@@ -37,6 +37,7 @@ use crate::metrics::Counters;
 use strata_wire::Rendered;
 
 mod admit;
+mod backup;
 mod forget;
 
 /// strata's entry point: open a database, get a session, append messages, prepare the context
@@ -187,8 +188,9 @@ impl Engine {
         &self.inner.store
     }
 
-    /// The SQLite file behind this engine, for what only SQLite has (export, forget, backups,
-    /// the file checks); [`Error::NeedsSqlite`] naming `what` on any other backend.
+    /// The SQLite file behind this engine, for what only a file has (its own checks, `VACUUM
+    /// INTO`); [`Error::NeedsSqlite`] naming `what` on any other backend. Export, forget,
+    /// import and backups work on every backend (`store()`'s `Maintenance`, [`Engine::backup`]).
     pub fn sqlite(&self, what: &'static str) -> Result<&Store> {
         self.inner.store.as_sqlite().ok_or(Error::NeedsSqlite { what, backend: self.inner.store.name() })
     }

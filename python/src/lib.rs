@@ -373,8 +373,7 @@ impl PyEngine {
 
     fn backup(&self, py: Python<'_>, dest: PathBuf) -> PyResult<()> {
         let engine = self.get()?;
-        let store = engine.sqlite("a backup").map_err(|error| to_py(error.into()))?.clone();
-        py.detach(move || store.backup(&dest)).map_err(|error| to_py(error.into()))
+        py.detach(move || engine.engine().backup(&dest)).map_err(|error| to_py(error.into()))
     }
 
     fn __repr__(&self) -> String {

@@ -20,7 +20,7 @@ def url() -> str:
     return url
 
 
-def test_an_engine_on_postgresql_stores_folds_and_brings_back(url):
+def test_an_engine_on_postgresql_stores_folds_and_brings_back(url, tmp_path):
     persona = "py-" + uuid.uuid4().hex[:12]
     with strata.Engine(url, SMALL_WINDOW) as engine:
         assert "postgres:postgres" not in repr(engine), "the password is shown"
@@ -41,9 +41,16 @@ def test_an_engine_on_postgresql_stores_folds_and_brings_back(url):
                                                     "title": "Tone", "content": "chatty"})
         assert refused["error"]["kind"] == "forbidden"
         assert engine.doctor()["healthy"] is True
-        # What only SQLite has is one clear error.
-        with pytest.raises(strata.BadInput, match="needs a SQLite database"):
-            engine.backup("/tmp/strata-never-written.db")
+        # A backup of the fleet's database is a new SQLite file holding the same rows.
+        backup = tmp_path / "fleet-backup.db"
+        engine.backup(str(backup))
+        with strata.Engine(str(backup)) as copy:
+            again = copy.session(session.key, persona=persona).call_tool("memory_grep", {"query": "6543"})
+            assert any("6543" in str(hit) for hit in again["results"]), again
+            assert copy.memory(persona, "user_preferences", "tone")["content"] == "terse answers"
+            assert copy.doctor()["healthy"] is True
+        with pytest.raises(strata.BadInput, match="exists"):
+            engine.backup(str(backup))
 
 
 def test_two_engines_on_one_database_share_one_memory(url):
