@@ -98,6 +98,16 @@ fn database_files(sql: &mut postgres::Client) -> Vec<std::path::PathBuf> {
     entries.map(|entry| entry.unwrap().path()).collect()
 }
 
+/// The relation a data file belongs to (by its file node), for a failure's message.
+fn relation_of(sql: &mut postgres::Client, file: &std::path::Path) -> String {
+    let name = file.file_name().unwrap_or_default().to_string_lossy();
+    let node: Option<u32> = name.split(['.', '_']).next().and_then(|node| node.parse().ok());
+    let Some(node) = node else { return format!("{name}: not a relation's file") };
+    sql.query_one("SELECT coalesce(pg_filenode_relation(0, $1)::regclass::text, '(none)')", &[&node])
+        .map(|row| row.get(0))
+        .unwrap_or_else(|error| format!("{name}: {error}"))
+}
+
 fn files_holding(files: &[std::path::PathBuf], needle: &str) -> Vec<std::path::PathBuf> {
     files
         .iter()
@@ -156,7 +166,9 @@ fn after_forgetting_a_persona_no_table_or_index_file_holds_its_words() {
     assert!(forgotten.wal_truncated, "the tables were rewritten and checkpointed");
     let files = database_files(&mut sql);
     for word in ["ZEBRAFALCON", "KESTRELTOAST", "codename is"] {
-        assert_eq!(files_holding(&files, word), Vec::<std::path::PathBuf>::new(), "{word} is still on disk");
+        let holding = files_holding(&files, word);
+        let relations: Vec<String> = holding.iter().map(|file| relation_of(&mut sql, file)).collect();
+        assert!(holding.is_empty(), "{word} is still on disk in {holding:?}: {relations:?}");
     }
     // Bob's rows are unchanged, on disk and through strata.
     assert!(!files_holding(&files, "BLUEMOOSE").is_empty());
