@@ -48,7 +48,7 @@ python:
 
 test-python: MATURIN_ARGS = --profile dev
 test-python: embed-assets python
-	cargo build --bin strata  # test_serve.py drives the binary
+	$(CARGO) build --bin strata  # test_serve.py drives the binary
 	@export STRATA_TEST_POSTGRES="$$(./scripts/postgres.sh url)" || exit 1; \
 	$(VENV_PYTHON) -m pytest python/tests -q; status=$$?; ./scripts/postgres.sh stop; exit $$status
 
