@@ -164,8 +164,6 @@ pub(crate) fn stats(tx: &mut Tx<'_>) -> Result<Stats, Error> {
     })
 }
 
-/// `strata metrics`: the totals, read in one snapshot. PostgreSQL has no forgets (forgetting
-/// is SQLite's for now) and no write-ahead file of strata's own, so both are 0.
 /// The calls made to LLMs, summed per day (UTC), purpose, caller and model, newest day first.
 pub(crate) fn usage_by_day(db: &mut impl Queries) -> Result<Vec<UsageDay>, Error> {
     Ok(db
@@ -198,6 +196,8 @@ pub(crate) fn usage_by_day(db: &mut impl Queries) -> Result<Vec<UsageDay>, Error
         .collect())
 }
 
+/// `strata metrics`: the totals, read in one snapshot. PostgreSQL has no write-ahead file of
+/// strata's own, so its size is 0.
 pub(crate) fn metrics(tx: &mut Tx<'_>) -> Result<StoreMetrics, Error> {
     let nodes = tx
         .query(
@@ -271,7 +271,7 @@ pub(crate) fn metrics(tx: &mut Tx<'_>) -> Result<StoreMetrics, Error> {
         calls,
         tools,
         embedding_backlog: vectors::backlog_count(tx, None, None)?,
-        forgets: 0,
+        forgets: count(tx, "SELECT count(*) FROM forgets")?,
         file_bytes: database_bytes(tx)?,
         wal_bytes: 0,
     })
