@@ -8,8 +8,8 @@ use strata::store::{Backend, NewMessage, NewSummary, Role, Store};
 use crate::util::Strata;
 
 /// A database with two personas: `coder` (sessions `billing` and `infra`) and `chef`.
-fn populated(strata: &Strata) -> Store {
-    let store = Store::open(strata.db()).unwrap();
+fn populated(strata: &Strata) -> strata_store::SharedBackend {
+    let store = strata.backend();
     let start = chrono::DateTime::parse_from_rfc3339("2024-05-01T08:00:00Z").unwrap().to_utc();
     let add = |key: &str, persona: &str, texts: &[&str]| {
         let session = store.session(key, persona).unwrap();
@@ -294,7 +294,7 @@ fn ingest_embed_stores_then_embeds_and_reports_the_rate() {
         !output.status.success() && stderr.contains("--embed") && !stderr.contains("panicked"),
         "{stderr}"
     );
-    assert!(!strata.db().exists() || Store::open(strata.db()).unwrap().stats().unwrap().messages == 0);
+    assert!(!strata.db().exists() || strata.backend().stats().unwrap().messages == 0);
 
     let output =
         strata.command().args(["ingest", &file, "--persona", "p", "--embed", "--json"]).output().unwrap();

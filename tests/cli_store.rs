@@ -1,7 +1,5 @@
 //! The foundation commands: init, ingest, stats, view, memory.
 
-use strata_store::{Backend, Store};
-
 use crate::util::Strata;
 
 fn line(role: &str, content: &str, minute: u32) -> String {
@@ -314,7 +312,7 @@ fn a_database_keeps_the_token_encoding_it_was_first_counted_with() {
     let strata = Strata::new();
     let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/sample.jsonl");
     strata.run(&["ingest", sample, "--session", "s"]).success();
-    let store = Store::open(strata.db()).unwrap();
+    let store = strata.backend();
     assert_eq!(store.token_encoding().unwrap().as_deref(), Some("o200k_base"), "gpt-4o-mini's");
     let messages = store.stats().unwrap().messages;
 
@@ -341,6 +339,5 @@ fn a_database_keeps_the_token_encoding_it_was_first_counted_with() {
     let other = Strata::new();
     let out = other.command().arg("init").env("STRATA_COMPACTOR_MODEL", "gpt-4").output().unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("cl100k_base"));
-    let store = Store::open(other.db()).unwrap();
-    assert_eq!(store.token_encoding().unwrap().as_deref(), Some("cl100k_base"));
+    assert_eq!(other.backend().token_encoding().unwrap().as_deref(), Some("cl100k_base"));
 }

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use strata::llm::{ChatClient, RetryPolicy};
 use strata_compactor::context::TOKENS_PER_REPLY;
 use strata_compactor::{Compactor, CompactorConfig, OpenAiConfig, OpenAiSummarizer, Outcome, TokenCounter};
-use strata_store::{Backend, NewMessage, Role, SessionId, Store};
+use strata_store::{NewMessage, Role, SessionId};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
@@ -95,7 +95,7 @@ fn summarizing(strata: &Strata, server: &MockServer) -> (Compactor, SessionId) {
         max_output_tokens: 0,
     })
     .unwrap();
-    let store = Store::open(strata.db()).unwrap();
+    let store = strata.backend();
     let compactor = Compactor::new(store.clone(), config, Arc::new(summarizer)).unwrap();
     let session = store.session("meeting", "team").unwrap();
     let lines = [

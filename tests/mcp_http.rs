@@ -140,16 +140,14 @@ async fn an_http_client_gets_the_tools_of_the_session_and_persona_it_names() {
     // Recalled text is fenced as data, as over stdio.
     assert!(text.contains("retrieved-data"), "{hits:#}");
     // Another persona's message is as missing as a message that does not exist.
-    let conn = rusqlite::Connection::open(strata.db()).unwrap();
-    let blue_id: i64 = conn
-        .query_row("SELECT m.id FROM messages m JOIN sessions s ON s.id = m.session_id WHERE s.role = 'blue' LIMIT 1", [], |r| r.get(0))
-        .unwrap();
+    let backend = strata.backend();
+    let blue = backend.sessions(Some("blue")).unwrap().into_iter().next().expect("a session of blue");
+    let blue_id = backend.messages(blue.id, 0..=i64::MAX).unwrap().first().expect("a message of blue").id.0;
     let view = red.call_tool(call("view_message", json!({"message_id": blue_id}))).await.unwrap();
     assert_eq!(view.is_error, Some(true));
     assert_eq!(answer(&view)["error"]["kind"], "not_found", "{:#}", answer(&view));
     // The session was created for the persona the host named.
-    let persona: String =
-        conn.query_row("SELECT role FROM sessions WHERE key = 'red-desk'", [], |r| r.get(0)).unwrap();
+    let persona = backend.find_session("red-desk").unwrap().expect("the session red-desk").persona;
     assert_eq!(persona, "red");
 
     // A host naming another persona for an existing session is refused, and so is a host

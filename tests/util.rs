@@ -13,7 +13,7 @@ use strata_store::{Backend, Store};
 pub struct Strata {
     dir: tempfile::TempDir,
     db: PathBuf,
-    _database: Option<Box<dyn std::any::Any>>,
+    _database: Option<Box<dyn std::any::Any + Send>>,
 }
 
 /// Whether this run's [`Strata`] databases are on PostgreSQL.
@@ -68,8 +68,16 @@ impl Strata {
     pub fn new() -> Strata {
         let dir = tempfile::tempdir().unwrap();
         if on_postgres() {
-            let (url, database) = crate::postgres::common::scratch_database();
-            return Strata { dir, db: PathBuf::from(url), _database: Some(Box::new(database)) };
+            // The synchronous PostgreSQL client panics on a tokio runtime's thread, and async
+            // tests make their `Strata` on one: the database is made (and dropped) on a thread
+            // of its own.
+            let (url, database) = std::thread::spawn(|| {
+                let (url, database) = crate::postgres::common::scratch_database();
+                (url, Box::new(database) as Box<dyn std::any::Any + Send>)
+            })
+            .join()
+            .unwrap();
+            return Strata { dir, db: PathBuf::from(url), _database: Some(database) };
         }
         let db = dir.path().join("strata.db");
         Strata { dir, db, _database: None }
@@ -77,6 +85,17 @@ impl Strata {
 
     pub fn db(&self) -> &Path {
         &self.db
+    }
+
+    /// The database, opened on whichever backend this run uses (for tests that mean "the
+    /// database", not "the file"). Open it off any tokio runtime's thread.
+    pub fn backend(&self) -> strata_store::SharedBackend {
+        if on_postgres() {
+            let url = self.db.to_str().expect("a url");
+            std::sync::Arc::new(strata_pg::PgStore::open(url).expect("the test database opens"))
+        } else {
+            std::sync::Arc::new(Store::open(&self.db).expect("the test database opens"))
+        }
     }
 
     pub fn dir(&self) -> &Path {
@@ -105,6 +124,16 @@ impl Strata {
         let mut command = Command::new(env!("CARGO_BIN_EXE_strata"));
         command.arg("--db").arg(db).env_remove("STRATA_DB").env("STRATA_LOG", "error");
         Run::from(command.args(args).stdin(std::process::Stdio::null()).output().unwrap())
+    }
+}
+
+impl Drop for Strata {
+    fn drop(&mut self) {
+        // Dropping the PostgreSQL database connects with the synchronous client: off the
+        // runtime's thread, like its creation.
+        if let Some(database) = self._database.take() {
+            std::thread::spawn(move || drop(database)).join().unwrap();
+        }
     }
 }
 
