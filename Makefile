@@ -55,13 +55,7 @@ PG_SKIP_NOT_PORTED := test(/^interop::/) | test(/^crash::/) | test(/^embed_remot
   | test(=reliability::forget_dry_run_writes_nothing) | test(/^reliability::kill_nine_during_/) \
   | test(=reliability::untrusted_names_are_refused_before_they_reach_the_model) \
   | test(=reliability::writers_compaction_and_readers_at_once)
-# Differences between the backends these tests found, to fix in the product: on PostgreSQL
-# `chat` records no LLM usage, `metrics` counts no forgets, and `doctor --full` fails after
-# `forget --before`.
-PG_SKIP_PARITY_BUGS := test(=cli_chat::strata_chat_shows_and_records_each_turns_usage) \
-  | test(=cli_forget::metrics_count_compactions_tokens_and_forgets) \
-  | test(=cli_forget::forget_before_rewrites_the_node_that_keeps_messages)
-PG_SKIP := $(PG_SKIP_FILE_ONLY) | $(PG_SKIP_OWN_DATABASES) | $(PG_SKIP_NOT_PORTED) | $(PG_SKIP_PARITY_BUGS)
+PG_SKIP := $(PG_SKIP_FILE_ONLY) | $(PG_SKIP_OWN_DATABASES) | $(PG_SKIP_NOT_PORTED)
 
 # The PostgreSQL backend's tests run against a real server (PostgreSQL 18 with pgvector, from
 # a pinned PyPI wheel; scripts/postgres.sh), started here and stopped afterwards, pass or fail.

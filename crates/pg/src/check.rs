@@ -85,9 +85,11 @@ pub(crate) fn doctor(tx: &mut Tx<'_>) -> Result<Report, Error> {
     checks.push(rows_check(
         tx,
         "seqs are dense in every session",
-        "SELECT 'session ' || s.id || ' has ' || count(m.id) || ' messages but seqs up to ' || s.next_seq
-         FROM sessions s LEFT JOIN messages m ON m.session_id = s.id GROUP BY s.id
-         HAVING count(m.id) <> s.next_seq OR coalesce(min(m.seq), 0) <> 0",
+        // Dense from the first kept message: `forget --before` takes a session's oldest ones.
+        "SELECT 'session ' || s.id || ' has ' || count(m.id) || ' messages but seqs ' || min(m.seq) || ' to '
+                || max(m.seq) || ', next ' || s.next_seq
+         FROM sessions s JOIN messages m ON m.session_id = s.id GROUP BY s.id
+         HAVING count(m.id) <> max(m.seq) - min(m.seq) + 1 OR max(m.seq) <> s.next_seq - 1",
     )?);
     checks.push(rows_check(
         tx,
