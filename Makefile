@@ -29,7 +29,8 @@ test: test-rust test-python
 # The engine's behaviour tests (tests/) run a second time with each `Strata` database on
 # PostgreSQL (STRATA_TEST_BACKEND=postgres, tests/util.rs). Left out, by name, in this one place:
 # What only a SQLite file has: its bytes on disk, its -wal, a damaged or foreign file, file
-# locks and busy timeouts, `backup`/`restore` of a file, secure_delete's zeroed pages.
+# locks and busy timeouts, `backup`/`restore` of a file, secure_delete's zeroed pages, a
+# kill timed by the -wal's growth, "writes nothing" checked as the files' bytes.
 PG_SKIP_FILE_ONLY := test(=cli_store::doctor_backup_and_a_damaged_file) \
   | test(=cli_store::locked_database_times_out_with_a_clear_error) \
   | test(=cli_store::newer_database_is_refused) | test(=cli_store::not_a_database_is_refused) \
@@ -40,19 +41,21 @@ PG_SKIP_FILE_ONLY := test(=cli_store::doctor_backup_and_a_damaged_file) \
   | test(=reliability::another_writer_is_not_damage_and_opening_a_session_only_reads) \
   | test(=reliability::doctor_full_reports_a_tampered_schema) \
   | test(=reliability::readers_never_wait_for_the_write_lock) \
-  | test(=reliability::foreign_sqlite_files_are_byte_identical_after_every_command)
+  | test(=reliability::foreign_sqlite_files_are_byte_identical_after_every_command) \
+  | test(=reliability::forget_dry_run_writes_nothing) \
+  | test(=crash::kill_during_ingest_writes_all_or_nothing)
 # Tests that make their own databases whatever the backend (eval's scratch databases, the
 # PostgreSQL tests, a file in a directory of their own): a second run tests nothing new.
 PG_SKIP_OWN_DATABASES := test(/^cli_eval::/) | test(/^postgres::/) | test(/^tool_names::/)
 # Not yet ported: they read the database through rusqlite or SQLite-only `Store` methods
 # (raw rows, vector counts, all_messages); to port, read it through `Strata::backend()`.
-PG_SKIP_NOT_PORTED := test(/^interop::/) | test(/^crash::/) | test(/^embed_remote::/) \
+PG_SKIP_NOT_PORTED := test(/^interop::/) | test(/^embed_remote::/) \
   | test(=cli_recall::embed_killed_mid_batch_resumes_and_embeds_everything_exactly_once) \
   | test(=cli_recall::ingest_embed_stores_then_embeds_and_reports_the_rate) \
   | test(=cli_compact::expired_preferences_are_not_injected) \
   | test(=cli_chat::strata_chat_reports_a_failing_model_and_goes_on) \
   | test(=cli_chat::strata_chat_runs_memory_grep_for_real_and_prints_the_answer) \
-  | test(=reliability::forget_dry_run_writes_nothing) | test(/^reliability::kill_nine_during_/) \
+  | test(/^reliability::kill_nine_during_/) \
   | test(=reliability::untrusted_names_are_refused_before_they_reach_the_model) \
   | test(=reliability::writers_compaction_and_readers_at_once)
 PG_SKIP := $(PG_SKIP_FILE_ONLY) | $(PG_SKIP_OWN_DATABASES) | $(PG_SKIP_NOT_PORTED)

@@ -2,7 +2,7 @@
 
 use std::process::Stdio;
 
-use strata_store::{Backend, Role, Store};
+use strata_store::Role;
 use strata_synth::{TranscriptSpec, generate};
 
 use crate::util::{Strata, assert_consistent, kill_when};
@@ -30,12 +30,12 @@ fn kill_during_ingest_writes_all_or_nothing() {
     let wal = strata.db().with_extension("db-wal");
     let killed =
         kill_when(&mut child, || std::fs::metadata(&wal).map(|m| m.len() > 256 * 1024).unwrap_or(false));
-    let store = Store::open(strata.db()).unwrap();
+    let store = strata.backend();
     let stored = store.stats().unwrap().messages as usize;
     assert!(killed, "ingest finished before it could be interrupted");
     assert!(stored == 0 || stored == count, "half-written ingest: {stored} of {count}");
     strata.run(&["ingest", file.to_str().unwrap(), "--session", "again"]).success();
-    assert_consistent(&store, "again", count);
+    assert_consistent(&*store, "again", count);
 }
 
 #[test]
@@ -43,7 +43,7 @@ fn kill_during_compaction_leaves_a_consistent_forest() {
     let strata = Strata::new();
     let (file, count) = transcript_file(&strata, 1_500);
     strata.run(&["ingest", file.to_str().unwrap(), "--session", "week"]).success();
-    let store = Store::open(strata.db()).unwrap();
+    let store = strata.backend();
     let mut kills = 0;
     // Kill at a few different depths of the work: after 1, 10 and 25 nodes exist.
     for threshold in [1u64, 10, 25] {
@@ -58,15 +58,15 @@ fn kill_during_compaction_leaves_a_consistent_forest() {
             store.stats().map(|s| s.nodes_per_level.iter().sum::<u64>() >= threshold).unwrap_or(false)
         });
         kills += usize::from(killed);
-        assert_consistent(&store, "week", count);
+        assert_consistent(&*store, "week", count);
     }
     assert!(kills >= 1, "at least one compaction was interrupted");
     // A fresh run finishes the job from where the killed ones stopped.
     strata.run(&["compact", "--session", "week"]).success();
-    assert_consistent(&store, "week", count);
+    assert_consistent(&*store, "week", count);
     let session = store.find_session("week").unwrap().unwrap();
     let first_user =
-        store.all_messages(session.id).unwrap().into_iter().find(|m| m.role == Role::User).unwrap();
+        store.messages(session.id, 0..=i64::MAX).unwrap().into_iter().find(|m| m.role == Role::User).unwrap();
     assert!(store.message(first_user.id).unwrap().content.len() > 10, "content intact");
     assert!(store.stats().unwrap().compacted_messages > (count / 2) as u64);
 }
