@@ -49,7 +49,7 @@ PG_SKIP_FILE_ONLY := test(=cli_store::doctor_backup_and_a_damaged_file) \
 PG_SKIP_OWN_DATABASES := test(/^cli_eval::/) | test(/^postgres::/) | test(/^tool_names::/)
 # Not yet ported: they read the database through rusqlite or SQLite-only `Store` methods
 # (raw rows, vector counts, all_messages); to port, read it through `Strata::backend()`.
-PG_SKIP_NOT_PORTED := test(/^interop::/) | test(/^embed_remote::/) \
+PG_SKIP_NOT_PORTED := test(/^embed_remote::/) \
   | test(=cli_recall::embed_killed_mid_batch_resumes_and_embeds_everything_exactly_once) \
   | test(=cli_recall::ingest_embed_stores_then_embeds_and_reports_the_rate) \
   | test(=cli_compact::expired_preferences_are_not_injected) \

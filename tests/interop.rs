@@ -3,43 +3,48 @@
 
 use std::path::Path;
 
+use strata_store::transfer::{ExportScope, ExportedMessage};
+use strata_store::{Backend, Store};
+
 use crate::util::Strata;
 
 /// Every stored field of every message, with its session's key and persona, in order: what a
 /// lossless export must reproduce. Only the row ids and the compaction links are left out.
 /// The time is compared as the stored REAL's bits.
-pub fn stored_rows(db: &Path) -> Vec<String> {
-    let conn = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
-    let mut statement = conn
-        .prepare(
-            "SELECT s.key, s.role, m.seq, m.role, m.content, m.tool_calls, m.tool_call_id, m.name,
-                    m.created_at, m.token_count, m.pinned, m.external_id, m.body
-             FROM messages m JOIN sessions s ON s.id = m.session_id ORDER BY m.session_id, m.seq",
-        )
-        .unwrap();
-    statement
-        .query_map([], |row| {
-            let time: f64 = row.get(8)?;
-            Ok(format!(
+pub fn stored_rows(backend: &dyn Backend) -> Vec<String> {
+    all_messages(backend)
+        .iter()
+        .map(|stored| {
+            let m = &stored.message;
+            format!(
                 "{:?} {:?} {} {:?} {:?} {:?} {:?} {:?} {:#x} {} {} {:?} {:?}",
-                row.get::<_, String>(0)?,
-                row.get::<_, String>(1)?,
-                row.get::<_, i64>(2)?,
-                row.get::<_, String>(3)?,
-                row.get::<_, String>(4)?,
-                row.get::<_, Option<String>>(5)?,
-                row.get::<_, Option<String>>(6)?,
-                row.get::<_, Option<String>>(7)?,
-                time.to_bits(),
-                row.get::<_, i64>(9)?,
-                row.get::<_, bool>(10)?,
-                row.get::<_, Option<String>>(11)?,
-                row.get::<_, Option<String>>(12)?,
-            ))
+                stored.session_key,
+                stored.persona,
+                m.seq,
+                m.role.as_str(),
+                m.content,
+                m.tool_calls.as_ref().map(|calls| calls.to_string()),
+                m.tool_call_id,
+                m.name,
+                stored.created_at_seconds.to_bits(),
+                m.token_count,
+                m.pinned,
+                stored.external_id,
+                m.body,
+            )
         })
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap()
+        .collect()
+}
+
+/// Every stored message with every field, session by session (in id order), each in seq
+/// order, read through the storage seam: the same on both backends.
+pub fn all_messages(backend: &dyn Backend) -> Vec<ExportedMessage> {
+    let mut sessions = backend.sessions(None).unwrap();
+    sessions.sort_by_key(|session| session.id.0);
+    sessions
+        .iter()
+        .flat_map(|session| backend.export_messages(ExportScope::Session(&session.key)).unwrap())
+        .collect()
 }
 
 /// Exports `persona` of `strata`'s database as JSON Lines, ingests the file into an empty
@@ -52,10 +57,12 @@ pub fn assert_round_trip(strata: &Strata, persona: &str) -> String {
     strata.run(&["export", "--format", "jsonl", "--persona", persona, "--out", export]).success();
     let second = strata.dir().join(format!("second-{persona}.db"));
     strata.run_on(&second, &["ingest", export]).success();
-    let rows = |db: &Path| {
-        stored_rows(db).into_iter().filter(|row| row.contains(&format!(" {persona:?} "))).collect::<Vec<_>>()
-    };
-    let (first_rows, second_rows) = (rows(strata.db()), stored_rows(&second));
+    let second_store = Store::open(&second).unwrap();
+    let first_rows: Vec<String> = stored_rows(&*strata.backend())
+        .into_iter()
+        .filter(|row| row.contains(&format!(" {persona:?} ")))
+        .collect();
+    let second_rows = stored_rows(&second_store);
     assert!(!first_rows.is_empty(), "nothing to export for {persona}");
     assert_eq!(first_rows, second_rows, "export then ingest changed the messages");
     let again = strata.dir().join(format!("again-{persona}.jsonl"));
@@ -97,15 +104,10 @@ fn every_message_shape_is_kept_byte_for_byte_through_export_and_ingest() {
     let strata = Strata::new();
     let file = strata.file("shapes.jsonl", SHAPES);
     strata.run(&["ingest", file.to_str().unwrap(), "--persona", "coder", "--session", "s"]).success();
-    let conn = rusqlite::Connection::open_with_flags(strata.db(), rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-        .unwrap();
-    let stored: Vec<(i64, String, String, Option<String>)> = conn
-        .prepare("SELECT id, role, content, body FROM messages ORDER BY seq")
-        .unwrap()
-        .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+    let stored: Vec<(i64, String, String, Option<String>)> = all_messages(&*strata.backend())
+        .into_iter()
+        .map(|m| (m.message.id.0, m.message.role.as_str().to_owned(), m.message.content, m.message.body))
+        .collect();
     let lines: Vec<&str> = SHAPES.lines().collect();
     assert_eq!(stored.len(), lines.len());
     for ((_, _, _, body), line) in stored.iter().zip(&lines) {
@@ -178,7 +180,11 @@ fn export_then_ingest_into_an_empty_database_stores_the_same_messages() {
     let export = strata.dir().join("export-coder.jsonl");
     let second = strata.dir().join("second-coder.db");
     strata.run_on(&second, &["ingest", export.to_str().unwrap()]).success();
-    assert_eq!(stored_rows(&second).len(), 8, "re-running the ingest of an export adds nothing");
+    assert_eq!(
+        stored_rows(&Store::open(&second).unwrap()).len(),
+        8,
+        "re-running the ingest of an export adds nothing"
+    );
 }
 
 #[test]
@@ -232,19 +238,22 @@ type Stored = (String, String, Option<String>, Option<String>, Option<String>);
 
 /// The stored messages of a session.
 fn messages(strata: &Strata, session: &str) -> Vec<Stored> {
-    let conn = rusqlite::Connection::open_with_flags(strata.db(), rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-        .unwrap();
-    let mut statement = conn
-        .prepare(
-            "SELECT m.role, m.content, m.tool_call_id, m.name, m.tool_calls FROM messages m
-             JOIN sessions s ON s.id = m.session_id WHERE s.key = ?1 ORDER BY m.seq",
-        )
-        .unwrap();
-    statement
-        .query_map([session], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?)))
+    strata
+        .backend()
+        .export_messages(ExportScope::Session(session))
         .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap()
+        .into_iter()
+        .map(|stored| {
+            let m = stored.message;
+            (
+                m.role.as_str().to_owned(),
+                m.content,
+                m.tool_call_id,
+                m.name,
+                m.tool_calls.map(|calls| calls.to_string()),
+            )
+        })
+        .collect()
 }
 
 /// Everything an imported file must allow: a re-run adds nothing, the words are found by
@@ -332,15 +341,8 @@ fn claude_code_sessions_import_with_tool_calls_results_and_subagents() {
     );
     assert!(!stored.iter().any(|m| m.1.contains("Look at the test first")), "thinking is not text");
     // Kept whole: the thinking with its signature, the image's bytes.
-    let conn = rusqlite::Connection::open_with_flags(strata.db(), rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-        .unwrap();
-    let bodies: Vec<String> = conn
-        .prepare("SELECT body FROM messages WHERE body IS NOT NULL ORDER BY id")
-        .unwrap()
-        .query_map([], |row| row.get(0))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+    let bodies: Vec<String> =
+        all_messages(&*strata.backend()).into_iter().filter_map(|stored| stored.message.body).collect();
     assert!(
         bodies.iter().any(|b| b.contains(r#""thinking":"Look at the test first.","signature":"sig""#)),
         "{bodies:?}"
@@ -389,11 +391,11 @@ fn codex_rollouts_import_with_parallel_calls_and_their_outputs() {
     let patch: serde_json::Value = serde_json::from_str(stored[8].4.as_deref().unwrap()).unwrap();
     assert!(patch[0]["function"]["arguments"].as_str().unwrap().starts_with("*** Begin Patch"));
     assert!(!stored.iter().any(|m| m.1.contains("Inspecting the indexer")), "reasoning is not text");
-    let conn = rusqlite::Connection::open_with_flags(strata.db(), rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-        .unwrap();
-    let kept: String = conn
-        .query_row("SELECT body FROM messages WHERE body LIKE '%encrypted_content%'", [], |row| row.get(0))
-        .unwrap();
+    let kept: String = all_messages(&*strata.backend())
+        .into_iter()
+        .filter_map(|stored| stored.message.body)
+        .find(|body| body.contains("encrypted_content"))
+        .expect("the reasoning item's body is stored");
     assert!(
         kept.contains(r#""type":"reasoning","id":"rs_01""#) && kept.contains("Inspecting the indexer"),
         "{kept}"
@@ -428,8 +430,10 @@ fn opencode_markdown_exports_import_with_tools_and_errors() {
     assert!(stored[2].1.starts_with("<file>\n00001| package main"), "{}", stored[2].1);
     assert_eq!(stored[5].1, "Error: Error: oldString not found in content");
     assert!(stored[6].1.contains("uses spaces"), "{}", stored[6].1);
-    let conn = rusqlite::Connection::open(strata.db()).unwrap();
-    let time: f64 = conn.query_row("SELECT MIN(created_at) FROM messages", [], |r| r.get(0)).unwrap();
+    let time = all_messages(&*strata.backend())
+        .iter()
+        .map(|stored| stored.created_at_seconds)
+        .fold(f64::INFINITY, f64::min);
     assert_eq!(time, 1_770_912_309.0, "the session's Created time, 2/12/2026, 4:05:09 PM");
 }
 
