@@ -611,7 +611,9 @@ impl EngineSession {
         let stated = rows
             .iter()
             .filter(|row| row.role == Role::User)
-            .flat_map(|row| strata_compactor::stated_facts(&row.content, row.name.as_deref()))
+            // Masked first, as every summary is: no proposal holds a pasted key or password.
+            .map(|row| (self.engine.inner.recall.secret_patterns.mask(&row.content), row.name.as_deref()))
+            .flat_map(|(text, name)| strata_compactor::stated_facts(&text, name))
             .filter(|fact| fact.category == Category::UserPreferences);
         for fact in stated {
             let held = store.memory(persona, Category::UserPreferences, &fact.key);

@@ -514,6 +514,15 @@ async fn a_stated_preference_is_proposed_at_once() {
         engine.proposals(PERSONA).unwrap().into_iter().map(|proposal| proposal.update.key).collect();
     assert_eq!(keys, ["answer_french", "用中文回答", "antworte_bitte_auf_deutsch"]);
 
+    // A pasted secret is masked before the words are read.
+    session
+        .append(ChatMessage::user("From now on, deploy with token ghp_abcdefghijklmnopqrstuvwxyz0123456789."))
+        .unwrap();
+    let proposals = engine.proposals(PERSONA).unwrap();
+    assert_eq!(proposals.len(), 4, "{proposals:?}");
+    assert!(proposals.iter().all(|p| !p.update.content.contains("ghp_abc") && !p.update.key.contains("ghp")));
+    assert_eq!(proposals[3].update.key, "deploy_token_masked_secret");
+
     // Accepted, it is the user's preference.
     let memory = engine.accept_proposal(PERSONA, "用中文回答").unwrap();
     assert_eq!(memory.category, Category::UserPreferences);
@@ -533,5 +542,9 @@ async fn a_stated_preference_is_proposed_at_once() {
         engine.proposals(PERSONA).unwrap().into_iter().map(|proposal| proposal.update.key).collect();
     let mut sorted = keys.clone();
     sorted.sort();
-    assert_eq!(sorted, ["answer_french", "antworte_bitte_auf_deutsch"], "{keys:?}");
+    assert_eq!(
+        sorted,
+        ["answer_french", "antworte_bitte_auf_deutsch", "deploy_token_masked_secret"],
+        "{keys:?}"
+    );
 }
