@@ -25,7 +25,8 @@ use strata_recall::{
 use strata_store::memories::QueuedUpdate;
 use strata_store::search::Recalled;
 use strata_store::{
-    Level, Memory, MessageId, NewMessage, Role, Session, SessionId, SharedBackend, Store, SummaryNode,
+    Category, Level, Memory, MessageId, NewMessage, Role, Session, SessionId, SharedBackend, Store,
+    SummaryNode,
 };
 use tokio::task::JoinHandle;
 use tracing::Instrument;
@@ -596,8 +597,36 @@ impl EngineSession {
         }
         inner.compactor.counter().count_new_all(&mut rows);
         let ids = inner.store.append(self.session.id, &rows)?;
+        self.propose_stated(&rows);
         self.engine.notify_worker();
         Ok(ids)
+    }
+
+    /// A preference a user states becomes a proposal as soon as the message is stored, not
+    /// at the compaction that reads it later (which proposes the same key again, replacing
+    /// this one). Memos wait for that compaction: they are settled against the persona's
+    /// memories by meaning, which needs the embedding model, too slow for an append. The
+    /// message is stored either way: a refused proposal is logged, not the append's error.
+    fn propose_stated(&self, rows: &[NewMessage]) {
+        let store = &self.engine.inner.store;
+        let persona = &self.session.persona;
+        let stated = rows
+            .iter()
+            .filter(|row| row.role == Role::User)
+            // Masked first, as every summary is: no proposal holds a pasted key or password.
+            .map(|row| (self.engine.inner.recall.secret_patterns.mask(&row.content), row.name.as_deref()))
+            .flat_map(|(text, name)| strata_compactor::stated_facts(&text, name))
+            .filter(|fact| fact.category == Category::UserPreferences);
+        for fact in stated {
+            let held = store.memory(persona, Category::UserPreferences, &fact.key);
+            // The user's preference says this already: nothing to propose.
+            if held.as_ref().is_ok_and(|memory| memory.as_ref().is_some_and(|m| m.content == fact.content)) {
+                continue;
+            }
+            if let Err(error) = store.propose_stated(persona, &fact) {
+                tracing::warn!(%error, key = %fact.key, "a stated preference was not proposed");
+            }
+        }
     }
 
     /// Runs the compaction cycle (bounded by `max_rounds`) and assembles the context to send.

@@ -115,9 +115,11 @@ async fn a_fact_said_in_turn_three_is_remembered_and_a_preference_waits_for_the_
     assert!(memo.content.contains("5433"));
     assert!(store.memory(PERSONA, Category::Memo, "too_long").unwrap().is_none(), "over 500 characters");
     assert!(store.memory(PERSONA, Category::UserPreferences, "british_english").unwrap().is_none());
+    // Proposed twice: at once from the message's words, and by the LLM summary under its own
+    // key. Keys that differ are not matched by meaning yet (issue 39 item 4, left open).
     let proposals = engine.proposals(PERSONA).unwrap();
-    assert_eq!(proposals.len(), 1);
-    assert_eq!(proposals[0].update.key, "british_english");
+    let keys: Vec<&str> = proposals.iter().map(|proposal| proposal.update.key.as_str()).collect();
+    assert_eq!(keys, ["answer_british_english", "british_english"]);
     assert!(engine.proposals("someone-else").unwrap().is_empty(), "personas are isolated");
 
     // A later session of the persona starts with the memory in view, and without the
@@ -134,6 +136,7 @@ async fn a_fact_said_in_turn_three_is_remembered_and_a_preference_waits_for_the_
     // Once the user accepts it, every turn carries it.
     let accepted = engine.accept_proposal(PERSONA, "british_english").unwrap();
     assert_eq!(accepted.category, Category::UserPreferences);
+    engine.reject_proposal(PERSONA, "answer_british_english").unwrap();
     assert!(engine.proposals(PERSONA).unwrap().is_empty());
     tuesday.append(ChatMessage::assistant("Staging uses port 5433.")).unwrap();
     tuesday.append(ChatMessage::user("Thanks. And the release date?")).unwrap();
@@ -485,4 +488,63 @@ async fn tool_results_are_admitted_against_the_open_calls_however_many() {
     let error = session.append(ChatMessage::tool("call_0", "read", "late")).unwrap_err().to_string();
     assert!(error.contains("open: none"), "a user or assistant message closes the run: {error}");
     assert_eq!(engine.store().messages(session.id(), 0..=i64::MAX).unwrap().len(), before + 1);
+}
+
+/// A preference the user states is proposed as soon as the message is appended, in English,
+/// Chinese or German, before any compaction; the compaction that later reads the same message
+/// replaces the proposal instead of adding a second one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stated_preference_is_proposed_at_once() {
+    let strata = Strata::new();
+    let engine = Engine::open(strata.db(), folding()).unwrap();
+    let session = engine.session("stated", PERSONA).unwrap();
+    session.append(ChatMessage::user("Hello, how is the weather in Lyon today?")).unwrap();
+    session.append(ChatMessage::assistant("Sunny. From now on, I will check it daily.")).unwrap();
+    assert_eq!(engine.proposals(PERSONA).unwrap(), Vec::new(), "small talk and the assistant state nothing");
+
+    session.append(ChatMessage::user("From now on, answer in French.")).unwrap();
+    let proposals = engine.proposals(PERSONA).unwrap();
+    assert_eq!(proposals.len(), 1, "{proposals:?}");
+    assert_eq!(proposals[0].update.key, "answer_french");
+    assert_eq!(proposals[0].update.category, Category::UserPreferences);
+    assert_eq!(proposals[0].node_id, None);
+    session.append(ChatMessage::user("以后请用中文回答。")).unwrap();
+    session.append(ChatMessage::user("Ab jetzt antworte bitte auf Deutsch.")).unwrap();
+    let keys: Vec<String> =
+        engine.proposals(PERSONA).unwrap().into_iter().map(|proposal| proposal.update.key).collect();
+    assert_eq!(keys, ["answer_french", "用中文回答", "antworte_bitte_auf_deutsch"]);
+
+    // A pasted secret is masked before the words are read.
+    session
+        .append(ChatMessage::user("From now on, deploy with token ghp_abcdefghijklmnopqrstuvwxyz0123456789."))
+        .unwrap();
+    let proposals = engine.proposals(PERSONA).unwrap();
+    assert_eq!(proposals.len(), 4, "{proposals:?}");
+    assert!(proposals.iter().all(|p| !p.update.content.contains("ghp_abc") && !p.update.key.contains("ghp")));
+    assert_eq!(proposals[3].update.key, "deploy_token_masked_secret");
+
+    // Accepted, it is the user's preference.
+    let memory = engine.accept_proposal(PERSONA, "用中文回答").unwrap();
+    assert_eq!(memory.category, Category::UserPreferences);
+    assert_eq!(memory.content, "Prefers: 用中文回答");
+    assert!(engine.store().memory(PERSONA, Category::UserPreferences, "用中文回答").unwrap().is_some());
+
+    // The compaction reading the same messages keeps one proposal per key.
+    for turn in 0..8 {
+        session.append(ChatMessage::user(format!("Turn {turn}: how is the garden project going?"))).unwrap();
+        session
+            .append(ChatMessage::assistant(format!("Turn {turn}: the tomatoes are growing well.")))
+            .unwrap();
+    }
+    let prepared = session.prepare_context().await.unwrap();
+    assert!(matches!(prepared.outcome, Some(Outcome::Compacted { .. })), "{:?}", prepared.outcome);
+    let keys: Vec<String> =
+        engine.proposals(PERSONA).unwrap().into_iter().map(|proposal| proposal.update.key).collect();
+    let mut sorted = keys.clone();
+    sorted.sort();
+    assert_eq!(
+        sorted,
+        ["answer_french", "antworte_bitte_auf_deutsch", "deploy_token_masked_secret"],
+        "{keys:?}"
+    );
 }

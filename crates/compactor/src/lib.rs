@@ -73,6 +73,7 @@ pub use crate::compactor::{BeforeAssembly, Compactor, Outcome, Refusal, Resummar
 pub use crate::config::{CompactorConfig, CompactorSettings};
 pub use crate::error::{Error, Result, SummarizeError};
 pub use crate::extractive::ExtractiveSummarizer;
+pub use crate::facts::stated_facts;
 pub use crate::openai::{OpenAiConfig, OpenAiSummarizer};
 pub use crate::recalled::Recaller;
 pub use crate::summarizer::Summarizer;

@@ -42,7 +42,9 @@ use strata_store::backend::{from_unix, to_unix, validate_session_key};
 use strata_store::check::Report;
 use strata_store::embeddings::{BacklogItem, EmbeddingSpace};
 use strata_store::forgetting::{ForgetPlan, ForgetRecord, ForgetScope, Forgotten, Rebuilt};
-use strata_store::memories::{MemoryVersion, MemoryWrite, Provenance, QueuedUpdate, UpdateId, Writer};
+use strata_store::memories::{
+    MemoryUpdate, MemoryVersion, MemoryWrite, Provenance, QueuedUpdate, UpdateId, Writer,
+};
 use strata_store::search::{CandidateQuery, Candidates, SearchFilter, TextHit, TextQuery};
 use strata_store::stats::{LlmCall, Stats, StoreMetrics};
 use strata_store::{
@@ -433,6 +435,10 @@ impl Backend for PgStore {
 
     fn propose_preference(&self, id: UpdateId, key: &str, title: &str, content: &str) -> Result<()> {
         self.write(|tx| memories::propose(tx, id, key, title, content))
+    }
+
+    fn propose_stated(&self, persona: &str, update: &MemoryUpdate) -> Result<()> {
+        self.write(|tx| memories::propose_stated(tx, persona, update, Utc::now()))
     }
 
     fn proposals(&self, persona: &str) -> Result<Vec<QueuedUpdate>> {

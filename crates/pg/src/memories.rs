@@ -3,7 +3,9 @@
 
 use chrono::{DateTime, Utc};
 use strata_store::backend::{check_supersede, check_writer, fold, from_unix, to_unix, validate_memory};
-use strata_store::memories::{MemoryVersion, MemoryWrite, Provenance, QueuedUpdate, UpdateId, Writer};
+use strata_store::memories::{
+    MemoryUpdate, MemoryVersion, MemoryWrite, Provenance, QueuedUpdate, UpdateId, Writer,
+};
 use strata_store::{Category, Error, Memory, Missing};
 
 use crate::db::{Queries, Tx, pg};
@@ -288,6 +290,35 @@ pub(crate) fn propose(
         "UPDATE memory_updates SET state = 'proposed', key = $2, title = $3, content = $4
          WHERE id = $1 AND state = 'pending'",
         &[&id.0, &key, &title, &content],
+    )
+    .map_err(pg)?;
+    Ok(())
+}
+
+/// Proposes a preference the user stated in a message just appended, with no node, replacing
+/// the persona's open proposal of the same key.
+pub(crate) fn propose_stated(
+    tx: &mut Tx<'_>,
+    persona: &str,
+    update: &MemoryUpdate,
+    now: DateTime<Utc>,
+) -> Result<(), Error> {
+    // A proposal obeys the rules of the memory it would become, so accepting never fails.
+    validate_memory(&MemoryWrite {
+        category: update.category,
+        key: &update.key,
+        title: &update.title,
+        content: &update.content,
+    })?;
+    tx.execute(
+        "DELETE FROM memory_updates WHERE state = 'proposed' AND persona = $1 AND key = $2",
+        &[&persona, &update.key],
+    )
+    .map_err(pg)?;
+    tx.execute(
+        "INSERT INTO memory_updates(persona, node_id, category, key, title, content, state, created_at)
+         VALUES ($1, NULL, $2, $3, $4, $5, 'proposed', $6)",
+        &[&persona, &update.category.as_str(), &update.key, &update.title, &update.content, &to_unix(now)],
     )
     .map_err(pg)?;
     Ok(())

@@ -25,8 +25,8 @@ use crate::search::{CandidateQuery, Candidates, SearchFilter, TextHit, TextQuery
 use crate::sessions::SessionOverview;
 use crate::store::{Stats, Store};
 use crate::types::{
-    Category, Level, Memory, Message, MessageId, NewMessage, NewSummary, NodeId, QueuedUpdate, Session,
-    SessionId, SummaryNode, UpdateId, Writer,
+    Category, Level, Memory, MemoryUpdate, Message, MessageId, NewMessage, NewSummary, NodeId, QueuedUpdate,
+    Session, SessionId, SummaryNode, UpdateId, Writer,
 };
 use crate::usage::LlmCall;
 use crate::vectors::{BacklogItem, EmbeddingSpace};
@@ -243,6 +243,9 @@ pub trait Backend: Maintenance + Send + Sync + std::fmt::Debug {
     /// Turns a queued fact into a proposed user preference under `key`, for the user to
     /// accept or reject (the agent never writes preferences).
     fn propose_preference(&self, id: UpdateId, key: &str, title: &str, content: &str) -> Result<()>;
+    /// Proposes a preference the user stated in a message just appended (no summary found it
+    /// yet), replacing the persona's open proposal of the same key.
+    fn propose_stated(&self, persona: &str, update: &MemoryUpdate) -> Result<()>;
     /// A persona's proposed preferences, oldest first.
     fn proposals(&self, persona: &str) -> Result<Vec<QueuedUpdate>>;
     /// Accepts a proposed preference: saves it as the user's and removes the proposal.

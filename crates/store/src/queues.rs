@@ -76,6 +76,40 @@ pub fn propose(conn: &Connection, id: UpdateId, key: &str, title: &str, content:
     Ok(())
 }
 
+/// Proposes a preference the user stated in a message just appended, before any summary found
+/// it (so with no node), replacing the persona's open proposal of the same key. The summary
+/// that later finds the same statement replaces this proposal in turn ([`propose`]): one
+/// proposal per key, never two.
+pub fn propose_stated(
+    conn: &Connection,
+    persona: &str,
+    update: &MemoryUpdate,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    // A proposal obeys the rules of the memory it would become, so accepting never fails.
+    agent_memories::validate(&MemoryWrite {
+        category: update.category,
+        key: &update.key,
+        title: &update.title,
+        content: &update.content,
+    })?;
+    conn.prepare_cached("DELETE FROM memory_updates WHERE state = 'proposed' AND role = ?1 AND key = ?2")?
+        .execute(params![persona, update.key])?;
+    conn.prepare_cached(
+        "INSERT INTO memory_updates(role, node_id, category, key, title, content, state, created_at)
+         VALUES (?1, NULL, ?2, ?3, ?4, ?5, 'proposed', ?6)",
+    )?
+    .execute(params![
+        persona,
+        update.category.as_str(),
+        update.key,
+        update.title,
+        update.content,
+        to_unix(now)
+    ])?;
+    Ok(())
+}
+
 /// The open proposals of a persona, oldest first.
 pub fn proposals(conn: &Connection, persona: &str) -> Result<Vec<QueuedUpdate>> {
     let sql = format!(

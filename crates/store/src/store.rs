@@ -27,8 +27,8 @@ use crate::search::index::Deferred;
 use crate::search::{self, CandidateQuery, Candidates, SearchFilter, TextHit, TextQuery};
 use crate::sessions::{self, SessionOverview};
 use crate::types::{
-    Category, Level, Memory, Message, MessageId, NewMessage, NewSummary, NodeId, QueuedUpdate, Session,
-    SessionId, SummaryNode, UpdateId, Writer,
+    Category, Level, Memory, MemoryUpdate, Message, MessageId, NewMessage, NewSummary, NodeId, QueuedUpdate,
+    Session, SessionId, SummaryNode, UpdateId, Writer,
 };
 use crate::usage::{self, LlmCall};
 use crate::vectors::{self, BacklogItem, EmbeddingSpace};
@@ -676,6 +676,10 @@ impl Backend for Store {
 
     fn propose_preference(&self, id: UpdateId, key: &str, title: &str, content: &str) -> Result<()> {
         self.write(|tx| queues::propose(tx, id, key, title, content))
+    }
+
+    fn propose_stated(&self, persona: &str, update: &MemoryUpdate) -> Result<()> {
+        self.write(|tx| queues::propose_stated(tx, persona, update, Utc::now()))
     }
 
     fn proposals(&self, persona: &str) -> Result<Vec<QueuedUpdate>> {
