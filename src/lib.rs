@@ -56,9 +56,10 @@ pub mod blocking;
 extern crate self as strata;
 #[cfg(feature = "cli")]
 mod chat;
+// Its doc comments are the command's `--help` text (clap), not rustdoc's.
 #[cfg(feature = "cli")]
 #[doc(hidden)]
-#[allow(missing_docs)]
+#[allow(missing_docs, rustdoc::all)]
 pub mod cli;
 pub mod config;
 mod embedding;
