@@ -94,9 +94,10 @@ pub(crate) fn stored_by_content(
     recognize_transcript(&starts, &mut at, key, messages)
 }
 
-/// [`stored_by_content`] over any backend: `starts` are the first seqs of the session's
-/// recorded runs, `at` reads the stored (role, content) at a seq. Shared by every backend, so
-/// an edited transcript is recognized and refused alike on each.
+/// Which leading lines of a transcript a session already holds, over any backend: `starts`
+/// are the first seqs of the session's recorded runs, `at` reads the stored (role, content)
+/// at a seq. Shared by every backend, so an edited transcript is recognized and refused alike
+/// on each.
 pub fn recognize_transcript(
     starts: &[i64],
     at: &mut dyn FnMut(i64) -> Result<Option<(String, String)>>,
