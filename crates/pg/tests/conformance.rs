@@ -42,6 +42,7 @@ conformance!(
     forgetting_a_sessions_start_rewrites_the_node_that_keeps_messages,
     messages_are_deleted_only_by_a_forget,
     usage_is_summed_per_day_purpose_caller_and_model,
+    a_stated_preference_is_proposed_once_per_key,
 );
 
 fn summary(headline: &str) -> NewSummary {
@@ -553,4 +554,29 @@ fn usage_is_summed_per_day_purpose_caller_and_model(backend: &dyn Backend) {
         })
         .collect();
     assert_eq!(summed, [("2026-03-02", 1, 0, 80, 10, 250, 100), ("2026-03-01", 2, 1, 120, 20, 500, 200)]);
+}
+
+fn a_stated_preference_is_proposed_once_per_key(backend: &dyn Backend) {
+    let stated = |key: &str, content: &str| MemoryUpdate {
+        category: Category::UserPreferences,
+        key: key.into(),
+        title: "Language".into(),
+        content: content.into(),
+        edit: None,
+    };
+    backend.propose_stated("ana", &stated("answer_language", "Answer in French.")).unwrap();
+    // Said again in other words: the open proposal of the key is replaced, not doubled.
+    backend.propose_stated("ana", &stated("answer_language", "Always answer in French, please.")).unwrap();
+    let proposals = backend.proposals("ana").unwrap();
+    assert_eq!(proposals.len(), 1, "{proposals:?}");
+    assert_eq!(proposals[0].update.content, "Always answer in French, please.");
+    assert!(proposals[0].proposed && proposals[0].node_id.is_none());
+    assert!(backend.proposals("bob").unwrap().is_empty(), "another persona sees none");
+    // A key a memory may not have is refused and changes nothing.
+    assert!(backend.propose_stated("ana", &stated("Not A Key!", "x")).is_err());
+    assert_eq!(backend.proposals("ana").unwrap().len(), 1);
+    assert!(
+        backend.memory("ana", Category::UserPreferences, "answer_language").unwrap().is_none(),
+        "only proposed"
+    );
 }
