@@ -47,18 +47,7 @@ PG_SKIP_FILE_ONLY := test(=cli_store::doctor_backup_and_a_damaged_file) \
 # Tests that make their own databases whatever the backend (eval's scratch databases, the
 # PostgreSQL tests, a file in a directory of their own): a second run tests nothing new.
 PG_SKIP_OWN_DATABASES := test(/^cli_eval::/) | test(/^postgres::/) | test(/^tool_names::/)
-# Not yet ported: they read the database through rusqlite or SQLite-only `Store` methods
-# (raw rows, vector counts, all_messages); to port, read it through `Strata::backend()`.
-PG_SKIP_NOT_PORTED := test(/^embed_remote::/) \
-  | test(=cli_recall::embed_killed_mid_batch_resumes_and_embeds_everything_exactly_once) \
-  | test(=cli_recall::ingest_embed_stores_then_embeds_and_reports_the_rate) \
-  | test(=cli_compact::expired_preferences_are_not_injected) \
-  | test(=cli_chat::strata_chat_reports_a_failing_model_and_goes_on) \
-  | test(=cli_chat::strata_chat_runs_memory_grep_for_real_and_prints_the_answer) \
-  | test(/^reliability::kill_nine_during_/) \
-  | test(=reliability::untrusted_names_are_refused_before_they_reach_the_model) \
-  | test(=reliability::writers_compaction_and_readers_at_once)
-PG_SKIP := $(PG_SKIP_FILE_ONLY) | $(PG_SKIP_OWN_DATABASES) | $(PG_SKIP_NOT_PORTED)
+PG_SKIP := $(PG_SKIP_FILE_ONLY) | $(PG_SKIP_OWN_DATABASES)
 
 # The PostgreSQL backend's tests run against a real server (PostgreSQL 18 with pgvector, from
 # a pinned PyPI wheel; scripts/postgres.sh), started here and stopped afterwards, pass or fail.

@@ -8,6 +8,8 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
+use strata_store::transfer::ExportScope;
+
 use crate::util::Strata;
 
 /// The fact the model has to recall; it lives only in an older session of the persona.
@@ -59,20 +61,24 @@ async fn llm(respond: fn(&Request) -> ResponseTemplate) -> MockServer {
     server
 }
 
-/// (role, content, tool_calls, tool_call_id) of every message of `session`, in order.
+/// (role, content, tool_calls, tool_call_id) of every message of `session`, in order, read
+/// through the seam so the tests run on either backend.
 fn stored(strata: &Strata, session: &str) -> Vec<(String, String, Option<String>, Option<String>)> {
-    let db = rusqlite::Connection::open(strata.db()).unwrap();
-    let mut statement = db
-        .prepare(
-            "SELECT m.role, m.content, m.tool_calls, m.tool_call_id FROM messages m
-             JOIN sessions s ON s.id = m.session_id WHERE s.key = ?1 ORDER BY m.seq",
-        )
-        .unwrap();
-    statement
-        .query_map([session], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)))
+    strata
+        .backend()
+        .export_messages(ExportScope::Session(session))
         .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap()
+        .into_iter()
+        .map(|stored| {
+            let m = stored.message;
+            (
+                m.role.as_str().to_owned(),
+                m.content,
+                m.tool_calls.map(|calls| calls.to_string()),
+                m.tool_call_id,
+            )
+        })
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -202,9 +202,7 @@ fn expired_preferences_are_not_injected() {
     for (key, text) in [("editor", "use vim"), ("shell", "use fish")] {
         strata.run(&["memory", "set", "user_preferences", key, text, "--persona", "p"]).success();
     }
-    let conn = rusqlite::Connection::open(strata.db()).unwrap();
-    conn.execute("UPDATE agent_memories SET updated_at = updated_at - 200 * 86400 WHERE key = 'editor'", [])
-        .unwrap();
+    strata.execute("UPDATE agent_memories SET updated_at = updated_at - 200 * 86400 WHERE key = 'editor'");
     let context = strata.run(&["context", "--session", "s", "--json"]).json();
     let request =
         context["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_owned();

@@ -3,7 +3,7 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use strata::store::{Backend, NewMessage, NewSummary, Role, Store};
+use strata::store::{NewMessage, NewSummary, Role};
 
 use crate::util::Strata;
 
@@ -196,7 +196,7 @@ fn search_embed_and_a_missing_model() {
 #[test]
 fn embed_killed_mid_batch_resumes_and_embeds_everything_exactly_once() {
     let strata = Strata::new();
-    let store = Store::open(strata.db()).unwrap();
+    let store = strata.backend();
     let session = store.session("long", "p").unwrap();
     let total = 400u64;
     let messages: Vec<NewMessage> = (0..total)
@@ -220,7 +220,7 @@ fn embed_killed_mid_batch_resumes_and_embeds_everything_exactly_once() {
     // a batch, so the kill lands mid-batch).
     let deadline = Instant::now() + Duration::from_secs(120);
     let before_kill = loop {
-        let done = store.embeddings().counts().unwrap().messages;
+        let done = strata.message_vectors();
         if done > 0 {
             break done;
         }
@@ -230,14 +230,14 @@ fn embed_killed_mid_batch_resumes_and_embeds_everything_exactly_once() {
     };
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
-    let at_kill = store.embeddings().counts().unwrap().messages;
+    let at_kill = strata.message_vectors();
     assert!(at_kill >= before_kill && at_kill < total, "killed too late: {at_kill} of {total}");
     // Nothing lost, nothing doubled: every row is either stored or still waiting.
     assert_eq!(at_kill + store.backlog_count(None, None).unwrap(), total);
 
     let resumed = strata.run(&["embed", "--json"]).json();
     assert_eq!(resumed["embedded"].as_u64().unwrap(), total - at_kill, "{resumed}");
-    assert_eq!(store.embeddings().counts().unwrap().messages, total);
+    assert_eq!(strata.message_vectors(), total);
     assert_eq!(store.backlog_count(None, None).unwrap(), 0);
     assert_eq!(strata.run(&["embed", "--json"]).json()["embedded"], 0);
 }
@@ -304,9 +304,8 @@ fn ingest_embed_stores_then_embeds_and_reports_the_rate() {
     assert_eq!((report["messages"].as_u64(), report["embedded"].as_u64()), (Some(3), Some(3)), "{report}");
     // No terminal here: the progress comes as lines with the rate and the time left.
     assert!(stderr.contains("3/3 rows") && stderr.contains("rows/s") && stderr.contains("left"), "{stderr}");
-    let store = Store::open(strata.db()).unwrap();
-    assert_eq!(store.embeddings().counts().unwrap().messages, 3);
-    assert_eq!(store.backlog_count(None, None).unwrap(), 0);
+    assert_eq!(strata.message_vectors(), 3);
+    assert_eq!(strata.backend().backlog_count(None, None).unwrap(), 0);
     let found =
         strata.run(&["search", "how often does the password change", "--persona", "p", "--json"]).json();
     assert_eq!(found["results"][0]["id"], 1, "{found:#}");

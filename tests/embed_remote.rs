@@ -8,8 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::{Value, json};
 use strata_recall::Embedder;
-use strata_store::transfer::Source;
-use strata_store::{Backend, NewMessage, Role, Store};
+use strata_store::{NewMessage, Role};
 
 use crate::util::Strata;
 
@@ -138,8 +137,8 @@ fn config(strata: &Strata, server: &Server) -> String {
     path.display().to_string()
 }
 
-fn conversation(strata: &Strata) -> Store {
-    let store = Store::open(strata.db()).unwrap();
+fn conversation(strata: &Strata) -> strata_store::SharedBackend {
+    let store = strata.backend();
     let session = store.session("s", "p").unwrap();
     let texts = [
         "Can you look at the failing build on the release branch?",
@@ -160,7 +159,7 @@ fn conversation(strata: &Strata) -> Store {
 #[test]
 fn strata_embeds_through_an_openai_compatible_endpoint_with_its_key_and_retries() {
     let strata = Strata::new();
-    let store = conversation(&strata);
+    conversation(&strata);
     let server = serve(Behaviour { unavailable_first: 1, dimensions: None });
     let config = config(&strata, &server);
     let run = |args: &[&str]| {
@@ -180,9 +179,8 @@ fn strata_embeds_through_an_openai_compatible_endpoint_with_its_key_and_retries(
     let embedded = run(&["embed", "--json"]);
     assert_eq!(embedded["embedded"], 5, "{embedded}");
     assert_eq!(embedded["model"], "openai:served-minilm");
-    let space = store.dump().space().unwrap().unwrap();
-    assert_eq!((space.model.as_str(), space.dimensions), ("openai:served-minilm", 384));
-    assert_eq!(store.embeddings().counts().unwrap().messages, 5);
+    assert_eq!(strata.vector_space(), Some(("openai:served-minilm".to_owned(), 384)));
+    assert_eq!(strata.message_vectors(), 5);
 
     let seen = server.seen.lock().unwrap().clone();
     // The first request met a 503 and was sent again; batches of at most 2 texts (5 texts:
@@ -201,8 +199,8 @@ fn strata_embeds_through_an_openai_compatible_endpoint_with_its_key_and_retries(
     // The local model is another embedding space: everything is embedded again, never mixed.
     let local = strata.run(&["embed", "--json"]).json();
     assert_eq!(local["embedded"], 5, "{local}");
-    assert_eq!(store.dump().space().unwrap().unwrap().model, strata_recall::DEFAULT_MODEL);
-    assert_eq!(store.embeddings().counts().unwrap().messages, 5);
+    assert_eq!(strata.vector_space().unwrap().0, strata_recall::DEFAULT_MODEL);
+    assert_eq!(strata.message_vectors(), 5);
 }
 
 #[test]
@@ -213,7 +211,7 @@ fn an_endpoint_of_other_dimensions_is_one_clear_error_and_nothing_is_written() {
     let config = config(&strata, &server);
     let error = strata.run(&["--config", &config, "embed"]).failure();
     assert!(error.contains("128 dimensions") && error.contains("384"), "{error}");
-    assert_eq!(store.embeddings().counts().unwrap().messages, 0);
+    assert_eq!(strata.message_vectors(), 0);
     assert_eq!(store.backlog_count(None, None).unwrap(), 5);
 }
 

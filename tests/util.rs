@@ -98,6 +98,52 @@ impl Strata {
         }
     }
 
+    /// Runs `sql` on the database, on whichever backend this run uses: for a test that ages or
+    /// damages rows in a way no command does. The statement must mean the same in SQLite and
+    /// PostgreSQL. Call it off any tokio runtime's thread.
+    pub fn execute(&self, sql: &str) {
+        if on_postgres() {
+            let url = self.db.to_str().expect("a url");
+            let mut client =
+                postgres::Client::connect(url, postgres::NoTls).expect("the test database opens");
+            client.batch_execute(sql).unwrap_or_else(|e| panic!("{sql}: {e:?}"));
+        } else {
+            let conn = rusqlite::Connection::open(&self.db).unwrap();
+            conn.execute_batch(sql).unwrap_or_else(|e| panic!("{sql}: {e:?}"));
+        }
+    }
+
+    /// How many message vectors (chunks) the database holds, on either backend. Call it off any
+    /// tokio runtime's thread.
+    pub fn message_vectors(&self) -> u64 {
+        if on_postgres() {
+            let url = self.db.to_str().expect("a url");
+            let mut client =
+                postgres::Client::connect(url, postgres::NoTls).expect("the test database opens");
+            let row =
+                client.query_one("SELECT count(*) FROM embeddings WHERE kind = 'message'", &[]).unwrap();
+            row.get::<_, i64>(0) as u64
+        } else {
+            Store::open(&self.db).unwrap().embeddings().counts().unwrap().messages
+        }
+    }
+
+    /// The embedding space's model and dimensions, if vectors were ever stored, on either
+    /// backend. Call it off any tokio runtime's thread.
+    pub fn vector_space(&self) -> Option<(String, u32)> {
+        if on_postgres() {
+            let url = self.db.to_str().expect("a url");
+            let mut client =
+                postgres::Client::connect(url, postgres::NoTls).expect("the test database opens");
+            let row = client.query_opt("SELECT model, dimensions FROM embedding_space", &[]).unwrap();
+            row.map(|row| (row.get(0), row.get::<_, i32>(1) as u32))
+        } else {
+            use strata_store::transfer::Source;
+            let space = Store::open(&self.db).unwrap().dump().space().unwrap();
+            space.map(|space| (space.model, space.dimensions as u32))
+        }
+    }
+
     pub fn dir(&self) -> &Path {
         self.dir.path()
     }
