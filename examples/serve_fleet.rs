@@ -13,6 +13,9 @@
 //!
 //! A fresh database is made on that server for the run and dropped after it. The binary is
 //! the one beside the example (`target/<profile>/strata`) unless `STRATA_BIN` names another.
+//! `STRATA_FLEET_HISTORY=90000` first gives the 100 sessions that many messages of history
+//! (ingested, then compacted, as a bot's older turns would be), so the load meets a database
+//! of 100,000 messages.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -58,6 +61,16 @@ fn run(url: &str) -> Result<(), Box<dyn std::error::Error>> {
     if !init.status.success() {
         return Err(String::from_utf8_lossy(&init.stderr).into_owned().into());
     }
+    let history =
+        std::env::var("STRATA_FLEET_HISTORY").ok().map(|n| n.parse::<usize>()).transpose()?.unwrap_or(0);
+    if history > 0 {
+        let started = Instant::now();
+        preload(&bin, url, dir.path(), history)?;
+        println!(
+            "history: {history} messages ingested and compacted in {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
+    }
     let mut servers = Vec::new();
     for _ in 0..SERVERS {
         servers.push(Served::start(&bin, url, &token_file, dir.path())?);
@@ -75,9 +88,11 @@ fn run(url: &str) -> Result<(), Box<dyn std::error::Error>> {
         prepares.len(),
         took.as_secs_f64()
     );
-    println!("stored {stored} messages of {APPENDS} appended (none lost, none twice: checked by content)");
-    if stored != APPENDS {
-        return Err(format!("{stored} messages stored, {APPENDS} appended").into());
+    println!(
+        "stored {stored} messages: {history} of history and {APPENDS} appended (none lost, none twice: checked by content)"
+    );
+    if stored != history + APPENDS {
+        return Err(format!("{stored} messages stored, {history} + {APPENDS} expected").into());
     }
     report("HTTP append, under load", appends);
     report("HTTP prepare_context, under load", prepares);
@@ -89,6 +104,42 @@ fn run(url: &str) -> Result<(), Box<dyn std::error::Error>> {
         served.stop()?;
     }
     in_process(url, &runtime)
+}
+
+/// `history` messages spread over the sessions, each session's ingested by `strata ingest` as
+/// its persona (alice the even sessions, bob the odd, as in the load), then compacted by
+/// `strata compact` with the configured summarizer.
+fn preload(
+    bin: &PathBuf,
+    url: &str,
+    dir: &std::path::Path,
+    history: usize,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let run = |args: &[&str]| -> Result<(), Box<dyn std::error::Error>> {
+        let output = Command::new(bin).args(["--db", url]).args(args).env("STRATA_LOG", "error").output()?;
+        if !output.status.success() {
+            return Err(
+                format!("strata {}: {}", args.join(" "), String::from_utf8_lossy(&output.stderr)).into()
+            );
+        }
+        Ok(())
+    };
+    for session in 0..SESSIONS {
+        let mut lines = String::new();
+        for i in 0..history / SESSIONS + usize::from(session < history % SESSIONS) {
+            let role = if i % 2 == 0 { "user" } else { "assistant" };
+            // Numbered past every line the load and the quiet runs write.
+            let n = 10 * APPENDS + session * history + i;
+            lines.push_str(&json!({"role": role, "content": text(n, CLIENTS + 1)}).to_string());
+            lines.push('\n');
+        }
+        let file = dir.join(format!("history-{session}.jsonl"));
+        std::fs::write(&file, lines)?;
+        let (key, persona) = (format!("s{session}"), ["alice", "bob"][session % 2]);
+        run(&["ingest", file.to_str().ok_or("a path")?, "--session", &key, "--persona", persona])?;
+        run(&["compact", "--session", &key])?;
+    }
+    Ok(())
 }
 
 /// The sessions of alice the quiet runs use (the load gave alice the even ones).
