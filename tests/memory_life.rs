@@ -548,3 +548,69 @@ async fn a_stated_preference_is_proposed_at_once() {
         "{keys:?}"
     );
 }
+
+/// Issue 39: the seed's triple (`standard_japanese`, `标日学习`, `japanese_textbook_study`, one
+/// textbook under three keys in two scripts) is merged by the user into one memory: each
+/// merged key ends, its text kept in the history, and the kept memory's versions name the
+/// merges. A merge that cannot be done is one clear error and changes nothing.
+#[test]
+fn the_user_merges_a_triple_of_keys_into_one_memory() {
+    let strata = Strata::new();
+    let memory = |args: &[&str]| strata.run(&[&["memory"], args, &["--persona", "p"]].concat());
+    let set = |key: &str, title: &str, content: &str| {
+        memory(&["set", "memo", key, content, "--title", title]).success();
+    };
+    set(
+        "standard_japanese",
+        "Standard Japanese textbook",
+        "User studies the New Standard Japanese, volume 1.",
+    );
+    set("标日学习", "标日学习进度", "用户学完第13课。");
+    set("japanese_textbook_study", "Japanese textbook", "User studies the New Standard Japanese, volume 1.");
+    let live = |listed: &Value| -> Vec<String> {
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["valid_to"].is_null())
+            .map(|m| m["key"].to_string())
+            .collect()
+    };
+
+    let before = memory(&["list", "--json"]).json();
+    for bad in [
+        vec!["merge", "memo", "标日学习", "标日学习"],
+        vec!["merge", "memo", "标日学习", "no_such_key"],
+        vec!["merge", "memo", "no_such_key", "standard_japanese"],
+        vec!["merge", "memo", "标日学习", "standard_japanese", "--content", &"x".repeat(501)],
+    ] {
+        let error = memory(&bad).failure();
+        assert!(
+            error.contains("标日学习") || error.contains("no_such_key") || error.contains("500"),
+            "{error}"
+        );
+    }
+    assert_eq!(memory(&["list", "--json"]).json(), before, "a refused merge changes nothing");
+
+    let merged = memory(&["merge", "memo", "标日学习", "standard_japanese", "--json"]).json();
+    assert_eq!(merged["content"], "User studies the New Standard Japanese, volume 1. 用户学完第13课。");
+    assert_eq!(merged["title"], "Standard Japanese textbook");
+    // The third holds nothing the kept one lacks: the kept text stays as it is.
+    let merged = memory(&["merge", "memo", "japanese_textbook_study", "standard_japanese", "--json"]).json();
+    assert_eq!(merged["content"], "User studies the New Standard Japanese, volume 1. 用户学完第13课。");
+
+    let listed = memory(&["list", "--json"]).json();
+    assert_eq!(live(&listed), ["\"standard_japanese\""], "{listed:#}");
+    let ended = memory(&["get", "memo", "标日学习", "--json"]).json();
+    assert!(ended["valid_to"].is_string() && ended["content"] == "用户学完第13课。", "{ended}");
+    // The merge that added text is a version of the kept memory naming it; the one that added
+    // nothing left the kept text as it was (no new version), and its memory ended all the same.
+    let history = memory(&["history", "standard_japanese"]).success();
+    assert!(history.contains("strata memory merge memo/标日学习 into memo/standard_japanese"), "{history}");
+    assert_eq!(history.matches("from: user via").count(), 2, "{history}");
+    let ended = memory(&["get", "memo", "japanese_textbook_study", "--json"]).json();
+    assert!(ended["valid_to"].is_string(), "{ended}");
+    // An ended memory is not merged again.
+    let error = memory(&["merge", "memo", "标日学习", "standard_japanese"]).failure();
+    assert!(error.contains("stopped being true"), "{error}");
+}

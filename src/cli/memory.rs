@@ -63,6 +63,27 @@ pub enum MemoryCommand {
         #[arg(long, default_value = "default")]
         persona: String,
     },
+    /// Two memories of one meaning under two keys become one: KEY ends now (its text stays in
+    /// the history, dated) and INTO takes CONTENT, or, without it, its own text followed by
+    /// KEY's. Both happen or neither. The kept memory's history names the merge when its text
+    /// changed; KEY's history keeps its last text with the date it ended.
+    Merge {
+        category: Category,
+        /// The memory that ends.
+        key: String,
+        /// The memory that stays (of the same category unless --into-category says another).
+        into: String,
+        #[arg(long)]
+        into_category: Option<Category>,
+        /// The merged memory's text (default: INTO's text, then KEY's unless INTO holds it).
+        #[arg(long)]
+        content: Option<String>,
+        /// The merged memory's label (defaults to INTO's).
+        #[arg(long)]
+        title: Option<String>,
+        #[arg(long, default_value = "default")]
+        persona: String,
+    },
     /// Every version of a memory, newest first, with where each came from.
     History {
         key: String,
@@ -256,6 +277,41 @@ pub fn run(
                 for memory in &memories {
                     print_memory(out, memory)?;
                 }
+            }
+        }
+        MemoryCommand::Merge { category, key, into, into_category, content, title, persona } => {
+            let (key, into) = (key_of(key)?, key_of(into)?);
+            let into_category = into_category.unwrap_or(*category);
+            let missing = |category: Category, key: &str| {
+                format!("no {category} memory {key:?} for persona {persona:?}")
+            };
+            let merged = store.memory(persona, *category, &key)?.with_context(|| missing(*category, &key))?;
+            let kept = store
+                .memory(persona, into_category, &into)?
+                .with_context(|| missing(into_category, &into))?;
+            let content = match content {
+                Some(content) => content.clone(),
+                None if kept.content.contains(merged.content.trim()) => kept.content.clone(),
+                None => format!("{} {}", kept.content.trim_end(), merged.content.trim()),
+            };
+            let via = format!("strata memory merge {category}/{key} into {into_category}/{into}");
+            let memory = store.merge_memory(
+                persona,
+                *category,
+                &key,
+                &MemoryWrite {
+                    category: into_category,
+                    key: &into,
+                    title: title.as_deref().unwrap_or(&kept.title),
+                    content: &content,
+                },
+                &Provenance::user(via),
+            )?;
+            if json {
+                print_json(out, &memory)?;
+            } else {
+                writeln!(out, "merged {category} {key} into {} {}", memory.category, memory.key)?;
+                print_memory(out, &memory)?;
             }
         }
         MemoryCommand::History { key, category, persona } => {

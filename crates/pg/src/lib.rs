@@ -383,6 +383,17 @@ impl Backend for PgStore {
         })
     }
 
+    fn merge_memory(
+        &self,
+        persona: &str,
+        category: Category,
+        key: &str,
+        into: &MemoryWrite<'_>,
+        provenance: &Provenance,
+    ) -> Result<Memory> {
+        self.write(|tx| memories::merge(tx, persona, category, key, into, provenance, Utc::now()))
+    }
+
     fn memories_as_of(
         &self,
         persona: &str,

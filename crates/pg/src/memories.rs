@@ -2,7 +2,9 @@
 //! had) and the queue of facts on their way to memory, with the proposals waiting for the user.
 
 use chrono::{DateTime, Utc};
-use strata_store::backend::{check_supersede, check_writer, fold, from_unix, to_unix, validate_memory};
+use strata_store::backend::{
+    check_merge, check_supersede, check_writer, fold, from_unix, to_unix, validate_memory,
+};
 use strata_store::memories::{
     MemoryUpdate, MemoryVersion, MemoryWrite, Provenance, QueuedUpdate, UpdateId, Writer,
 };
@@ -69,11 +71,29 @@ pub(crate) fn save(
         .map_err(pg)?;
     let created: bool = row.get(10);
     let stored = rows::memory(&row);
-    tx.execute(
-        "INSERT INTO memory_versions(memory_id, title, content, provenance, written_at) VALUES ($1, $2, $3, $4, $5)",
-        &[&stored.id.0, &memory.title, &memory.content, &source, &now],
-    )
-    .map_err(pg)?;
+    // As on SQLite, a write that changes neither title nor content records no version: the
+    // same text written again is true again, if it had ended.
+    let latest = tx
+        .query_opt(
+            "SELECT id, title, content FROM memory_versions WHERE memory_id = $1 ORDER BY id DESC LIMIT 1",
+            &[&stored.id.0],
+        )
+        .map_err(pg)?
+        .map(|row| (row.get::<_, i64>(0), row.get::<_, String>(1), row.get::<_, String>(2)));
+    match latest {
+        Some((version, title, content)) if title == memory.title && content == memory.content => {
+            tx.execute("UPDATE memory_versions SET valid_to = NULL WHERE id = $1", &[&version])
+                .map_err(pg)?;
+        }
+        _ => {
+            tx.execute(
+                "INSERT INTO memory_versions(memory_id, title, content, provenance, written_at)
+                 VALUES ($1, $2, $3, $4, $5)",
+                &[&stored.id.0, &memory.title, &memory.content, &source, &now],
+            )
+            .map_err(pg)?;
+        }
+    }
     Ok((stored, created))
 }
 
@@ -155,6 +175,30 @@ pub(crate) fn supersede(
     }
     let sql = format!("SELECT {} FROM agent_memories WHERE id = $1", rows::MEMORY);
     Ok(rows::memory(&tx.query_one(&sql, &[&id]).map_err(pg)?))
+}
+
+/// Merges the memory `(category, key)` into `into`: the merged one ends now, `into` takes its
+/// new text (see `Backend::merge_memory`); the rules are strata-store's `check_merge`.
+pub(crate) fn merge(
+    tx: &mut Tx<'_>,
+    persona: &str,
+    category: Category,
+    key: &str,
+    into: &MemoryWrite<'_>,
+    provenance: &Provenance,
+    now: DateTime<Utc>,
+) -> Result<Memory, Error> {
+    let sql = format!(
+        "SELECT {} FROM agent_memories WHERE persona = $1 AND category = $2 AND key = $3 FOR UPDATE",
+        rows::MEMORY
+    );
+    let target = tx
+        .query_opt(&sql, &[&persona, &into.category.as_str(), &into.key])
+        .map_err(pg)?
+        .map(|row| rows::memory(&row));
+    check_merge(persona, category, key, into, target.as_ref())?;
+    supersede(tx, Writer::User, persona, category, key, None, now, provenance, now)?;
+    Ok(save(tx, Writer::User, persona, into, provenance, now)?.0)
 }
 
 /// A persona's memories as they were at `at`: the version of each true then (the newer when

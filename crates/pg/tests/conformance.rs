@@ -30,6 +30,7 @@ conformance!(
     replacing_a_summary_is_compare_and_swap,
     one_memory_per_key_and_preferences_are_the_users,
     a_superseded_fact_is_true_until_its_date_and_stays_in_the_history,
+    two_keys_of_one_meaning_merge_into_one_memory,
     summaries_queue_their_facts_until_settled,
     grep_finds_fragments_in_any_script_folding_case_and_accents,
     search_candidates_stay_within_the_persona,
@@ -222,11 +223,44 @@ fn a_superseded_fact_is_true_until_its_date_and_stays_in_the_history(backend: &d
 
     // Ended with nothing in its place: it stays, dated, until an ordinary write makes it true again.
     let ended = supersede(None, Utc::now()).unwrap();
-    assert!(ended.valid_to.is_some() && ended.ended_by(Utc::now()), "{ended:?}");
+    // Times are read back rounded to the millisecond, so an end written within the last half
+    // millisecond can read as a moment ahead: "ended by" is asked a millisecond on.
+    let soon = Utc::now() + TimeDelta::milliseconds(1);
+    assert!(ended.valid_to.is_some() && ended.ended_by(soon), "{ended:?}");
     assert!(matches!(supersede(None, Utc::now()), Err(Error::Invalid { .. })), "ended already");
     assert_eq!(backend.memories("alice", None).unwrap().len(), 1, "kept for history");
     let again = backend.put_memory(Writer::User, "alice", &write("40 Oak Avenue")).unwrap();
     assert!(again.valid_to.is_none());
+}
+
+fn two_keys_of_one_meaning_merge_into_one_memory(backend: &dyn Backend) {
+    let write = |key, content| MemoryWrite { category: Category::Memo, key, title: "Textbook", content };
+    backend.put_memory(Writer::User, "alice", &write("standard_japanese", "volume 1")).unwrap();
+    backend.put_memory(Writer::User, "alice", &write("标日学习", "第13课")).unwrap();
+    let source = Provenance::user("merge");
+    let merge =
+        |key, into: &MemoryWrite<'_>| backend.merge_memory("alice", Category::Memo, key, into, &source);
+
+    // Refused, changing nothing: into itself, into a missing memory, a missing memory.
+    let before = backend.memories("alice", None).unwrap();
+    assert!(matches!(merge("标日学习", &write("标日学习", "x")), Err(Error::Invalid { .. })));
+    assert!(matches!(merge("标日学习", &write("nope", "x")), Err(Error::NotFound(_))));
+    assert!(matches!(merge("nope", &write("standard_japanese", "x")), Err(Error::NotFound(_))));
+    assert_eq!(backend.memories("alice", None).unwrap(), before);
+
+    let kept = merge("标日学习", &write("standard_japanese", "volume 1, 第13课")).unwrap();
+    assert_eq!(
+        (kept.key.as_str(), kept.content.as_str(), kept.valid_to),
+        ("standard_japanese", "volume 1, 第13课", None)
+    );
+    let ended = backend.memory("alice", Category::Memo, "标日学习").unwrap().unwrap();
+    assert!(ended.valid_to.is_some() && ended.content == "第13课", "{ended:?}");
+    let history = backend.memory_history("alice", Category::Memo, "standard_japanese").unwrap();
+    assert_eq!(history.len(), 2);
+    assert_eq!(history[0].provenance.via.as_deref(), Some("merge"));
+    // An ended memory is not merged again, and nothing is merged into one.
+    assert!(matches!(merge("标日学习", &write("standard_japanese", "y")), Err(Error::Invalid { .. })));
+    assert!(matches!(merge("standard_japanese", &write("标日学习", "y")), Err(Error::Invalid { .. })));
 }
 
 fn summaries_queue_their_facts_until_settled(backend: &dyn Backend) {

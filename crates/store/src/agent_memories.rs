@@ -317,6 +317,47 @@ pub fn supersede(
     get(conn, persona, category, key)?.ok_or_else(|| missing(persona, category, key))
 }
 
+/// Checks a merge of the memory `(category, key)` into `target`, the memory the merge writes
+/// (as stored, if it is): the rules both backends apply before they write. A memory is not
+/// merged into itself, and the memory it is merged into exists and is true now; the merged
+/// memory's own checks are those of ending it ([`check_supersede`]).
+pub fn check_merge(
+    persona: &str,
+    category: Category,
+    key: &str,
+    into: &MemoryWrite<'_>,
+    target: Option<&Memory>,
+) -> Result<()> {
+    if (category, key) == (into.category, into.key) {
+        return Err(Error::invalid("into", format!("{category}/{key} is the memory being merged")));
+    }
+    let target = target.ok_or_else(|| missing(persona, into.category, into.key))?;
+    if let Some(to) = target.valid_to {
+        return Err(Error::invalid("into", format!("{:?} stopped being true at {to}", target.key)));
+    }
+    validate(into)
+}
+
+/// Merges the memory `(category, key)` of a persona into `into` (the user's command, for two
+/// memories of one meaning under two keys): the merged memory ends now, its text kept as a
+/// dated version (history and search see it as a past fact), and `into` takes its new text as
+/// a version whose provenance names the merge. Call inside an immediate transaction, so both
+/// happen or neither.
+pub fn merge(
+    conn: &Connection,
+    persona: &str,
+    category: Category,
+    key: &str,
+    into: &MemoryWrite<'_>,
+    provenance: &Provenance,
+    now: DateTime<Utc>,
+) -> Result<Memory> {
+    let target = get(conn, persona, into.category, into.key)?;
+    check_merge(persona, category, key, into, target.as_ref())?;
+    supersede(conn, Writer::User, persona, category, key, None, now, provenance, now)?;
+    Ok(upsert(conn, Writer::User, persona, into, provenance, now)?.0)
+}
+
 fn missing(persona: &str, category: Category, key: &str) -> Error {
     Error::NotFound(Missing::Memory { persona: persona.to_owned(), category, key: key.to_owned() })
 }

@@ -31,7 +31,7 @@ use crate::types::{
 use crate::usage::LlmCall;
 use crate::vectors::{BacklogItem, EmbeddingSpace};
 
-pub use crate::agent_memories::{check_supersede, check_writer, validate as validate_memory};
+pub use crate::agent_memories::{check_merge, check_supersede, check_writer, validate as validate_memory};
 pub use crate::forest::{NodePlace, RAW_ARCHIVE, check_adjacent, plan_merge, validate as validate_summary};
 pub use crate::queues::accepted as accepted_proposal;
 pub use crate::search::grep::{fold, rank_grep_hits};
@@ -213,6 +213,19 @@ pub trait Backend: Maintenance + Send + Sync + std::fmt::Debug {
         key: &str,
         with: Option<&MemoryWrite<'_>>,
         at: DateTime<Utc>,
+        provenance: &Provenance,
+    ) -> Result<Memory>;
+    /// Merges the memory `(category, key)` of a persona into the one `into` names (the user's
+    /// command for two memories of one meaning under two keys), in one transaction: the merged
+    /// memory ends now, its text kept as a dated version (history and `as_of` reads show it),
+    /// and `into` takes its new text as a version with `provenance`. Both must exist and be
+    /// true now; a memory is not merged into itself.
+    fn merge_memory(
+        &self,
+        persona: &str,
+        category: Category,
+        key: &str,
+        into: &MemoryWrite<'_>,
         provenance: &Provenance,
     ) -> Result<Memory>;
     /// One memory of a persona.

@@ -637,6 +637,17 @@ impl Backend for Store {
         })
     }
 
+    fn merge_memory(
+        &self,
+        persona: &str,
+        category: Category,
+        key: &str,
+        into: &MemoryWrite<'_>,
+        provenance: &Provenance,
+    ) -> Result<Memory> {
+        self.write(|tx| agent_memories::merge(tx, persona, category, key, into, provenance, Utc::now()))
+    }
+
     fn memory(&self, persona: &str, category: Category, key: &str) -> Result<Option<Memory>> {
         self.read(|conn| agent_memories::get(conn, persona, category, key))
     }
