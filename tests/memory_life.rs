@@ -614,3 +614,119 @@ fn the_user_merges_a_triple_of_keys_into_one_memory() {
     let error = memory(&["merge", "memo", "标日学习", "standard_japanese"]).failure();
     assert!(error.contains("stopped being true"), "{error}");
 }
+
+/// Issue 39: triples of one memory under three keys, in four scripts beside Latin letters,
+/// end as one memory each by `strata memory twins` and the merges it proposes, while
+/// memories of other things in the same scripts stay apart.
+#[test]
+fn twins_in_five_scripts_are_proposed_and_merged_into_one_memory_each() {
+    let strata = Strata::new();
+    let memory = |args: &[&str]| strata.run(&[&["memory"], args, &["--persona", "p"]].concat());
+    let triples: [[(&str, &str, &str); 3]; 4] = [
+        [
+            (
+                "standard_japanese",
+                "Standard Japanese textbook",
+                "User studies 《新版标准日本语》初级上册 (New Standard Japanese, beginner volume 1); finished 第13课 (lesson 13).",
+            ),
+            ("标日学习", "标日学习进度", "用户在自学《新版标准日本语》初级上册，学完第13课。"),
+            (
+                "japanese_textbook_study",
+                "Japanese textbook study",
+                "The user studies the Standard Japanese (标准日本语) textbook, now on lesson 13.",
+            ),
+        ],
+        [
+            (
+                "spanish_study",
+                "Spanish study",
+                "User learns Spanish with the textbook Aula Internacional 2 (Difusión); finished unidad 5.",
+            ),
+            (
+                "изучение_испанского",
+                "Изучение испанского",
+                "Пользователь учит испанский по учебнику Aula Internacional 2 (Difusión), закончил unidad 5.",
+            ),
+            (
+                "aula_internacional_progress",
+                "Aula Internacional progress",
+                "Finished unidad 5 of Aula Internacional 2, the Spanish textbook.",
+            ),
+        ],
+        [
+            (
+                "guitar_practice",
+                "Guitar practice",
+                "User practises 30 minutes a day on a Yamaha FG800 guitar, learning the Hotel California intro.",
+            ),
+            (
+                "기타_연습",
+                "기타 연습",
+                "사용자는 Yamaha FG800 기타로 매일 30분 연습하고, Hotel California 인트로를 배우는 중이다.",
+            ),
+            (
+                "daily_guitar_routine",
+                "Daily guitar routine",
+                "Plays the Yamaha FG800 every day; working on the Hotel California intro.",
+            ),
+        ],
+        [
+            (
+                "marathon_training",
+                "Marathon training",
+                "User trains for the Athens Marathon on 8 November, running 50 km a week.",
+            ),
+            (
+                "προπόνηση_μαραθωνίου",
+                "Προπόνηση μαραθωνίου",
+                "Ο χρήστης προπονείται για τον Athens Marathon στις 8 Νοεμβρίου, 50 km την εβδομάδα.",
+            ),
+            (
+                "athens_race_plan",
+                "Athens race plan",
+                "Training plan for the Athens Marathon (8 November): 50 km a week.",
+            ),
+        ],
+    ];
+    let others = [
+        ("英语学习", "英语学习计划", "用户每天背30个新概念英语单词，目标是明年考雅思。"),
+        ("поездка_в_сочи", "Поездка в Сочи", "Пользователь едет в Сочи в июле на 10 дней."),
+        ("영어_공부", "영어 공부", "사용자는 매일 영어 단어 30개를 외운다."),
+        ("μαθήματα_μαγειρικής", "Μαθήματα μαγειρικής", "Ο χρήστης κάνει μαθήματα μαγειρικής κάθε Σάββατο."),
+    ];
+    for (key, title, content) in triples.iter().flatten().chain(&others) {
+        memory(&["set", "memo", key, content, "--title", title]).success();
+    }
+    let live = || -> Vec<String> {
+        let listed = memory(&["list", "--json"]).json();
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["valid_to"].is_null())
+            .map(|m| m["key"].as_str().unwrap().to_owned())
+            .collect()
+    };
+
+    // One group per triple, each of the two others merged into the oldest as proposed.
+    let found = memory(&["twins", "--json"]).json();
+    assert_eq!(found["spelling_only"], false, "the model is loaded: {found}");
+    let groups = found["twins"].as_array().unwrap();
+    assert_eq!(groups.len(), triples.len(), "{found:#}");
+    for group in groups {
+        let kept = group["kept"]["key"].as_str().unwrap();
+        assert!(triples.iter().any(|triple| triple[0].0 == kept), "the oldest is kept: {group}");
+        for twin in group["twins"].as_array().unwrap() {
+            memory(&["merge", "memo", twin["memory"]["key"].as_str().unwrap(), kept]).success();
+        }
+    }
+    assert_eq!(memory(&["twins", "--json"]).json()["twins"], serde_json::json!([]));
+    let keys = live();
+    assert_eq!(keys.len(), triples.len() + others.len(), "{keys:?}");
+    for triple in &triples {
+        assert_eq!(triple.iter().filter(|(key, _, _)| keys.iter().any(|k| k == key)).count(), 1, "{keys:?}");
+    }
+    for (key, _, _) in &others {
+        assert!(keys.iter().any(|k| k == key), "{key} stays apart: {keys:?}");
+    }
+}

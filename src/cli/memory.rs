@@ -84,6 +84,13 @@ pub enum MemoryCommand {
         #[arg(long, default_value = "default")]
         persona: String,
     },
+    /// Pairs of live memories that look like one memory under two keys (by spelling, and by
+    /// meaning in any script when the embedding model loads), each with the merge command
+    /// that would make them one.
+    Twins {
+        #[arg(long, default_value = "default")]
+        persona: String,
+    },
     /// Every version of a memory, newest first, with where each came from.
     History {
         key: String,
@@ -130,6 +137,7 @@ impl MemoryCommand {
                 | MemoryCommand::List { .. }
                 | MemoryCommand::Proposals { .. }
                 | MemoryCommand::History { .. }
+                | MemoryCommand::Twins { .. }
         )
     }
 }
@@ -202,6 +210,7 @@ pub fn source_line(provenance: &Provenance) -> String {
 pub fn run(
     store: &dyn Backend,
     recall: &strata_recall::RecallConfig,
+    retry: &strata::llm::RetryPolicy,
     command: &MemoryCommand,
     json: bool,
     out: &mut impl Write,
@@ -312,6 +321,46 @@ pub fn run(
             } else {
                 writeln!(out, "merged {category} {key} into {} {}", memory.category, memory.key)?;
                 print_memory(out, &memory)?;
+            }
+        }
+        MemoryCommand::Twins { persona } => {
+            // Without the model the check is the one a new key meets without it: spelling.
+            let embedder = match strata::load_embedder(recall, retry) {
+                Ok(embedder) => Some(embedder),
+                Err(e) => {
+                    tracing::warn!("twins by spelling only: the embedding model did not load: {e}");
+                    None
+                }
+            };
+            let twins = strata_recall::twins(store, persona, recall, embedder.as_ref())?;
+            if json {
+                print_json(out, &serde_json::json!({"twins": twins, "spelling_only": embedder.is_none()}))?;
+            } else {
+                for group in &twins {
+                    let kept = &group.kept;
+                    writeln!(out, "{}/{}: {}", kept.category, kept.key, kept.title)?;
+                    for twin in &group.twins {
+                        let memory = &twin.memory;
+                        let into_category = if kept.category == memory.category {
+                            String::new()
+                        } else {
+                            format!(" --into-category {}", kept.category)
+                        };
+                        writeln!(
+                            out,
+                            "  {}/{}, a twin of {} {}: strata memory merge {} {} {}{into_category} --persona {persona}",
+                            memory.category,
+                            memory.key,
+                            twin.of,
+                            twin.likeness,
+                            memory.category,
+                            memory.key,
+                            kept.key,
+                        )?;
+                    }
+                }
+                let how = if embedder.is_some() { "by spelling and meaning" } else { "by spelling only" };
+                writeln!(out, "{} groups of twins, checked {how}", twins.len())?;
             }
         }
         MemoryCommand::History { key, category, persona } => {

@@ -440,7 +440,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Token(command) => token::run(command, cli.json, &mut out)?,
         Command::Memory(command) => {
             let store = if command.reads_only() { open_existing(&cli)? } else { open(&cli)? };
-            memory::run(&*store, &config(&cli)?.recall, command, cli.json, &mut out)?
+            let config = config(&cli)?;
+            memory::run(&*store, &config.recall, &config.compactor.retry, command, cli.json, &mut out)?
         }
         Command::Compact(args) => compact::compact(open(&cli)?, args, &config(&cli)?, cli.json, &mut out)?,
         Command::Context(args) => {

@@ -5,11 +5,11 @@
 //! Each pair is embedded three ways: the key alone, the key with its title, and the key, title
 //! and content; the check takes the higher of the first and the last, and the last column says
 //! what the default thresholds decide (`near_duplicate_meaning` within a script, `near_duplicate_meaning_across_scripts`
-//! between Chinese, Japanese or Korean characters and other letters).
+//! between two scripts: Latin, CJK, Cyrillic, Greek, Arabic, ...).
 
 use strata_recall::Embedder;
 use strata_recall::RecallConfig;
-use strata_recall::embedding::{cosine, meaning_text, mostly_cjk};
+use strata_recall::embedding::{cosine, meaning_text, script_of};
 
 /// A memory as the check sees it: key, title, content.
 type Memory = (&'static str, &'static str, &'static str);
@@ -34,6 +34,52 @@ const SPANISH: Memory =
 const ENGLISH_STUDY: Memory =
     ("英语学习", "英语学习计划", "用户每天背30个新概念英语单词，目标是明年考雅思。");
 const JAPAN_TRIP: Memory = ("日本旅行", "日本旅行计划", "用户计划明年四月去日本京都旅行一周，预算两万元。");
+
+const RUSSIAN_SPANISH: Memory = (
+    "изучение_испанского",
+    "Изучение испанского",
+    "Пользователь учит испанский по учебнику «Aula Internacional 2», закончил урок 5 (unidad 5).",
+);
+const SPANISH_STUDY: Memory = (
+    "spanish_study",
+    "Spanish study",
+    "User learns Spanish with the textbook Aula Internacional 2; finished unidad 5.",
+);
+const AULA_PROGRESS: Memory = (
+    "aula_internacional_progress",
+    "Aula Internacional progress",
+    "Finished unidad 5 of Aula Internacional 2, the Spanish textbook.",
+);
+const KOREAN_GUITAR: Memory = (
+    "기타_연습",
+    "기타 연습",
+    "사용자는 Yamaha FG800 기타로 매일 30분 연습하고, Hotel California 인트로를 배우는 중이다.",
+);
+const GUITAR_LESSONS: Memory = (
+    "guitar_practice",
+    "Guitar practice",
+    "User practises 30 minutes a day on a Yamaha FG800 guitar, learning the Hotel California intro.",
+);
+const YAMAHA_PRACTICE: Memory = (
+    "daily_guitar_routine",
+    "Daily guitar routine",
+    "Plays the Yamaha FG800 every day; working on the Hotel California intro.",
+);
+const GREEK_MARATHON: Memory = (
+    "προπόνηση_μαραθωνίου",
+    "Προπόνηση μαραθωνίου",
+    "Ο χρήστης προπονείται για τον Athens Marathon στις 8 Νοεμβρίου, 50 km την εβδομάδα.",
+);
+const MARATHON_TRAINING: Memory = (
+    "marathon_training",
+    "Marathon training",
+    "User trains for the Athens Marathon on 8 November, running 50 km a week.",
+);
+const ATHENS_RACE: Memory = (
+    "athens_race_plan",
+    "Athens race plan",
+    "Training plan for the Athens Marathon (8 November): 50 km a week.",
+);
 
 /// An existing memory, a proposed one, and whether they are the same memory.
 const PAIRS: &[(Memory, Memory, bool)] = &[
@@ -65,6 +111,33 @@ const PAIRS: &[(Memory, Memory, bool)] = &[
         ("release_procedure", "How to ship a release", "Run the tests, then make release; ship on Fridays."),
         true,
     ),
+    // Other scripts (issue 39): each native key beside an English twin and a second English
+    // key, and a different memory in the same script.
+    (RUSSIAN_SPANISH, SPANISH_STUDY, true),
+    (SPANISH_STUDY, RUSSIAN_SPANISH, true),
+    (RUSSIAN_SPANISH, AULA_PROGRESS, true),
+    (SPANISH_STUDY, AULA_PROGRESS, true),
+    (
+        RUSSIAN_SPANISH,
+        ("поездка_в_сочи", "Поездка в Сочи", "Пользователь едет в Сочи в июле на 10 дней."),
+        false,
+    ),
+    (KOREAN_GUITAR, GUITAR_LESSONS, true),
+    (GUITAR_LESSONS, KOREAN_GUITAR, true),
+    (KOREAN_GUITAR, YAMAHA_PRACTICE, true),
+    (GUITAR_LESSONS, YAMAHA_PRACTICE, true),
+    (KOREAN_GUITAR, ("영어_공부", "영어 공부", "사용자는 매일 영어 단어 30개를 외운다."), false),
+    (GREEK_MARATHON, MARATHON_TRAINING, true),
+    (MARATHON_TRAINING, GREEK_MARATHON, true),
+    (GREEK_MARATHON, ATHENS_RACE, true),
+    (MARATHON_TRAINING, ATHENS_RACE, true),
+    (
+        GREEK_MARATHON,
+        ("μαθήματα_μαγειρικής", "Μαθήματα μαγειρικής", "Ο χρήστης κάνει μαθήματα μαγειρικής κάθε Σάββατο."),
+        false,
+    ),
+    (MARATHON_TRAINING, SPANISH_STUDY, false),
+    (GUITAR_LESSONS, SPANISH_STUDY, false),
     // Different memories, several of the same field or script.
     (STANDARD_JAPANESE, JLPT, false),
     (STANDARD_JAPANESE, SPANISH, false),
@@ -131,11 +204,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             meaning_text(key_b, title_b, content_b),
         ];
         let vectors = embedder.embed(&texts)?;
-        let across = mostly_cjk(key_a, title_a) != mostly_cjk(key_b, title_b);
+        let across = script_of(key_a, title_a) != script_of(key_b, title_b);
         let threshold =
             if across { config.near_duplicate_meaning_across_scripts } else { config.near_duplicate_meaning };
         let (key, full) = (cosine(&vectors[0], &vectors[1]), cosine(&vectors[4], &vectors[5]));
-        let twin = f64::from(key.max(full)) >= threshold;
+        // As the check: the keys alone count only within a script the model has words for.
+        let script = script_of(key_a, title_a);
+        let keys_count = !across && script.has_model_words();
+        let twin = f64::from(if keys_count { key.max(full) } else { full }) >= threshold;
         println!(
             "| `{key_a}` | `{key_b}` | {} | {} | {:.3} | {:.3} | {full:.3} | {}{} |",
             if *same { "same" } else { "different" },

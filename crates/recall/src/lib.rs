@@ -50,8 +50,8 @@ pub use crate::error::{Error, Result};
 pub use crate::pipeline::{BacklogFilter, EmbedWorker, embed_backlog, embed_backlog_with};
 pub use crate::time::{Bound, parse_bound};
 pub use crate::tools::{
-    EmbedderState, Scope, Settled, Tool, ToolContext, call_tool, is_refusal, proactive, purge_expired,
-    refusal, settle_memory_updates, tool_names, tool_specs,
+    EmbedderState, Scope, Settled, Tool, ToolContext, Twin, Twins, call_tool, is_refusal, proactive,
+    purge_expired, refusal, settle_memory_updates, tool_names, tool_specs, twins,
 };
 
 /// The local embedding model's catalogue and helpers, and the backlog worker's figures.
@@ -61,5 +61,5 @@ pub mod embedding {
         default_assets_dir, runtime_environment, shut_down,
     };
     pub use crate::pipeline::{EmbedProgress, WorkerStats};
-    pub use crate::tools::{meaning_text, mostly_cjk};
+    pub use crate::tools::{Script, meaning_text, mostly_cjk, script_of};
 }

@@ -148,6 +148,14 @@ pub enum Likeness {
         /// The cosine similarity.
         similarity: f32,
     },
+    /// Written in two scripts, and the names in Latin letters the other-script memory holds
+    /// (`Aula Internacional`, `DELE`, `Chopin`) are nearly all in the Latin one too.
+    Names {
+        /// Names both hold.
+        shared: usize,
+        /// Names the other-script memory holds.
+        of: usize,
+    },
 }
 
 impl std::fmt::Display for Likeness {
@@ -155,6 +163,7 @@ impl std::fmt::Display for Likeness {
         match self {
             Likeness::Spelling => write!(f, "by spelling"),
             Likeness::Meaning { similarity } => write!(f, "by meaning (cosine {similarity:.2})"),
+            Likeness::Names { shared, of } => write!(f, "by the names both hold ({shared} of {of})"),
         }
     }
 }
@@ -180,31 +189,80 @@ pub fn meaning_text(key: &str, title: &str, content: &str) -> String {
     text
 }
 
-/// True when a key and title are written mostly in Chinese, Japanese or Korean characters:
-/// each such character counts as a word, against the words of other letters. The model's
-/// cosines between two texts of different scripts run lower, so they have their own threshold.
-pub fn mostly_cjk(key: &str, title: &str) -> bool {
-    let is_cjk = |c: char| {
-        matches!(c as u32,
+/// The writing system a key and title are mostly written in: what decides whether two memories
+/// are compared within a script or across scripts, where the English-trained model's cosines
+/// run lower (only the names and numbers both texts share count).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Script {
+    /// Latin letters (and anything not named below; also a key with no letters).
+    Latin,
+    /// Chinese, Japanese or Korean characters: each character counts as a word.
+    Cjk,
+    /// Cyrillic.
+    Cyrillic,
+    /// Greek.
+    Greek,
+    /// Arabic.
+    Arabic,
+    /// Hebrew.
+    Hebrew,
+    /// Devanagari.
+    Devanagari,
+    /// Thai.
+    Thai,
+}
+
+impl Script {
+    /// The script of one character, `None` for what is not a letter.
+    fn of(c: char) -> Option<Script> {
+        let script = match c as u32 {
             0x3040..=0x30FF      // hiragana, katakana
             | 0x3400..=0x4DBF    // CJK extension A
             | 0x4E00..=0x9FFF    // CJK unified ideographs
             | 0xAC00..=0xD7AF    // Hangul syllables
-            | 0xF900..=0xFAFF) // CJK compatibility ideographs
-    };
-    let (mut cjk, mut words, mut in_word) = (0usize, 0usize, false);
-    for c in key.chars().chain(std::iter::once(' ')).chain(title.chars()) {
-        if is_cjk(c) {
-            cjk += 1;
-            in_word = false;
-        } else if c.is_alphanumeric() {
-            words += usize::from(!in_word);
-            in_word = true;
-        } else {
-            in_word = false;
-        }
+            | 0xF900..=0xFAFF => Script::Cjk, // CJK compatibility ideographs
+            0x0400..=0x052F => Script::Cyrillic,
+            0x0370..=0x03FF | 0x1F00..=0x1FFF => Script::Greek,
+            0x0600..=0x06FF | 0x0750..=0x077F => Script::Arabic,
+            0x0590..=0x05FF => Script::Hebrew,
+            0x0900..=0x097F => Script::Devanagari,
+            0x0E00..=0x0E7F => Script::Thai,
+            _ if c.is_alphabetic() => Script::Latin,
+            _ => return None,
+        };
+        Some(script)
     }
-    cjk > words
+}
+
+impl Script {
+    /// Whether the embedding model (trained on English, with Chinese characters and kana in its
+    /// vocabulary) reads a key of this script as words rather than as unknown pieces.
+    pub fn has_model_words(self) -> bool {
+        matches!(self, Script::Latin | Script::Cjk)
+    }
+}
+
+/// The script a key and title are mostly written in: each CJK character counts as a word,
+/// against the words (runs of letters) of each other script; the most wins, Latin on a tie.
+pub fn script_of(key: &str, title: &str) -> Script {
+    let mut counts: std::collections::HashMap<Script, usize> = std::collections::HashMap::new();
+    let mut previous = None;
+    for c in key.chars().chain(std::iter::once(' ')).chain(title.chars()) {
+        let script = Script::of(c);
+        if let Some(script) = script
+            && (script == Script::Cjk || previous != Some(script))
+        {
+            *counts.entry(script).or_default() += 1;
+        }
+        previous = script;
+    }
+    let latin = counts.get(&Script::Latin).copied().unwrap_or(0);
+    counts.into_iter().filter(|(_, n)| *n > latin).max_by_key(|(_, n)| *n).map_or(Script::Latin, |(s, _)| s)
+}
+
+/// True when a key and title are written mostly in Chinese, Japanese or Korean characters.
+pub fn mostly_cjk(key: &str, title: &str) -> bool {
+    script_of(key, title) == Script::Cjk
 }
 
 /// The vectors of memory texts embedded so far: settling a summary's facts compares each with
@@ -229,10 +287,45 @@ impl TextVectors {
     }
 }
 
+/// The names in Latin letters a text holds: words of at least three characters with a Latin
+/// letter (`aula`, `cs50p`, `chopin`), lowercased, leaving out a few English function words.
+fn latin_names(text: &str) -> std::collections::BTreeSet<String> {
+    const FUNCTION_WORDS: [&str; 8] = ["the", "and", "for", "with", "from", "that", "this", "not"];
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|word| word.chars().count() >= 3)
+        .filter(|word| word.chars().all(|c| c.is_ascii_digit() || Script::of(c) == Some(Script::Latin)))
+        .filter(|word| word.chars().any(|c| Script::of(c) == Some(Script::Latin)))
+        .map(str::to_lowercase)
+        .filter(|word| !FUNCTION_WORDS.contains(&word.as_str()))
+        .collect()
+}
+
+/// Whether two memories of which one is in Latin letters and the other in another script name
+/// the same things: at least two names, and three quarters of the other-script memory's names,
+/// are in the Latin one. The English-trained model reads Cyrillic, kana or Arabic as unknown
+/// pieces, so their cosine with an English twin stays low (0.42 for a Spanish course in Russian
+/// and in English, benches/README.md "Memory keys by meaning"); the names the two share
+/// (a textbook, an exam, a composer) are what it cannot see.
+fn shared_names(proposed: &MemoryWrite<'_>, existing: &Memory) -> Option<Likeness> {
+    let (proposed_script, existing_script) =
+        (script_of(proposed.key, proposed.title), script_of(&existing.key, &existing.title));
+    let proposed = meaning_text(proposed.key, proposed.title, proposed.content);
+    let existing = meaning_text(&existing.key, &existing.title, &existing.content);
+    let (latin, other) = match (proposed_script, existing_script) {
+        (Script::Latin, Script::Latin) => return None,
+        (Script::Latin, _) => (latin_names(&proposed), latin_names(&existing)),
+        (_, Script::Latin) => (latin_names(&existing), latin_names(&proposed)),
+        _ => return None,
+    };
+    let shared = other.intersection(&latin).count();
+    (shared >= 2 && shared * 4 >= other.len() * 3).then_some(Likeness::Names { shared, of: other.len() })
+}
+
 /// The live memory `proposed` would be a twin of, and how it is alike: by spelling first (no
-/// model needed), then, when the model is loaded, by meaning: the higher cosine of their keys'
-/// words and of their whole texts, above the threshold for their scripts. Without the model
-/// only spelling is checked.
+/// model needed), then by the names two memories in different scripts share (no model
+/// needed), then, when the model is loaded, by meaning: the higher cosine of their keys' words
+/// and of their whole texts, above the threshold for their scripts. Without the model only
+/// spelling and names are checked.
 fn near_duplicate<'m>(
     config: &RecallConfig,
     embedder: Option<&Embedder>,
@@ -250,6 +343,17 @@ fn near_duplicate<'m>(
     if by_spelling.is_some() || others.is_empty() {
         return Ok(by_spelling);
     }
+    let by_names = others
+        .iter()
+        .filter_map(|m| shared_names(proposed, m).map(|likeness| (likeness, *m)))
+        .max_by_key(|(likeness, _)| match likeness {
+            Likeness::Names { shared, of } => (*shared, usize::MAX - of),
+            _ => (0, 0),
+        })
+        .map(|(likeness, m)| (m, likeness));
+    if by_names.is_some() {
+        return Ok(by_names);
+    }
     let Some(embedder) = embedder else { return Ok(None) };
     // Two texts per memory: its key's words, and its whole text. The key alone is the surest
     // sign within a script (`db_password_rotation` / `database_password_rotation` whatever
@@ -262,16 +366,24 @@ fn near_duplicate<'m>(
         .collect();
     let vectors = vectors.embed(embedder, &texts)?;
     let (keys, wholes) = vectors.split_at(others.len() + 1);
-    let cjk = mostly_cjk(proposed.key, proposed.title);
+    let script = script_of(proposed.key, proposed.title);
     Ok(others
         .iter()
         .enumerate()
         .map(|(at, m)| {
-            let similarity = cosine(&keys[0], &keys[at + 1]).max(cosine(&wholes[0], &wholes[at + 1]));
+            let whole = cosine(&wholes[0], &wholes[at + 1]);
+            // The keys alone count only in the scripts the model has words for: two Greek or
+            // Cyrillic keys are mostly unknown pieces to it and look alike whatever they say
+            // (0.79 for a marathon and a cooking class, benches/README.md).
+            let similarity = if script_of(&m.key, &m.title) == script && script.has_model_words() {
+                cosine(&keys[0], &keys[at + 1]).max(whole)
+            } else {
+                whole
+            };
             (similarity, *m)
         })
         .filter(|(similarity, m)| {
-            let threshold = if mostly_cjk(&m.key, &m.title) == cjk {
+            let threshold = if script_of(&m.key, &m.title) == script {
                 config.near_duplicate_meaning
             } else {
                 config.near_duplicate_meaning_across_scripts
@@ -280,6 +392,78 @@ fn near_duplicate<'m>(
         })
         .max_by(|a, b| a.0.total_cmp(&b.0))
         .map(|(similarity, m)| (m, Likeness::Meaning { similarity })))
+}
+
+/// Live memories of a persona that look like one memory under several keys: what `strata
+/// memory twins` proposes to the user to merge into the oldest.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Twins {
+    /// The oldest of them (by id), which a merge keeps.
+    pub kept: Memory,
+    /// The others, oldest first, each with how it is alike the memory it was found a twin of
+    /// (`kept`, or another of these).
+    pub twins: Vec<Twin>,
+}
+
+/// One memory of [`Twins`] beside the kept one.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Twin {
+    /// The memory.
+    pub memory: Memory,
+    /// The key of the memory it was found a twin of.
+    pub of: String,
+    /// How they are alike.
+    pub likeness: Likeness,
+}
+
+/// The persona's live memories that are twins by the rules `save_memory` applies to a new key
+/// (spelling, shared names across scripts, and with `embedder` meaning), gathered into groups:
+/// two memories are in one group when a chain of twins links them, so a triple whose third
+/// key is alike only one of the others is still one group. Memories written before the model
+/// was loaded were checked without meaning: this finds what that check let in.
+pub fn twins(
+    store: &dyn Backend,
+    persona: &str,
+    config: &RecallConfig,
+    embedder: Option<&Embedder>,
+) -> Result<Vec<Twins>> {
+    let mut live = live_memories(store, persona, None, config, Utc::now())?;
+    live.sort_by_key(|memory| memory.id.0);
+    let mut vectors = TextVectors::default();
+    // Each memory's group, as the index of the oldest memory in it.
+    let mut group: Vec<usize> = (0..live.len()).collect();
+    let mut links = Vec::new();
+    for at in 0..live.len() {
+        let memory = &live[at];
+        let write = MemoryWrite {
+            category: memory.category,
+            key: &memory.key,
+            title: &memory.title,
+            content: &memory.content,
+        };
+        // Each memory is compared with the older ones only, so a pair is found once.
+        if let Some((older, likeness)) = near_duplicate(config, embedder, &mut vectors, &write, &live[..at])?
+        {
+            let older = live.iter().position(|m| m.id == older.id).unwrap_or(at);
+            let (from, to) = (group[at], group[older]);
+            for g in &mut group {
+                if *g == from {
+                    *g = to;
+                }
+            }
+            links.push((at, older, likeness));
+        }
+    }
+    let mut found: Vec<Twins> = Vec::new();
+    for (at, older, likeness) in links {
+        let kept = &live[group[at]];
+        let twin = Twin { memory: live[at].clone(), of: live[older].key.clone(), likeness };
+        match found.iter_mut().find(|twins| twins.kept.id == kept.id) {
+            Some(twins) => twins.twins.push(twin),
+            None => found.push(Twins { kept: kept.clone(), twins: vec![twin] }),
+        }
+    }
+    Ok(found)
 }
 
 /// `save_memory`: the agent's upsert into `progress` or `memo` of `persona`.
@@ -626,6 +810,12 @@ mod tests {
         assert!(mostly_cjk("にほんご", ""));
         assert!(!mostly_cjk("standard_japanese", "Standard Japanese (标日) textbook"));
         assert!(!mostly_cjk("", ""));
+        assert_eq!(script_of("изучение_испанского", "Испанский"), Script::Cyrillic);
+        assert_eq!(script_of("spanish_study", "Испанский (Aula 2)"), Script::Latin, "2 words against 1");
+        assert_eq!(script_of("한국어_공부", ""), Script::Cjk);
+        assert_eq!(script_of("μαθήματα_ελληνικών", "Μαθήματα"), Script::Greek);
+        assert_eq!(script_of("μαθήματα_ελληνικών", "Greek lessons"), Script::Latin, "a tie is Latin");
+        assert_eq!(script_of("", ""), Script::Latin);
         assert_eq!(meaning_text("user_timezone", "User Timezone", " "), "user timezone");
         assert_eq!(meaning_text("user_timezone", "TZ", "UTC+2"), "user timezone: TZ. UTC+2");
     }

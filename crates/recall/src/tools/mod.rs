@@ -25,8 +25,8 @@ pub use self::browse::{
     ViewAnswer, expand, history, view,
 };
 pub use self::memory::{
-    Likeness, ListAnswer, SaveAnswer, Settled, list, meaning_text, mostly_cjk, purge_expired, save,
-    settle_memory_updates,
+    Likeness, ListAnswer, SaveAnswer, Script, Settled, Twin, Twins, list, meaning_text, mostly_cjk,
+    purge_expired, save, script_of, settle_memory_updates, twins,
 };
 pub use self::proactive::proactive;
 pub use self::search::{Coverage, Hit, SearchAnswer, grep, search, search_memories};
