@@ -25,7 +25,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use strata_compactor::{AssembledContext, Compaction, Outcome, Resummarized};
-use strata_store::{Level, MessageId, SessionId, SharedBackend, Store, SummaryNode};
+use strata_store::{Level, MessageId, SessionId, SharedBackend, SummaryNode};
 use tokio::runtime::{Handle, Runtime};
 
 use crate::config::Config;
@@ -105,11 +105,6 @@ impl Engine {
     /// The database.
     pub fn store(&self) -> &SharedBackend {
         self.engine.store()
-    }
-
-    /// The SQLite file behind this engine (see [`crate::Engine::sqlite`]).
-    pub fn sqlite(&self, what: &'static str) -> Result<&Store> {
-        self.engine.sqlite(what)
     }
 
     /// The configuration in force.

@@ -189,13 +189,6 @@ impl Engine {
         &self.inner.store
     }
 
-    /// The SQLite file behind this engine, for what only a file has (its own checks, `VACUUM
-    /// INTO`); [`Error::NeedsSqlite`] naming `what` on any other backend. Export, forget,
-    /// import and backups work on every backend (`store()`'s `Maintenance`, [`Engine::backup`]).
-    pub fn sqlite(&self, what: &'static str) -> Result<&Store> {
-        self.inner.store.as_sqlite().ok_or(Error::NeedsSqlite { what, backend: self.inner.store.name() })
-    }
-
     /// strata's metrics in the Prometheus text format: the database's totals and this
     /// engine's counters (see [`crate::metrics`]). Blocking (a few reads).
     pub fn metrics(&self) -> Result<String> {

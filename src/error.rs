@@ -31,15 +31,6 @@ pub enum Error {
     /// A message handed to `append` is not one strata can store; nothing was written.
     #[error("invalid message: {0}")]
     InvalidMessage(String),
-    /// What was asked exists only for a SQLite database (export, forget, backups, the file
-    /// checks), and this one is on another backend.
-    #[error("{what} needs a SQLite database; this one is on {backend}")]
-    NeedsSqlite {
-        /// What was asked.
-        what: &'static str,
-        /// The backend the database is on.
-        backend: &'static str,
-    },
     /// The async runtime of the blocking facade could not be started.
     #[error("cannot start the async runtime")]
     Runtime(#[source] std::io::Error),
@@ -113,7 +104,6 @@ impl Error {
             Error::Compactor(error) => compactor_kind(error),
             Error::Recall(error) => recall_kind(error),
             Error::InvalidMessage(_) | Error::Config(_) => ErrorKind::InvalidInput,
-            Error::NeedsSqlite { .. } => ErrorKind::Unsupported,
             Error::Summarizer(_) | Error::Io { .. } | Error::Runtime(_) | Error::Background(_) => {
                 ErrorKind::Internal
             }

@@ -168,7 +168,7 @@ pub fn copy(
                 progress.tick();
             })
         })
-        .context(if target.as_sqlite().is_some() {
+        .context(if target.name() == "sqlite" {
             "the copy stopped; nothing was written (delete the new file and run it again)"
         } else {
             "the copy stopped; run the same command again to finish it"

@@ -399,6 +399,10 @@ impl Columns {
             body: message.body.clone(),
         };
         self.messages.push(new, message.seq);
+        // The time to the digit, not the millisecond `Message::created_at` holds.
+        if let Some(at) = self.messages.created_at.last_mut() {
+            *at = stored.created_at_seconds;
+        }
     }
 
     fn insert(&self, tx: &mut Tx<'_>) -> Result<(), Error> {

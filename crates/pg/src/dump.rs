@@ -72,7 +72,11 @@ impl Source for PgDump<'_, '_> {
                 .query(&sql, &[&after, &(limit as i64)])
                 .map_err(pg)?
                 .iter()
-                .map(|row| StoredMessage { message: rows::message(row), external_id: row.get(13) })
+                .map(|row| StoredMessage {
+                    message: rows::message(row),
+                    external_id: row.get(13),
+                    created_at_seconds: row.get(8),
+                })
                 .collect())
         })
     }

@@ -31,6 +31,7 @@ conformance!(
     one_memory_per_key_and_preferences_are_the_users,
     a_superseded_fact_is_true_until_its_date_and_stays_in_the_history,
     two_keys_of_one_meaning_merge_into_one_memory,
+    a_backup_is_a_new_sqlite_file_holding_every_message,
     summaries_queue_their_facts_until_settled,
     grep_finds_fragments_in_any_script_folding_case_and_accents,
     search_candidates_stay_within_the_persona,
@@ -261,6 +262,30 @@ fn two_keys_of_one_meaning_merge_into_one_memory(backend: &dyn Backend) {
     // An ended memory is not merged again, and nothing is merged into one.
     assert!(matches!(merge("标日学习", &write("standard_japanese", "y")), Err(Error::Invalid { .. })));
     assert!(matches!(merge("standard_japanese", &write("标日学习", "y")), Err(Error::Invalid { .. })));
+}
+
+fn a_backup_is_a_new_sqlite_file_holding_every_message(backend: &dyn Backend) {
+    said(backend, "chat", "alice", &["the staging port is 5433", "café ☕"]);
+    said(backend, "notes", "bob", &["bob's line"]);
+    let dir = tempfile::tempdir().unwrap();
+    let dest = dir.path().join("backup.db");
+    backend.backup(&dest).unwrap();
+    let copy = strata_store::Store::open(&dest).unwrap();
+    for persona in ["alice", "bob"] {
+        let (original, copied) = (
+            backend.export_messages(ExportScope::Persona(persona)).unwrap(),
+            copy.export_messages(ExportScope::Persona(persona)).unwrap(),
+        );
+        assert_eq!(copied, original, "{persona}");
+    }
+    drop(copy);
+    // Refused, changing nothing: a file that exists; a place no file can be made leaves none.
+    let bytes = std::fs::read(&dest).unwrap();
+    assert!(matches!(backend.backup(&dest), Err(Error::Invalid { .. })));
+    assert_eq!(std::fs::read(&dest).unwrap(), bytes);
+    let nowhere = dir.path().join("missing-directory").join("backup.db");
+    assert!(backend.backup(&nowhere).is_err());
+    assert!(!nowhere.exists());
 }
 
 fn summaries_queue_their_facts_until_settled(backend: &dyn Backend) {

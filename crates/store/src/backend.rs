@@ -49,16 +49,11 @@ pub trait Lease: Send {}
 /// reads); every error names the problem and leaves the database as it was.
 ///
 /// The engine, the compactor and the tools hold a [`SharedBackend`] and never learn which
-/// database is behind it; the few maintenance commands that exist only for SQLite (export,
-/// forget, doctor's file checks, backups) reach the file through [`Backend::as_sqlite`].
+/// database is behind it; what only a SQLite file has (its bytes, `restore`, a file's own
+/// checks) the command line does with a [`Store`] it opens on the file itself.
 pub trait Backend: Maintenance + Send + Sync + std::fmt::Debug {
     /// Which backend this is, for messages and metrics (`sqlite`, `postgres`).
     fn name(&self) -> &'static str;
-    /// The SQLite store behind this backend, for the commands only SQLite has; `None` for
-    /// every other backend.
-    fn as_sqlite(&self) -> Option<&Store> {
-        None
-    }
 
     // Sessions.
 

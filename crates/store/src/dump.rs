@@ -29,6 +29,9 @@ pub struct StoredMessage {
     pub message: Message,
     /// The key it was appended under, if any.
     pub external_id: Option<String>,
+    /// `created_at` exactly as stored (UNIX seconds; [`Message::created_at`] is rounded to the
+    /// millisecond), so a copy keeps the time to the digit.
+    pub created_at_seconds: f64,
 }
 
 /// A memory with every version it had, oldest first.
@@ -126,7 +129,11 @@ impl Source for Dump<'_> {
                 Message::COLUMNS
             );
             query_all(conn, &sql, params![after, limit as i64], |row| {
-                Ok(StoredMessage { message: Message::from_row(row)?, external_id: row.get(13)? })
+                Ok(StoredMessage {
+                    message: Message::from_row(row)?,
+                    external_id: row.get(13)?,
+                    created_at_seconds: row.get(8)?,
+                })
             })
         })
     }

@@ -137,7 +137,7 @@ fn load(tx: &Transaction<'_>, dump: &dyn Source, progress: &mut dyn FnMut(&str, 
                 message.tool_calls.as_ref().map(|calls| calls.to_string()),
                 message.tool_call_id,
                 message.name,
-                to_unix(message.created_at),
+                stored.created_at_seconds,
                 message.token_count,
                 message.pinned,
                 message.summary_id.map(|node| node.0),
@@ -260,4 +260,27 @@ fn copy_memory(tx: &Transaction<'_>, stored: &StoredMemory) -> Result<()> {
         crate::provenance::insert_version(tx, memory.id.0, version)?;
     }
     Ok(())
+}
+
+/// Copies the database `read_dump` reads into the new SQLite file `dest` in one transaction
+/// (the default [`Maintenance::backup`](crate::maintenance::Maintenance::backup)); on failure
+/// the file and its companions are removed, so no half copy is left.
+pub(crate) fn backup_into(
+    read_dump: &mut dyn FnMut(&mut dyn FnMut(&dyn Source) -> Result<Copied>) -> Result<Copied>,
+    dest: &std::path::Path,
+) -> Result<()> {
+    if dest.exists() {
+        return Err(Error::Invalid {
+            field: "backup",
+            reason: format!("{} exists; a backup goes into a new file", dest.display()),
+        });
+    }
+    let copied =
+        Store::open(dest).and_then(|target| read_dump(&mut |dump| target.copy_from(dump, |_, _| {})));
+    if copied.is_err() {
+        for suffix in ["", "-wal", "-shm", "-commits"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", dest.display()));
+        }
+    }
+    copied.map(drop)
 }

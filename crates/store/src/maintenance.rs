@@ -8,6 +8,8 @@
 //! ([`matching_run`], [`recognize_transcript`]), what a forget counts and the marker a rebuilt
 //! node gets ([`withdrawn`]); a backend adds how its rows are read and written.
 
+use std::path::Path;
+
 use crate::dump::Source;
 use crate::error::Result;
 use crate::export::{ExportScope, ExportedMessage};
@@ -58,4 +60,11 @@ pub trait Maintenance {
     /// running the same copy again (the target must be empty or a copy of `name`).
     fn copy_from(&self, dump: &dyn Source, name: &str, progress: &mut dyn FnMut(&str, u64))
     -> Result<Copied>;
+    /// Writes a consistent copy of the whole database into the new SQLite file `dest`, which
+    /// must not exist; a failed copy leaves no file. By default one snapshot
+    /// ([`Maintenance::read_dump`]) is copied into the file in one transaction, every row with
+    /// its id; SQLite copies its file with `VACUUM INTO` instead, safe while others write.
+    fn backup(&self, dest: &Path) -> Result<()> {
+        crate::load::backup_into(&mut |f| self.read_dump(f), dest)
+    }
 }

@@ -428,10 +428,6 @@ impl Backend for Store {
         "sqlite"
     }
 
-    fn as_sqlite(&self) -> Option<&Store> {
-        Some(self)
-    }
-
     fn session(&self, key: &str, persona: &str) -> Result<Session> {
         // An existing session is only read: opening one (as `strata mcp` does at start) must
         // not wait for another process's long write, nor need room on the disk.
@@ -842,6 +838,10 @@ impl Backend for Store {
 }
 
 impl Maintenance for Store {
+    fn backup(&self, dest: &Path) -> Result<()> {
+        self.read(|conn| check::backup(conn, dest))
+    }
+
     fn import(&self, incoming: &[IncomingMessage]) -> Result<Imported> {
         self.append_many(incoming)
     }
