@@ -262,13 +262,13 @@ fn copy_memory(tx: &Transaction<'_>, stored: &StoredMemory) -> Result<()> {
     Ok(())
 }
 
-/// Copies the database `read_dump` reads into the new SQLite file `dest` in one transaction
+/// Copies the database `source` reads into the new SQLite file `dest` in one transaction
 /// (the default [`Maintenance::backup`](crate::maintenance::Maintenance::backup)); on failure
 /// the file and its companions are removed, so no half copy is left.
-pub(crate) fn backup_into(
-    read_dump: &mut dyn FnMut(&mut dyn FnMut(&dyn Source) -> Result<Copied>) -> Result<Copied>,
-    dest: &std::path::Path,
-) -> Result<()> {
+pub(crate) fn backup_into<S>(source: &S, dest: &std::path::Path) -> Result<()>
+where
+    S: crate::maintenance::Maintenance + ?Sized,
+{
     if dest.exists() {
         return Err(Error::Invalid {
             field: "backup",

@@ -65,6 +65,6 @@ pub trait Maintenance {
     /// ([`Maintenance::read_dump`]) is copied into the file in one transaction, every row with
     /// its id; SQLite copies its file with `VACUUM INTO` instead, safe while others write.
     fn backup(&self, dest: &Path) -> Result<()> {
-        crate::load::backup_into(&mut |f| self.read_dump(f), dest)
+        crate::load::backup_into(self, dest)
     }
 }
