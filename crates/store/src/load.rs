@@ -276,7 +276,7 @@ where
         });
     }
     let copied =
-        Store::open(dest).and_then(|target| read_dump(&mut |dump| target.copy_from(dump, |_, _| {})));
+        Store::open(dest).and_then(|target| source.read_dump(&mut |dump| target.copy_from(dump, |_, _| {})));
     if copied.is_err() {
         for suffix in ["", "-wal", "-shm", "-commits"] {
             let _ = std::fs::remove_file(format!("{}{suffix}", dest.display()));
