@@ -18,7 +18,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use sha2::{Digest, Sha256};
 
@@ -111,11 +111,15 @@ impl Grant {
     }
 }
 
-/// The tokens a server accepts, by digest.
+/// The tokens a server accepts, by digest. Clones share one table, which
+/// [`Tokens::replace_with`] swaps whole: a server reloads its token file (SIGHUP) without a
+/// restart, and every clone (REST, MCP) sees the new table from its next request on.
 #[derive(Clone, Debug)]
 pub struct Tokens {
-    by_digest: Arc<HashMap<[u8; 32], Arc<Grant>>>,
+    by_digest: Arc<RwLock<Table>>,
 }
+
+type Table = Arc<HashMap<[u8; 32], Arc<Grant>>>;
 
 impl Tokens {
     /// Reads and validates a token file.
@@ -154,13 +158,34 @@ impl Tokens {
                 return Err(refuse("another entry has the same token".into()));
             }
         }
-        Ok(Tokens { by_digest: Arc::new(by_digest) })
+        Ok(Tokens::from_table(by_digest))
     }
 
     /// One token that may act as every persona and write (`strata mcp --token`).
     pub fn shared(token: &str) -> Tokens {
         let grant = Arc::new(Grant::everything("shared"));
-        Tokens { by_digest: Arc::new(HashMap::from([(digest(token), grant)])) }
+        Tokens::from_table(HashMap::from([(digest(token), grant)]))
+    }
+
+    fn from_table(table: HashMap<[u8; 32], Arc<Grant>>) -> Tokens {
+        Tokens { by_digest: Arc::new(RwLock::new(Arc::new(table))) }
+    }
+
+    /// The table in force. A poisoned lock still holds a whole table: a swap is one store.
+    fn table(&self) -> Table {
+        self.by_digest.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    /// Makes `fresh`'s tokens the ones this table and every clone of it accept, at once: a
+    /// request sees the old table or the new one, never a mix.
+    pub fn replace_with(&self, fresh: &Tokens) {
+        let table = fresh.table();
+        *self.by_digest.write().unwrap_or_else(std::sync::PoisonError::into_inner) = table;
+    }
+
+    /// How many tokens are accepted.
+    pub fn count(&self) -> usize {
+        self.table().len()
     }
 
     /// What `token` allows, or `None` for a token this server does not know.
@@ -169,7 +194,7 @@ impl Tokens {
             return None;
         }
         // A lookup by digest: timing reveals at most which digests exist, not a token.
-        self.by_digest.get(&digest(token)).cloned()
+        self.table().get(&digest(token)).cloned()
     }
 
     /// The grant of a request's `Authorization` header (`Bearer <token>`), if it carries a

@@ -48,6 +48,8 @@ fn token_file(strata: &Strata) -> (PathBuf, Keys) {
 struct Server {
     addr: SocketAddr,
     child: tokio::process::Child,
+    /// What it printed after its address, line by line.
+    log: tokio::sync::mpsc::UnboundedReceiver<String>,
 }
 
 async fn serve(strata: &Strata, db: &Path, tokens: &Path, flags: &[&str]) -> Server {
@@ -71,8 +73,13 @@ async fn serve(strata: &Strata, db: &Path, tokens: &Path, flags: &[&str]) -> Ser
     let url =
         line.split_whitespace().find(|word| word.starts_with("http://")).unwrap_or_else(|| panic!("{line}"));
     let addr: SocketAddr = url.trim_start_matches("http://").parse().unwrap();
-    tokio::spawn(async move { while let Ok(Some(_)) = stderr.next_line().await {} });
-    Server { addr, child }
+    let (sender, log) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = stderr.next_line().await {
+            let _ = sender.send(line);
+        }
+    });
+    Server { addr, child, log }
 }
 
 /// One request; the status and the body (JSON when it is JSON, else a string).
@@ -486,4 +493,53 @@ async fn mcp_at_slash_mcp_runs_as_the_tokens_persona() {
     assert!(refused.is_err(), "{refused:?}");
     // Bob's token cannot even open an MCP session as alice.
     assert!(mcp_client(server.addr, &headers, Some(&keys.bob)).await.is_err());
+}
+
+/// SIGHUP reads the token file again: a token added to it is accepted and one taken out is
+/// refused from then on, without a restart; a file that does not validate changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_reloads_the_token_file_and_a_broken_one_changes_nothing() {
+    let strata = Strata::new();
+    let (tokens, keys) = token_file(&strata);
+    let full = std::fs::read_to_string(&tokens).unwrap();
+    // Start with alice's token only: the first entry of the file.
+    let alice_only = full.split("[[token]]").filter(|entry| entry.contains("alice-bot")).collect::<String>();
+    std::fs::write(&tokens, format!("[[token]]{alice_only}")).unwrap();
+    let mut server = serve(&strata, strata.db(), &tokens, &[]).await;
+    let (addr, client) = (server.addr, reqwest::Client::new());
+    let stats = |token: String| {
+        let client = client.clone();
+        async move { call(&client, addr, Method::GET, "/v1/personas/bob/stats", Some(&token), None).await.0 }
+    };
+    assert_eq!(stats(keys.bob.clone()).await, StatusCode::UNAUTHORIZED);
+    let pid = server.child.id().unwrap().to_string();
+    // Sends SIGHUP and waits for the server to say what it did with the file.
+    let mut reload = async |contents: &str| -> String {
+        std::fs::write(&tokens, contents).unwrap();
+        assert!(std::process::Command::new("kill").args(["-HUP", &pid]).status().unwrap().success());
+        loop {
+            let line =
+                tokio::time::timeout(Duration::from_secs(30), server.log.recv()).await.unwrap().unwrap();
+            if line.contains("reloaded") || line.contains("kept") {
+                return line;
+            }
+        }
+    };
+
+    // Bob's token added: accepted from the reload on.
+    let said = reload(&full).await;
+    assert!(said.contains("reloaded") && said.contains("3 tokens"), "{said}");
+    assert_eq!(stats(keys.bob.clone()).await, StatusCode::OK);
+    // A broken file: the tokens in force stay, and the server says why.
+    let said = reload("[[token]]\nname = \"x\"\n").await;
+    assert!(said.contains("kept the 3 tokens"), "{said}");
+    assert_eq!(stats(keys.bob.clone()).await, StatusCode::OK, "a broken file changes nothing");
+    // Bob's token taken out: refused from the reload on; the others stay.
+    let without_bob: Vec<&str> = full.split("[[token]]").filter(|entry| !entry.contains("bob-bot")).collect();
+    reload(&without_bob.join("[[token]]")).await;
+    assert_eq!(stats(keys.bob.clone()).await, StatusCode::UNAUTHORIZED);
+    let (status, _) =
+        call(&client, addr, Method::GET, "/v1/personas/alice/stats", Some(&keys.reader), None).await;
+    assert_eq!(status, StatusCode::OK, "the other tokens stay");
+    server.child.kill().await.unwrap();
 }

@@ -48,7 +48,10 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("cannot listen on {}", args.listen))?;
         let bound = listener.local_addr()?;
-        eprintln!("strata: serving at http://{bound} (REST under /v1, MCP at /mcp; SIGTERM or Ctrl-C stops)");
+        eprintln!(
+            "strata: serving at http://{bound} (REST under /v1, MCP at /mcp; SIGHUP reloads the tokens, SIGTERM or Ctrl-C stops)"
+        );
+        tokio::spawn(reload_on_hangup(args.tokens.clone(), options.tokens.clone()));
         let shutdown = tokio_util::sync::CancellationToken::new();
         let stop = shutdown.clone();
         tokio::spawn(async move {
@@ -60,6 +63,30 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> anyhow::Result<()> {
     });
     engine.shutdown_background();
     served
+}
+
+/// Reads the token file again on each SIGHUP (`kill -HUP`, `systemctl reload`): a token added
+/// or revoked takes effect without a restart. A file that does not read or validate changes
+/// nothing: the tokens in force stay, and the error is printed.
+async fn reload_on_hangup(path: std::path::PathBuf, tokens: Tokens) {
+    let mut hangup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
+        Ok(signal) => signal,
+        Err(error) => {
+            tracing::warn!(%error, "cannot watch SIGHUP; the token file is read only at start");
+            return;
+        }
+    };
+    while hangup.recv().await.is_some() {
+        match Tokens::load(&path) {
+            Ok(fresh) => {
+                tokens.replace_with(&fresh);
+                eprintln!("strata: reloaded {}: {} tokens", path.display(), tokens.count());
+            }
+            Err(error) => {
+                eprintln!("strata: kept the {} tokens in force: {error}", tokens.count());
+            }
+        }
+    }
 }
 
 /// Resolves on SIGTERM (how a service manager stops a server) or Ctrl-C.
