@@ -123,6 +123,12 @@ pub(crate) fn store_kind(error: &strata_store::Error) -> ErrorKind {
         | Store::AlreadyReplaced { .. }
         | Store::EditedTranscript { .. } => ErrorKind::Conflict,
         Store::ProtectedCategory => ErrorKind::Forbidden,
+        // The caller named a file that is not a strata database: another path fixes it.
+        Store::NotStrata { .. } | Store::Empty { .. } | Store::SchemaUnknown { .. } => {
+            ErrorKind::InvalidInput
+        }
+        // A database of a newer strata: this build cannot use it, a newer one can.
+        Store::SchemaTooNew { .. } => ErrorKind::Unsupported,
         Store::Busy(_) | Store::DiskFull(_) | Store::Pool(_) | Store::Lease { .. } => ErrorKind::Unavailable,
         _ => ErrorKind::Internal,
     }
@@ -172,5 +178,8 @@ mod tests {
         assert_eq!(Error::Store(missing).kind().as_str(), "not_found");
         assert_eq!(Error::Store(strata_store::Error::ProtectedCategory).kind(), ErrorKind::Forbidden);
         assert_eq!(serde_json::to_value(ErrorKind::InvalidInput).unwrap(), "invalid_input");
+        let foreign =
+            strata_store::Error::NotStrata { path: "app.db".into(), application_id: 0, user_version: 0 };
+        assert_eq!(Error::Store(foreign).kind(), ErrorKind::InvalidInput);
     }
 }

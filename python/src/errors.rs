@@ -106,20 +106,24 @@ fn store_class(error: &StoreError) -> &'static str {
     }
 }
 
-/// The Python exception for `failure`.
+/// The Python exception for `failure`, its `kind` the library's [`strata::ErrorKind`] (as
+/// `strata serve`'s JSON errors name it), so a caller acts on one vocabulary in every language.
 pub fn to_py(failure: Failure) -> PyErr {
-    let (class, message) = match failure {
+    let (class, kind, message) = match failure {
         Failure::Python(error) => return error,
-        Failure::Engine(error) => (engine_class(&error), error_line(&error)),
-        Failure::BadInput(reason) => ("BadInput", reason),
-        Failure::Closed => ("Error", "the engine is closed".to_owned()),
-        Failure::Internal(reason) => ("Error", format!("internal error: {reason}")),
+        Failure::Engine(error) => (engine_class(&error), error.kind(), error_line(&error)),
+        Failure::BadInput(reason) => ("BadInput", strata::ErrorKind::InvalidInput, reason),
+        Failure::Closed => ("Error", strata::ErrorKind::Unavailable, "the engine is closed".to_owned()),
+        Failure::Internal(reason) => {
+            ("Error", strata::ErrorKind::Internal, format!("internal error: {reason}"))
+        }
     };
     Python::attach(|py| {
         let exception = py
             .import("strata._errors")
             .and_then(|module| module.getattr(class))
-            .and_then(|class| class.call1((message.clone(),)));
+            .and_then(|class| class.call1((message.clone(),)))
+            .and_then(|exception| exception.setattr("kind", kind.as_str()).map(|()| exception));
         match exception {
             Ok(exception) => PyErr::from_value(exception),
             // Only a broken installation lacks strata._errors: still say what went wrong.

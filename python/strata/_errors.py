@@ -18,7 +18,14 @@ __all__ = [
 
 
 class Error(Exception):
-    """Base class of every strata error."""
+    """Base class of every strata error.
+
+    ``kind`` names the failure in the vocabulary every front end shares (the Rust library's
+    ``ErrorKind``, the ``kind`` of ``strata serve``'s JSON errors): ``invalid_input``,
+    ``not_found``, ``conflict``, ``too_large``, ``forbidden``, ``unauthorized``,
+    ``unavailable``, ``unsupported`` or ``internal``."""
+
+    kind: str = "internal"
 
 
 class BadInput(Error, ValueError):

@@ -145,3 +145,30 @@ def test_a_damaged_file_raises_damaged_database_and_takes_no_writes(tmp_path):
         with strata.Engine(path) as engine:
             engine.session("s").append({"role": "user", "content": "after the damage"})
     assert path.read_bytes() == before
+
+
+def test_each_exception_names_its_kind_as_every_front_end_does(db_path, tmp_path):
+    """``kind`` is the library's ErrorKind, the ``kind`` of ``strata serve``'s JSON errors."""
+    with strata.Engine(db_path, {"compactor": {"max_message_bytes": 4096}}) as engine:
+        session = engine.session("s", "coder")
+        with pytest.raises(strata.BadInput) as raised:
+            session.append({"role": "wizard", "content": "x"})
+        assert raised.value.kind == "invalid_input"
+        with pytest.raises(strata.BadInput) as raised:
+            session.append({"role": "user", "content": "x" * 5000})
+        assert raised.value.kind == "too_large"
+        with pytest.raises(strata.Forbidden) as raised:
+            engine.session("s", "chef")
+        assert raised.value.kind == "conflict"
+        with pytest.raises(strata.NotFound) as raised:
+            engine.accept_proposal("coder", "no_such_key")
+        assert raised.value.kind == "not_found"
+    with pytest.raises(strata.Error) as raised:
+        engine.stats()
+    assert raised.value.kind == "unavailable"
+    path = tmp_path / "app.db"
+    with sqlite3.connect(path) as connection:
+        connection.execute("CREATE TABLE users (id INTEGER PRIMARY KEY)")
+    with pytest.raises(strata.DatabaseError) as raised:
+        strata.Engine(path)
+    assert raised.value.kind == "invalid_input", "another path fixes it"
