@@ -16,11 +16,13 @@
 //! while it copies the live rows: appends and reads of that table wait for it. What stays until
 //! the server recycles it (WAL segments, replicas, base backups) is in ARCHITECTURE.md.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use strata_store::backend::{to_unix, validate_persona};
-use strata_store::forgetting::{ForgetCounts, ForgetPlan, ForgetScope, Forgotten, KeptSpan, Rebuilt};
+use strata_store::forgetting::{
+    Cut, ForgetCounts, ForgetPlan, ForgetScope, Forgotten, KeptSpan, Rebuilt, SessionPart, SessionVersion,
+};
 use strata_store::maintenance::{proposed_label, withdrawn};
 use strata_store::memories::Provenance;
 use strata_store::{Error, Missing, NewSummary, NodeId, Result, SessionId};
@@ -40,28 +42,6 @@ const REWRITTEN: &[&str] = &[
     "ingests",
     "sessions",
 ];
-
-/// One session's part of a forget: its messages with `seq < cut` go.
-struct Cut {
-    session: SessionId,
-    persona: String,
-    cut: i64,
-    /// The whole session goes.
-    whole: bool,
-}
-
-/// What one session loses.
-struct Part {
-    doomed_nodes: Vec<i64>,
-    partial: Option<KeptSpan>,
-    messages: Vec<i64>,
-    /// Memories every version of which came from what goes.
-    memories: Vec<i64>,
-    /// Versions of the memories in `rewrites` that came from what goes.
-    versions: Vec<i64>,
-    /// Memories that keep versions from elsewhere: rewritten from those.
-    rewrites: Vec<i64>,
-}
 
 fn ids(tx: &mut Tx<'_>, sql: &str, params: &[&(dyn postgres::types::ToSql + Sync)]) -> Result<Vec<i64>> {
     Ok(tx.query(sql, params).map_err(pg)?.iter().map(|row| row.get(0)).collect())
@@ -127,53 +107,23 @@ fn cuts(tx: &mut Tx<'_>, scope: &ForgetScope) -> Result<Vec<Cut>> {
     }
 }
 
-/// A memory version's source, as recorded in its provenance.
-struct SessionVersion {
-    version: i64,
-    memory: i64,
-    node: Option<i64>,
-    message: Option<i64>,
-}
-
-fn part(tx: &mut Tx<'_>, cut: &Cut, whole_persona: bool) -> Result<Part> {
-    let tainted: Vec<(i64, i32, i64)> = tx
+/// What `cut` takes from its session, by the rule every backend shares
+/// ([`SessionPart::decide`]), from the rows read here.
+fn part(tx: &mut Tx<'_>, cut: &Cut, whole_persona: bool) -> Result<SessionPart> {
+    let nodes: Vec<(i64, i64, i64)> = tx
         .query(
             "SELECT id, level, last_seq FROM summary_nodes WHERE session_id = $1 AND first_seq < $2",
             &[&cut.session.0, &cut.cut],
         )
         .map_err(pg)?
         .iter()
-        .map(|row| (row.get(0), row.get(1), row.get(2)))
+        .map(|row| (row.get(0), i64::from(row.get::<_, i32>(1)), row.get(2)))
         .collect();
-    let mut part = Part {
-        doomed_nodes: Vec::new(),
-        partial: None,
-        messages: Vec::new(),
-        memories: Vec::new(),
-        versions: Vec::new(),
-        rewrites: Vec::new(),
-    };
-    for (id, level, last_seq) in tainted {
-        if level == 0 && last_seq >= cut.cut {
-            part.partial = Some(KeptSpan {
-                node: NodeId(id),
-                session: cut.session,
-                persona: cut.persona.clone(),
-                first_seq: cut.cut,
-                last_seq,
-            });
-        } else {
-            part.doomed_nodes.push(id);
-        }
-    }
-    part.messages = ids(
+    let messages = ids(
         tx,
         "SELECT id FROM messages WHERE session_id = $1 AND seq < $2 ORDER BY seq",
         &[&cut.session.0, &cut.cut],
     )?;
-    let nodes: HashSet<i64> =
-        part.doomed_nodes.iter().copied().chain(part.partial.iter().map(|span| span.node.0)).collect();
-    let messages: HashSet<i64> = part.messages.iter().copied().collect();
     // The versions whose source is this session: a tool call in it, or a node of it.
     let versions: Vec<SessionVersion> = tx
         .query(
@@ -186,32 +136,9 @@ fn part(tx: &mut Tx<'_>, cut: &Cut, whole_persona: bool) -> Result<Part> {
         .iter()
         .map(|row| SessionVersion { version: row.get(0), memory: row.get(1), node: row.get(2), message: row.get(3) })
         .collect();
-    let tainted: Vec<&SessionVersion> = versions
-        .iter()
-        .filter(|v| {
-            cut.whole
-                || v.node.is_some_and(|node| nodes.contains(&node))
-                || v.message.is_some_and(|message| messages.contains(&message))
-        })
-        .collect();
-    let touched: BTreeSet<i64> = tainted.iter().map(|version| version.memory).collect();
-    let gone: HashSet<i64> = tainted.iter().map(|version| version.version).collect();
-    for memory in touched {
-        let every = ids(tx, "SELECT id FROM memory_versions WHERE memory_id = $1", &[&memory])?;
-        if whole_persona || every.iter().all(|version| gone.contains(version)) {
-            part.memories.push(memory);
-        } else {
-            part.rewrites.push(memory);
-        }
-    }
-    let doomed: HashSet<i64> = part.memories.iter().copied().collect();
-    // The versions of a deleted memory are counted with it.
-    part.versions = tainted
-        .iter()
-        .filter(|version| !doomed.contains(&version.memory))
-        .map(|version| version.version)
-        .collect();
-    Ok(part)
+    SessionPart::decide(cut, whole_persona, nodes, messages, &versions, &mut |memory| {
+        ids(tx, "SELECT id FROM memory_versions WHERE memory_id = $1", &[&memory])
+    })
 }
 
 /// Versions of these memories beside their current one: deleted with them.
@@ -228,7 +155,7 @@ fn vectors_of(tx: &mut Tx<'_>, kind: &str, ids: &[i64]) -> Result<u64> {
 }
 
 /// The plan: read again inside the forget's transaction, so what it erases is what it counted.
-fn plan(tx: &mut Tx<'_>, scope: &ForgetScope) -> Result<(ForgetPlan, Vec<(Cut, Part)>)> {
+fn plan(tx: &mut Tx<'_>, scope: &ForgetScope) -> Result<(ForgetPlan, Vec<(Cut, SessionPart)>)> {
     let mut counts = ForgetCounts::default();
     let mut rebuild = Vec::new();
     let mut parts = Vec::new();
@@ -418,7 +345,7 @@ fn rewrite_leaf(tx: &mut Tx<'_>, span: &KeptSpan, summary: &NewSummary) -> Resul
 fn erase_session(
     tx: &mut Tx<'_>,
     cut: &Cut,
-    part: &Part,
+    part: &SessionPart,
     rebuilt: &HashMap<NodeId, &Rebuilt>,
     now: DateTime<Utc>,
 ) -> Result<bool> {

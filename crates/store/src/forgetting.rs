@@ -159,12 +159,15 @@ pub struct Forgotten {
 
 /// One session's part of a forget: its messages with `seq < cut` go.
 #[derive(Clone, Debug)]
-struct Cut {
-    session: SessionId,
-    persona: String,
-    cut: i64,
+pub struct Cut {
+    /// The session.
+    pub session: SessionId,
+    /// Its persona.
+    pub persona: String,
+    /// The first seq that stays.
+    pub cut: i64,
     /// The whole session goes.
-    whole: bool,
+    pub whole: bool,
 }
 
 fn cuts(conn: &Connection, scope: &ForgetScope) -> Result<Vec<Cut>> {
@@ -252,84 +255,119 @@ fn ids(conn: &Connection, sql: &str, params: impl rusqlite::Params) -> Result<Ve
 }
 
 /// What one session loses: the nodes over forgotten messages (`first_seq < cut`), the Level-0
-/// node also covering kept ones, the doomed messages' ids.
-struct SessionPart {
-    doomed_nodes: Vec<i64>,
-    partial: Option<KeptSpan>,
-    messages: Vec<i64>,
-    /// Memories whose current text came from what goes (a node, a tool call of a message).
-    memories: Vec<i64>,
+/// node also covering kept ones, the doomed messages' ids, and the memories and versions that
+/// came from them. Decided by [`SessionPart::decide`] from the rows a backend read, so every
+/// backend erases by one rule.
+#[derive(Clone, Debug, Default)]
+pub struct SessionPart {
+    /// Nodes that go.
+    pub doomed_nodes: Vec<i64>,
+    /// The Level-0 node that also covers kept messages, rewritten over them.
+    pub partial: Option<KeptSpan>,
+    /// Messages that go.
+    pub messages: Vec<i64>,
+    /// Memories whose every version came from what goes (or whose persona goes).
+    pub memories: Vec<i64>,
     /// Versions of the memories in `rewrites` that came from what goes.
-    versions: Vec<i64>,
-    /// Memories that keep versions from elsewhere: rewritten from those (`rewrite_memory`).
-    rewrites: Vec<i64>,
+    pub versions: Vec<i64>,
+    /// Memories that keep versions from elsewhere: rewritten from those.
+    pub rewrites: Vec<i64>,
+}
+
+/// A memory version whose source lies in a session (a tool call in it, or a node of it): what
+/// a forget of that session looks at.
+#[derive(Clone, Debug)]
+pub struct SessionVersion {
+    /// The version.
+    pub version: i64,
+    /// Its memory.
+    pub memory: i64,
+    /// The node it was consolidated from.
+    pub node: Option<i64>,
+    /// The message of the tool call that wrote it.
+    pub message: Option<i64>,
+}
+
+impl SessionPart {
+    /// Decides what `cut` takes, from what the backend read in the forget's transaction: the
+    /// session's nodes that start before the cut as `(id, level, last_seq)`, the ids of its
+    /// messages before the cut, the memory versions whose source is the session, and
+    /// `versions_of`, every version id of a memory.
+    pub fn decide(
+        cut: &Cut,
+        whole_persona: bool,
+        nodes: Vec<(i64, i64, i64)>,
+        messages: Vec<i64>,
+        versions: &[SessionVersion],
+        versions_of: &mut dyn FnMut(i64) -> Result<Vec<i64>>,
+    ) -> Result<SessionPart> {
+        let mut part = SessionPart { messages, ..SessionPart::default() };
+        for (id, level, last_seq) in nodes {
+            if level == 0 && last_seq >= cut.cut {
+                part.partial = Some(KeptSpan {
+                    node: NodeId(id),
+                    session: cut.session,
+                    persona: cut.persona.clone(),
+                    first_seq: cut.cut,
+                    last_seq,
+                });
+            } else {
+                part.doomed_nodes.push(id);
+            }
+        }
+        // The memory versions whose source is what goes: a node over forgotten text, a tool
+        // call in a forgotten message, anything of a forgotten session.
+        let nodes: HashSet<i64> =
+            part.doomed_nodes.iter().copied().chain(part.partial.iter().map(|s| s.node.0)).collect();
+        let messages: HashSet<i64> = part.messages.iter().copied().collect();
+        let tainted: Vec<&SessionVersion> = versions
+            .iter()
+            .filter(|version| {
+                cut.whole
+                    || version.node.is_some_and(|node| nodes.contains(&node))
+                    || version.message.is_some_and(|message| messages.contains(&message))
+            })
+            .collect();
+        let touched: std::collections::BTreeSet<i64> = tainted.iter().map(|version| version.memory).collect();
+        let gone: HashSet<i64> = tainted.iter().map(|version| version.version).collect();
+        // A memory goes when every version of it came from what goes (or its persona goes); one
+        // that also holds kept text is rewritten from that text alone.
+        for memory in touched {
+            let every = versions_of(memory)?;
+            if whole_persona || every.iter().all(|version| gone.contains(version)) {
+                part.memories.push(memory);
+            } else {
+                part.rewrites.push(memory);
+            }
+        }
+        // The versions of a deleted memory are counted with it.
+        let doomed: HashSet<i64> = part.memories.iter().copied().collect();
+        part.versions = tainted
+            .iter()
+            .filter(|version| !doomed.contains(&version.memory))
+            .map(|version| version.version)
+            .collect();
+        Ok(part)
+    }
 }
 
 fn session_part(conn: &Connection, cut: &Cut, whole_persona: bool) -> Result<SessionPart> {
-    let tainted: Vec<(i64, i64, i64)> = query_all(
+    let nodes: Vec<(i64, i64, i64)> = query_all(
         conn,
         "SELECT id, level, last_seq FROM summary_nodes WHERE session_id = ?1 AND first_seq < ?2",
         params![cut.session, cut.cut],
         |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
     )?;
-    let mut part = SessionPart {
-        doomed_nodes: Vec::new(),
-        partial: None,
-        messages: Vec::new(),
-        memories: Vec::new(),
-        versions: Vec::new(),
-        rewrites: Vec::new(),
-    };
-    for (id, level, last_seq) in tainted {
-        if level == 0 && last_seq >= cut.cut {
-            part.partial = Some(KeptSpan {
-                node: NodeId(id),
-                session: cut.session,
-                persona: cut.persona.clone(),
-                first_seq: cut.cut,
-                last_seq,
-            });
-        } else {
-            part.doomed_nodes.push(id);
-        }
-    }
-    part.messages = ids(
+    let messages = ids(
         conn,
         "SELECT id FROM messages WHERE session_id = ?1 AND seq < ?2",
         params![cut.session, cut.cut],
     )?;
-    // The memory versions whose source is what goes: a node over forgotten text, a tool call
-    // in a forgotten message, anything of a forgotten session.
-    let nodes: HashSet<i64> =
-        part.doomed_nodes.iter().copied().chain(part.partial.iter().map(|s| s.node.0)).collect();
-    let messages: HashSet<i64> = part.messages.iter().copied().collect();
     let versions = provenance::of_session(conn, cut.session)?;
-    let tainted = |version: &provenance::SessionVersion| {
-        cut.whole
-            || version.node.is_some_and(|node| nodes.contains(&node))
-            || version.message.is_some_and(|message| messages.contains(&message))
-    };
-    let tainted: Vec<&provenance::SessionVersion> = versions.iter().filter(|v| tainted(v)).collect();
-    let touched: std::collections::BTreeSet<i64> = tainted.iter().map(|version| version.memory).collect();
-    part.versions = tainted.iter().map(|version| version.version).collect();
-    let gone: HashSet<i64> = part.versions.iter().copied().collect();
-    // A memory goes when every version of it came from what goes (or its persona goes); one
-    // that also holds kept text is rewritten from that text alone (`rewrite_memory`).
     let mut all_versions = conn.prepare_cached("SELECT id FROM memory_versions WHERE memory_id = ?1")?;
-    for memory in touched {
-        let every: Vec<i64> =
-            all_versions.query_map([memory], |row| row.get(0))?.collect::<rusqlite::Result<_>>()?;
-        if whole_persona || every.iter().all(|version| gone.contains(version)) {
-            part.memories.push(memory);
-        } else {
-            part.rewrites.push(memory);
-        }
-    }
-    let doomed: HashSet<i64> = part.memories.iter().copied().collect();
-    // The versions of a deleted memory are counted with it (`earlier_versions`).
-    part.versions
-        .retain(|version| tainted.iter().any(|t| t.version == *version && !doomed.contains(&t.memory)));
-    Ok(part)
+    SessionPart::decide(cut, whole_persona, nodes, messages, &versions, &mut |memory| {
+        Ok(all_versions.query_map([memory], |row| row.get(0))?.collect::<rusqlite::Result<_>>()?)
+    })
 }
 
 /// Earlier (replaced) versions of these memories: deleted with them.

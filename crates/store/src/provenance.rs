@@ -393,24 +393,18 @@ pub(crate) fn true_at(
     Ok(found)
 }
 
-/// A version whose source lies in a session: what a forget of that session looks at.
-#[derive(Clone, Debug)]
-pub(crate) struct SessionVersion {
-    pub(crate) version: i64,
-    pub(crate) memory: i64,
-    pub(crate) node: Option<i64>,
-    pub(crate) message: Option<i64>,
-}
-
 /// The versions whose source is session `session` (a tool call in it, or a node of it).
-pub(crate) fn of_session(conn: &Connection, session: SessionId) -> Result<Vec<SessionVersion>> {
+pub(crate) fn of_session(
+    conn: &Connection,
+    session: SessionId,
+) -> Result<Vec<crate::forgetting::SessionVersion>> {
     query_all(
         conn,
         "SELECT id, memory_id, node_id, message_id FROM memory_versions
          WHERE session_id = ?1 AND source IN ('agent', 'summary', 'proposal')",
         [session],
         |row| {
-            Ok(SessionVersion {
+            Ok(crate::forgetting::SessionVersion {
                 version: row.get(0)?,
                 memory: row.get(1)?,
                 node: row.get(2)?,
