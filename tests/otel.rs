@@ -19,7 +19,7 @@ use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
 use crate::util::Strata;
 
-/// The fact in the older session; the model's `memory_grep` finds it.
+/// The fact in the older session; the model's `memory_grep` finds it, and saves it.
 const PLANTED: &str = "The staging database password rotates every 42 days; ask Priya in #infra.";
 /// What the user asks in the traced turn.
 const QUESTION: &str = "How often do the staging credentials change?";
@@ -101,15 +101,35 @@ fn named<'a>(spans: &'a [Received], name: &str) -> Vec<&'a Received> {
     spans.iter().filter(|span| span.name == name).collect()
 }
 
-/// A model that greps strata's memory first, then answers; every answer reports its usage.
-fn grep_then_answer(request: &Request) -> ResponseTemplate {
+/// The tool calls the model makes, one a reply, before it answers: a search, a save (its
+/// text is the planted fact, which no span may carry), a read of the timeline.
+fn planned_calls() -> [(&'static str, Value); 3] {
+    [
+        ("memory_grep", json!({"query": "password"})),
+        (
+            "save_memory",
+            json!({"category": "memo", "key": "rotation_period", "title": "Rotation", "content": PLANTED}),
+        ),
+        ("view_chat_history_summary", json!({})),
+    ]
+}
+
+/// A model that makes the [`planned_calls`] in order, then answers; every reply reports its
+/// usage.
+fn tools_then_answer(request: &Request) -> ResponseTemplate {
     let body: Value = request.body_json().expect("the client sends JSON");
-    let last = body["messages"].as_array().and_then(|messages| messages.last().cloned()).unwrap_or_default();
-    let message = if last["role"] == "tool" {
-        json!({"role": "assistant", "content": "Every 42 days."})
-    } else {
-        json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
-            "function": {"name": "memory_grep", "arguments": json!({"query": "password"}).to_string()}}]})
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let answered = messages
+        .iter()
+        .rev()
+        .take_while(|message| message["role"] != "user")
+        .filter(|m| m["role"] == "tool")
+        .count();
+    let message = match planned_calls().get(answered) {
+        Some((name, arguments)) => json!({"role": "assistant", "content": null, "tool_calls": [{
+            "id": format!("call_{answered}"), "type": "function",
+            "function": {"name": name, "arguments": arguments.to_string()}}]}),
+        None => json!({"role": "assistant", "content": "Every 42 days."}),
     };
     ResponseTemplate::new(200).set_body_json(json!({
         "id": "chatcmpl-test",
@@ -161,7 +181,7 @@ async fn a_chat_turn_exports_genai_spans_to_the_collector() {
     let model = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/v1/chat/completions"))
-        .respond_with(grep_then_answer)
+        .respond_with(tools_then_answer)
         .mount(&model)
         .await;
     let collector = collector().await;
@@ -176,9 +196,9 @@ async fn a_chat_turn_exports_genai_spans_to_the_collector() {
     assert!(!prepared.is_empty(), "{names:?}");
     assert!(prepared.iter().all(|span| span.text("gen_ai.conversation.id") == Some("today")), "{prepared:?}");
 
-    // Two model calls (the tool call, then the answer), each a client span with its usage.
+    // A model call per tool call and one for the answer, each a client span with its usage.
     let chats = named(&spans, "chat gpt-4o-mini");
-    assert_eq!(chats.len(), 2, "{names:?}");
+    assert_eq!(chats.len(), planned_calls().len() + 1, "{names:?}");
     let model_port = i64::from(model.address().port());
     for chat in &chats {
         assert_eq!(chat.kind, SpanKind::Client as i32, "{chat:?}");
@@ -213,6 +233,20 @@ async fn a_chat_turn_exports_genai_spans_to_the_collector() {
     assert_eq!(search.text("gen_ai.memory.store.id"), Some("coder"));
     assert!(search.int("gen_ai.memory.record.count").is_some_and(|count| count >= 1), "{search:?}");
 
+    // The save is an upsert of its key in the persona's store, inside its tool call.
+    let saves = named(&spans, "execute_tool save_memory");
+    let upserts = named(&spans, "upsert_memory");
+    assert_eq!((saves.len(), upserts.len()), (1, 1), "{names:?}");
+    assert_eq!(saves[0].text("error.type"), None, "the memory was saved: {:?}", saves[0]);
+    assert_eq!(upserts[0].parent_span_id, saves[0].span_id);
+    assert_eq!(upserts[0].text("gen_ai.operation.name"), Some("upsert_memory"));
+    assert_eq!(upserts[0].text("gen_ai.memory.store.id"), Some("coder"));
+    assert_eq!(upserts[0].text("gen_ai.memory.record.id"), Some("rotation_period"));
+    // A tool that is no memory operation has its execute_tool span alone.
+    let timeline = named(&spans, "execute_tool view_chat_history_summary");
+    assert_eq!(timeline.len(), 1, "{names:?}");
+    assert_eq!(timeline[0].text("gen_ai.tool.name"), Some("view_chat_history_summary"));
+
     // No span carries the conversation's text: not the question, the query or what was found.
     for span in &spans {
         for (key, value) in &span.attributes {
@@ -231,14 +265,14 @@ async fn otel_sdk_disabled_sends_nothing_even_with_an_endpoint() {
     let model = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/v1/chat/completions"))
-        .respond_with(grep_then_answer)
+        .respond_with(tools_then_answer)
         .mount(&model)
         .await;
     let collector = collector().await;
     let output = chat_turn(&strata, &model, &collector, true);
     // The turn itself ran (the model was asked twice), and not one export was made.
     assert!(String::from_utf8_lossy(&output.stdout).contains("42 days"));
-    assert_eq!(model.received_requests().await.unwrap().len(), 2);
+    assert_eq!(model.received_requests().await.unwrap().len(), planned_calls().len() + 1);
     assert_eq!(collector.received_requests().await.unwrap().len(), 0);
 }
 
