@@ -31,7 +31,8 @@ refuse strata-llm '^(rusqlite|strata-store|strata-compactor|strata-recall)$'
 refuse strata-wire '^(rusqlite|tokio|reqwest|hyper|strata-store|strata-llm|strata-compactor|strata-recall)$'
 echo "layers: the store and recall hold no HTTP client and no tokio; compactor and recall stay apart; strata-llm holds no store; strata-wire holds no strata crate and no I/O"
 
-CLI_ONLY='^(clap|indicatif|rmcp|toml|tracing-subscriber|strata-synth)$'
+# The OTLP export (feature `otel`) is the command line's too: a library user turns it on by name.
+CLI_ONLY='^(clap|indicatif|rmcp|toml|tracing-subscriber|strata-synth|opentelemetry|opentelemetry_sdk|opentelemetry-otlp|tracing-opentelemetry)$'
 found=$(cargo tree -p strata --no-default-features -e normal --prefix none --format '{p}' \
   | sed 's/ v.*//' | sort -u | grep -E "$CLI_ONLY" || true)
 if [ -n "$found" ]; then

@@ -631,7 +631,12 @@ impl EngineSession {
     /// oldest turns go out as one elision note naming them (nothing is lost: they are stored
     /// and `view_message` reads them).
     pub async fn prepare_context(&self) -> Result<PreparedContext> {
-        let span = tracing::info_span!("prepare_context", session = %self.session.key, persona = %self.session.persona);
+        let span = tracing::info_span!(
+            "prepare_context",
+            session = %self.session.key,
+            persona = %self.session.persona,
+            gen_ai.conversation.id = %self.session.key,
+        );
         async {
             let compactor = &self.engine.inner.compactor;
             self.engine.warm_embedder();

@@ -71,6 +71,8 @@ pub mod llm;
 mod mcp;
 mod message;
 pub mod metrics;
+#[cfg(feature = "otel")]
+pub mod otel;
 mod render;
 #[cfg(all(feature = "cli", feature = "mcp"))]
 mod serve;

@@ -19,6 +19,7 @@ mod interop;
 mod llm_recorded;
 mod mcp_http;
 mod memory_life;
+mod otel;
 mod postgres;
 mod recalled;
 mod reliability;

@@ -468,15 +468,13 @@ pub fn main_from(args: impl IntoIterator<Item = std::ffi::OsString>) -> u8 {
             return error.exit_code().clamp(0, 255) as u8;
         }
     };
-    // A host (the Python interpreter) may have set a subscriber already.
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("STRATA_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .try_init();
+    let telemetry = init_tracing();
     let result = run(args);
+    // The spans still buffered go out before the exit (a short command ends within the batch
+    // processor's first interval).
+    if let Some(Err(error)) = telemetry.map(strata::otel::Telemetry::shutdown) {
+        eprintln!("warning: {}", error_line(&anyhow::Error::new(error)));
+    }
     // Threads may still be loading the model or embedding (the chat loop warms it in the
     // background): the exit must not tear ONNX Runtime down under them.
     strata_recall::embedding::shut_down();
@@ -487,6 +485,31 @@ pub fn main_from(args: impl IntoIterator<Item = std::ffi::OsString>) -> u8 {
             eprintln!("error: {}", error_line(&err));
             1
         }
+    }
+}
+
+/// The log on stderr (filtered by `STRATA_LOG`, `warn` by default) and, when the `OTEL_*`
+/// variables ask for it, the spans exported by OTLP (`strata::otel`). A host (the Python
+/// interpreter) may have set a subscriber already; then this one is dropped, export too.
+fn init_tracing() -> Option<strata::otel::Telemetry> {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+
+    let filter = tracing_subscriber::EnvFilter::try_from_env("STRATA_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let log = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_filter(filter);
+    let telemetry = match strata::otel::Telemetry::from_env() {
+        Ok(telemetry) => telemetry,
+        Err(error) => {
+            eprintln!("warning: no OTLP export: {}", error_line(&anyhow::Error::new(error)));
+            None
+        }
+    };
+    let export = telemetry.as_ref().map(strata::otel::Telemetry::layer);
+    match tracing_subscriber::registry().with(log).with(export).try_init() {
+        Ok(()) => telemetry,
+        Err(_) => None,
     }
 }
 

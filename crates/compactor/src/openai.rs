@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use tracing::Instrument as _;
 
 use crate::error::SummarizeError;
 use strata_llm::{ChatEndpoint, LlmError, RetryPolicy};
@@ -411,12 +412,29 @@ impl OpenAiSummarizer {
             }
             Attempt { error: failed.error.into(), retry_after: failed.retry_after }
         })?;
+        // The call's span is `run`'s, current here.
+        strata_llm::span::record_response(&tracing::Span::current(), &value);
         let summary = extract(&value, max_tokens);
         self.usage.push(ReportedCall::answered(model, &value, summary.is_ok(), started.elapsed()));
         summary.map_err(|error| Attempt { error, retry_after: None })
     }
 
+    /// One summary, over all its attempts, in one `chat {model}` span.
     async fn run(&self, request: &SummaryRequest) -> Result<Summary, SummarizeError> {
+        let span = strata_llm::span::chat_span(&self.config.model, self.endpoint.url());
+        let result = self.attempts(request).instrument(span.clone()).await;
+        if let Err(error) = &result {
+            let error_type = match error {
+                SummarizeError::Status { status, .. } => status.to_string(),
+                SummarizeError::Timeout(_) => "timeout".to_owned(),
+                _ => "_OTHER".to_owned(),
+            };
+            strata_llm::span::record_failure(&span, &error_type);
+        }
+        result
+    }
+
+    async fn attempts(&self, request: &SummaryRequest) -> Result<Summary, SummarizeError> {
         let policy = &self.config.retry;
         let mut attempt = 1;
         // A switch to JSON mode gets one extra attempt: it is a change of protocol, not a retry.

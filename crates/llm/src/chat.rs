@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use serde_json::{Value, json};
+use tracing::Instrument as _;
 
 use crate::endpoint::ChatEndpoint;
 use crate::error::LlmError;
@@ -132,13 +133,16 @@ impl ChatClient {
             body["tool_choice"] = Value::from("auto");
         }
         let started = Instant::now();
-        let completion = match self.endpoint.complete(&body).await {
+        let span = crate::span::chat_span(&self.model, self.endpoint.url());
+        let completion = match self.endpoint.complete(&body).instrument(span.clone()).await {
             Ok(completion) => completion,
             Err(error) => {
+                crate::span::record_error(&span, &error);
                 self.usage.push(ReportedCall::failed(&self.model, started.elapsed()));
                 return Err(error);
             }
         };
+        crate::span::record_response(&span, &completion);
         let ok = completion.pointer("/choices/0/message").is_some();
         self.usage.push(ReportedCall::answered(&self.model, &completion, ok, started.elapsed()));
         let mut reply = Reply::from_completion(&completion, self.endpoint.url())?;

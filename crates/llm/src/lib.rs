@@ -23,6 +23,7 @@ mod chat;
 mod endpoint;
 mod error;
 mod retry;
+pub mod span;
 mod usage;
 
 pub use crate::chat::{ChatClient, DEFAULT_MAX_TOKENS, Reply};

@@ -417,6 +417,20 @@ impl Embedder {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
+        // OpenTelemetry's GenAI `embeddings` span (client kind for an endpoint, internal for the
+        // model in this process); the texts are left out.
+        let span = tracing::info_span!(
+            "embeddings",
+            otel.name = format!("embeddings {}", self.spec.id),
+            otel.kind = if matches!(self.backend, Backend::Remote { .. }) { "client" } else { "internal" },
+            otel.status_code = tracing::field::Empty,
+            gen_ai.operation.name = "embeddings",
+            gen_ai.request.model = self.spec.id,
+            // Signed: the layer would export an unsigned integer as a string.
+            gen_ai.embeddings.dimension.count = self.spec.dimensions as i64,
+            strata.embeddings.inputs = texts.len() as i64,
+        );
+        let _entered = span.enter();
         let vectors = match &self.backend {
             Backend::Local(local) => {
                 let mut model = match local.batches.try_lock() {

@@ -106,12 +106,15 @@ pub fn purge_expired(
     config: &RecallConfig,
     now: DateTime<Utc>,
 ) -> Result<Vec<(Category, usize)>> {
+    let span = super::memory_span::purge();
+    let _entered = span.enter();
     let mut purged = Vec::new();
     for category in Category::ALL {
         if let Some(cutoff) = config.memory_ttls.cutoff(category, now) {
             purged.push((category, store.purge_memories(category, cutoff)?));
         }
     }
+    super::memory_span::deleted(&span, purged.iter().map(|(_, count)| count).sum());
     Ok(purged)
 }
 

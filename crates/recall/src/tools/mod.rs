@@ -4,6 +4,7 @@
 mod browse;
 mod curate;
 mod memory;
+mod memory_span;
 mod proactive;
 mod search;
 
@@ -379,7 +380,37 @@ impl Tool {
 
     /// Runs one call for the persona of `ctx`; always answers JSON ([`call_tool`]).
     pub fn call(self, ctx: &ToolContext, args: &Value) -> Value {
-        answer_of(self, || self.dispatch(ctx, args))
+        // OpenTelemetry's GenAI `execute_tool` span; its arguments and answer are left out
+        // (they quote the conversation).
+        let span = tracing::info_span!(
+            "execute_tool",
+            otel.name = self.span_name(),
+            otel.status_code = tracing::field::Empty,
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = self.name(),
+            gen_ai.tool.type = "function",
+            error.type = tracing::field::Empty,
+        );
+        let _entered = span.enter();
+        let answer = answer_of(self, || self.dispatch(ctx, args));
+        if let Some(kind) = answer.pointer("/error/kind").and_then(Value::as_str) {
+            span.record("otel.status_code", "error");
+            span.record("error.type", kind);
+        }
+        answer
+    }
+
+    /// The name of its span, `execute_tool {gen_ai.tool.name}` as the conventions say.
+    fn span_name(self) -> &'static str {
+        match self {
+            Tool::MemoryGrep => "execute_tool memory_grep",
+            Tool::MemorySearch => "execute_tool memory_search",
+            Tool::ViewMessage => "execute_tool view_message",
+            Tool::ExpandSummary => "execute_tool expand_summary",
+            Tool::ViewChatHistorySummary => "execute_tool view_chat_history_summary",
+            Tool::SaveMemory => "execute_tool save_memory",
+            Tool::MemoryList => "execute_tool memory_list",
+        }
     }
 
     /// The answer of a call of this tool that panicked or was cancelled: an `internal`
@@ -393,14 +424,14 @@ impl Tool {
         let store = &*ctx.store;
         let config = &ctx.config;
         match self {
-            Tool::MemoryGrep => {
+            Tool::MemoryGrep => memory_span::search(&scope.persona, || {
                 let in_context = InContext::of_session(store, ctx.session.id)?;
                 answer(grep_outside(store, &scope, config, &parse_args(args)?, &in_context)?)
-            }
-            Tool::MemorySearch => {
+            }),
+            Tool::MemorySearch => memory_span::search(&scope.persona, || {
                 let in_context = InContext::of_session(store, ctx.session.id)?;
                 answer(search_outside(store, &scope, config, &ctx.embedder, &parse_args(args)?, &in_context)?)
-            }
+            }),
             Tool::ViewMessage => {
                 let args: ViewMessageArgs = parse_args(args)?;
                 answer(view(store, &scope.persona, config, &args)?)
@@ -413,8 +444,10 @@ impl Tool {
             Tool::SaveMemory => {
                 // The tool call came from the session; the store adds its newest message.
                 let provenance = Provenance::agent(Tool::SaveMemory.name(), ctx.session.id, None, None);
-                let args = parse_args(args)?;
-                answer(save(store, &scope.persona, config, ctx.embedder.ready(), &args, &provenance)?)
+                let args: SaveMemoryArgs = parse_args(args)?;
+                memory_span::upsert(&scope.persona, &args.key, || {
+                    answer(save(store, &scope.persona, config, ctx.embedder.ready(), &args, &provenance)?)
+                })
             }
             Tool::MemoryList => {
                 answer(list(store, &scope.persona, config, &parse_args(args)?, chrono::Utc::now())?)
