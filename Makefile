@@ -5,7 +5,7 @@ CARGO ?= cargo
 # The test runner `make test` installs when it is missing (pinned; `cargo install --locked`).
 NEXTEST_VERSION ?= 0.9.143
 
-.PHONY: demo test test-rust test-python python wheel bench-python test-llm lint bench eval embed-assets
+.PHONY: demo test test-rust test-python test-ts python wheel bench-python test-llm lint bench eval embed-assets
 
 # The Python package lives in a virtual environment under target/ (python/ holds its source).
 PYTHON ?= python3
@@ -24,7 +24,7 @@ demo: embed-assets
 
 # Every test: unit, integration, end-to-end and doctests. cargo-nextest is installed when it is
 # missing; where it cannot be (no network to crates.io), `cargo test` runs the same tests.
-test: test-rust test-python
+test: test-rust test-python test-ts
 
 # The engine's behaviour tests (tests/) run a second time with each `Strata` database on
 # PostgreSQL (STRATA_TEST_BACKEND=postgres, tests/util.rs). Left out, by name, in this one place:
@@ -87,6 +87,14 @@ test-python: embed-assets python
 	$(CARGO) build --bin strata  # test_serve.py drives the binary
 	@export STRATA_TEST_POSTGRES="$$(./scripts/postgres.sh url)" || exit 1; \
 	$(VENV_PYTHON) -m pytest python/tests -q; status=$$?; ./scripts/postgres.sh stop; exit $$status
+
+# The TypeScript package (node/): its npm dependencies from the committed lockfile, the addon
+# built from this checkout with cargo's dev profile (node/build.mjs copies it to
+# node/strata.node), then its typecheck and node:test suite, the Vercel AI SDK bot included.
+test-ts:
+	cd node && npm ci --no-audit --no-fund --loglevel=error
+	cd node && CARGO="$(CARGO)" npm run --silent build
+	cd node && npm test
 
 # A release wheel (abi3: one file for CPython 3.9 and later) in target/wheels.
 wheel:

@@ -71,7 +71,9 @@ fn config(json: Option<String>, file: Option<String>) -> Result<strata::Config, 
     match (json, file) {
         (Some(text), _) => serde_json::from_value(parse(&text, "the configuration")?)
             .map_err(|error| Failure::BadInput(format!("invalid configuration: {error}"))),
-        (None, Some(path)) => Ok(strata::Config::load(Some(PathBuf::from(path).as_path()), std::iter::empty())?),
+        (None, Some(path)) => {
+            Ok(strata::Config::load(Some(PathBuf::from(path).as_path()), std::iter::empty())?)
+        }
         (None, None) => Ok(strata::Config::default()),
     }
 }
@@ -271,7 +273,9 @@ impl Engine {
         self.with(move |engine| {
             let embedder = engine.engine().embedder().clone();
             let (store, recall) = (engine.store(), &engine.config().recall);
-            json(&strata::recall::tools::search_memories(&**store, &persona, recall, &embedder, &query, limit)?)
+            json(&strata::recall::tools::search_memories(
+                &**store, &persona, recall, &embedder, &query, limit,
+            )?)
         })
     }
 
@@ -309,7 +313,8 @@ impl Engine {
     pub fn doctor(&self, full: bool) -> AsyncTask<Work<String>> {
         self.with(move |engine| {
             let report = engine.store().doctor(full)?;
-            let mut value = serde_json::to_value(&report).map_err(|error| Failure::Internal(error.to_string()))?;
+            let mut value =
+                serde_json::to_value(&report).map_err(|error| Failure::Internal(error.to_string()))?;
             value["healthy"] = Value::Bool(report.healthy());
             json(&value)
         })
