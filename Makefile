@@ -5,7 +5,7 @@ CARGO ?= cargo
 # The test runner `make test` installs when it is missing (pinned; `cargo install --locked`).
 NEXTEST_VERSION ?= 0.9.143
 
-.PHONY: demo test test-rust test-python test-ts python wheel bench-python test-llm lint bench eval embed-assets
+.PHONY: demo test test-rust test-python test-ts python wheel bench-python bench-ts test-llm lint bench eval embed-assets
 
 # The Python package lives in a virtual environment under target/ (python/ holds its source).
 PYTHON ?= python3
@@ -88,13 +88,13 @@ test-python: embed-assets python
 	@export STRATA_TEST_POSTGRES="$$(./scripts/postgres.sh url)" || exit 1; \
 	$(VENV_PYTHON) -m pytest python/tests -q; status=$$?; ./scripts/postgres.sh stop; exit $$status
 
-# The TypeScript package (node/): its npm dependencies from the committed lockfile, the addon
-# built from this checkout with cargo's dev profile (node/build.mjs copies it to
-# node/strata.node), then its typecheck and node:test suite, the Vercel AI SDK bot included.
+# The TypeScript package (node/): its npm dependencies from the committed lockfile, then `npm
+# test`, which builds the addon from this checkout with cargo's dev profile (node/build.mjs
+# copies it to node/strata.node) and runs the typecheck and the node:test suite, the Vercel AI
+# SDK bot included.
 test-ts:
 	cd node && npm ci --no-audit --no-fund --loglevel=error
-	cd node && CARGO="$(CARGO)" npm run --silent build
-	cd node && npm test
+	cd node && CARGO="$(CARGO)" npm test
 
 # A release wheel (abi3: one file for CPython 3.9 and later) in target/wheels.
 wheel:
@@ -106,6 +106,12 @@ wheel:
 bench-python: embed-assets python
 	$(CARGO) bench --bench binding
 	$(VENV_PYTHON) benches/binding.py
+
+# The Node binding's cost beside the same Rust calls, release builds (benches/README.md).
+bench-ts: embed-assets
+	cd node && npm ci --no-audit --no-fund --loglevel=error && CARGO="$(CARGO)" npm run --silent build -- --release
+	$(CARGO) bench --bench binding
+	node benches/binding.mjs
 
 # Retrieval quality on the shared dev set (../shared/eval) and planted facts; see benches/README.md.
 eval: embed-assets

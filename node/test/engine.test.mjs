@@ -157,3 +157,27 @@ test("calls run off the event loop: concurrent appends and contexts all complete
   const contexts = await Promise.all(sessions.map((session) => session.prepareContext()));
   for (const context of contexts) assert.equal(context.messages.length >= 1, true);
 });
+
+test("forget erases a session, backup copies the database, proposals start empty", async (t) => {
+  const dir = tempDir(t);
+  const engine = await Engine.open(join(dir, "bot.db"));
+  t.after(() => engine.close());
+  const session = await engine.session("gone", "coder");
+  await session.appendMany([
+    { role: "user", content: "My locker code is 4471." },
+    { role: "assistant", content: "Noted." },
+  ]);
+  assert.deepEqual(await engine.proposals("coder"), []);
+
+  await engine.backup(join(dir, "copy.db"));
+  const copy = await Engine.open(join(dir, "copy.db"));
+  t.after(() => copy.close());
+  assert.equal((await (await copy.session("gone", "coder")).messages()).length, 2);
+  await assert.rejects(engine.backup(join(dir, "copy.db")), StrataError, "the destination must not exist");
+
+  const plan = await engine.forget({ session: "gone", dryRun: true });
+  assert.equal(plan.counts.messages, 2, JSON.stringify(plan));
+  assert.equal((await session.messages()).length, 2, "a dry run erases nothing");
+  await engine.forget({ session: "gone" });
+  assert.equal((await engine.sessions("coder")).length, 0);
+});
