@@ -5,7 +5,7 @@ CARGO ?= cargo
 # The test runner `make test` installs when it is missing (pinned; `cargo install --locked`).
 NEXTEST_VERSION ?= 0.9.143
 
-.PHONY: demo test test-rust test-python python wheel bench-python test-llm lint bench eval embed-assets
+.PHONY: demo test test-rust test-python test-ts python wheel bench-python bench-ts test-llm lint bench eval embed-assets
 
 # The Python package lives in a virtual environment under target/ (python/ holds its source).
 PYTHON ?= python3
@@ -24,7 +24,7 @@ demo: embed-assets
 
 # Every test: unit, integration, end-to-end and doctests. cargo-nextest is installed when it is
 # missing; where it cannot be (no network to crates.io), `cargo test` runs the same tests.
-test: test-rust test-python
+test: test-rust test-python test-ts
 
 # The engine's behaviour tests (tests/) run a second time with each `Strata` database on
 # PostgreSQL (STRATA_TEST_BACKEND=postgres, tests/util.rs). Left out, by name, in this one place:
@@ -77,6 +77,14 @@ test-python: embed-assets python
 	@export STRATA_TEST_POSTGRES="$$(./scripts/postgres.sh url)" || exit 1; \
 	$(VENV_PYTHON) -m pytest python/tests -q; status=$$?; ./scripts/postgres.sh stop; exit $$status
 
+# The TypeScript package (node/): its npm dependencies from the committed lockfile, then `npm
+# test`, which builds the addon from this checkout with cargo's dev profile (node/build.mjs
+# copies it to node/strata.node) and runs the typecheck and the node:test suite, the Vercel AI
+# SDK bot included.
+test-ts:
+	cd node && npm ci --no-audit --no-fund --loglevel=error
+	cd node && CARGO="$(CARGO)" npm test
+
 # A release wheel (abi3: one file for CPython 3.9 and later) in target/wheels.
 wheel:
 	@test -x $(VENV_PYTHON) || $(PYTHON) -m venv $(VENV)
@@ -87,6 +95,12 @@ wheel:
 bench-python: embed-assets python
 	$(CARGO) bench --bench binding
 	$(VENV_PYTHON) benches/binding.py
+
+# The Node binding's cost beside the same Rust calls, release builds (benches/README.md).
+bench-ts: embed-assets
+	cd node && npm ci --no-audit --no-fund --loglevel=error && CARGO="$(CARGO)" npm run --silent build -- --release
+	$(CARGO) bench --bench binding
+	node benches/binding.mjs
 
 # Retrieval quality on the shared dev set (../shared/eval) and planted facts; see benches/README.md.
 eval: embed-assets

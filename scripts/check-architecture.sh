@@ -23,7 +23,7 @@ python3 - "$root" "$doc" <<'EOF'
 import glob, os, re, sys
 
 root, doc = sys.argv[1], sys.argv[2]
-dirs = ["crates", "src", "python", "schema", "scripts", "tests", "benches", "examples"]
+dirs = ["crates", "src", "python", "node", "schema", "scripts", "tests", "benches", "examples"]
 skip = {"target", "node_modules", "__pycache__"}
 
 # Every file and directory under the source dirs, as paths from the root.

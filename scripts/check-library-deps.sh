@@ -42,12 +42,12 @@ if [ -n "$found" ]; then
 fi
 echo "strata without default features: no command-line dependency"
 
-# One runtime builder: the command line and the Python binding drive the engine through
+# One runtime builder: the command line and the Python and Node bindings drive the engine through
 # `strata::blocking` and never build a tokio runtime of their own.
-found=$(grep -rn "tokio::runtime::Builder\|Runtime::new()" src/cli src/main.rs python/src || true)
+found=$(grep -rn "tokio::runtime::Builder\|Runtime::new()" src/cli src/main.rs python/src node/src || true)
 if [ -n "$found" ]; then
   echo "a tokio runtime built outside strata::blocking:" >&2
   echo "$found" >&2
   exit 1
 fi
-echo "runtimes: the command line and the binding use strata::blocking"
+echo "runtimes: the command line and the bindings use strata::blocking"
