@@ -86,9 +86,7 @@ fn engine_class(error: &strata::Error) -> &'static str {
         strata::Error::Store(error)
         | strata::Error::Compactor(CompactorError::Store(error))
         | strata::Error::Recall(RecallError::Store(error)) => store_class(error),
-        strata::Error::InvalidMessage(_) | strata::Error::Config(_) | strata::Error::NeedsSqlite { .. } => {
-            "BadInput"
-        }
+        strata::Error::InvalidMessage(_) | strata::Error::Config(_) => "BadInput",
         strata::Error::Compactor(
             CompactorError::Config { .. }
             | CompactorError::EncodingMismatch { .. }
