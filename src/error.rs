@@ -111,6 +111,95 @@ impl Error {
     }
 }
 
+/// The exception class a binding raises for an error (Python's `strata._errors`, the Node
+/// package's error classes): one classification, so the bindings only name it. Finer than
+/// [`ErrorKind`] where a binding's users act on more (a damaged file against an unreadable one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorClass {
+    /// An argument, message or setting strata cannot take; nothing was written.
+    BadInput,
+    /// No such session, message, memory, proposal or tool.
+    NotFound,
+    /// Not allowed for this caller.
+    Forbidden,
+    /// Another writer held the database or won a race; calling again is safe.
+    Busy,
+    /// The file cannot be used as a strata database.
+    DatabaseError,
+    /// The database is damaged.
+    DamagedDatabase,
+    /// The summarizer could not be set up.
+    SummarizerUnavailable,
+    /// The embedding model could not be loaded.
+    EmbedderUnavailable,
+    /// Anything else: the binding's base class.
+    Other,
+}
+
+impl ErrorClass {
+    /// The class's name in both bindings (`None` for [`ErrorClass::Other`], whose name each
+    /// binding chooses).
+    pub fn name(self) -> Option<&'static str> {
+        Some(match self {
+            ErrorClass::BadInput => "BadInput",
+            ErrorClass::NotFound => "NotFound",
+            ErrorClass::Forbidden => "Forbidden",
+            ErrorClass::Busy => "Busy",
+            ErrorClass::DatabaseError => "DatabaseError",
+            ErrorClass::DamagedDatabase => "DamagedDatabase",
+            ErrorClass::SummarizerUnavailable => "SummarizerUnavailable",
+            ErrorClass::EmbedderUnavailable => "EmbedderUnavailable",
+            ErrorClass::Other => return None,
+        })
+    }
+}
+
+impl Error {
+    /// The exception class a binding raises for this error ([`ErrorClass`]).
+    pub fn class(&self) -> ErrorClass {
+        use strata_compactor::Error as Compactor;
+        use strata_recall::Error as Recall;
+        match self {
+            Error::Store(error)
+            | Error::Compactor(Compactor::Store(error))
+            | Error::Recall(Recall::Store(error)) => store_class(error),
+            Error::InvalidMessage(_) | Error::Config(_) => ErrorClass::BadInput,
+            Error::Compactor(
+                Compactor::Config { .. }
+                | Compactor::EncodingMismatch { .. }
+                | Compactor::MessageTooLarge { .. },
+            ) => ErrorClass::BadInput,
+            Error::Summarizer(_) => ErrorClass::SummarizerUnavailable,
+            Error::Recall(error) => match error {
+                Recall::InvalidArgument { .. } | Recall::NearDuplicateKey { .. } | Recall::Config { .. } => {
+                    ErrorClass::BadInput
+                }
+                Recall::UnknownTool(_) => ErrorClass::NotFound,
+                _ => ErrorClass::EmbedderUnavailable,
+            },
+            Error::Io { .. } => ErrorClass::DatabaseError,
+            _ => ErrorClass::Other,
+        }
+    }
+}
+
+fn store_class(error: &strata_store::Error) -> ErrorClass {
+    use strata_store::Error as Store;
+    match error {
+        Store::Busy(_) => ErrorClass::Busy,
+        Store::Corrupt(_) | Store::Damaged { .. } | Store::CommitsLost { .. } => ErrorClass::DamagedDatabase,
+        Store::NotFound(_) | Store::Missing { .. } => ErrorClass::NotFound,
+        Store::ProtectedCategory | Store::PersonaMismatch { .. } => ErrorClass::Forbidden,
+        Store::Invalid { .. } => ErrorClass::BadInput,
+        // Another writer won the race for the same rows; calling again sees its work.
+        Store::AlreadyCovered { .. } | Store::AlreadyMerged { .. } | Store::AlreadyReplaced { .. } => {
+            ErrorClass::Busy
+        }
+        _ => ErrorClass::DatabaseError,
+    }
+}
+
 /// The kind of a store error: the refusals the data model makes, and what waiting may cure.
 pub(crate) fn store_kind(error: &strata_store::Error) -> ErrorKind {
     use strata_store::Error as Store;

@@ -85,7 +85,7 @@ pub use crate::embedding::{OpenAiEmbeddings, load_embedder};
 pub use crate::engine::{
     CompactedSession, Engine, EngineSession, HistorySearch, PreparedContext, SentenceModel,
 };
-pub use crate::error::{Error, ErrorKind, Result};
+pub use crate::error::{Error, ErrorClass, ErrorKind, Result};
 pub use crate::message::{ChatMessage, Format, Incoming};
 pub use strata_wire as wire;
 

@@ -4,7 +4,6 @@
 
 use pyo3::prelude::*;
 use strata::compactor::Error as CompactorError;
-use strata::recall::Error as RecallError;
 use strata::store::Error as StoreError;
 
 /// What a call of the binding can fail with, before it is raised.
@@ -66,44 +65,7 @@ fn error_line(error: &strata::Error) -> String {
 }
 
 fn engine_class(error: &strata::Error) -> &'static str {
-    match error {
-        strata::Error::Store(error)
-        | strata::Error::Compactor(CompactorError::Store(error))
-        | strata::Error::Recall(RecallError::Store(error)) => store_class(error),
-        strata::Error::InvalidMessage(_) | strata::Error::Config(_) => "BadInput",
-        strata::Error::Compactor(
-            CompactorError::Config { .. }
-            | CompactorError::EncodingMismatch { .. }
-            | CompactorError::MessageTooLarge { .. },
-        ) => "BadInput",
-        strata::Error::Summarizer(_) => "SummarizerUnavailable",
-        strata::Error::Recall(error) => match error {
-            RecallError::InvalidArgument { .. }
-            | RecallError::NearDuplicateKey { .. }
-            | RecallError::Config { .. } => "BadInput",
-            RecallError::UnknownTool(_) => "NotFound",
-            _ => "EmbedderUnavailable",
-        },
-        strata::Error::Io { .. } => "DatabaseError",
-        _ => "Error",
-    }
-}
-
-fn store_class(error: &StoreError) -> &'static str {
-    match error {
-        StoreError::Busy(_) => "Busy",
-        StoreError::Corrupt(_) | StoreError::Damaged { .. } | StoreError::CommitsLost { .. } => {
-            "DamagedDatabase"
-        }
-        StoreError::NotFound(_) | StoreError::Missing { .. } => "NotFound",
-        StoreError::ProtectedCategory | StoreError::PersonaMismatch { .. } => "Forbidden",
-        StoreError::Invalid { .. } => "BadInput",
-        // Another writer won the race for the same rows; calling again sees its work.
-        StoreError::AlreadyCovered { .. }
-        | StoreError::AlreadyMerged { .. }
-        | StoreError::AlreadyReplaced { .. } => "Busy",
-        _ => "DatabaseError",
-    }
+    error.class().name().unwrap_or("Error")
 }
 
 /// The Python exception for `failure`, its `kind` the library's [`strata::ErrorKind`] (as
