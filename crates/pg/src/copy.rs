@@ -398,11 +398,7 @@ impl Columns {
             external_id: stored.external_id.clone(),
             body: message.body.clone(),
         };
-        self.messages.push(new, message.seq);
-        // The time to the digit, not the millisecond `Message::created_at` holds.
-        if let Some(at) = self.messages.created_at.last_mut() {
-            *at = stored.created_at_seconds;
-        }
+        self.messages.push_at(new, message.seq, stored.created_at_seconds);
     }
 
     fn insert(&self, tx: &mut Tx<'_>) -> Result<(), Error> {

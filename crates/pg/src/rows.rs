@@ -149,13 +149,20 @@ impl MessageColumns {
     /// Adds `message` at `seq`. An empty array of tool calls (some servers send one) is no
     /// tool call, as in SQLite.
     pub fn push(&mut self, message: NewMessage, seq: i64) {
+        let created_at = to_unix(message.created_at);
+        self.push_at(message, seq, created_at);
+    }
+
+    /// [`MessageColumns::push`] with the time as stored (UNIX seconds, to the digit): a copy
+    /// keeps what its source holds, not the millisecond `NewMessage::created_at` carries.
+    pub fn push_at(&mut self, message: NewMessage, seq: i64, created_at_seconds: f64) {
         let NewMessage {
             role,
             content,
             tool_calls,
             tool_call_id,
             name,
-            created_at,
+            created_at: _,
             token_count,
             pinned,
             external_id,
@@ -168,7 +175,7 @@ impl MessageColumns {
         self.tool_calls.push(tool_calls.filter(|calls| calls.as_array().is_some_and(|a| !a.is_empty())));
         self.tool_call_id.push(tool_call_id);
         self.name.push(name);
-        self.created_at.push(to_unix(created_at));
+        self.created_at.push(created_at_seconds);
         self.token_count.push(token_count as i32);
         self.pinned.push(pinned);
         self.external_id.push(external_id);
