@@ -62,6 +62,13 @@ const rows = [];
   engine.close();
 }
 {
+  const engine = await strata.Engine.open(fixture("prepare_context"), { recall: { proactive: false } });
+  const session = await engine.session("s");
+  await session.prepareContext();
+  rows.push(["prepareContext, no recalled block", "rust_prepare_context_100000_no_recall", await medianSeconds(() => session.prepareContext(), 1000)]);
+  engine.close();
+}
+{
   const messages = await thousand();
   const workdir = mkdtempSync(join(tmpdir(), "strata-bench-"));
   let counter = 0;

@@ -2,7 +2,8 @@
 //! on the fixtures `benches/binding.py` measures from Python in the same run (`make
 //! bench-python` runs both and prints the ratios):
 //!
-//! - `prepare_context` of a 100,000-message session with nothing left to compact;
+//! - `prepare_context` of a 100,000-message session with nothing left to compact, with the
+//!   recalled block (the default) and without it;
 //! - `append_many` of 1,000 messages of the demo's conversation, into a fresh database, read
 //!   from the JSON objects a bot hands over (`Incoming::from_json`, as the bindings do);
 //! - `call_tool("memory_search", ...)` over 100,000 vectors, query embedding included;
@@ -48,6 +49,15 @@ fn prepare_context(c: &mut Criterion) {
     let mut group = c.benchmark_group("binding");
     group.sample_size(30);
     group.bench_function("rust/prepare_context/100000", |b| b.iter(|| session.prepare_context().unwrap()));
+    // Without the recalled block's search the call is mostly the context's conversion: the
+    // stricter test of what a binding adds.
+    let mut config = Config::default();
+    config.recall.proactive = false;
+    let engine = Engine::open(&path, config).unwrap();
+    let session = engine.session("s", "default").unwrap();
+    group.bench_function("rust/prepare_context/100000/no_recall", |b| {
+        b.iter(|| session.prepare_context().unwrap())
+    });
     group.finish();
 }
 
