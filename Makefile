@@ -81,7 +81,7 @@ test-python: embed-assets python
 # test`, which builds the addon from this checkout with cargo's dev profile (node/build.mjs
 # copies it to node/strata.node) and runs the typecheck and the node:test suite, the Vercel AI
 # SDK bot included.
-test-ts:
+test-ts: embed-assets
 	cd node && npm ci --no-audit --no-fund --loglevel=error
 	cd node && CARGO="$(CARGO)" npm test
 
