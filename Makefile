@@ -16,11 +16,12 @@ VENV_PYTHON := $(VENV)/bin/python
 embed-assets:
 	./scripts/fetch-embed-assets.sh
 
-# The main job: builds strata and runs the offline demo.
+# The main job: builds strata and runs the offline demo. The build holds only what the demo
+# runs (profile `demo`, Cargo.toml): `cargo build --release` builds every command.
 demo: embed-assets
-	$(CARGO) build --release --bin strata
+	$(CARGO) build --profile demo --bin strata --no-default-features --features cli
 	rm -f target/demo.db target/demo.db-wal target/demo.db-shm
-	./target/release/strata --db target/demo.db demo
+	./target/demo/strata --db target/demo.db demo
 
 # Every test: unit, integration, end-to-end and doctests. cargo-nextest is installed when it is
 # missing; where it cannot be (no network to crates.io), `cargo test` runs the same tests.
@@ -120,6 +121,8 @@ test-llm: embed-assets
 lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	# The demo's build (`make demo`): the command line without PostgreSQL, MCP and OTLP.
+	$(CARGO) clippy --bin strata --no-default-features --features cli -- -D warnings
 	RUSTDOCFLAGS=-Dwarnings $(CARGO) doc --no-deps --workspace
 	./scripts/check-architecture.sh
 

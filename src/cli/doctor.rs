@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, bail};
-use strata_store::{Backend, Store};
+use strata_store::{Backend, SharedBackend, Store};
 
 use crate::cli::output::print_json;
 
@@ -152,13 +152,13 @@ pub fn copy(
     json: bool,
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
-    let target: Box<dyn Backend> = if strata_pg::PgStore::is_url(to) {
-        Box::new(strata_pg::PgStore::open(to).context("cannot use the PostgreSQL database")?)
+    let target: SharedBackend = if strata_store::location::is_postgres_url(to) {
+        super::open_postgres(to)?
     } else {
         if Path::new(to).exists() {
             bail!("{to} exists; a copy goes into a new file");
         }
-        Box::new(Store::open(to).with_context(|| format!("cannot create {to}"))?)
+        Store::open(to).with_context(|| format!("cannot create {to}"))?.into()
     };
     let progress = indicatif::ProgressBar::new_spinner();
     let copied = source

@@ -316,7 +316,7 @@ fn retrieval(
     let (sqlite, postgres);
     let store: &dyn Backend = match &args.postgres {
         Some(url) => {
-            postgres = strata_pg::PgStore::open(url)?;
+            postgres = super::open_postgres(url)?;
             // A database that holds an earlier run's transcripts would be searched with them:
             // every session twice over, and figures that mean nothing.
             let held = postgres.stats()?.sessions;
@@ -326,8 +326,8 @@ fn retrieval(
                     strata_store::location::without_password(url)
                 );
             }
-            append_by_session(&postgres, &incoming).context("cannot store the transcripts")?;
-            &postgres
+            append_by_session(&*postgres, &incoming).context("cannot store the transcripts")?;
+            &*postgres
         }
         None => {
             sqlite = Store::open(dir.path().join("eval.db"))?;

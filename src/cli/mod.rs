@@ -237,8 +237,18 @@ pub(crate) fn shown(db: &std::path::Path) -> String {
     strata_store::location::without_password(&db.to_string_lossy())
 }
 
-fn open_postgres(url: &str) -> anyhow::Result<SharedBackend> {
-    Ok(std::sync::Arc::new(strata_pg::PgStore::open(url).context("cannot use the PostgreSQL database")?))
+/// The PostgreSQL database at `url`, or why this build cannot open one.
+pub(crate) fn open_postgres(url: &str) -> anyhow::Result<SharedBackend> {
+    #[cfg(feature = "postgres")]
+    return Ok(std::sync::Arc::new(
+        strata_pg::PgStore::open(url).context("cannot use the PostgreSQL database")?,
+    ));
+    #[cfg(not(feature = "postgres"))]
+    anyhow::bail!(
+        "{} is a PostgreSQL url, and this strata was built without PostgreSQL (`make demo` builds \
+         only what the demo runs; `cargo build --release` builds every command)",
+        strata_store::location::without_password(url)
+    )
 }
 
 /// Loads the configuration: defaults, then the file, then `STRATA_*` variables.
@@ -468,10 +478,14 @@ pub fn main_from(args: impl IntoIterator<Item = std::ffi::OsString>) -> u8 {
             return error.exit_code().clamp(0, 255) as u8;
         }
     };
+    #[cfg(feature = "otel")]
     let telemetry = init_tracing();
+    #[cfg(not(feature = "otel"))]
+    init_tracing();
     let result = run(args);
     // The spans still buffered go out before the exit (a short command ends within the batch
     // processor's first interval).
+    #[cfg(feature = "otel")]
     if let Some(Err(error)) = telemetry.map(strata::otel::Telemetry::shutdown) {
         eprintln!("warning: {}", error_line(&anyhow::Error::new(error)));
     }
@@ -491,6 +505,7 @@ pub fn main_from(args: impl IntoIterator<Item = std::ffi::OsString>) -> u8 {
 /// The log on stderr (filtered by `STRATA_LOG`, `warn` by default) and, when the `OTEL_*`
 /// variables ask for it, the spans exported by OTLP (`strata::otel`). A host (the Python
 /// interpreter) may have set a subscriber already; then this one is dropped, export too.
+#[cfg(feature = "otel")]
 fn init_tracing() -> Option<strata::otel::Telemetry> {
     use tracing_subscriber::Layer as _;
     use tracing_subscriber::layer::SubscriberExt as _;
@@ -511,6 +526,18 @@ fn init_tracing() -> Option<strata::otel::Telemetry> {
         Ok(()) => telemetry,
         Err(_) => None,
     }
+}
+
+/// The log on stderr, filtered by `STRATA_LOG` (`warn` by default): a build without the `otel`
+/// feature exports no spans.
+#[cfg(not(feature = "otel"))]
+fn init_tracing() {
+    use tracing_subscriber::util::SubscriberInitExt as _;
+
+    let filter = tracing_subscriber::EnvFilter::try_from_env("STRATA_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ =
+        tracing_subscriber::fmt().with_writer(std::io::stderr).with_env_filter(filter).finish().try_init();
 }
 
 /// Most characters shown of one cause: some (a SQL error) carry kilobytes of statement text.
