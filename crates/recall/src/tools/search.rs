@@ -740,7 +740,7 @@ pub(crate) fn fuse(
                 scan: config.vector_scan(),
                 frequency_cap: FREQUENCY_CAP,
             })?;
-            second_hop(&mut fusion, config, &second, &second_words, now);
+            second_hop(&mut fusion, config, &second, &second_words, confidence, now);
             read.spans.extend(second.spans);
         }
     }
@@ -824,13 +824,18 @@ fn expansion_words(question: &[String], seeds: &[&str]) -> Vec<String> {
 }
 
 /// Adds a second hop's keyword ranking (the question's words and the first hits') to the fused
-/// scores, weighed by `expansion_weight` after the same scaling as the keyword side: a hit it
-/// finds again rises, a new one joins with that score alone.
+/// scores, weighed by `expansion_weight` after the same scaling as the keyword side, and by
+/// `first_confidence`, how near the first keyword side's best match came to the whole
+/// question: when the question's words are all common, the first hits are the rows that share
+/// them, not the answer, and a hop from them would only lift more of those rows (a planted
+/// secret asked for in other words fell from 2nd to 6th without it). A hit the hop finds again
+/// rises; a new one joins with that score alone.
 fn second_hop(
     fusion: &mut Fusion,
     config: &RecallConfig,
     second: &Candidates,
     words: &[String],
+    first_confidence: f64,
     now: DateTime<Utc>,
 ) {
     let mut scores = Vec::new();
@@ -845,7 +850,7 @@ fn second_hop(
     }
     let confidence = scores.iter().map(|(_, score)| *score).fold(0.0, f64::max).min(1.0);
     for (key, score) in scaled(scores) {
-        let added = config.expansion_weight * score * confidence;
+        let added = config.expansion_weight * score * confidence * first_confidence;
         if let Some(known) = fusion.results.iter_mut().find(|hit| hit.id == key) {
             known.score = Some(known.score.unwrap_or(0.0) + added);
             continue;
