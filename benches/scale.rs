@@ -112,6 +112,23 @@ fn search(c: &mut Criterion) {
     group.bench_function("memory_search_question_exact_scan", |b| {
         b.iter(|| call_tool(&exact, "memory_search", &json!({"query": question, "limit": 10})))
     });
+    // The ranking before issue 39's sixth deliverable (no time, speaker or second-hop terms),
+    // beside it in the same run: what the second hop's read costs.
+    let one_hop = ToolContext::new(
+        store.clone(),
+        store.find_session("p-0").unwrap().unwrap(),
+        embedder.clone(),
+        RecallSettings::new(RecallConfig {
+            time_weight: 0.0,
+            speaker_weight: 0.0,
+            expansion_weight: 0.0,
+            ..RecallConfig::default()
+        })
+        .unwrap(),
+    );
+    group.bench_function("memory_search_question_one_hop", |b| {
+        b.iter(|| call_tool(&one_hop, "memory_search", &json!({"query": question, "limit": 10})))
+    });
     group.finish();
 }
 

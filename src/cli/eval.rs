@@ -73,6 +73,12 @@ pub struct RetrievalArgs {
     /// how flat the fitted optimum is.
     #[arg(long)]
     sweep: bool,
+    /// Also choose the tuned settings (semantic, time, speaker and second-hop weights, over a
+    /// small grid) on all conversations but one, score the one left out, and report the
+    /// average over the conversations beside the dev figure: a gain that holds only on the
+    /// conversations it was tuned on shows as a gap.
+    #[arg(long)]
+    leave_one_out: bool,
     /// Store the transcripts in this PostgreSQL database (`postgres://...`, holding no strata
     /// data yet) instead of a temporary SQLite file: the same evaluation on the other backend.
     #[arg(long, value_name = "URL")]
@@ -411,10 +417,21 @@ fn retrieval(
     })?);
 
     let scores: Vec<Scores> = runs.iter().map(|run| score(run, &questions)).collect();
+    // Each conversation alone, so the spread between them shows: the baseline and the default.
+    let conversations: Vec<ConversationScores> =
+        runs.iter().take(2).map(|run| by_conversation(run, &questions)).collect();
+    let held_out =
+        if args.leave_one_out { Some(leave_one_out(store, recall, &state, &questions)?) } else { None };
     if json {
         return print_json(
             out,
-            &serde_json::json!({"questions": questions.len(), "model": recall.embed_model, "retrievers": scores}),
+            &serde_json::json!({
+                "questions": questions.len(),
+                "model": recall.embed_model,
+                "retrievers": scores,
+                "conversations": conversations,
+                "leave_one_out": held_out,
+            }),
         );
     }
     let categories: Vec<String> = scores[0].categories.keys().cloned().collect();
@@ -435,6 +452,245 @@ fn retrieval(
         }
         writeln!(out, " {:>9.1}", score.median_ms)?;
     }
+    writeln!(out, "\nper conversation, R@1 / R@5 / R@10:")?;
+    for conversation in &conversations {
+        write!(out, "{:<30}", conversation.retriever)?;
+        for (persona, [r1, r5, r10]) in &conversation.personas {
+            write!(out, "  {persona} {r1:.1} / {r5:.1} / {r10:.1}")?;
+        }
+        writeln!(out)?;
+    }
+    if let Some(held_out) = &held_out {
+        write_leave_one_out(out, held_out, &scores[1], &categories)?;
+    }
+    Ok(())
+}
+
+/// One retriever's recall on each conversation (persona) alone.
+#[derive(Debug, Serialize)]
+struct ConversationScores {
+    retriever: String,
+    personas: BTreeMap<String, [f64; 3]>,
+}
+
+fn by_conversation(run: &Run, questions: &[Question]) -> ConversationScores {
+    let recalls = per_question(run, questions);
+    let mut personas: BTreeMap<String, ([f64; 3], usize)> = BTreeMap::new();
+    for (question, recall) in questions.iter().zip(&recalls) {
+        let entry = personas.entry(question.persona.clone()).or_default();
+        entry.1 += 1;
+        for (sum, value) in entry.0.iter_mut().zip(recall) {
+            *sum += value;
+        }
+    }
+    ConversationScores {
+        retriever: run.name.clone(),
+        personas: personas
+            .into_iter()
+            .map(|(persona, (sums, n))| (persona, sums.map(|sum| 100.0 * sum / n.max(1) as f64)))
+            .collect(),
+    }
+}
+
+/// The settings tuned on the dev set, as a point of the leave-one-out grid.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq)]
+struct Tuned {
+    semantic_weight: f64,
+    time_weight: f64,
+    speaker_weight: f64,
+    expansion_weight: f64,
+}
+
+/// The grid the settings are chosen from: each setting's default and values on both sides.
+fn tuning_grid() -> Vec<Tuned> {
+    let mut grid = Vec::new();
+    for semantic_weight in [0.2, 0.3, 0.4] {
+        for time_weight in [0.0, 0.1, 0.15, 0.2, 0.3] {
+            for speaker_weight in [0.0, 0.1, 0.2, 0.3] {
+                for expansion_weight in [0.0, 0.2, 0.3] {
+                    grid.push(Tuned { semantic_weight, time_weight, speaker_weight, expansion_weight });
+                }
+            }
+        }
+    }
+    grid
+}
+
+/// One conversation left out: the settings chosen on the others and their recall on it.
+#[derive(Debug, Serialize)]
+struct Fold {
+    persona: String,
+    chosen: Tuned,
+    held_out: [f64; 3],
+    fitted: [f64; 3],
+}
+
+/// The leave-one-conversation-out figure: every question scored by the settings chosen
+/// without its conversation, averaged over all questions (overall and per category).
+#[derive(Debug, Serialize)]
+struct LeaveOneOut {
+    folds: Vec<Fold>,
+    overall: [f64; 3],
+    categories: BTreeMap<String, [f64; 3]>,
+    /// The best grid point chosen on every conversation, and its recall.
+    fitted_on_all: Tuned,
+    fitted_on_all_overall: [f64; 3],
+}
+
+/// Per question, the share of its evidence in the top k, for each k of [`KS`].
+fn per_question(run: &Run, questions: &[Question]) -> Vec<[f64; 3]> {
+    questions
+        .iter()
+        .zip(&run.ranked)
+        .map(|(question, ranked)| {
+            let evidence: HashSet<&Evidence> = question.evidence.iter().collect();
+            KS.map(|k| {
+                let found =
+                    ranked.iter().take(k).filter(|hit| evidence.contains(hit)).collect::<HashSet<_>>().len();
+                found as f64 / evidence.len().max(1) as f64
+            })
+        })
+        .collect()
+}
+
+/// The mean recall of `recalls` over the questions `chosen` admits, in percent.
+fn mean_recall(recalls: &[[f64; 3]], chosen: impl Fn(usize) -> bool) -> [f64; 3] {
+    let mut sums = [0.0; 3];
+    let mut n = 0;
+    for (_, recall) in recalls.iter().enumerate().filter(|(index, _)| chosen(*index)) {
+        n += 1;
+        for (sum, value) in sums.iter_mut().zip(recall) {
+            *sum += value;
+        }
+    }
+    sums.map(|sum| 100.0 * sum / n.max(1) as f64)
+}
+
+/// What a grid point is chosen by: the mean of R@1, R@5 and R@10 (the top of the list and
+/// its depth alike).
+fn merit(recall: [f64; 3]) -> f64 {
+    recall.iter().sum::<f64>() / 3.0
+}
+
+fn leave_one_out(
+    store: &dyn Backend,
+    recall: &RecallConfig,
+    state: &EmbedderState,
+    questions: &[Question],
+) -> anyhow::Result<LeaveOneOut> {
+    let grid = tuning_grid();
+    let mut recalls = Vec::new();
+    for (index, point) in grid.iter().enumerate() {
+        eprintln!("leave-one-out grid {}/{}: {point:?}", index + 1, grid.len());
+        let variant = RecallConfig {
+            semantic_weight: point.semantic_weight,
+            keyword_weight: 1.0 - point.semantic_weight,
+            time_weight: point.time_weight,
+            speaker_weight: point.speaker_weight,
+            expansion_weight: point.expansion_weight,
+            ..recall.clone()
+        };
+        let run = run_each("grid", questions, |q| {
+            let args = MemorySearchArgs {
+                query: q.question.clone(),
+                limit: Some(10),
+                start_time: None,
+                end_time: None,
+                include_in_context: None,
+            };
+            let answer =
+                strata_recall::tools::search(store, &Scope::persona(&q.persona), &variant, state, &args)?;
+            Ok(positions(answer.results))
+        })?;
+        recalls.push(per_question(&run, questions));
+    }
+    let best_on = |admit: &dyn Fn(usize) -> bool| {
+        (0..grid.len())
+            .max_by(|&a, &b| {
+                merit(mean_recall(&recalls[a], admit)).total_cmp(&merit(mean_recall(&recalls[b], admit)))
+            })
+            .expect("the grid is not empty")
+    };
+    let personas: Vec<String> = questions
+        .iter()
+        .map(|q| q.persona.clone())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let mut pooled = vec![[0.0; 3]; questions.len()];
+    let mut folds = Vec::new();
+    for persona in &personas {
+        let others = |index: usize| questions[index].persona != *persona;
+        let chosen = best_on(&others);
+        let mine = |index: usize| questions[index].persona == *persona;
+        for index in (0..questions.len()).filter(|&index| mine(index)) {
+            pooled[index] = recalls[chosen][index];
+        }
+        folds.push(Fold {
+            persona: persona.clone(),
+            chosen: grid[chosen],
+            held_out: mean_recall(&recalls[chosen], mine),
+            fitted: mean_recall(&recalls[chosen], others),
+        });
+    }
+    let mut categories: BTreeMap<String, [f64; 3]> = BTreeMap::new();
+    let names: std::collections::BTreeSet<&String> = questions.iter().map(|q| &q.category).collect();
+    for name in names {
+        categories.insert(name.clone(), mean_recall(&pooled, |index| questions[index].category == *name));
+    }
+    let all = best_on(&|_| true);
+    Ok(LeaveOneOut {
+        folds,
+        overall: mean_recall(&pooled, |_| true),
+        categories,
+        fitted_on_all: grid[all],
+        fitted_on_all_overall: mean_recall(&recalls[all], |_| true),
+    })
+}
+
+fn write_leave_one_out(
+    out: &mut impl Write,
+    held_out: &LeaveOneOut,
+    dev: &Scores,
+    categories: &[String],
+) -> anyhow::Result<()> {
+    writeln!(out, "\nleave one conversation out (settings chosen on the others by mean R@1/5/10):")?;
+    for fold in &held_out.folds {
+        let Tuned { semantic_weight, time_weight, speaker_weight, expansion_weight } = fold.chosen;
+        let [h1, h5, h10] = fold.held_out;
+        let [f1, f5, f10] = fold.fitted;
+        writeln!(
+            out,
+            "  {} left out: semantic {semantic_weight:.1}, time {time_weight:.2}, speaker {speaker_weight:.2}, \
+             expansion {expansion_weight:.1}; \
+             on it {h1:.1} / {h5:.1} / {h10:.1}, on the others {f1:.1} / {f5:.1} / {f10:.1}",
+            fold.persona
+        )?;
+    }
+    write!(out, "{:<30} {:>6} {:>6} {:>6}", "", "R@1", "R@5", "R@10")?;
+    for category in categories {
+        write!(out, " {:>12}", format!("{category} @10"))?;
+    }
+    writeln!(out)?;
+    let mut row =
+        |name: &str, overall: [f64; 3], categories_of: &dyn Fn(&str) -> f64| -> anyhow::Result<()> {
+            write!(out, "{name:<30} {:>6.1} {:>6.1} {:>6.1}", overall[0], overall[1], overall[2])?;
+            for category in categories {
+                write!(out, " {:>12.1}", categories_of(category))?;
+            }
+            writeln!(out)?;
+            Ok(())
+        };
+    row("dev (defaults, all three)", dev.overall, &|c| dev.categories.get(c).map_or(0.0, |r| r[2]))?;
+    row("leave one out", held_out.overall, &|c| held_out.categories.get(c).map_or(0.0, |r| r[2]))?;
+    let Tuned { semantic_weight, time_weight, speaker_weight, expansion_weight } = held_out.fitted_on_all;
+    let [a1, a5, a10] = held_out.fitted_on_all_overall;
+    writeln!(
+        out,
+        "best grid point on all three: semantic {semantic_weight:.1}, time {time_weight:.2}, speaker \
+         {speaker_weight:.2}, expansion \
+         {expansion_weight:.1}: {a1:.1} / {a5:.1} / {a10:.1}"
+    )?;
     Ok(())
 }
 

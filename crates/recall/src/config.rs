@@ -65,6 +65,21 @@ pub struct RecallConfig {
     pub semantic_weight: f64,
     /// Weight of the keyword (bm25) score in `memory_search`'s fusion. Default 0.7.
     pub keyword_weight: f64,
+    /// Added to the fused score of a candidate that fits a question about time: for a question
+    /// asking when ("When did ...", "what year"), a row that says when (a date, a weekday,
+    /// "yesterday", "two months ago"); for one naming a date, a row said then or in the week
+    /// after. 0 turns it off. Default 0.2.
+    pub time_weight: f64,
+    /// Added to the fused score of a message whose speaker (its `name`) the query names: a
+    /// question about what someone said or did is mostly answered by that person's messages.
+    /// 0 turns it off. Default 0.3.
+    pub speaker_weight: f64,
+    /// Weight of a second hop in `memory_search`: bm25 of the question's words with the
+    /// distinctive words of the first three hits, scaled like the keyword side and added to the
+    /// fused score (times how near the first keyword match came to the whole question); it finds
+    /// rows that share what the first hits are about. 0 (no second hop, no second read) turns it
+    /// off. Default 0.2.
+    pub expansion_weight: f64,
     /// Semantic candidates less similar than this (cosine) to the query stay out of fusion.
     /// Default 0.0.
     pub min_similarity: f64,
@@ -158,6 +173,9 @@ impl Default for RecallConfig {
             embed_model: crate::embed::DEFAULT_MODEL.to_owned(),
             semantic_weight: 0.3,
             keyword_weight: 0.7,
+            time_weight: 0.2,
+            speaker_weight: 0.3,
+            expansion_weight: 0.2,
             min_similarity: 0.0,
             search_candidates: 50,
             quantized_candidates: 3_200,
@@ -223,9 +241,13 @@ impl RecallConfig {
         let invalid = |field: &str, rule: &str| {
             Err(crate::Error::Config { field: field.to_owned(), rule: rule.to_owned() })
         };
-        for (field, value) in
-            [("semantic_weight", self.semantic_weight), ("keyword_weight", self.keyword_weight)]
-        {
+        for (field, value) in [
+            ("semantic_weight", self.semantic_weight),
+            ("keyword_weight", self.keyword_weight),
+            ("time_weight", self.time_weight),
+            ("speaker_weight", self.speaker_weight),
+            ("expansion_weight", self.expansion_weight),
+        ] {
             if !(value.is_finite() && value >= 0.0) {
                 return invalid(field, "must be a number of zero or more");
             }

@@ -7,6 +7,7 @@ mod memory;
 mod memory_span;
 mod proactive;
 mod search;
+mod temporal;
 
 use std::sync::Arc;
 

@@ -22,6 +22,7 @@ use strata_store::search::{
 use strata_store::text::truncate_chars;
 use strata_store::{Backend, Category, Level, MessageId, NodeId};
 
+use super::temporal::TimeQuestion;
 use super::{EmbedderState, MemoryGrepArgs, MemorySearchArgs, Scope};
 use crate::config::RecallConfig;
 use crate::error::{Error, Result};
@@ -638,7 +639,7 @@ pub(crate) fn fuse(
 ) -> Result<Fusion> {
     let now = Utc::now();
     let words = query_words(query.text);
-    let read = store.candidates(&CandidateQuery {
+    let mut read = store.candidates(&CandidateQuery {
         filter: SearchFilter { kinds: query.kinds.to_vec(), ..search_filter(scope, query.range, candidates) },
         words: &words,
         vector: query.vector,
@@ -692,6 +693,23 @@ pub(crate) fn fuse(
         let score = score * confidence;
         *fused.entry(key).or_default() += config.keyword_weight * score;
     }
+    // Each candidate's whole text and speaker, for the time of what it says, who said it and
+    // the words of a second hop.
+    let whole: HashMap<HitId, &TextHit> =
+        read.semantic.iter().chain(&read.keyword).map(|(hit, _)| (hit.id, hit)).collect();
+    let time = TimeQuestion::of(query.text);
+    let named = NamedSpeakers::of(query.text);
+    for (key, score) in &mut fused {
+        let Some(hit) = whole.get(key) else { continue };
+        if time.is_temporal() && config.time_weight > 0.0 {
+            // A memory's time is when it was written, not when what it says happened.
+            let said_at = (hit.kind() != HitKind::Memory).then_some(hit.timestamp);
+            *score += config.time_weight * time.relevance(&hit.snippet, said_at);
+        }
+        if named.said(hit.speaker.as_deref()) {
+            *score += config.speaker_weight;
+        }
+    }
     let mut results: Vec<Hit> = fused
         .into_iter()
         .filter_map(|(key, score)| {
@@ -700,6 +718,68 @@ pub(crate) fn fuse(
             Some(hit)
         })
         .collect();
+    sort_fused(&mut results);
+    let mut fusion = Fusion { results, texts, read: Candidates::default() };
+    if config.expansion_weight > 0.0 && !words.is_empty() {
+        let seeds: Vec<&str> = fusion
+            .results
+            .iter()
+            .take(EXPANSION_SEEDS)
+            .filter_map(|hit| whole.get(&hit.id).map(|hit| hit.snippet.as_str()))
+            .collect();
+        let extra = expansion_words(&words, &seeds);
+        if !extra.is_empty() {
+            let second_words: Vec<String> = words.iter().cloned().chain(extra).collect();
+            let second = store.candidates(&CandidateQuery {
+                filter: SearchFilter {
+                    kinds: query.kinds.to_vec(),
+                    ..search_filter(scope, query.range, candidates)
+                },
+                words: &second_words,
+                vector: None,
+                scan: config.vector_scan(),
+                frequency_cap: FREQUENCY_CAP,
+            })?;
+            second_hop(&mut fusion, config, &second, &second_words, confidence, now);
+            read.spans.extend(second.spans);
+        }
+    }
+    sort_fused(&mut fusion.results);
+    fusion.read = read;
+    Ok(fusion)
+}
+
+/// The words of a question, to tell whether it names a message's speaker: a question about
+/// what someone said or did ("What did Caroline research?") is mostly answered by that
+/// person's own messages.
+struct NamedSpeakers(Vec<String>);
+
+impl NamedSpeakers {
+    fn of(question: &str) -> NamedSpeakers {
+        NamedSpeakers(
+            question
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|w| !w.is_empty())
+                .map(str::to_lowercase)
+                .collect(),
+        )
+    }
+
+    /// Whether `speaker` is named: every word of the name is a word of the question, or its
+    /// first word is (a first name).
+    fn said(&self, speaker: Option<&str>) -> bool {
+        let Some(speaker) = speaker else { return false };
+        let name: Vec<String> = speaker
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect();
+        name.first().is_some_and(|first| self.0.contains(first))
+    }
+}
+
+/// Best fused score first; ties: the more similar, then the newest.
+fn sort_fused(results: &mut [Hit]) {
     results.sort_by(|a, b| {
         b.score
             .unwrap_or(0.0)
@@ -707,7 +787,81 @@ pub(crate) fn fuse(
             .then(b.similarity.unwrap_or(-1.0).total_cmp(&a.similarity.unwrap_or(-1.0)))
             .then(b.timestamp.cmp(&a.timestamp))
     });
-    Ok(Fusion { results, texts, read })
+}
+
+/// The first hits a second hop takes its words from.
+const EXPANSION_SEEDS: usize = 3;
+
+/// The most words a second hop adds to the question's.
+const EXPANSION_WORDS: usize = 6;
+
+/// The words a second hop adds to the question's: the content words of the first hits
+/// (`seeds`) that the question does not hold, those in more of the hits first, then the longer
+/// (a long word is more often a rare one, and rare words are what bm25 weighs), at most
+/// [`EXPANSION_WORDS`]. A question about several things ("what does she do to relax") finds
+/// its first thing by its own words; what that hit says about it ("painting", "pottery")
+/// finds the others that say the same.
+fn expansion_words(question: &[String], seeds: &[&str]) -> Vec<String> {
+    let mut counted: Vec<(String, usize)> = Vec::new();
+    for seed in seeds {
+        for word in query_words(seed) {
+            if word.chars().count() < 4
+                || word.chars().all(|c| c.is_ascii_digit())
+                || question.contains(&word)
+            {
+                continue;
+            }
+            match counted.iter_mut().find(|(known, _)| *known == word) {
+                Some((_, count)) => *count += 1,
+                None => counted.push((word, 1)),
+            }
+        }
+    }
+    counted.sort_by(|a, b| {
+        b.1.cmp(&a.1).then(b.0.chars().count().cmp(&a.0.chars().count())).then(a.0.cmp(&b.0))
+    });
+    counted.into_iter().take(EXPANSION_WORDS).map(|(word, _)| word).collect()
+}
+
+/// Adds a second hop's keyword ranking (the question's words and the first hits') to the fused
+/// scores, weighed by `expansion_weight` after the same scaling as the keyword side, and by
+/// `first_confidence`, how near the first keyword side's best match came to the whole
+/// question: when the question's words are all common, the first hits are the rows that share
+/// them, not the answer, and a hop from them would only lift more of those rows (a planted
+/// secret asked for in other words fell from 2nd to 6th without it). A hit the hop finds again
+/// rises; a new one joins with that score alone.
+fn second_hop(
+    fusion: &mut Fusion,
+    config: &RecallConfig,
+    second: &Candidates,
+    words: &[String],
+    first_confidence: f64,
+    now: DateTime<Utc>,
+) {
+    let mut scores = Vec::new();
+    let mut hits: HashMap<HitId, &TextHit> = HashMap::new();
+    for (hit, score) in &second.keyword {
+        if expired(config, hit, now) {
+            continue;
+        }
+        let ideal = second.words.get(&hit.kind()).map_or(1e-6, ideal_score);
+        scores.push((hit.id, score / ideal));
+        hits.insert(hit.id, hit);
+    }
+    let confidence = scores.iter().map(|(_, score)| *score).fold(0.0, f64::max).min(1.0);
+    for (key, score) in scaled(scores) {
+        let added = config.expansion_weight * score * confidence * first_confidence;
+        if let Some(known) = fusion.results.iter_mut().find(|hit| hit.id == key) {
+            known.score = Some(known.score.unwrap_or(0.0) + added);
+            continue;
+        }
+        let Some(hit) = hits.get(&key) else { continue };
+        fusion.texts.insert(key, text_key(&hit.snippet));
+        let mut entry = Hit::from_text_hit((*hit).clone());
+        entry.snippet = excerpt_around(&hit.snippet, words, config.excerpt_chars);
+        entry.score = Some(added);
+        fusion.results.push(entry);
+    }
 }
 
 /// The part of a conversation a hit holds: a message's position, or a summary's range.
@@ -848,6 +1002,31 @@ mod tests {
         );
         assert_eq!(query_words("the THE the"), Vec::<String>::new());
         assert_eq!(query_words("数据库 迁移, port 8443"), ["数据库", "迁移", "port", "8443"]);
+    }
+
+    #[test]
+    fn a_second_hop_adds_the_first_hits_shared_and_long_words() {
+        let question = query_words("What does Melanie do to relax?");
+        let seeds = [
+            "Painting helps me relax, and pottery too.",
+            "I signed up for a pottery class, painting is next.",
+            "Melanie loves camping.",
+        ];
+        let added = expansion_words(&question, &seeds);
+        // Words in two hits come first; the question's own words and short words never.
+        assert_eq!(&added[..2], ["painting", "pottery"]);
+        assert!(!added.iter().any(|w| w == "relax" || w == "melanie" || w.chars().count() < 4), "{added:?}");
+        assert!(added.len() <= EXPANSION_WORDS);
+        assert!(expansion_words(&question, &[]).is_empty());
+    }
+
+    #[test]
+    fn a_speaker_is_named_by_the_first_word_of_the_name() {
+        let named = NamedSpeakers::of("What did Caroline research?");
+        assert!(named.said(Some("Caroline")));
+        assert!(named.said(Some("caroline Smith")));
+        assert!(!named.said(Some("Melanie")));
+        assert!(!named.said(None));
     }
 
     #[test]

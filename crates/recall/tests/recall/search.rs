@@ -224,3 +224,91 @@ fn repeated_messages_are_one_hit() {
     assert_eq!(repeats, 1, "{answer:#}");
     assert_eq!(answer["results"][0]["also_in"].as_array().unwrap().len(), 5, "{answer:#}");
 }
+
+/// Rows that share one word with the questions below.
+const FAINT_MATCHES: [&str; 6] = [
+    "The export button is in the file menu.",
+    "That job pays well, she said.",
+    "Pottery is an old craft.",
+    "Caroline is coming over.",
+    "Export settings are under preferences.",
+    "A new job posting went up.",
+];
+
+/// The first result's id of `memory_search` for `query` under `config`.
+fn first_hit(
+    store: &strata_store::Store,
+    session: &strata_store::Session,
+    config: strata_recall::RecallConfig,
+    query: &str,
+) -> serde_json::Value {
+    let answer = ok(&ctx_with(store, session, config), "memory_search", json!({"query": query}));
+    answer["results"][0]["id"].clone()
+}
+
+/// Without the time term, the shorter of two rows holding the question's words wins; with it
+/// (its default weight), the row that says when does, on a question asking when.
+#[test]
+fn a_question_asking_when_prefers_the_message_that_says_when() {
+    let fx = fixture();
+    let store = &fx.store;
+    let session = store.session("s", "p").unwrap();
+    append_texts(store, &session, "2024-05-01T08:00:00Z", &CORPUS);
+    // Rows sharing one word of the question: the low end of the keyword side's scale, as a
+    // real history has.
+    append_texts(store, &session, "2024-05-02T08:00:00Z", &FAINT_MATCHES);
+    let ids = append_texts(
+        store,
+        &session,
+        "2024-05-03T08:00:00Z",
+        &["The export job failed again.", "The export job failed again yesterday."],
+    );
+    let query = "When did the export job fail?";
+    let off = strata_recall::RecallConfig {
+        time_weight: 0.0,
+        speaker_weight: 0.0,
+        expansion_weight: 0.0,
+        ..Default::default()
+    };
+    assert_eq!(first_hit(store, &session, off.clone(), query), ids[0], "without the time term");
+    let on = strata_recall::RecallConfig {
+        time_weight: strata_recall::RecallConfig::default().time_weight,
+        ..off
+    };
+    assert_eq!(first_hit(store, &session, on, query), ids[1], "with it");
+    // A question that does not ask when keeps the keyword order.
+    assert_eq!(first_hit(store, &session, Default::default(), "the export job failed"), ids[0]);
+}
+
+/// A question naming a speaker prefers that speaker's message over one that only names them.
+#[test]
+fn a_question_naming_a_speaker_prefers_what_that_speaker_said() {
+    let fx = fixture();
+    let store = &fx.store;
+    let session = store.session("s", "p").unwrap();
+    append_texts(store, &session, "2024-05-01T08:00:00Z", &CORPUS);
+    append_texts(store, &session, "2024-05-02T08:00:00Z", &FAINT_MATCHES);
+    let said = |name: &str, text: &str, minute: i64| {
+        let mut message = message(
+            strata_store::Role::User,
+            text,
+            at("2024-05-03T08:00:00Z") + chrono::Duration::minutes(minute),
+        );
+        message.name = Some(name.to_owned());
+        message
+    };
+    let ids = store
+        .append(
+            session.id,
+            &[
+                said("Melanie", "Caroline, your pottery is lovely, pottery really suits you Caroline.", 0),
+                said("Caroline", "I started a pottery class last month and love it.", 1),
+            ],
+        )
+        .unwrap();
+    let query = "What did Caroline say about pottery?";
+    let off =
+        strata_recall::RecallConfig { speaker_weight: 0.0, expansion_weight: 0.0, ..Default::default() };
+    assert_eq!(first_hit(store, &session, off, query), ids[0].0, "without the speaker term");
+    assert_eq!(first_hit(store, &session, Default::default(), query), ids[1].0, "with it");
+}

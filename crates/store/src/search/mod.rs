@@ -262,6 +262,10 @@ pub struct TextHit {
     pub key: Option<String>,
     /// Message time, summary end time, or memory update time.
     pub timestamp: DateTime<Utc>,
+    /// The speaker of a message, when it was given a name (`name`): who said it, which the
+    /// ranking matches against the people a question names.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speaker: Option<String>,
     /// The row's whole text: a message's content, a summary's
     /// headline and body, a memory's `title: content`. The tools cut the excerpt they show.
     pub snippet: String,
@@ -295,7 +299,8 @@ impl TextHit {
             category: category.and_then(|c| c.parse().ok()),
             key: row.get(7)?,
             timestamp: from_unix(row.get(8)?),
-            snippet: row.get(9)?,
+            speaker: row.get(9)?,
+            snippet: row.get(10)?,
             rank: match rank_column {
                 Some(column) => row.get(column)?,
                 None => 0.0,
