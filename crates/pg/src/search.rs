@@ -71,7 +71,8 @@ fn hit(kind: HitKind, row: &postgres::Row) -> TextHit {
         category: row.get::<_, Option<&str>>(6).and_then(|category| category.parse().ok()),
         key: row.get(7),
         timestamp: from_unix(row.get(8)),
-        snippet: row.get(9),
+        name: row.get(9),
+        snippet: row.get(10),
         rank: 0.0,
     }
 }

@@ -54,7 +54,7 @@ pub struct Kind {
     pub ranked_text: &'static str,
     /// The hit columns every search selects, in
     /// [`TextHit::from_row`](crate::search::TextHit)'s order: id, session id, session key, seq,
-    /// sender role (or `summary` / `memory`), level, category, key, time.
+    /// sender role (or `summary` / `memory`), level, category, key, time, sender name.
     pub hit_columns: &'static str,
     /// The trigram full-text table (`memory_grep`; substrings, CJK).
     pub(crate) trigram: &'static str,
@@ -166,7 +166,7 @@ static MESSAGES: Kind = Kind {
     text: "m.content",
     grep_text: "m.content",
     ranked_text: "coalesce(m.name, m.role) || ': ' || m.content",
-    hit_columns: "m.id, m.session_id, s.key, m.seq, m.role, CAST(NULL AS INTEGER), CAST(NULL AS TEXT), CAST(NULL AS TEXT), m.created_at",
+    hit_columns: "m.id, m.session_id, s.key, m.seq, m.role, CAST(NULL AS INTEGER), CAST(NULL AS TEXT), CAST(NULL AS TEXT), m.created_at, m.name",
     trigram: "messages_fts",
     trigram_columns: &["messages_fts.content"],
     text_columns: &["m.content"],
@@ -188,7 +188,7 @@ static SUMMARIES: Kind = Kind {
     text: "n.headline || '\n' || n.body",
     grep_text: "n.headline || '\n' || n.body",
     ranked_text: "n.headline || '\n' || n.body",
-    hit_columns: "n.id, n.session_id, s.key, CAST(NULL AS BIGINT), 'summary', n.level, CAST(NULL AS TEXT), CAST(NULL AS TEXT), n.end_time",
+    hit_columns: "n.id, n.session_id, s.key, CAST(NULL AS BIGINT), 'summary', n.level, CAST(NULL AS TEXT), CAST(NULL AS TEXT), n.end_time, CAST(NULL AS TEXT)",
     trigram: "summaries_fts",
     trigram_columns: &["summaries_fts.headline", "summaries_fts.body"],
     text_columns: &["n.headline", "n.body"],
@@ -210,7 +210,7 @@ static MEMORIES: Kind = Kind {
     text: "a.title || ': ' || a.content",
     grep_text: "a.key || ' ' || a.title || ': ' || a.content",
     ranked_text: "a.title || ': ' || a.content",
-    hit_columns: "a.id, CAST(NULL AS BIGINT), CAST(NULL AS TEXT), CAST(NULL AS BIGINT), 'memory', CAST(NULL AS INTEGER), a.category, a.key, a.updated_at",
+    hit_columns: "a.id, CAST(NULL AS BIGINT), CAST(NULL AS TEXT), CAST(NULL AS BIGINT), 'memory', CAST(NULL AS INTEGER), a.category, a.key, a.updated_at, CAST(NULL AS TEXT)",
     trigram: "memories_fts",
     trigram_columns: &["memories_fts.key", "memories_fts.title", "memories_fts.content"],
     text_columns: &["a.key", "a.title", "a.content"],
@@ -229,7 +229,7 @@ mod tests {
         for kind in Kind::ALL {
             assert_eq!(Kind::of(kind.kind).table, kind.table);
             assert!(kind.owned().starts_with(&format!("{} {}", kind.table, kind.alias)), "{}", kind.owned());
-            assert_eq!(kind.hit_columns.split(", ").count(), 9, "{}", kind.table);
+            assert_eq!(kind.hit_columns.split(", ").count(), 10, "{}", kind.table);
         }
     }
 }

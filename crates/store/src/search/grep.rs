@@ -72,7 +72,7 @@ fn grep_kind(
         );
         let mut stmt = conn.prepare_cached(&statement)?;
         let rows =
-            stmt.query_map(params_from_iter(values), |row| TextHit::from_row(kind.kind, row, Some(10)))?;
+            stmt.query_map(params_from_iter(values), |row| TextHit::from_row(kind.kind, row, Some(11)))?;
         for hit in rows {
             found.push(hit?);
         }
@@ -154,7 +154,7 @@ fn grep_tail(
     while found.len() < wanted
         && let Some(row) = rows.next()?
     {
-        let hit = TextHit::from_row(kind.kind, row, Some(10))?;
+        let hit = TextHit::from_row(kind.kind, row, Some(11))?;
         // A fragment holds no line break, so one found in the summary's `headline \n body`
         // lies within one of the two columns, as the index requires.
         let text = fold(&hit.snippet);
@@ -209,7 +209,7 @@ pub fn said_between(
     );
     let mut stmt = conn.prepare_cached(&statement)?;
     let rows =
-        stmt.query_map(params_from_iter(values), |row| TextHit::from_row(HitKind::Message, row, Some(10)))?;
+        stmt.query_map(params_from_iter(values), |row| TextHit::from_row(HitKind::Message, row, Some(11)))?;
     Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
 }
 

@@ -262,6 +262,10 @@ pub struct TextHit {
     pub key: Option<String>,
     /// Message time, summary end time, or memory update time.
     pub timestamp: DateTime<Utc>,
+    /// The sender's name of a message, where it has one: with the whole text, what the
+    /// recalled block shows of a hit without reading the message again.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     /// The row's whole text: a message's content, a summary's
     /// headline and body, a memory's `title: content`. The tools cut the excerpt they show.
     pub snippet: String,
@@ -277,7 +281,7 @@ impl TextHit {
     }
 
     /// A hit from a row of the shape every search query selects: id, session id, session key,
-    /// seq, role, level, category, key, time, snippet, and the rank at `rank_column` (zero
+    /// seq, role, level, category, key, time, name, snippet, and the rank at `rank_column` (zero
     /// when the query has none).
     pub(crate) fn from_row(
         kind: HitKind,
@@ -295,7 +299,8 @@ impl TextHit {
             category: category.and_then(|c| c.parse().ok()),
             key: row.get(7)?,
             timestamp: from_unix(row.get(8)?),
-            snippet: row.get(9)?,
+            name: row.get(9)?,
+            snippet: row.get(10)?,
             rank: match rank_column {
                 Some(column) => row.get(column)?,
                 None => 0.0,
