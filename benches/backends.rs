@@ -359,8 +359,10 @@ fn engine(c: &mut Criterion) {
             b.iter(|| {
                 runtime.block_on(async {
                     let now = chrono::Utc::now();
-                    match compactor.compact_before_assembly(session, now, None).await.unwrap() {
-                        BeforeAssembly::Assembled { context, .. } => *context,
+                    match compactor.compact_before_assembly(session, now).await.unwrap() {
+                        BeforeAssembly::Read { snapshot, .. } => {
+                            compactor.assembler().lay_out(&snapshot, None).unwrap()
+                        }
                         BeforeAssembly::Compacted(_) => compactor.assemble(session, now).await.unwrap(),
                     }
                 })

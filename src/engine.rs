@@ -16,8 +16,8 @@ use serde::Serialize;
 use serde_json::Value;
 use strata_compactor::summarize::{EmbedError, SentenceEmbedder};
 use strata_compactor::{
-    AssembledContext, AssemblyOptions, BeforeAssembly, Compaction, Compactor, Outcome, Recaller,
-    Resummarized, Summarizer,
+    AssembledContext, AssemblyOptions, BeforeAssembly, Compaction, Compactor, ContextSnapshot, Outcome,
+    RecallRequest, Resummarized, Summarizer,
 };
 use strata_recall::{
     EmbedWorker, Embedder, EmbedderState, RecallConfig, RecallSettings, Settled, Tool, ToolContext,
@@ -68,7 +68,7 @@ struct Inner {
     /// Compactions running in the background (`[summarizer] background`), one per session.
     background: Mutex<HashMap<SessionId, JoinHandle<Result<Outcome>>>>,
     /// The search behind every context's recalled block; `None` with `[recall] proactive` off.
-    recaller: Option<Arc<HistorySearch>>,
+    history_search: Option<HistorySearch>,
     /// What this process did: tool calls and recalled hits (`strata metrics`).
     counters: Arc<Counters>,
 }
@@ -161,13 +161,11 @@ impl Engine {
         let Settings { compactor, recall } = settings;
         let compactor = Compactor::with_settings(store.clone(), compactor, summarizer)?;
         let counters = Arc::new(Counters::default());
-        let recaller = config.recall.proactive.then(|| {
-            Arc::new(HistorySearch {
-                store: store.clone(),
-                config: config.recall.clone(),
-                embedder: embedder.clone(),
-                counters: Some(counters.clone()),
-            })
+        let history_search = config.recall.proactive.then(|| HistorySearch {
+            store: store.clone(),
+            config: config.recall.clone(),
+            embedder: embedder.clone(),
+            counters: Some(counters.clone()),
         });
         Ok(Engine {
             inner: Arc::new(Inner {
@@ -178,7 +176,7 @@ impl Engine {
                 embedder,
                 worker: OnceLock::new(),
                 background: Mutex::new(HashMap::new()),
-                recaller,
+                history_search,
                 counters,
             }),
         })
@@ -339,7 +337,7 @@ impl Engine {
         request: Option<NewMessage>,
         now: chrono::DateTime<Utc>,
     ) -> Result<AssembledContext> {
-        if self.inner.recaller.is_some() {
+        if self.inner.history_search.is_some() {
             let engine = self.clone();
             tokio::task::spawn_blocking(move || {
                 engine.embedder();
@@ -347,19 +345,29 @@ impl Engine {
             .await
             .map_err(Error::Background)?;
         }
-        let options = AssemblyOptions { now, request, recaller: self.recaller() };
-        Ok(self.inner.compactor.assemble_with(session, options).await?)
+        let snapshot = self.inner.compactor.read_context(session, AssemblyOptions { now, request }).await?;
+        self.lay_out(snapshot).await
     }
 
-    /// The recalled block's search, as the compactor takes it.
-    fn recaller(&self) -> Option<Arc<dyn Recaller>> {
-        self.inner.recaller.clone().map(|search| search as Arc<dyn Recaller>)
+    /// The context laid out from `snapshot`, with the recalled block recall finds for it: the
+    /// engine asks the search and hands its answer to the compactor's layout, which calls
+    /// nothing back. Both run on the blocking pool (the search reads the database).
+    async fn lay_out(&self, snapshot: ContextSnapshot) -> Result<AssembledContext> {
+        let engine = self.clone();
+        let laid_out = tokio::task::spawn_blocking(move || {
+            let recalled = engine.inner.history_search.as_ref().and_then(|search| {
+                let asked = snapshot.recall_request()?;
+                Some(search.recall(&asked))
+            });
+            engine.inner.compactor.assembler().lay_out(&snapshot, recalled)
+        });
+        Ok(laid_out.await.map_err(Error::Background)??)
     }
 
     /// Loads the embedding model on the blocking pool unless it is loaded (or loading), so that
     /// the recalled block, which never waits for it, has semantic search from a later request on.
     fn warm_embedder(&self) {
-        if self.inner.recaller.is_some() && self.inner.embedder.get().is_none() {
+        if self.inner.history_search.is_some() && self.inner.embedder.get().is_none() {
             let engine = self.clone();
             tokio::task::spawn_blocking(move || {
                 engine.embedder();
@@ -640,25 +648,26 @@ impl EngineSession {
         async {
             let compactor = &self.engine.inner.compactor;
             self.engine.warm_embedder();
-            let (now, recaller) = (Utc::now(), self.engine.recaller());
+            let now = Utc::now();
             let before = if self.engine.inner.config.summarizer.background {
                 self.compact_in_background();
                 None
             } else {
-                Some(compactor.compact_before_assembly(self.session.id, now, recaller.clone()).await?)
+                Some(compactor.compact_before_assembly(self.session.id, now).await?)
             };
-            let assemble = |recaller| {
-                compactor.assemble_with(self.session.id, AssemblyOptions { now, request: None, recaller })
-            };
-            let (outcome, context) = match before {
+            let read = || compactor.read_context(self.session.id, AssemblyOptions::at(now));
+            // One way: the snapshot, then the recalled block's search on what it holds, then the
+            // layout of both.
+            let (outcome, snapshot) = match before {
                 // Nothing to write: the check read the session with the assembly.
-                Some(BeforeAssembly::Assembled { outcome, context }) => (Some(outcome), *context),
+                Some(BeforeAssembly::Read { outcome, snapshot }) => (Some(outcome), *snapshot),
                 Some(BeforeAssembly::Compacted(outcome)) => {
                     self.engine.after_compaction(&outcome).await;
-                    (Some(outcome), assemble(recaller).await?)
+                    (Some(outcome), read().await?)
                 }
-                None => (None, assemble(recaller).await?),
+                None => (None, read().await?),
             };
+            let context = self.engine.lay_out(snapshot).await?;
             tracing::debug!(
                 tokens = context.tokens.total,
                 budget = context.tokens.budget,
@@ -746,10 +755,11 @@ impl EngineSession {
     }
 }
 
-/// recall's hybrid search as the compactor's [`Recaller`], behind every context's recalled
-/// block: it uses the embedding model only once loaded, and never fails a context (a failed
-/// search is a note in the block). An [`Engine`] holds one; a reader that assembles without an
-/// engine (`strata context`) makes its own.
+/// recall's hybrid search behind every context's recalled block, asked what a
+/// [`ContextSnapshot`] says ([`ContextSnapshot::recall_request`]): it uses the embedding model
+/// only once loaded, and never fails a context (a failed search is a note in the block). An
+/// [`Engine`] holds one; a reader that assembles without an engine (`strata context`) makes
+/// its own.
 #[derive(Debug)]
 pub struct HistorySearch {
     store: SharedBackend,
@@ -774,15 +784,15 @@ impl HistorySearch {
     }
 }
 
-impl Recaller for HistorySearch {
-    fn recall(
-        &self,
-        persona: &str,
-        request: &str,
-        exclude: &std::collections::HashSet<MessageId>,
-    ) -> Recalled {
+impl HistorySearch {
+    /// The best messages and memories of the persona's history on the request `asked` names,
+    /// none of them among what the context shows, above the search's own relevance floor:
+    /// empty when nothing said is about the request. Never fails: a search that cannot run
+    /// says so in [`Recalled::partial`].
+    pub fn recall(&self, asked: &RecallRequest<'_>) -> Recalled {
         let embedder = self.embedder.get().and_then(|state| state.get().ok());
-        match strata_recall::proactive(&*self.store, persona, &self.config, embedder, request, exclude) {
+        let RecallRequest { persona, request, shown } = asked;
+        match strata_recall::proactive(&*self.store, persona, &self.config, embedder, request, shown) {
             Ok(found) => {
                 if let Some(counters) = &self.counters {
                     counters.recalled(found.hits.len());

@@ -383,17 +383,13 @@ pub fn context(
         request
     });
     // The model loaded first, so the block is the one a warm engine would send.
-    let recaller = settings
+    let history_search = settings
         .recall
         .proactive
         .then(|| strata::HistorySearch::loaded(store, &settings.recall, &settings.compactor.retry));
-    let options = strata_compactor::AssemblyOptions {
-        now,
-        request,
-        recaller: recaller
-            .map(|search| std::sync::Arc::new(search) as std::sync::Arc<dyn strata_compactor::Recaller>),
-    };
-    let context = assembler.assemble_with(session.id, &options)?;
+    let snapshot = assembler.read(session.id, &strata_compactor::AssemblyOptions { now, request })?;
+    let recalled = history_search.zip(snapshot.recall_request()).map(|(search, asked)| search.recall(&asked));
+    let context = assembler.lay_out(&snapshot, recalled)?;
     if let Some(format) = args.format {
         let rendered = strata::render_context(&context, format, args.keep_reasoning)?;
         let value = serde_json::json!({

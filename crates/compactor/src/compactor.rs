@@ -24,12 +24,11 @@ use strata_store::{
 };
 use tracing::Instrument;
 
-use crate::assemble::{self, AssembledContext, Assembler, AssemblyOptions};
+use crate::assemble::{self, AssembledContext, Assembler, AssemblyOptions, ContextSnapshot};
 use crate::config::{CompactorConfig, CompactorSettings};
 use crate::error::{Error, Result, SummarizeError};
 use crate::extractive::{ExtractiveSummarizer, RAW_ARCHIVE};
 use crate::masking;
-use crate::recalled::Recaller;
 use crate::summarizer::{
     Origin, RetryNote, SourceCall, SourceItem, SourceKind, Summarizer, Summary, SummaryRequest, check,
     known_memories, retry_note,
@@ -42,12 +41,13 @@ mod rebuild;
 /// What [`Compactor::compact_before_assembly`] did.
 #[derive(Debug)]
 pub enum BeforeAssembly {
-    /// Nothing was left to write, and the context was laid out from the snapshot that showed it.
-    Assembled {
+    /// Nothing was left to write: the snapshot that showed it is what the context is laid out
+    /// from ([`Assembler::lay_out`]).
+    Read {
         /// Why there was nothing to write.
         outcome: Outcome,
-        /// The session's context (boxed: it is most of the variant's size).
-        context: Box<AssembledContext>,
+        /// What the session's context is laid out from (boxed: it is most of the variant's size).
+        snapshot: Box<ContextSnapshot>,
     },
     /// The session had work and the call compacted (or found another process at it): the
     /// context is assembled after it.
@@ -572,18 +572,17 @@ impl Compactor {
         in_compact_span(session, self.compact_in_span(session, max_rounds.max(1)), |outcome| outcome).await
     }
 
-    /// [`Compactor::compact`], then the context at `now` when the call had nothing to write:
-    /// what a request's turn does. The check that there is nothing to write (most requests)
-    /// reads in assembly's snapshot, so such a call reads the session once; with work, the
-    /// caller assembles after the compaction (and whatever it does after one).
+    /// [`Compactor::compact`], then what the context at `now` is laid out from when the call
+    /// had nothing to write: what a request's turn does. The check that there is nothing to
+    /// write (most requests) reads in assembly's snapshot, so such a call reads the session
+    /// once; with work, the caller reads after the compaction (and whatever it does after one).
     pub async fn compact_before_assembly(
         &self,
         session: SessionId,
         now: DateTime<Utc>,
-        recaller: Option<Arc<dyn Recaller>>,
     ) -> Result<BeforeAssembly> {
-        in_compact_span(session, self.check_in_snapshot(session, now, recaller), |before| match before {
-            BeforeAssembly::Assembled { outcome, .. } | BeforeAssembly::Compacted(outcome) => outcome,
+        in_compact_span(session, self.check_in_snapshot(session, now), |before| match before {
+            BeforeAssembly::Read { outcome, .. } | BeforeAssembly::Compacted(outcome) => outcome,
         })
         .await
     }
@@ -684,15 +683,16 @@ impl Compactor {
         self.blocking(move |_| assembler.assemble_blocking(session, now)).await
     }
 
-    /// [`Compactor::assemble`] as `options` ask: a request that is not stored (a dry run), the
-    /// search behind the recalled block ([`Assembler::assemble_with`]).
-    pub async fn assemble_with(
+    /// What the context of `session` is laid out from, as `options` ask (a request that is not
+    /// stored: a dry run), read on the blocking pool ([`Assembler::read`]); the caller adds the
+    /// recalled block and lays it out ([`Assembler::lay_out`]).
+    pub async fn read_context(
         &self,
         session: SessionId,
         options: AssemblyOptions,
-    ) -> Result<AssembledContext> {
+    ) -> Result<ContextSnapshot> {
         let assembler = self.inner.assembler.clone();
-        self.blocking(move |_| assembler.assemble_with(session, &options)).await
+        self.blocking(move |_| assembler.read(session, &options)).await
     }
 
     /// [`Compactor::assemble`] for callers without an async runtime (tests).

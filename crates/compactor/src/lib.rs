@@ -59,14 +59,15 @@ mod facts;
 mod masking;
 mod openai;
 mod plan;
-mod recalled;
 mod scaffold;
 mod summarizer;
 mod tokens;
 mod tool_names;
 mod tree;
 
-pub use crate::assemble::{AssembledContext, Assembler, AssemblyOptions, Original};
+pub use crate::assemble::{
+    AssembledContext, Assembler, AssemblyOptions, ContextSnapshot, Original, RecallRequest,
+};
 pub use crate::bulk::Compaction;
 pub use crate::capped::CappedSummarizer;
 pub use crate::compactor::{BeforeAssembly, Compactor, Outcome, Refusal, Resummarized};
@@ -75,7 +76,6 @@ pub use crate::error::{Error, Result, SummarizeError};
 pub use crate::extractive::ExtractiveSummarizer;
 pub use crate::facts::stated_facts;
 pub use crate::openai::{OpenAiConfig, OpenAiSummarizer};
-pub use crate::recalled::Recaller;
 pub use crate::summarizer::Summarizer;
 pub use crate::tokens::TokenCounter;
 pub use crate::tool_names::ToolNames;
@@ -84,9 +84,9 @@ pub use crate::tree::render_tree;
 /// The parts of an [`AssembledContext`] and the texts it is laid out with.
 pub mod context {
     pub use crate::assemble::{
-        ContextEntry, Injection, PLACEHOLDERS, Part, REGULAR_TEMPLATE, TokenAccounting, bootstrap_template,
+        ContextEntry, Injection, PLACEHOLDERS, Part, REGULAR_TEMPLATE, RecalledBlock, ShownHit,
+        TokenAccounting, bootstrap_template,
     };
-    pub use crate::recalled::{RecalledBlock, ShownHit};
     pub use crate::tokens::{Encoding, TOKENS_PER_MESSAGE, TOKENS_PER_NAME, TOKENS_PER_REPLY};
 }
 

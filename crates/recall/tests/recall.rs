@@ -12,6 +12,7 @@ mod recall {
     mod isolation;
     mod memory;
     mod pipeline;
+    mod proactive;
     mod search;
     mod untrusted;
 }

@@ -8,7 +8,7 @@
 //! write meets (a busy or corrupt database, a full disk) ends the call as that error.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, PoisonError};
+use std::sync::PoisonError;
 
 use chrono::{DateTime, Utc};
 use strata_store::backend::CompactionState;
@@ -18,11 +18,10 @@ use strata_store::{
 
 use super::{BeforeAssembly, Compactor, Outcome, Refusal, Step, node_item, source_item};
 use crate::CompactorSettings;
-use crate::assemble::{self, AssemblyOptions};
+use crate::assemble;
 use crate::error::{Error, Result};
 use crate::extractive::RAW_ARCHIVE;
 use crate::plan::{Chunk, Plan};
-use crate::recalled::Recaller;
 use crate::summarizer::{SourceKind, SummaryRequest};
 
 /// Level-0 nodes written per transaction at most: a bulk compaction commits once per batch
@@ -219,13 +218,12 @@ impl Compactor {
         &self,
         session: SessionId,
         now: DateTime<Utc>,
-        recaller: Option<Arc<dyn Recaller>>,
     ) -> Result<BeforeAssembly> {
         let lock = self.session_lock(session);
         let guard = lock.lock().await;
         let assembler = self.inner.assembler.clone();
         let (snapshot, state) = self
-            .blocking(move |_| assembler.read(session, now, |reader| reader.compaction_state(session)))
+            .blocking(move |_| assembler.read_also(session, now, |reader| reader.compaction_state(session)))
             .await?;
         // Assembly read the live outline and the roots a compaction plans over.
         let planning = Planning {
@@ -236,10 +234,7 @@ impl Compactor {
         let start = Start { persona: snapshot.persona.clone(), state, planning };
         if let Some(outcome) = self.idle(session, start) {
             drop(guard);
-            let assembler = self.inner.assembler.clone();
-            let options = AssemblyOptions { now, request: None, recaller };
-            let context = self.blocking(move |_| assembler.build(session, &snapshot, &options)).await?;
-            return Ok(BeforeAssembly::Assembled { outcome, context: Box::new(context) });
+            return Ok(BeforeAssembly::Read { outcome, snapshot: Box::new(snapshot) });
         }
         let outcome = self.compact_leased(session, self.inner.config.max_rounds.max(1)).await?;
         Ok(BeforeAssembly::Compacted(outcome))

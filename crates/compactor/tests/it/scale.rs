@@ -87,16 +87,16 @@ async fn a_request_with_nothing_to_compact_reads_the_session_once() {
     // The check that there is nothing to write reads in the assembly's snapshot: no row more
     // than the assembly alone, and the same context.
     let before = fx.store.rows_read();
-    let checked = fx.compactor.compact_before_assembly(fx.session, t0(), None).await.unwrap();
-    let BeforeAssembly::Assembled { outcome, context } = checked else {
+    let checked = fx.compactor.compact_before_assembly(fx.session, t0()).await.unwrap();
+    let BeforeAssembly::Read { outcome, snapshot } = checked else {
         panic!("a compacted session had work: {checked:?}")
     };
     assert_eq!(fx.store.rows_read() - before, assembly);
     assert!(!matches!(outcome, Outcome::Compacted { .. }), "{outcome:?}");
-    assert_eq!(*context, alone);
+    assert_eq!(fx.compactor.assembler().lay_out(&snapshot, None).unwrap(), alone);
 
     // New turns over the trigger: the call compacts, and the caller assembles after it.
     import(&fx, 40);
-    let checked = fx.compactor.compact_before_assembly(fx.session, t0(), None).await.unwrap();
+    let checked = fx.compactor.compact_before_assembly(fx.session, t0()).await.unwrap();
     assert!(matches!(checked, BeforeAssembly::Compacted(Outcome::Compacted { .. })), "{checked:?}");
 }

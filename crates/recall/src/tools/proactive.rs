@@ -9,9 +9,9 @@
 //! evaluation set (see benches/README.md, "The context"). It never waits: without the model
 //! (not loaded yet, or absent) the keyword side serves alone, and the answer says so.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
-use strata_store::search::{HitId, HitKind, Recalled, RecalledHit};
+use strata_store::search::{HitId, HitKind, Recalled, RecalledHit, TextHit};
 use strata_store::{Backend, MessageId};
 
 use super::Tool;
@@ -66,17 +66,21 @@ pub fn proactive(
         .into_iter()
         .filter(|hit| !matches!(hit.id, HitId::Message(id) if exclude.contains(&id)))
         .collect();
+    // The candidates were read with their whole text, session, seq, time and sender: a hit is
+    // shown from that read, never read again.
+    let read: HashMap<HitId, &TextHit> =
+        fusion.read.semantic.iter().chain(&fusion.read.keyword).map(|(hit, _)| (hit.id, hit)).collect();
     let mut hits = Vec::new();
     for hit in one_hit_per_source(messages, &fusion, config.proactive_hits) {
         let HitId::Message(id) = hit.id else { continue };
-        let (message, session) = store.message_of(persona, id)?;
+        let Some(&found) = read.get(&hit.id) else { continue };
         hits.push(RecalledHit {
             message_id: id,
-            session: session.key,
-            seq: message.seq,
-            timestamp: message.created_at,
-            speaker: message.name.unwrap_or_else(|| message.role.as_str().to_owned()),
-            text: message.content,
+            session: found.session.clone().unwrap_or_default(),
+            seq: found.seq.unwrap_or_default(),
+            timestamp: found.timestamp,
+            speaker: found.speaker.clone().unwrap_or_else(|| found.role.clone()),
+            text: found.snippet.clone(),
             score: hit.score.unwrap_or(0.0),
             similarity: hit.similarity,
         });

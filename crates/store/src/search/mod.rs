@@ -263,7 +263,8 @@ pub struct TextHit {
     /// Message time, summary end time, or memory update time.
     pub timestamp: DateTime<Utc>,
     /// The speaker of a message, when it was given a name (`name`): who said it, which the
-    /// ranking matches against the people a question names.
+    /// ranking matches against the people a question names and the recalled block shows
+    /// without reading the message again.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub speaker: Option<String>,
     /// The row's whole text: a message's content, a summary's
@@ -281,7 +282,7 @@ impl TextHit {
     }
 
     /// A hit from a row of the shape every search query selects: id, session id, session key,
-    /// seq, role, level, category, key, time, snippet, and the rank at `rank_column` (zero
+    /// seq, role, level, category, key, time, name, snippet, and the rank at `rank_column` (zero
     /// when the query has none).
     pub(crate) fn from_row(
         kind: HitKind,

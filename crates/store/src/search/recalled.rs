@@ -6,8 +6,9 @@ use serde::Serialize;
 
 use crate::types::{MemoryId, MessageId};
 
-/// What a search of a persona's history found on a request: what assembly's recalled block
-/// shows (`strata_compactor::Recaller`), found by recall's `proactive`.
+/// What a search of a persona's history found on a request: found by recall's `proactive`,
+/// handed by the engine to the compactor's layout (`strata_compactor::Assembler::lay_out`),
+/// which shows it as the recalled block.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Recalled {
     /// Messages, best first.

@@ -2,40 +2,36 @@
 //! request, put in that request's injection so the model has it without a tool round.
 //!
 //! Small and mid-size models often do not think to call `memory_search`, and every tool round
-//! costs a whole request. So assembly asks a [`Recaller`] once per context for the newest
-//! user request, leaves out what the context already shows verbatim, and lays the best hits
-//! that fit the room left in the budget (at most `[recall] proactive_tokens`) in a fenced
-//! block after the preferences and memories, before `[Current Request]`, the saved memories
-//! (progress, memo) the search found relevant first. It rides on the newest user message only:
-//! on the next call that message goes back to its stored text, so everything before it repeats
-//! byte for byte (`AssembledContext::stable_len`). A session's opening request, which sits in
-//! the head, gets it too: there it is what the persona's other sessions said.
+//! costs a whole request. So the engine asks recall once per context for the newest user
+//! request ([`ContextSnapshot::recall_request`]), leaving out what the context already shows
+//! verbatim, and the layout lays the best hits that fit the room left in the budget (at most
+//! `[recall] proactive_tokens`) in a fenced block after the preferences and memories, before
+//! `[Current Request]`, the saved memories (progress, memo) the search found relevant first.
+//! It rides on the newest user message only: on the next call that message goes back to its
+//! stored text, so everything before it repeats byte for byte (`AssembledContext::stable_len`).
+//! A session's opening request, which sits in the head, gets it too: there it is what the
+//! persona's other sessions said.
 //!
-//! The compactor knows no search (it never depends on strata-recall): the engine implements
-//! [`Recaller`] with recall's hybrid search, which also words how a hit is opened, since that
-//! sentence names a tool.
+//! The compactor knows no search (it never depends on strata-recall) and calls none: it is
+//! handed what the search found ([`Recalled`], which also words how a hit is opened, since that
+//! sentence names a tool) and only lays it out.
 
 use std::collections::HashSet;
-use std::fmt;
 
 use serde::Serialize;
 use strata_store::search::{Recalled, RecalledHit};
 use strata_store::text::truncate_chars;
-use strata_store::{Memory, MessageId, fence};
+use strata_store::{Memory, Message, MessageId, fence};
 
+use super::context::Part;
+use super::preamble::injection_of;
+use super::slot::Slot;
+use super::snapshot::ContextSnapshot;
+use super::window::Layer;
 use crate::tokens::TokenCounter;
 
 /// Characters of one hit's text in the block; `view_message` shows the message whole.
 const HIT_CHARS: usize = 600;
-
-/// A search of the history that assembly asks for the recalled block.
-pub trait Recaller: Send + Sync + fmt::Debug {
-    /// The best messages of `persona`'s history on `request`, best first, none of them in
-    /// `exclude` (what the context shows verbatim), above the search's own relevance floor:
-    /// empty when nothing said is about the request. Never fails: a search that cannot run
-    /// says so in [`Recalled::partial`].
-    fn recall(&self, persona: &str, request: &str, exclude: &HashSet<MessageId>) -> Recalled;
-}
 
 /// What the block of an assembled context holds, for the caller to inspect (`strata context
 /// --request` shows it).
@@ -74,13 +70,13 @@ pub struct ShownHit {
 /// What the block may show for one request: the saved memories the search found relevant and
 /// the context does not show already (memory lines cost little and say what was settled, so
 /// they come first), then the messages it found.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Found<'a> {
-    pub recalled: &'a Recalled,
-    pub memories: &'a [Memory],
+#[derive(Clone, Debug)]
+pub(super) struct Found {
+    pub recalled: Recalled,
+    pub memories: Vec<Memory>,
 }
 
-impl Found<'_> {
+impl Found {
     /// Lines the block could show, memories first.
     fn lines(&self) -> usize {
         self.memories.len() + self.recalled.hits.len()
@@ -95,8 +91,8 @@ impl Found<'_> {
 
 /// The block's text for the first `shown` lines (memories, then hits); empty when there are
 /// none and nothing to say.
-pub(crate) fn render(found: Found<'_>, shown: usize) -> String {
-    let recalled = found.recalled;
+fn render(found: &Found, shown: usize) -> String {
+    let recalled = &found.recalled;
     let (memories, hits) = found.split(shown);
     let hits = &recalled.hits[..hits];
     let memories = &found.memories[..memories];
@@ -133,7 +129,7 @@ pub(crate) fn render(found: Found<'_>, shown: usize) -> String {
 /// `progress/deploy_plan (Deploy plan), since 2026-03-01: step 3 of 5 done`, on one line: the
 /// date its text became true, and the date it stopped when it did, so the model can tell an old
 /// fact from a current one.
-pub(crate) fn memory_line(memory: &Memory) -> String {
+pub(super) fn memory_line(memory: &Memory) -> String {
     let until = memory.valid_to.map(|to| format!(" until {}", to.format("%Y-%m-%d"))).unwrap_or_default();
     format!(
         "{}/{} ({}), since {}{until}: {}",
@@ -161,9 +157,10 @@ fn line(hit: &RecalledHit) -> String {
 /// How many of the lines (memories, then hits) fit `budget` tokens of block, by the cost of
 /// their lines (the block's frame counted once). Exact fitting is the assembler's: it re-counts
 /// the request message.
-pub(crate) fn fitting(found: Found<'_>, budget: u32, counter: &TokenCounter) -> usize {
-    let empty = Recalled { hits: Vec::new(), ..found.recalled.clone() };
-    let frame = counter.text(&render(Found { recalled: &empty, memories: &[] }, 0)) + 60;
+fn fitting(found: &Found, budget: u32, counter: &TokenCounter) -> usize {
+    let empty =
+        Found { recalled: Recalled { hits: Vec::new(), ..found.recalled.clone() }, memories: Vec::new() };
+    let frame = counter.text(&render(&empty, 0)) + 60;
     let costs = found
         .memories
         .iter()
@@ -183,8 +180,8 @@ pub(crate) fn fitting(found: Found<'_>, budget: u32, counter: &TokenCounter) -> 
 }
 
 /// The report of a block showing the first `shown` lines, `tokens` its exact cost.
-pub(crate) fn report(found: Found<'_>, shown: usize, tokens: u32, counter: &TokenCounter) -> RecalledBlock {
-    let recalled = found.recalled;
+fn report(found: &Found, shown: usize, tokens: u32, counter: &TokenCounter) -> RecalledBlock {
+    let recalled = &found.recalled;
     let (memories, hits) = found.split(shown);
     let shown_hits: Vec<ShownHit> = recalled.hits[..hits]
         .iter()
@@ -206,6 +203,75 @@ pub(crate) fn report(found: Found<'_>, shown: usize, tokens: u32, counter: &Toke
         not_shown: found.lines() - memories - hits,
         tokens,
         partial: recalled.partial.clone(),
+    }
+}
+
+impl Layer<'_> {
+    /// Lays the recalled block into the newest request within `cap` tokens, then, when the
+    /// refill shows one of its hits verbatim, again without the hits in `refilled` within what
+    /// the first one used: a hit is never shown twice, and the block only shrinks, so nothing
+    /// laid out before it moves.
+    pub(super) fn lay_block<'m>(
+        &mut self,
+        snapshot: &ContextSnapshot,
+        head: &mut [(Slot, &'m Message)],
+        tail: &mut [(Slot, &'m Message)],
+        mut found: Found,
+        refilled: &HashSet<MessageId>,
+        cap: u32,
+    ) -> Option<RecalledBlock> {
+        let block = self.lay_recalled(snapshot, head, tail, &found, cap)?;
+        if !block.hits.iter().any(|hit| refilled.contains(&hit.message_id)) {
+            return Some(block);
+        }
+        found.recalled.hits.retain(|hit| !refilled.contains(&hit.message_id));
+        self.lay_recalled(snapshot, head, tail, &found, block.tokens)
+    }
+
+    /// Puts the recalled block in the latest request (found in `tail`, or in `head` when it
+    /// is the session's opening request), as many of `found`'s hits as fit `cap` tokens of
+    /// growth of that message; what it holds, or `None` when the request is not shown whole.
+    fn lay_recalled<'m>(
+        &mut self,
+        snapshot: &ContextSnapshot,
+        head: &mut [(Slot, &'m Message)],
+        tail: &mut [(Slot, &'m Message)],
+        found: &Found,
+        cap: u32,
+    ) -> Option<RecalledBlock> {
+        let (index, _) = snapshot.latest_request?;
+        let seq = snapshot.outline[index].seq;
+        let holds = |(slot, message): &(Slot, &Message)| message.seq == seq && !slot.entry.abridged;
+        let (part, request) = match tail.iter().position(holds) {
+            Some(at) => (Part::Tail, &mut tail[at]),
+            None => (Part::Head, head.iter_mut().find(|laid| holds(laid))?),
+        };
+        // Measured against the request without a block (it may hold an earlier one).
+        self.set_recalled(snapshot, String::new());
+        request.0 = self.lay(request.1, part);
+        let before = request.0.entry.tokens;
+        let mut shown = fitting(found, cap, self.counter);
+        loop {
+            self.set_recalled(snapshot, render(found, shown));
+            request.0 = self.lay(request.1, part);
+            let added = request.0.entry.tokens.saturating_sub(before);
+            if added <= cap {
+                return Some(report(found, shown, added, self.counter));
+            }
+            if shown == 0 {
+                // Not even the note fits: the request goes as it was.
+                self.set_recalled(snapshot, String::new());
+                request.0 = self.lay(request.1, part);
+                return Some(report(found, 0, 0, self.counter));
+            }
+            shown -= 1;
+        }
+    }
+
+    /// Sets the recalled block's text; a regular turn carries an injection when it has one.
+    fn set_recalled(&mut self, snapshot: &ContextSnapshot, text: String) {
+        (self.injection, self.injected) = injection_of(snapshot, !text.is_empty());
+        self.background.recalled = text;
     }
 }
 
