@@ -214,8 +214,9 @@ fn a_copy_into_postgresql_is_exact_and_a_killed_one_finishes_when_run_again() {
     ] {
         assert_eq!(strata.run(command).success(), strata.run_on(db, command).success(), "{command:?}");
     }
-    // A ranked search finds the same rows; the backends' keyword statistics differ a little, so
-    // the scores and the order of the weak hits may.
+    // A ranked search finds the same first row and nearly the same ten; the backends' keyword
+    // statistics differ a little, so the scores and order of the weak hits may, and the second
+    // hop's words (taken from the first hits) can then trade a tenth hit for another.
     let search = ["search", "how often does the staging password change", "--persona", "coder"];
     let found = |out: String| {
         let mut ids: Vec<String> = out
@@ -227,7 +228,14 @@ fn a_copy_into_postgresql_is_exact_and_a_killed_one_finishes_when_run_again() {
         ids.sort();
         (first, ids)
     };
-    assert_eq!(found(strata.run(&search).success()), found(strata.run_on(db, &search).success()));
+    let alike = |target: &std::path::Path| {
+        let ((first, ids), (copy_first, copy_ids)) =
+            (found(strata.run(&search).success()), found(strata.run_on(target, &search).success()));
+        assert_eq!(first, copy_first, "{target:?}");
+        let shared = ids.iter().filter(|id| copy_ids.contains(id)).count();
+        assert!(ids.len() == 10 && shared >= 9, "{target:?}: {ids:?} against {copy_ids:?}");
+    };
+    alike(db);
 
     // Back out of PostgreSQL, as a fleet's backup: into a new SQLite file (one snapshot, one
     // transaction) and into another PostgreSQL database (`strata backup` is the first), each
@@ -259,7 +267,7 @@ fn a_copy_into_postgresql_is_exact_and_a_killed_one_finishes_when_run_again() {
                 "{command:?}"
             );
         }
-        assert_eq!(found(strata.run(&search).success()), found(strata.run_on(target, &search).success()));
+        alike(target);
         let doctor = strata.run_on(target, &["doctor"]).success();
         assert!(!doctor.contains("problems"), "{doctor}");
     }

@@ -181,13 +181,7 @@ fn planted(
             started.elapsed().as_secs_f64()
         );
         for fact in &transcript.facts {
-            let args = MemorySearchArgs {
-                query: fact.paraphrase.to_owned(),
-                limit: Some(10),
-                start_time: None,
-                end_time: None,
-                include_in_context: None,
-            };
+            let args = top_ten(fact.paraphrase);
             let answer =
                 strata_recall::tools::search(&store, &Scope::persona("eval"), recall, &embedder, &args)?;
             let wanted = strata_store::search::HitId::Message(ids[fact.index]);
@@ -387,13 +381,7 @@ fn retrieval(
     }
     for (name, variant) in &variants {
         runs.push(run_each(name, &questions, |q| {
-            let args = MemorySearchArgs {
-                query: q.question.clone(),
-                limit: Some(10),
-                start_time: None,
-                end_time: None,
-                include_in_context: None,
-            };
+            let args = top_ten(&q.question);
             let answer =
                 strata_recall::tools::search(store, &Scope::persona(&q.persona), variant, &state, &args)?;
             Ok(positions(answer.results))
@@ -591,13 +579,7 @@ fn leave_one_out(
             ..recall.clone()
         };
         let run = run_each("grid", questions, |q| {
-            let args = MemorySearchArgs {
-                query: q.question.clone(),
-                limit: Some(10),
-                start_time: None,
-                end_time: None,
-                include_in_context: None,
-            };
+            let args = top_ten(&q.question);
             let answer =
                 strata_recall::tools::search(store, &Scope::persona(&q.persona), &variant, state, &args)?;
             Ok(positions(answer.results))
@@ -850,5 +832,16 @@ impl Bm25Baseline {
             .collect();
         scored.sort_by(|a, b| b.0.total_cmp(&a.0));
         scored.into_iter().take(k).map(|(_, position)| position.clone()).collect()
+    }
+}
+
+/// `memory_search`'s arguments for one question or paraphrase: its ten best, no time window.
+fn top_ten(question: &str) -> MemorySearchArgs {
+    MemorySearchArgs {
+        query: question.to_owned(),
+        limit: Some(10),
+        start_time: None,
+        end_time: None,
+        include_in_context: None,
     }
 }
