@@ -31,8 +31,8 @@ use strata_compactor::{BeforeAssembly, Compactor, CompactorConfig, ExtractiveSum
 use strata_pg::PgStore;
 use strata_recall::tools::{MemoryGrepArgs, MemorySearchArgs, Scope};
 use strata_recall::{EmbedderState, RecallConfig};
-use strata_store::search::{CandidateQuery, HitKind, Scan, SearchFilter, TextQuery};
-use strata_store::{Backend, SharedBackend};
+use strata_seam::search::{CandidateQuery, HitKind, Scan, SearchFilter, TextQuery};
+use strata_seam::{Backend, SharedBackend};
 
 #[path = "support/appends.rs"]
 mod appends;
@@ -290,7 +290,7 @@ fn backends(c: &mut Criterion) {
     )
     .unwrap();
     let folded: Vec<String> =
-        appended.iter().map(|message| strata_store::backend::fold(&message.content)).collect();
+        appended.iter().map(|message| strata_seam::backend::fold(&message.content)).collect();
     group.bench_function("baseline_postgres_text_indexed_insert_1000", |b| {
         b.iter(|| {
             let mut tx = raw.transaction().unwrap();

@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 use criterion::Criterion;
 use strata_compactor::summarize::{Origin, SourceItem, SourceKind, SummaryRequest, TimedSummarizer};
 use strata_compactor::{Compactor, CompactorConfig, ExtractiveSummarizer, Outcome, TokenCounter};
-use strata_store::{Backend, NewMessage, NewSummary, SessionId, Store};
+use strata_seam::{Conversations, Forest, Maintenance};
+use strata_seam::{NewMessage, NewSummary, SessionId};
+use strata_store::Store;
 use strata_synth::{self as synth, TranscriptSpec};
 
 fn config() -> CompactorConfig {
@@ -104,7 +106,7 @@ fn bench(c: &mut Criterion) {
         Compactor::new(probe.clone(), config(), Arc::new(ExtractiveSummarizer::new(counter.clone())))
             .unwrap();
     runtime.block_on(compactor.compact(template.session)).unwrap();
-    let node = probe.roots(template.session, Some(strata_store::Level::LEAF)).unwrap().remove(0);
+    let node = probe.roots(template.session, Some(strata_seam::Level::LEAF)).unwrap().remove(0);
     let (first, last) = (node.first_seq, node.last_seq);
 
     // Baseline 1: the extractive summarizer alone, on the same chunk.
@@ -112,7 +114,7 @@ fn bench(c: &mut Criterion) {
     let chunk = store.messages(template.session, first..=last).unwrap();
     let request = SummaryRequest {
         kind: SourceKind::Messages,
-        level: strata_store::Level::LEAF,
+        level: strata_seam::Level::LEAF,
         persona: "default".into(),
         items: chunk
             .iter()

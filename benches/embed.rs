@@ -25,7 +25,7 @@ use ort::session::builder::GraphOptimizationLevel;
 use ort::value::Tensor;
 use strata_recall::embedding::{MINILM_L6_V2, chunk_text};
 use strata_recall::{Embedder, RecallConfig};
-use strata_store::Role;
+use strata_seam::Role;
 use strata_synth::TranscriptSpec;
 use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 

@@ -15,8 +15,9 @@
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::json;
 use strata_recall::{Embedder, RecallConfig, RecallSettings, ToolContext, call_tool};
-use strata_store::search::Scan;
-use strata_store::{Backend, Store};
+use strata_seam::search::Scan;
+use strata_seam::{Conversations, Maintenance};
+use strata_store::Store;
 
 #[path = "support/word_corpus.rs"]
 mod word_corpus;
@@ -82,7 +83,7 @@ fn recall(c: &mut Criterion) {
         b.iter(|| {
             store
                 .embeddings()
-                .nearest(MODEL, strata_store::search::HitKind::Message, "p", &vector, 50, Scan::Exact)
+                .nearest(MODEL, strata_seam::search::HitKind::Message, "p", &vector, 50, Scan::Exact)
                 .unwrap()
         })
     });
@@ -92,7 +93,7 @@ fn recall(c: &mut Criterion) {
                 .embeddings()
                 .nearest(
                     MODEL,
-                    strata_store::search::HitKind::Message,
+                    strata_seam::search::HitKind::Message,
                     "p",
                     &vector,
                     50,

@@ -23,8 +23,9 @@ use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_mai
 use serde_json::json;
 use strata_compactor::Outcome;
 use strata_recall::{Embedder, RecallConfig, RecallSettings, ToolContext, call_tool};
-use strata_store::search::{CandidateQuery, HitKind, Scan, SearchFilter};
-use strata_store::{Backend, Store};
+use strata_seam::search::{CandidateQuery, HitKind, Scan, SearchFilter};
+use strata_seam::{Conversations, Search};
+use strata_store::Store;
 
 #[path = "support/appends.rs"]
 mod appends;

@@ -4,7 +4,8 @@
 //! triggers or FTS) in the same run, so the report is a ratio that survives a noisy machine.
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
-use strata_store::{Backend, Store};
+use strata_seam::Conversations;
+use strata_store::Store;
 
 #[path = "support/appends.rs"]
 mod appends;

@@ -30,8 +30,9 @@ use serde_json::json;
 use strata::blocking::Engine;
 use strata::{ChatMessage, Config};
 use strata_recall::{Embedder, RecallConfig, RecallSettings, ToolContext, call_tool};
-use strata_store::search::{CandidateQuery, HitKind, Scan, SearchFilter};
-use strata_store::{Backend, Store};
+use strata_seam::search::{CandidateQuery, HitKind, Scan, SearchFilter};
+use strata_seam::{Conversations, Search, Vectors};
+use strata_store::Store;
 
 #[allow(dead_code)]
 #[path = "support/appends.rs"]

@@ -58,7 +58,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         match turn(&session, &client, &tools, &line).await {
             Ok(answer) => println!("{answer}"),
             // Whatever was stored before the failure stays stored; the next line goes on.
-            Err(error) => eprintln!("error: {}", strata::store::error_chain(error.as_ref())),
+            Err(error) => eprintln!("error: {}", strata::seam::error_chain(error.as_ref())),
         }
     }
     Ok(())

@@ -25,7 +25,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use strata_compactor::{AssembledContext, Compaction, Outcome, Resummarized};
-use strata_store::{Level, MessageId, SessionId, SharedBackend, SummaryNode};
+use strata_seam::{Level, MessageId, SessionId, SharedBackend, SummaryNode};
 use tokio::runtime::{Handle, Runtime};
 
 use crate::config::Config;
@@ -158,7 +158,7 @@ impl Engine {
     pub fn preview(
         &self,
         session: SessionId,
-        request: Option<strata_store::NewMessage>,
+        request: Option<strata_seam::NewMessage>,
         now: DateTime<Utc>,
     ) -> Result<AssembledContext> {
         self.block_on(self.engine.preview(session, request, now))
@@ -177,18 +177,18 @@ impl Engine {
     /// [`crate::Engine::forget_plan`], blocking: what a forget would erase.
     pub fn forget_plan(
         &self,
-        scope: &strata_store::forgetting::ForgetScope,
-    ) -> Result<strata_store::forgetting::ForgetPlan> {
+        scope: &strata_seam::forgetting::ForgetScope,
+    ) -> Result<strata_seam::forgetting::ForgetPlan> {
         self.block_on(self.engine.forget_plan(scope))
     }
 
     /// [`crate::Engine::forget`], blocking.
     pub fn forget(
         &self,
-        scope: &strata_store::forgetting::ForgetScope,
+        scope: &strata_seam::forgetting::ForgetScope,
         command: &str,
         progress: impl FnMut(u64, u64) + Send + 'static,
-    ) -> Result<strata_store::forgetting::Forgotten> {
+    ) -> Result<strata_seam::forgetting::Forgotten> {
         self.block_on(self.engine.forget(scope, command, progress))
     }
 
@@ -222,7 +222,7 @@ impl Session {
     }
 
     /// The session row as it was when this handle was made.
-    pub fn info(&self) -> &strata_store::Session {
+    pub fn info(&self) -> &strata_seam::Session {
         self.session.info()
     }
 

@@ -9,7 +9,7 @@
 
 use serde::Serialize;
 use serde_json::Value;
-use strata_store::stats::LlmCall;
+use strata_seam::stats::LlmCall;
 use tracing::Instrument;
 
 use strata::ChatMessage;
@@ -193,7 +193,7 @@ impl ChatLoop {
         match tokio::task::spawn_blocking(move || store.record_llm_calls(&calls)).await {
             Ok(Ok(())) => {}
             Ok(Err(error)) => {
-                tracing::warn!(error = %strata_store::error_chain(&error), "cannot record the chat's usage")
+                tracing::warn!(error = %strata_seam::error_chain(&error), "cannot record the chat's usage")
             }
             Err(error) => tracing::warn!(%error, "cannot record the chat's usage"),
         }
@@ -241,7 +241,7 @@ impl ChatLoop {
                     }
                     break;
                 }
-                for strata_store::ToolCall { id, name, arguments } in calls {
+                for strata_seam::ToolCall { id, name, arguments } in calls {
                     let result = session.call_tool(&name, arguments.clone()).await;
                     tracing::debug!(tool = %name, error = strata_recall::is_refusal(&result), "tool call");
                     session.append(ChatMessage::tool(id.clone(), name.clone(), result.to_string()))?;

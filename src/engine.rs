@@ -22,12 +22,12 @@ use strata_compactor::{
 use strata_recall::{
     EmbedWorker, Embedder, EmbedderState, RecallConfig, RecallSettings, Settled, Tool, ToolContext,
 };
-use strata_store::memories::QueuedUpdate;
-use strata_store::search::Recalled;
-use strata_store::{
-    Category, Level, Memory, MessageId, NewMessage, Role, Session, SessionId, SharedBackend, Store,
-    SummaryNode,
+use strata_seam::memories::QueuedUpdate;
+use strata_seam::search::Recalled;
+use strata_seam::{
+    Category, Level, Memory, MessageId, NewMessage, Role, Session, SessionId, SharedBackend, SummaryNode,
 };
+use strata_store::Store;
 use tokio::task::JoinHandle;
 use tracing::Instrument;
 
@@ -813,7 +813,7 @@ impl HistorySearch {
 /// The database at `location`: a PostgreSQL url, or else a SQLite file's path.
 pub(crate) fn open_backend(location: &Path) -> Result<SharedBackend> {
     let text = location.to_string_lossy();
-    if strata_store::location::is_postgres_url(&text) {
+    if strata_seam::location::is_postgres_url(&text) {
         #[cfg(feature = "postgres")]
         return Ok(std::sync::Arc::new(strata_pg::PgStore::open(&text)?));
         #[cfg(not(feature = "postgres"))]

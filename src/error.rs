@@ -9,7 +9,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub enum Error {
     /// The database refused or failed.
     #[error(transparent)]
-    Store(#[from] strata_store::Error),
+    Store(#[from] strata_seam::Error),
     /// Compaction or context assembly failed.
     #[error(transparent)]
     Compactor(#[from] strata_compactor::Error),
@@ -184,8 +184,8 @@ impl Error {
     }
 }
 
-fn store_class(error: &strata_store::Error) -> ErrorClass {
-    use strata_store::Error as Store;
+fn store_class(error: &strata_seam::Error) -> ErrorClass {
+    use strata_seam::Error as Store;
     match error {
         Store::Busy(_) => ErrorClass::Busy,
         Store::Corrupt(_) | Store::Damaged { .. } | Store::CommitsLost { .. } => ErrorClass::DamagedDatabase,
@@ -201,8 +201,8 @@ fn store_class(error: &strata_store::Error) -> ErrorClass {
 }
 
 /// The kind of a store error: the refusals the data model makes, and what waiting may cure.
-pub(crate) fn store_kind(error: &strata_store::Error) -> ErrorKind {
-    use strata_store::Error as Store;
+pub(crate) fn store_kind(error: &strata_seam::Error) -> ErrorKind {
+    use strata_seam::Error as Store;
     match error {
         Store::Invalid { .. } => ErrorKind::InvalidInput,
         Store::NotFound(_) | Store::Missing { .. } => ErrorKind::NotFound,
@@ -254,21 +254,21 @@ mod tests {
 
     #[test]
     fn each_refusal_has_the_kind_a_caller_acts_on() {
-        let mismatch = strata_store::Error::PersonaMismatch {
+        let mismatch = strata_seam::Error::PersonaMismatch {
             key: "k".into(),
             existing: "a".into(),
             requested: "b".into(),
         };
         let too_large = strata_compactor::Error::MessageTooLarge { bytes: 10, limit: 5 };
-        let missing = strata_store::Error::NotFound(strata_store::Missing::SessionKey("k".into()));
+        let missing = strata_seam::Error::NotFound(strata_seam::Missing::SessionKey("k".into()));
         assert_eq!(Error::InvalidMessage("x".into()).kind(), ErrorKind::InvalidInput);
         assert_eq!(Error::Store(mismatch).kind(), ErrorKind::Conflict);
         assert_eq!(Error::Compactor(too_large).kind(), ErrorKind::TooLarge);
         assert_eq!(Error::Store(missing).kind().as_str(), "not_found");
-        assert_eq!(Error::Store(strata_store::Error::ProtectedCategory).kind(), ErrorKind::Forbidden);
+        assert_eq!(Error::Store(strata_seam::Error::ProtectedCategory).kind(), ErrorKind::Forbidden);
         assert_eq!(serde_json::to_value(ErrorKind::InvalidInput).unwrap(), "invalid_input");
         let foreign =
-            strata_store::Error::NotStrata { path: "app.db".into(), application_id: 0, user_version: 0 };
+            strata_seam::Error::NotStrata { path: "app.db".into(), application_id: 0, user_version: 0 };
         assert_eq!(Error::Store(foreign).kind(), ErrorKind::InvalidInput);
     }
 }

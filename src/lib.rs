@@ -93,4 +93,5 @@ pub use strata_wire as wire;
 
 pub use strata_compactor as compactor;
 pub use strata_recall as recall;
+pub use strata_seam as seam;
 pub use strata_store as store;

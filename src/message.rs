@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use strata_store::{NewMessage, Role, ToolCall};
+use strata_seam::{NewMessage, Role, ToolCall};
 pub use strata_wire::Format;
 use strata_wire::{Block, Speaker, Turn, json_kind};
 
@@ -61,7 +61,7 @@ impl ChatMessage {
         }
     }
 
-    /// The tool calls, parsed once ([`strata_store::ToolCall`]); arguments that are not JSON
+    /// The tool calls, parsed once ([`strata_seam::ToolCall`]); arguments that are not JSON
     /// come back as a string, for the tool to refuse.
     pub fn calls(&self) -> Vec<ToolCall> {
         ToolCall::parse_all(self.tool_calls.as_ref())

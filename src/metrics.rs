@@ -1,7 +1,7 @@
 //! strata's metrics in the Prometheus text exposition format (`strata metrics`,
 //! [`crate::Engine::metrics`]).
 //!
-//! Two sources. What the database holds ([`strata_store::stats::StoreMetrics`]) is the same for every
+//! Two sources. What the database holds ([`strata_seam::stats::StoreMetrics`]) is the same for every
 //! process: nodes written (compactions) and the tokens they folded, LLM calls and their usage,
 //! stored tool results, the embedding backlog, the file's size. What only happens in a process
 //! is counted by its engine ([`Counters`]): every tool call (also the ones no conversation
@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Serialize;
 use serde_json::Value;
-use strata_store::stats::StoreMetrics;
+use strata_seam::stats::StoreMetrics;
 
 /// The counters of one process's engine.
 #[derive(Debug, Default)]
@@ -242,7 +242,7 @@ mod tests {
         counters.tool_call("memory_grep", &serde_json::json!({"error": {"kind": "invalid"}}));
         counters.recalled(3);
         let store = StoreMetrics {
-            nodes: vec![strata_store::stats::NodeTotals {
+            nodes: vec![strata_seam::stats::NodeTotals {
                 summarizer: "a\"b".into(),
                 level: 0,
                 nodes: 4,

@@ -211,7 +211,7 @@ async fn routed(
     if let Some(grant) = &grant {
         if route.access == Access::Persona {
             let persona = params.get("persona");
-            if let Err(error) = strata_store::backend::validate_persona(persona) {
+            if let Err(error) = strata_seam::backend::validate_persona(persona) {
                 return ApiError::from(error).response();
             }
             if !grant.may_act_as(persona) {

@@ -218,7 +218,7 @@ fn parse_personas(personas: &[String]) -> Result<Option<BTreeSet<String>>, Strin
     }
     let mut set = BTreeSet::new();
     for persona in personas {
-        strata_store::backend::validate_persona(persona).map_err(|error| error.to_string())?;
+        strata_seam::backend::validate_persona(persona).map_err(|error| error.to_string())?;
         set.insert(persona.clone());
     }
     Ok(Some(set))
@@ -304,7 +304,7 @@ mod tests {
         ];
         for (text, expected) in cases {
             let error = file(text).unwrap_err();
-            let message = strata_store::error_chain(&error);
+            let message = strata_seam::error_chain(&error);
             assert!(message.contains(expected), "{message:?} should say {expected:?}");
         }
     }

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
-use strata_store::transfer::ExportScope;
+use strata_seam::transfer::ExportScope;
 
 use crate::util::Strata;
 

@@ -1,8 +1,8 @@
 //! `strata export` and `strata config`.
 
 use strata::{Config, Engine};
-use strata_store::Category;
-use strata_store::memories::{MemoryWrite, Writer};
+use strata_seam::Category;
+use strata_seam::memories::{MemoryWrite, Writer};
 use strata_synth::{TranscriptSpec, generate};
 
 use crate::util::Strata;
@@ -48,7 +48,7 @@ fn compacted(strata: &Strata) -> usize {
         .nodes(session.id())
         .unwrap()
         .iter()
-        .filter(|n| n.level == strata::store::Level::LEAF)
+        .filter(|n| n.level == strata::seam::Level::LEAF)
         .count()
 }
 

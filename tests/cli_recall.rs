@@ -3,12 +3,12 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use strata::store::{NewMessage, NewSummary, Role};
+use strata::seam::{NewMessage, NewSummary, Role};
 
 use crate::util::Strata;
 
 /// A database with two personas: `coder` (sessions `billing` and `infra`) and `chef`.
-fn populated(strata: &Strata) -> strata_store::SharedBackend {
+fn populated(strata: &Strata) -> strata_seam::SharedBackend {
     let store = strata.backend();
     let start = chrono::DateTime::parse_from_rfc3339("2024-05-01T08:00:00Z").unwrap().to_utc();
     let add = |key: &str, persona: &str, texts: &[&str]| {

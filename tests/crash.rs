@@ -2,7 +2,7 @@
 
 use std::process::Stdio;
 
-use strata_store::Role;
+use strata_seam::Role;
 use strata_synth::{TranscriptSpec, generate};
 
 use crate::util::{Strata, assert_consistent, kill_when};

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::{Value, json};
 use strata_recall::Embedder;
-use strata_store::{NewMessage, Role};
+use strata_seam::{NewMessage, Role};
 
 use crate::util::Strata;
 
@@ -137,7 +137,7 @@ fn config(strata: &Strata, server: &Server) -> String {
     path.display().to_string()
 }
 
-fn conversation(strata: &Strata) -> strata_store::SharedBackend {
+fn conversation(strata: &Strata) -> strata_seam::SharedBackend {
     let store = strata.backend();
     let session = store.session("s", "p").unwrap();
     let texts = [

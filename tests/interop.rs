@@ -3,8 +3,9 @@
 
 use std::path::Path;
 
-use strata_store::transfer::{ExportScope, ExportedMessage};
-use strata_store::{Backend, Store};
+use strata_seam::Backend;
+use strata_seam::transfer::{ExportScope, ExportedMessage};
+use strata_store::Store;
 
 use crate::util::Strata;
 

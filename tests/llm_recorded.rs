@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use strata::llm::{ChatClient, RetryPolicy};
 use strata_compactor::context::TOKENS_PER_REPLY;
 use strata_compactor::{Compactor, CompactorConfig, OpenAiConfig, OpenAiSummarizer, Outcome, TokenCounter};
-use strata_store::{NewMessage, Role, SessionId};
+use strata_seam::{NewMessage, Role, SessionId};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 

@@ -5,8 +5,8 @@
 use serde_json::{Value, json};
 use strata::{ChatMessage, Config, Engine, SummarizerKind};
 use strata_compactor::Outcome;
-use strata_store::Category;
-use strata_store::memories::{MemoryWrite, Writer};
+use strata_seam::Category;
+use strata_seam::memories::{MemoryWrite, Writer};
 use wiremock::matchers::{body_string_contains, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -308,7 +308,7 @@ async fn resummarize_replaces_bottom_up_and_resumes_after_a_failure() {
     session.prepare_context().await.unwrap();
     let before = engine.store().nodes(session.id()).unwrap();
     assert!(
-        before.iter().any(|node| node.level > strata::store::Level::LEAF),
+        before.iter().any(|node| node.level > strata::seam::Level::LEAF),
         "merges exist: {}",
         before.len()
     );
@@ -340,7 +340,7 @@ async fn resummarize_replaces_bottom_up_and_resumes_after_a_failure() {
     let first = engine.resummarize(session.id(), None, |node| order.push(node.level)).await.unwrap();
     assert_eq!(first.replaced, 3);
     assert!(first.stopped.as_deref().is_some_and(|why| why.contains("500")), "{first:?}");
-    assert!(order.iter().all(|&level| level == strata::store::Level::LEAF), "Level 0 first: {order:?}");
+    assert!(order.iter().all(|&level| level == strata::seam::Level::LEAF), "Level 0 first: {order:?}");
     let after_failure = engine.store().nodes(session.id()).unwrap();
     assert_eq!(after_failure.len(), before.len(), "no node lost or added");
     assert_eq!(after_failure.iter().filter(|node| node.summarizer == "gpt-4o-mini").count(), 3);
@@ -372,7 +372,7 @@ async fn resummarize_replaces_bottom_up_and_resumes_after_a_failure() {
     assert!(
         nodes
             .iter()
-            .filter(|node| node.level > strata::store::Level::LEAF)
+            .filter(|node| node.level > strata::seam::Level::LEAF)
             .all(|node| node.headline.contains("service by service"))
     );
     let again = engine.resummarize(session.id(), None, |_| {}).await.unwrap();

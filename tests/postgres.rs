@@ -287,8 +287,8 @@ fn a_copy_into_postgresql_is_exact_and_a_killed_one_finishes_when_run_again() {
 /// queued; the documented re-run, which finds every node done, settles them, on both backends.
 #[test]
 fn a_resummarize_rerun_settles_the_facts_a_killed_run_left_queued() {
-    use strata::store::memories::MemoryUpdate;
-    use strata::store::{Category, NewSummary};
+    use strata::seam::memories::MemoryUpdate;
+    use strata::seam::{Category, NewSummary};
     let dir = tempfile::tempdir().unwrap();
     let (url, _database) = common::scratch_database();
     for location in [dir.path().join("strata.db"), std::path::PathBuf::from(&url)] {

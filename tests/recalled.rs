@@ -3,7 +3,7 @@
 //! said, the prefix stays byte-identical, and a dry run stores nothing.
 
 use strata::{ChatMessage, Engine};
-use strata_store::{NewMessage, Role};
+use strata_seam::{NewMessage, Role};
 
 use crate::util::{Strata, folding};
 

@@ -10,11 +10,13 @@ use std::time::Instant;
 
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use strata_store::transfer::ExportScope;
-use strata_store::{Backend, Store};
+use strata_seam::Backend;
+use strata_seam::transfer::ExportScope;
+use strata_store::Store;
 use strata_synth::{TranscriptSpec, generate};
 
 use crate::util::{Strata, assert_consistent, kill_when, on_postgres};
+use strata_seam::{Conversations, Maintenance, Search};
 
 /// `base` trials, times `STRATA_KILL_TRIALS`.
 fn trials(base: usize) -> usize {
@@ -223,9 +225,9 @@ fn writers_compaction_and_readers_at_once() {
 /// catch the deferred search index up, and a search reads the unindexed rows instead.
 #[test]
 fn readers_never_wait_for_the_write_lock() {
-    use strata_store::search::{CandidateQuery, Scan, SearchFilter, TextQuery};
-    use strata_store::transfer::IncomingMessage;
-    use strata_store::{NewMessage, Role};
+    use strata_seam::search::{CandidateQuery, Scan, SearchFilter, TextQuery};
+    use strata_seam::transfer::IncomingMessage;
+    use strata_seam::{NewMessage, Role};
     let strata = Strata::new();
     let (seed_file, _) = transcript(&strata, "seed.jsonl", 7, 800);
     strata.run(&["ingest", seed_file.to_str().unwrap(), "--session", "busy"]).success();
@@ -299,7 +301,7 @@ fn readers_never_wait_for_the_write_lock() {
                         _ => store.stats().map(drop),
                     };
                     if let Err(error) = read {
-                        errors.push(strata_store::error_chain(&error));
+                        errors.push(strata_seam::error_chain(&error));
                     }
                 }
                 (errors, behind)
@@ -850,7 +852,7 @@ fn another_writer_is_not_damage_and_opening_a_session_only_reads() {
     let session = store.session("s", "default").unwrap();
     assert_eq!(session.key, "s");
     let error = store.session("new-one", "default").unwrap_err();
-    assert!(matches!(error, strata_store::Error::Busy(_)), "a new session is a write: {error}");
+    assert!(matches!(error, strata_seam::Error::Busy(_)), "a new session is a write: {error}");
     holder.execute_batch("ROLLBACK").unwrap();
     drop(holder);
     strata.run(&["doctor"]).success();

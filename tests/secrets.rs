@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 use strata::{ChatMessage, Engine, SummarizerKind};
-use strata_store::{NewMessage, Role};
+use strata_seam::{NewMessage, Role};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 

@@ -8,7 +8,7 @@ use strata::SentenceModel;
 use strata::compactor::summarize::{Origin, SourceItem, SourceKind, Summary, SummaryRequest};
 use strata::compactor::{ExtractiveSummarizer, TokenCounter};
 use strata::recall::RecallConfig;
-use strata::store::Role;
+use strata::seam::Role;
 
 fn said(name: &str, minute: u32, text: &str) -> SourceItem {
     let time: DateTime<Utc> = Utc.with_ymd_and_hms(2026, 5, 4, 9, minute, 0).unwrap();
@@ -37,7 +37,7 @@ fn support_chat() -> SummaryRequest {
     ];
     SummaryRequest {
         kind: SourceKind::Messages,
-        level: strata::store::Level::LEAF,
+        level: strata::seam::Level::LEAF,
         persona: "support".into(),
         items,
         source_tokens: 400,

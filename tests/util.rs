@@ -4,7 +4,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
 
-use strata_store::{Backend, Store};
+use strata_seam::Backend;
+use strata_store::Store;
 
 /// A temporary directory with a database, and the `strata` binary to run against it. The
 /// database is a file in the directory, or, when `STRATA_TEST_BACKEND=postgres`, a fresh
@@ -89,7 +90,7 @@ impl Strata {
 
     /// The database, opened on whichever backend this run uses (for tests that mean "the
     /// database", not "the file"). Open it off any tokio runtime's thread.
-    pub fn backend(&self) -> strata_store::SharedBackend {
+    pub fn backend(&self) -> strata_seam::SharedBackend {
         if on_postgres() {
             let url = self.db.to_str().expect("a url");
             std::sync::Arc::new(strata_pg::PgStore::open(url).expect("the test database opens"))
@@ -138,7 +139,7 @@ impl Strata {
             let row = client.query_opt("SELECT model, dimensions FROM embedding_space", &[]).unwrap();
             row.map(|row| (row.get(0), row.get::<_, i32>(1) as u32))
         } else {
-            use strata_store::transfer::Source;
+            use strata_seam::transfer::Source;
             let space = Store::open(&self.db).unwrap().dump().space().unwrap();
             space.map(|space| (space.model, space.dimensions as u32))
         }
@@ -209,7 +210,7 @@ pub fn assert_consistent(store: &dyn Backend, key: &str, expected_messages: usiz
     assert!(messages.iter().enumerate().all(|(i, m)| m.seq == i as i64), "seqs dense");
     let nodes = store.nodes(session.id).unwrap();
     for node in &nodes {
-        if node.level == strata::store::Level::LEAF {
+        if node.level == strata::seam::Level::LEAF {
             let covered: Vec<i64> =
                 messages.iter().filter(|m| m.summary_id == Some(node.id)).map(|m| m.seq).collect();
             let range: Vec<i64> = (node.first_seq..=node.last_seq).collect();
@@ -226,7 +227,7 @@ pub fn assert_consistent(store: &dyn Backend, key: &str, expected_messages: usiz
     for message in &messages {
         if let Some(node) = message.summary_id {
             assert!(
-                nodes.iter().any(|n| n.id == node && n.level == strata::store::Level::LEAF),
+                nodes.iter().any(|n| n.id == node && n.level == strata::seam::Level::LEAF),
                 "message {} dangles",
                 message.id
             );

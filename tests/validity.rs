@@ -58,7 +58,7 @@ async fn a_superseded_fact_is_the_old_value_as_of_before_and_the_new_one_now_bot
     assert!(future["error"]["message"].as_str().unwrap().contains("at"), "{future}");
     let bad = session.call_tool("memory_list", json!({"as_of": "last tuesday"})).await;
     assert!(bad["error"]["message"].as_str().unwrap().contains("as_of"), "{bad}");
-    let history = engine.store().memory_history("assistant", strata_store::Category::Memo, "office_address");
+    let history = engine.store().memory_history("assistant", strata_seam::Category::Memo, "office_address");
     assert_eq!(history.unwrap().len(), 2);
 }
 

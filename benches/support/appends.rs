@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use rusqlite::Connection;
-use strata_store::NewMessage;
+use strata_seam::NewMessage;
 use strata_synth::TranscriptSpec;
 
 /// The first `n` messages of the demo's generated week (fixed seed and clock, about 540

@@ -8,7 +8,8 @@ use std::time::Instant;
 
 use strata_compactor::summarize::TimedSummarizer;
 use strata_compactor::{Compactor, CompactorConfig, ExtractiveSummarizer};
-use strata_store::{Backend, Store};
+use strata_seam::Conversations;
+use strata_store::Store;
 
 use crate::{appends, word_corpus};
 

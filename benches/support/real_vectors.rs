@@ -21,7 +21,7 @@ pub fn week_texts() -> Vec<String> {
     appends::first_messages(2_500)
         .into_iter()
         .filter(|message| message.content.len() >= 40)
-        .map(|message| strata_store::text::truncate_chars(&message.content, 600))
+        .map(|message| strata_seam::text::truncate_chars(&message.content, 600))
         .collect()
 }
 

@@ -5,8 +5,8 @@
 
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use strata_store::embeddings::EmbeddingSpace;
-use strata_store::{Backend, NewMessage, Role};
+use strata_seam::embeddings::EmbeddingSpace;
+use strata_seam::{Backend, NewMessage, Role};
 
 /// The default model's id (the vectors are synthetic; their space is the model's).
 pub const MODEL: &str = strata_recall::DEFAULT_MODEL;

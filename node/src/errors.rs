@@ -6,7 +6,7 @@
 use napi::{Env, JsError};
 use strata::compactor::Error as CompactorError;
 use strata::recall::Error as RecallError;
-use strata::store::Error as StoreError;
+use strata::seam::Error as StoreError;
 
 /// What a call of the binding can fail with, before it is thrown.
 #[derive(Debug)]
@@ -78,7 +78,7 @@ impl Failure {
 /// The error and its causes on one line, whitespace collapsed: what `strata` prints after
 /// `error: `.
 fn error_line(error: &strata::Error) -> String {
-    strata::store::fence::one_line(&strata::store::error_chain(error))
+    strata::seam::fence::one_line(&strata::seam::error_chain(error))
 }
 
 fn engine_class(error: &strata::Error) -> &'static str {

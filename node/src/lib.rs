@@ -18,9 +18,10 @@ use napi::bindgen_prelude::AsyncTask;
 use napi_derive::napi;
 use serde_json::Value;
 use strata::Incoming;
-use strata::store::forgetting::ForgetScope;
-use strata::store::memories::{MemoryWrite, Provenance, Writer, normalize_key};
-use strata::store::{Category, SharedBackend, Store};
+use strata::seam::forgetting::ForgetScope;
+use strata::seam::memories::{MemoryWrite, Provenance, Writer, normalize_key};
+use strata::seam::{Category, SharedBackend};
+use strata::store::Store;
 
 mod errors;
 mod work;
@@ -63,7 +64,7 @@ fn memory_key(raw: &str) -> Result<String, Failure> {
 }
 
 fn category(name: &str) -> Result<Category, Failure> {
-    name.parse().map_err(|error: strata::store::Error| error.into())
+    name.parse().map_err(|error: strata::seam::Error| error.into())
 }
 
 /// The configuration: the defaults, JSON shaped like `strata.example.toml`, or a TOML file.
@@ -79,7 +80,7 @@ fn config(json: Option<String>, file: Option<String>) -> Result<strata::Config, 
 }
 
 fn is_postgres_url(path: &str) -> bool {
-    strata::store::location::is_postgres_url(path)
+    strata::seam::location::is_postgres_url(path)
 }
 
 /// The engine an [`Engine`] and its sessions share: `None` once closed.
@@ -335,7 +336,7 @@ impl Engine {
                 (Some(persona), None, None) => ForgetScope::Persona { persona },
                 (None, Some(key), None) => ForgetScope::Session { key },
                 (None, Some(key), Some(before)) if before.is_finite() => {
-                    ForgetScope::SessionBefore { key, before: strata::store::backend::from_unix(before) }
+                    ForgetScope::SessionBefore { key, before: strata::seam::backend::from_unix(before) }
                 }
                 _ => {
                     return Err(Failure::BadInput(
@@ -382,7 +383,7 @@ impl Session {
     /// `job` with the engine's store and the session's id.
     fn with_store<T>(
         &self,
-        job: impl FnOnce(SharedBackend, strata::store::SessionId) -> Result<T, Failure> + Send + 'static,
+        job: impl FnOnce(SharedBackend, strata::seam::SessionId) -> Result<T, Failure> + Send + 'static,
     ) -> AsyncTask<Work<T>>
     where
         T: napi::bindgen_prelude::ToNapiValue + napi::bindgen_prelude::TypeName + Send + 'static,

@@ -4,7 +4,7 @@
 
 use pyo3::prelude::*;
 use strata::compactor::Error as CompactorError;
-use strata::store::Error as StoreError;
+use strata::seam::Error as StoreError;
 
 /// What a call of the binding can fail with, before it is raised.
 #[derive(Debug)]
@@ -61,7 +61,7 @@ impl Failure {
 /// The error and its causes on one line, whitespace collapsed: what `strata` prints after
 /// `error: `.
 fn error_line(error: &strata::Error) -> String {
-    strata::store::fence::one_line(&strata::store::error_chain(error))
+    strata::seam::fence::one_line(&strata::seam::error_chain(error))
 }
 
 fn engine_class(error: &strata::Error) -> &'static str {

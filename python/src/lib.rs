@@ -14,8 +14,9 @@ use pyo3::types::{PyDict, PyString};
 use pythonize::{depythonize, pythonize};
 use serde_json::Value;
 use strata::Incoming;
-use strata::store::memories::{MemoryWrite, Provenance, Writer, normalize_key};
-use strata::store::{Category, SharedBackend, Store};
+use strata::seam::memories::{MemoryWrite, Provenance, Writer, normalize_key};
+use strata::seam::{Category, SharedBackend};
+use strata::store::Store;
 
 mod errors;
 
@@ -95,7 +96,7 @@ fn memory_key(raw: &str) -> PyResult<String> {
 }
 
 fn category(name: &str) -> PyResult<Category> {
-    name.parse().map_err(|error: strata::store::Error| to_py(error.into()))
+    name.parse().map_err(|error: strata::seam::Error| to_py(error.into()))
 }
 
 /// The configuration: nothing (the defaults), a dict shaped like `strata.example.toml`, or the
@@ -133,12 +134,12 @@ impl PyEngine {
 }
 
 fn is_postgres_url(path: &std::path::Path) -> bool {
-    path.to_str().is_some_and(strata::store::location::is_postgres_url)
+    path.to_str().is_some_and(strata::seam::location::is_postgres_url)
 }
 
 /// A database location for `repr`: a url without its password.
 fn shown(path: &std::path::Path) -> String {
-    strata::store::location::without_password(&path.to_string_lossy())
+    strata::seam::location::without_password(&path.to_string_lossy())
 }
 
 /// Runs `work` with the GIL released and turns its answer into Python data.
@@ -345,12 +346,12 @@ impl PyEngine {
         dry_run: bool,
     ) -> PyResult<Json> {
         let scope = match (persona, session, before) {
-            (Some(persona), None, None) => strata::store::forgetting::ForgetScope::Persona { persona },
-            (None, Some(key), None) => strata::store::forgetting::ForgetScope::Session { key },
+            (Some(persona), None, None) => strata::seam::forgetting::ForgetScope::Persona { persona },
+            (None, Some(key), None) => strata::seam::forgetting::ForgetScope::Session { key },
             (None, Some(key), Some(before)) if before.is_finite() => {
-                strata::store::forgetting::ForgetScope::SessionBefore {
+                strata::seam::forgetting::ForgetScope::SessionBefore {
                     key,
-                    before: strata::store::backend::from_unix(before),
+                    before: strata::seam::backend::from_unix(before),
                 }
             }
             _ => {

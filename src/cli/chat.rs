@@ -170,10 +170,10 @@ fn parse_temperature(text: &str) -> Result<f64, String> {
 
 /// One line on standard error per tool call, so standard output holds only the answers.
 fn print_tool_call(call: &ToolCall) {
-    let arguments = strata_store::text::truncate_chars(&call.arguments.to_string(), 120);
+    let arguments = strata_seam::text::truncate_chars(&call.arguments.to_string(), 120);
     let outcome = if call.is_error() {
         let message = call.result.pointer("/error/message").and_then(Value::as_str).unwrap_or("refused");
-        format!("error: {}", strata_store::text::truncate_chars(message, 160))
+        format!("error: {}", strata_seam::text::truncate_chars(message, 160))
     } else if let Some(count) = call.result.get("count").and_then(Value::as_u64) {
         format!("{count} results")
     } else {

@@ -9,7 +9,7 @@ use serde_json::json;
 use strata::blocking::Engine;
 use strata::{CompactedSession, Config, SummarizerKind};
 use strata_compactor::{AssembledContext, Compaction, Outcome};
-use strata_store::{Backend, Session, SharedBackend};
+use strata_seam::{Backend, Session, SharedBackend};
 
 use crate::cli::output::print_json;
 
@@ -292,8 +292,7 @@ pub fn resummarize(
     let mut reports = Vec::new();
     for session in &sessions {
         progress.set_message(session.key.clone());
-        let done =
-            engine.resummarize(session.id, args.level.map(strata_store::Level), |_| progress.inc(1))?;
+        let done = engine.resummarize(session.id, args.level.map(strata_seam::Level), |_| progress.inc(1))?;
         let stopped = done.stopped.clone();
         reports.push((session.key.clone(), done));
         if let Some(error) = stopped {
@@ -378,7 +377,7 @@ pub fn context(
     let settings = windowed(&args.common, settings);
     let assembler = strata_compactor::Assembler::new(store.clone(), settings.validate()?.compactor)?;
     let request = args.request.as_ref().map(|text| {
-        let mut request = strata_store::NewMessage::text(strata_store::Role::User, text.clone());
+        let mut request = strata_seam::NewMessage::text(strata_seam::Role::User, text.clone());
         request.created_at = now;
         request
     });

@@ -12,8 +12,8 @@ use strata::Config;
 use strata::blocking::{Engine, Session};
 use strata_compactor::Outcome;
 use strata_recall::Tool;
-use strata_store::Category;
-use strata_store::memories::{MemoryWrite, Writer};
+use strata_seam::Category;
+use strata_seam::memories::{MemoryWrite, Writer};
 use strata_synth::{self as synth, TranscriptSpec};
 
 const SESSION: &str = "demo-week";
@@ -118,7 +118,7 @@ pub fn run(
             Writer::User,
             PERSONA,
             &MemoryWrite { category, key, title, content },
-            &strata_store::memories::Provenance::user("strata demo"),
+            &strata_seam::memories::Provenance::user("strata demo"),
         )?;
     }
 
@@ -260,7 +260,7 @@ pub fn run(
         )?;
     }
     // Proactive recall: the next request, asked in other words than the fact, as a dry run.
-    let request = strata_store::NewMessage::text(strata_store::Role::User, paraphrase.paraphrase);
+    let request = strata_seam::NewMessage::text(strata_seam::Role::User, paraphrase.paraphrase);
     let ahead = engine.preview(session.id(), Some(request), chrono::Utc::now())?;
     let secret_id = message_id_of(&engine, &session, paraphrase.index)?;
     writeln!(
@@ -308,7 +308,7 @@ pub fn run(
     }
 
     let decision_id = message_id_of(&engine, &session, decision.index)?;
-    let node_id = engine.store().message(strata_store::MessageId(decision_id))?.summary_id;
+    let node_id = engine.store().message(strata_seam::MessageId(decision_id))?.summary_id;
     if let Some(node_id) = node_id {
         let expanded = call(Tool::ExpandSummary, json!({"node_id": node_id.0}))?;
         writeln!(out, "\n  ▸ {} {{\"node_id\": {node_id}}}", Tool::ExpandSummary)?;
@@ -390,7 +390,7 @@ fn cut(text: &str, max: usize) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ");
-    strata_store::text::truncate_chars(&line, max)
+    strata_seam::text::truncate_chars(&line, max)
 }
 
 fn show_hits(out: &mut impl Write, tool: Tool, arguments: &Value, answer: &Value) -> anyhow::Result<()> {

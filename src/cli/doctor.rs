@@ -5,9 +5,11 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, bail};
-use strata_store::{Backend, SharedBackend, Store};
+use strata_seam::{Backend, SharedBackend};
+use strata_store::Store;
 
 use crate::cli::output::print_json;
+use strata_seam::Maintenance;
 
 /// Runs every check; a readable report, and an error (so a non-zero exit) when one failed.
 pub fn doctor(store: &dyn Backend, full: bool, json: bool, out: &mut impl Write) -> anyhow::Result<()> {
@@ -152,7 +154,7 @@ pub fn copy(
     json: bool,
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
-    let target: SharedBackend = if strata_store::location::is_postgres_url(to) {
+    let target: SharedBackend = if strata_seam::location::is_postgres_url(to) {
         super::open_postgres(to)?
     } else {
         if Path::new(to).exists() {

@@ -17,11 +17,13 @@ use serde::{Deserialize, Serialize};
 use strata_compactor::TokenCounter;
 use strata_recall::tools::{MemoryGrepArgs, MemorySearchArgs};
 use strata_recall::{BacklogFilter, EmbedderState, RecallConfig, Scope, embed_backlog_with};
-use strata_store::{Backend, Store};
+use strata_seam::Backend;
+use strata_store::Store;
 
 use crate::cli::ingest::parse_file;
 
 use crate::cli::output::print_json;
+use strata_seam::{Conversations, Search};
 
 mod cache;
 mod context;
@@ -184,7 +186,7 @@ fn planted(
             let args = top_ten(fact.paraphrase);
             let answer =
                 strata_recall::tools::search(&store, &Scope::persona("eval"), recall, &embedder, &args)?;
-            let wanted = strata_store::search::HitId::Message(ids[fact.index]);
+            let wanted = strata_seam::search::HitId::Message(ids[fact.index]);
             let rank = answer.results.iter().position(|hit| hit.id == wanted);
             ranks.push(PlantedRank {
                 conversation,
@@ -211,7 +213,7 @@ pub(crate) fn dev_transcripts(
     data: &Path,
     limits: &strata_compactor::CompactorConfig,
     counter: &TokenCounter,
-) -> anyhow::Result<Vec<strata_store::transfer::IncomingMessage>> {
+) -> anyhow::Result<Vec<strata_seam::transfer::IncomingMessage>> {
     parse_file(
         &data.join("transcripts.jsonl"),
         "default",
@@ -226,7 +228,7 @@ pub(crate) fn dev_transcripts(
 /// Makes each persona's sessions one session, keyed by the persona, in file order; returns where
 /// each (session key, seq) of the file went in its persona's session.
 pub(crate) fn one_session_per_persona(
-    incoming: &mut [strata_store::transfer::IncomingMessage],
+    incoming: &mut [strata_seam::transfer::IncomingMessage],
 ) -> HashMap<(String, i64), i64> {
     let mut positions = HashMap::new();
     let mut next_in_session: HashMap<String, i64> = HashMap::new();
@@ -276,7 +278,7 @@ pub(crate) fn words(text: &str) -> impl Iterator<Item = String> + '_ {
 pub(crate) fn content_words(answer: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for word in words(answer) {
-        if !strata_store::search::STOPWORDS.contains(&word.as_str()) && !out.contains(&word) {
+        if !strata_seam::search::STOPWORDS.contains(&word.as_str()) && !out.contains(&word) {
             out.push(word);
         }
     }
@@ -323,7 +325,7 @@ fn retrieval(
             if held > 0 {
                 anyhow::bail!(
                     "{} holds {held} sessions already; the evaluation needs an empty database",
-                    strata_store::location::without_password(url)
+                    strata_seam::location::without_password(url)
                 );
             }
             append_by_session(&*postgres, &incoming).context("cannot store the transcripts")?;
@@ -680,7 +682,7 @@ fn write_leave_one_out(
 /// time (the seam has no bulk import; SQLite's `append_many` is one transaction instead).
 fn append_by_session(
     backend: &dyn Backend,
-    incoming: &[strata_store::transfer::IncomingMessage],
+    incoming: &[strata_seam::transfer::IncomingMessage],
 ) -> anyhow::Result<()> {
     let mut start = 0;
     while start < incoming.len() {
@@ -767,7 +769,7 @@ fn tokens(text: &str) -> impl Iterator<Item = String> + '_ {
 }
 
 impl Bm25Baseline {
-    fn new(messages: &[strata_store::transfer::IncomingMessage]) -> Bm25Baseline {
+    fn new(messages: &[strata_seam::transfer::IncomingMessage]) -> Bm25Baseline {
         let mut seqs: HashMap<&str, i64> = HashMap::new();
         let mut documents: HashMap<String, Vec<Document>> = HashMap::new();
         for incoming in messages {

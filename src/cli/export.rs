@@ -6,11 +6,11 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
-use strata_store::fence::one_line;
-use strata_store::{Backend, Category, Session, SummaryNode};
+use strata_seam::fence::one_line;
+use strata_seam::{Backend, Category, Session, SummaryNode};
 
 use anyhow::{Context, Result, bail};
-use strata_store::transfer::ExportScope;
+use strata_seam::transfer::ExportScope;
 
 use crate::cli::output::print_json;
 
@@ -75,7 +75,7 @@ pub fn run(store: &dyn Backend, args: &ExportArgs, json: bool, out: &mut impl st
                     ExportScope::Session(key)
                 }
                 None => {
-                    strata_store::backend::validate_persona(persona)?;
+                    strata_seam::backend::validate_persona(persona)?;
                     ExportScope::Persona(persona)
                 }
             };
@@ -107,7 +107,7 @@ pub fn run(store: &dyn Backend, args: &ExportArgs, json: bool, out: &mut impl st
 /// Writes the messages as JSON Lines to `path` (`-`: standard output); returns how many
 /// sessions they belong to. A file is written whole or not at all: into a temporary file
 /// beside it, renamed over it at the end.
-fn export_jsonl(messages: &[strata_store::transfer::ExportedMessage], path: &Path) -> Result<usize> {
+fn export_jsonl(messages: &[strata_seam::transfer::ExportedMessage], path: &Path) -> Result<usize> {
     let mut sessions = std::collections::BTreeSet::new();
     let mut write_all = |out: &mut dyn std::io::Write| -> std::io::Result<()> {
         for message in messages {
@@ -158,7 +158,7 @@ fn write(dir: &Path, name: &str, contents: &str, report: &mut ExportReport) -> R
 
 /// Writes the exports of one persona into `dir` (created if missing).
 pub fn export_persona(store: &dyn Backend, persona: &str, dir: &Path) -> Result<ExportReport> {
-    strata_store::backend::validate_persona(persona)?;
+    strata_seam::backend::validate_persona(persona)?;
     std::fs::create_dir_all(dir.join("nodes")).with_context(|| format!("cannot access {}", dir.display()))?;
     let mut report = ExportReport::default();
 
@@ -193,7 +193,7 @@ pub fn export_persona(store: &dyn Backend, persona: &str, dir: &Path) -> Result<
     let mut leaves: Vec<(&Session, &SummaryNode)> = forests
         .iter()
         .flat_map(|(session, nodes)| {
-            nodes.iter().filter(|n| n.level == strata_store::Level::LEAF).map(move |n| (session, n))
+            nodes.iter().filter(|n| n.level == strata_seam::Level::LEAF).map(move |n| (session, n))
         })
         .collect();
     leaves.sort_by_key(|(_, node)| (node.start_time, node.id));

@@ -1,13 +1,13 @@
 //! `strata forget`: erase a persona, a session, or a session's oldest messages, and everything
-//! derived from them (see `strata_store::Maintenance::forget`); `--dry-run` prints what would go.
+//! derived from them (see `strata_seam::Maintenance::forget`); `--dry-run` prints what would go.
 
 use std::io::Write;
 
 use anyhow::{Context, bail};
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
 use indicatif::{ProgressBar, ProgressStyle};
-use strata_store::forgetting::{ForgetCounts, ForgetScope};
-use strata_store::{Backend, SharedBackend};
+use strata_seam::forgetting::{ForgetCounts, ForgetScope};
+use strata_seam::{Backend, SharedBackend};
 
 use crate::cli::output::print_json;
 use strata::Config;

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use strata::import::{Format, ImportOptions};
-use strata_store::SharedBackend;
+use strata_seam::SharedBackend;
 
 use crate::cli::ingest::{progress_bar, report, store_all};
 
@@ -43,7 +43,7 @@ pub fn run(
     json: bool,
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
-    strata_store::backend::validate_persona(&args.persona)?;
+    strata_seam::backend::validate_persona(&args.persona)?;
     let counter = crate::cli::ingest::token_counter(config, args.model.as_deref());
     let options = ImportOptions { session: args.session.clone(), ..ImportOptions::new(&args.persona) };
     // Nothing is written until the whole file (or directory) has been read.

@@ -8,8 +8,8 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use strata::import::{ImportError, ImportOptions, jsonl};
 use strata_compactor::TokenCounter;
-use strata_store::SharedBackend;
-use strata_store::transfer::{Imported, IncomingMessage};
+use strata_seam::SharedBackend;
+use strata_seam::transfer::{Imported, IncomingMessage};
 
 use crate::cli::output::print_json;
 use crate::cli::recall::{Drained, embed_with_progress};
@@ -142,7 +142,7 @@ fn parse_lines(
         })?;
         limits.check_message_size(&message.message).with_context(at)?;
         // What the store would refuse for the whole file is refused here, with its line.
-        strata_store::backend::validate_session_key(&message.session_key).with_context(at)?;
+        strata_seam::backend::validate_session_key(&message.session_key).with_context(at)?;
         if let Some(id) = &message.message.external_id {
             let key = (message.session_key.clone(), id.clone());
             if let Some(&earlier) = ids.get(&key) {
@@ -271,7 +271,7 @@ pub fn run(
     json: bool,
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
-    strata_store::backend::validate_persona(&args.persona)?;
+    strata_seam::backend::validate_persona(&args.persona)?;
     let counter = token_counter(config, args.model.as_deref());
     let embedder = match args.embed {
         true => Some(strata::load_embedder(&config.recall, &config.compactor.retry).map_err(|e| {
@@ -297,8 +297,8 @@ pub fn run(
     counter.claim(&**store)?;
     let imported = store_all(store, &incoming, &progress).map_err(|error| {
         // The store names the message by its place among the session's; the user knows lines.
-        let edited = error.chain().find_map(|cause| match cause.downcast_ref::<strata_store::Error>() {
-            Some(strata_store::Error::EditedTranscript { session, position, seq }) => {
+        let edited = error.chain().find_map(|cause| match cause.downcast_ref::<strata_seam::Error>() {
+            Some(strata_seam::Error::EditedTranscript { session, position, seq }) => {
                 Some((session.clone(), *position, *seq))
             }
             _ => None,

@@ -61,7 +61,7 @@ pub fn run(cli: &Cli, args: &McpArgs) -> anyhow::Result<()> {
 
 fn run_http(cli: &Cli, config: strata::Config, args: &McpArgs, addr: SocketAddr) -> anyhow::Result<()> {
     if let Some(persona) = &args.persona {
-        strata_store::backend::validate_persona(persona)?;
+        strata_seam::backend::validate_persona(persona)?;
     }
     let token = args.token.clone().filter(|token| !token.trim().is_empty());
     let file = args.tokens.as_deref().map(crate::tokens::Tokens::load).transpose()?;

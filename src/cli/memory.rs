@@ -5,8 +5,8 @@ use std::io::Write;
 use anyhow::Context;
 use chrono::{DateTime, SecondsFormat, Utc};
 use clap::Subcommand;
-use strata_store::memories::{MemoryWrite, Provenance, Writer, normalize_key};
-use strata_store::{Backend, Category, Memory};
+use strata_seam::memories::{MemoryWrite, Provenance, Writer, normalize_key};
+use strata_seam::{Backend, Category, Memory};
 
 use crate::cli::output::print_json;
 

@@ -23,7 +23,8 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use strata_store::{SharedBackend, Store};
+use strata_seam::SharedBackend;
+use strata_store::Store;
 
 use crate::cli::output::print_json;
 
@@ -132,7 +133,7 @@ enum Command {
     /// Show one message in full.
     View {
         /// The message id.
-        id: strata_store::MessageId,
+        id: strata_seam::MessageId,
     },
     /// Read and write agent memories, as the user (who may also write user_preferences).
     #[command(subcommand)]
@@ -224,7 +225,7 @@ fn open_sqlite(cli: &Cli, what: &str) -> anyhow::Result<Store> {
 
 /// The `--db` value when it is a PostgreSQL url.
 fn postgres_url(cli: &Cli) -> Option<&str> {
-    cli.db.to_str().filter(|db| strata_store::location::is_postgres_url(db))
+    cli.db.to_str().filter(|db| strata_seam::location::is_postgres_url(db))
 }
 
 /// The `--db` value for messages, without a password.
@@ -234,7 +235,7 @@ fn redacted(cli: &Cli) -> String {
 
 /// A database location for messages: a url without its password, a path as it is.
 pub(crate) fn shown(db: &std::path::Path) -> String {
-    strata_store::location::without_password(&db.to_string_lossy())
+    strata_seam::location::without_password(&db.to_string_lossy())
 }
 
 /// The PostgreSQL database at `url`, or why this build cannot open one.
@@ -247,7 +248,7 @@ pub(crate) fn open_postgres(url: &str) -> anyhow::Result<SharedBackend> {
     anyhow::bail!(
         "{} is a PostgreSQL url, and this strata was built without PostgreSQL (`make demo` builds \
          only what the demo runs; `cargo build --release` builds every command)",
-        strata_store::location::without_password(url)
+        strata_seam::location::without_password(url)
     )
 }
 
@@ -548,8 +549,8 @@ const MAX_CAUSE_CHARS: usize = 300;
 pub(crate) fn error_line(err: &anyhow::Error) -> String {
     err.chain()
         .map(|cause| {
-            strata_store::text::truncate_chars(
-                &strata_store::fence::one_line(&cause.to_string()),
+            strata_seam::text::truncate_chars(
+                &strata_seam::fence::one_line(&cause.to_string()),
                 MAX_CAUSE_CHARS,
             )
         })

@@ -5,7 +5,7 @@ use std::io::Write;
 
 use chrono::SecondsFormat;
 use serde::Serialize;
-use strata_store::{Message, MessageId, Session};
+use strata_seam::{Message, MessageId, Session};
 
 /// Writes `value` as pretty JSON and a newline.
 pub fn print_json(out: &mut impl Write, value: &impl Serialize) -> anyhow::Result<()> {

@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use strata_recall::tools::{ExpandSummaryArgs, Hit, MemoryGrepArgs, MemorySearchArgs, SearchAnswer};
 use strata_recall::{BacklogFilter, Embedder, EmbedderState, RecallConfig, Scope};
-use strata_store::{Backend, MessageId, NodeId};
+use strata_seam::{Backend, MessageId, NodeId};
 
 use crate::cli::output::{MessageView, print_json};
 

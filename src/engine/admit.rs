@@ -5,7 +5,7 @@
 
 use std::collections::HashSet;
 
-use strata_store::{Message, NewMessage, Role};
+use strata_seam::{Message, NewMessage, Role};
 
 use crate::error::{Error, Result};
 
@@ -105,8 +105,8 @@ fn result_ids(role: Role, tool_call_id: Option<&str>, body: Option<&str>) -> Vec
 /// The recent messages the open calls are read from: enough to reach back past the newest
 /// run of calls and results.
 pub(crate) fn recent(
-    store: &dyn strata_store::Backend,
-    session: strata_store::SessionId,
+    store: &dyn strata_seam::Backend,
+    session: strata_seam::SessionId,
 ) -> Result<Vec<Message>> {
     let in_run = |m: &Message| m.role == Role::Tool || (m.role == Role::Assistant && m.tool_calls.is_some());
     let mut recent = Vec::new();

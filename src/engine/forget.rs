@@ -3,7 +3,7 @@
 //! of their messages, since the store knows no summarizer. No connection is held while the
 //! summarizer runs; the store's transaction uses a rewrite only if its span is unchanged.
 
-use strata_store::forgetting::{ForgetPlan, ForgetScope, Forgotten, Rebuilt};
+use strata_seam::forgetting::{ForgetPlan, ForgetScope, Forgotten, Rebuilt};
 
 use super::Engine;
 use crate::error::{Error, Result};

@@ -26,7 +26,7 @@ use std::path::Path;
 
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
-use strata_store::Role;
+use strata_seam::Role;
 
 use crate::import::{Bad, Collected, ImportError, ImportOptions, IncomingMessage, message, tool_call};
 

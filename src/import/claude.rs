@@ -25,7 +25,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use serde_json::{Map, Value};
-use strata_store::Role;
+use strata_seam::Role;
 
 use crate::import::{
     Bad, Collected, ImportError, ImportOptions, IncomingMessage, message, numbered_lines, parse_time,
@@ -67,7 +67,7 @@ fn needs_body(blocks: &[Value]) -> bool {
 }
 
 /// `message` with its columns read from `body` (an Anthropic message) and the body kept.
-fn with_body(mut message: strata_store::NewMessage, body: Value) -> Result<strata_store::NewMessage, Bad> {
+fn with_body(mut message: strata_seam::NewMessage, body: Value) -> Result<strata_seam::NewMessage, Bad> {
     let incoming = Incoming::from_json_as(&body, Format::Anthropic).map_err(Bad::message)?;
     message.role = incoming.message.role;
     message.content = incoming.message.content.unwrap_or_default();

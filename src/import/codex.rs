@@ -25,7 +25,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use serde_json::Value;
-use strata_store::Role;
+use strata_seam::Role;
 
 use crate::import::{
     Bad, Collected, ImportError, ImportOptions, IncomingMessage, message, numbered_lines, parse_time, stem,

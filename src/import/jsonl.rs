@@ -18,8 +18,8 @@ use std::path::Path;
 use chrono::{DateTime, SecondsFormat, TimeDelta};
 use serde::Deserialize;
 use serde_json::{Map, Value};
-use strata_store::Role;
-use strata_store::transfer::{ExportedMessage, IncomingMessage};
+use strata_seam::Role;
+use strata_seam::transfer::{ExportedMessage, IncomingMessage};
 
 use crate::Incoming;
 use crate::import::{Bad, ImportError, ImportOptions, numbered_lines};
@@ -80,13 +80,13 @@ pub fn parse_line(text: &str, options: &ImportOptions) -> Result<IncomingMessage
     let message = incoming.into_new(options.now);
     message.validate().map_err(Bad::store)?;
     if let Some(persona) = &persona {
-        strata_store::backend::validate_persona(persona).map_err(Bad::store)?;
+        strata_seam::backend::validate_persona(persona).map_err(Bad::store)?;
     }
     Ok(IncomingMessage {
         session_key: session.unwrap_or_else(|| options.session_or(|| "default".to_owned())),
         persona: persona.unwrap_or_else(|| options.persona.clone()),
         message,
-        line_digest: Some(strata_store::transfer::line_digest(text)),
+        line_digest: Some(strata_seam::transfer::line_digest(text)),
     })
 }
 
@@ -155,7 +155,7 @@ pub fn rfc3339(seconds: f64) -> String {
     let time = [1_000_000_000, 1_000_000, 1_000]
         .into_iter()
         .map(at)
-        .find(|time| strata_store::backend::to_unix(*time).to_bits() == seconds.to_bits())
+        .find(|time| strata_seam::backend::to_unix(*time).to_bits() == seconds.to_bits())
         .unwrap_or_else(|| at(1));
     time.to_rfc3339_opts(SecondsFormat::AutoSi, true)
 }
@@ -316,13 +316,13 @@ mod tests {
     fn a_written_line_reads_back_as_the_same_message() {
         let time =
             DateTime::parse_from_rfc3339("2026-01-31T09:30:00.123456789Z").unwrap().with_timezone(&Utc);
-        let seconds = strata_store::backend::to_unix(time);
+        let seconds = strata_seam::backend::to_unix(time);
         let exported = ExportedMessage {
             session_key: "s ü".into(),
             persona: "coder".into(),
-            message: strata_store::Message {
-                id: strata_store::MessageId(1),
-                session_id: strata_store::SessionId(1),
+            message: strata_seam::Message {
+                id: strata_seam::MessageId(1),
+                session_id: strata_seam::SessionId(1),
                 seq: 0,
                 role: Role::Assistant,
                 content: String::new(),
@@ -331,7 +331,7 @@ mod tests {
                 ),
                 tool_call_id: None,
                 name: Some("bot".into()),
-                created_at: strata_store::backend::from_unix(seconds),
+                created_at: strata_seam::backend::from_unix(seconds),
                 token_count: 0,
                 pinned: true,
                 summary_id: None,
@@ -342,7 +342,7 @@ mod tests {
         };
         let line = write_line(&exported);
         let read = parse_line(&line, &options()).unwrap();
-        assert_eq!(strata_store::backend::to_unix(read.message.created_at), seconds, "{line}");
+        assert_eq!(strata_seam::backend::to_unix(read.message.created_at), seconds, "{line}");
         assert_eq!((read.session_key.as_str(), read.persona.as_str()), ("s ü", "coder"));
         assert_eq!(read.message.tool_calls, exported.message.tool_calls);
         assert_eq!(read.message.content, "");
@@ -354,10 +354,10 @@ mod tests {
         /// Any stored time is written so that it reads back to the same seconds, bit for bit.
         #[test]
         fn every_time_round_trips(secs in 0i64..253_402_300_799, nanos in 0u32..1_000_000_000) {
-            let seconds = strata_store::backend::to_unix(DateTime::from_timestamp(secs, nanos).unwrap());
+            let seconds = strata_seam::backend::to_unix(DateTime::from_timestamp(secs, nanos).unwrap());
             let text = rfc3339(seconds);
             let back = DateTime::parse_from_rfc3339(&text).unwrap().with_timezone(&Utc);
-            prop_assert_eq!(strata_store::backend::to_unix(back).to_bits(), seconds.to_bits(), "{}", text);
+            prop_assert_eq!(strata_seam::backend::to_unix(back).to_bits(), seconds.to_bits(), "{}", text);
         }
     }
 
@@ -399,7 +399,7 @@ mod tests {
                     prop_assert!(incoming.line_digest.is_some());
                 }
                 Err(error) => {
-                    let text = strata_store::error_chain(&error);
+                    let text = strata_seam::error_chain(&error);
                     prop_assert!(!text.is_empty() && !text.contains('\n'), "{} -> {}", line, text);
                 }
             }

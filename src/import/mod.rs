@@ -31,7 +31,7 @@ mod opencode;
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
-pub use strata_store::transfer::IncomingMessage;
+pub use strata_seam::transfer::IncomingMessage;
 
 /// The formats [`read_file`] reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -190,7 +190,7 @@ pub enum Bad {
     Message(Box<crate::Error>),
     /// Its message is not one strata stores.
     #[error(transparent)]
-    Store(Box<strata_store::Error>),
+    Store(Box<strata_seam::Error>),
     /// It is not in the shape of its format.
     #[error("{0}")]
     Shape(String),
@@ -205,7 +205,7 @@ impl Bad {
         Bad::Message(Box::new(error))
     }
 
-    pub(crate) fn store(error: strata_store::Error) -> Bad {
+    pub(crate) fn store(error: strata_seam::Error) -> Bad {
         Bad::Store(Box::new(error))
     }
 }
@@ -351,11 +351,11 @@ pub(crate) fn stem(path: &Path) -> String {
 
 /// A message of an imported conversation, checked as the store will check it.
 pub(crate) fn message(
-    role: strata_store::Role,
+    role: strata_seam::Role,
     content: impl Into<String>,
     created_at: DateTime<Utc>,
-) -> strata_store::NewMessage {
-    strata_store::NewMessage { created_at, ..strata_store::NewMessage::text(role, content) }
+) -> strata_seam::NewMessage {
+    strata_seam::NewMessage { created_at, ..strata_seam::NewMessage::text(role, content) }
 }
 
 /// Collects a file's messages: each with its session, persona and id, checked as the store
@@ -378,14 +378,14 @@ impl<'a> Collected<'a> {
         &mut self,
         session: &str,
         id: String,
-        mut message: strata_store::NewMessage,
+        mut message: strata_seam::NewMessage,
     ) -> Result<(), Bad> {
         message.external_id = Some(id.clone());
         message.validate().map_err(Bad::store)?;
         // What the store would refuse for the whole file is refused here, where the reader
         // names the line or item.
         let session_key = self.options.session_or(|| session.to_owned());
-        strata_store::backend::validate_session_key(&session_key).map_err(Bad::store)?;
+        strata_seam::backend::validate_session_key(&session_key).map_err(Bad::store)?;
         match self.ids.entry((session_key.clone(), id.clone())) {
             std::collections::hash_map::Entry::Occupied(first) => {
                 let first = &self.messages[*first.get()].message;
@@ -409,7 +409,7 @@ impl<'a> Collected<'a> {
     }
 
     /// The last message added, to add tool calls to.
-    pub(crate) fn last_mut(&mut self) -> Option<&mut strata_store::NewMessage> {
+    pub(crate) fn last_mut(&mut self) -> Option<&mut strata_seam::NewMessage> {
         self.messages.last_mut().map(|incoming| &mut incoming.message)
     }
 
@@ -492,7 +492,7 @@ mod tests {
                     }
                 }
                 Err(error) => {
-                    let line = strata_store::error_chain(&error);
+                    let line = strata_seam::error_chain(&error);
                     prop_assert!(line.starts_with("f.txt"), "{}", line);
                 }
             }

@@ -36,7 +36,7 @@ pub(crate) fn read(
                 let error = |source| ImportError::Line { path: path.to_owned(), line, source };
                 let document: Value = serde_json::from_str(text).map_err(|e| error(Bad::Json(e)))?;
                 conversation(&document, &format!("{stem}-{line}"), options, &mut collected).map_err(
-                    |(at, reason)| error(Bad::shape(format!("{at}: {}", strata_store::error_chain(&reason)))),
+                    |(at, reason)| error(Bad::shape(format!("{at}: {}", strata_seam::error_chain(&reason)))),
                 )?;
             }
         }

@@ -22,7 +22,7 @@ use std::path::Path;
 
 use chrono::{DateTime, NaiveDateTime, Utc};
 use serde_json::Value;
-use strata_store::Role;
+use strata_seam::Role;
 
 use crate::import::{Bad, Collected, ImportError, ImportOptions, IncomingMessage, message, stem, tool_call};
 

@@ -434,7 +434,7 @@ impl HttpHandler {
         })
         .await
         .map_err(|_| ErrorData::internal_error("opening the session failed unexpectedly", None))?
-        .map_err(|error| ErrorData::invalid_request(strata_store::error_chain(&error), None))?
+        .map_err(|error| ErrorData::invalid_request(strata_seam::error_chain(&error), None))?
         .ok_or_else(|| refused(&grant))?;
         self.sessions.lock().unwrap_or_else(|e| e.into_inner()).insert(wanted, opened.clone());
         permitted(&grant, opened)

@@ -61,15 +61,15 @@ impl From<strata::Error> for ApiError {
         let kind = error.kind();
         if kind == ErrorKind::Internal {
             // A database's or a task's own words stay in the log.
-            tracing::error!(error = %strata_store::error_chain(&error), "request failed");
+            tracing::error!(error = %strata_seam::error_chain(&error), "request failed");
             return ApiError::new(kind, "the server failed; its log has the details");
         }
-        ApiError::new(kind, strata_store::error_chain(&error))
+        ApiError::new(kind, strata_seam::error_chain(&error))
     }
 }
 
-impl From<strata_store::Error> for ApiError {
-    fn from(error: strata_store::Error) -> ApiError {
+impl From<strata_seam::Error> for ApiError {
+    fn from(error: strata_seam::Error) -> ApiError {
         ApiError::from(strata::Error::Store(error))
     }
 }

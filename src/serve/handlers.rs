@@ -7,8 +7,8 @@ use bytes::Bytes;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use strata::{Engine, EngineSession, ErrorKind, Format, Incoming};
-use strata_store::forgetting::ForgetScope;
-use strata_store::transfer::ExportScope;
+use strata_seam::forgetting::ForgetScope;
+use strata_seam::transfer::ExportScope;
 
 use super::State;
 use super::error::ApiError;
@@ -159,7 +159,7 @@ pub async fn handle(
         Endpoint::ForgetPersona => forget(engine, ForgetScope::Persona { persona }).await,
         Endpoint::Memories => {
             let category = query_value(query, "category")
-                .map(|name| name.parse::<strata_store::Category>())
+                .map(|name| name.parse::<strata_seam::Category>())
                 .transpose()
                 .map_err(ApiError::from)?;
             let store = engine.store().clone();
@@ -212,10 +212,10 @@ async fn open_session(engine: &Engine, persona: &str, key: &str) -> Result<Engin
 
 /// The existing session `key`, when `persona` holds it; otherwise not found, in the same words
 /// whether it is absent or another persona's.
-async fn owned_session(engine: &Engine, persona: &str, key: &str) -> Result<strata_store::Session> {
+async fn owned_session(engine: &Engine, persona: &str, key: &str) -> Result<strata_seam::Session> {
     let (store, persona, key) = (engine.store().clone(), persona.to_owned(), key.to_owned());
     blocking(move || {
-        strata_store::backend::validate_session_key(&key)?;
+        strata_seam::backend::validate_session_key(&key)?;
         match store.find_session(&key)? {
             Some(session) if session.persona == persona => Ok(session),
             _ => Err(ApiError::new(ErrorKind::NotFound, format!("session {key:?} not found"))),
@@ -229,7 +229,7 @@ async fn forget(engine: &Engine, scope: ForgetScope) -> Result<Reply> {
     Ok(Reply::Json(to_json(&forgotten.counts)?))
 }
 
-fn lines(messages: &[strata_store::transfer::ExportedMessage]) -> Reply {
+fn lines(messages: &[strata_seam::transfer::ExportedMessage]) -> Reply {
     let mut text = String::new();
     for message in messages {
         text.push_str(&strata::import::jsonl::write_line(message));

@@ -1,7 +1,7 @@
 //! Compacting a session until nothing is pending: `strata compact`, the demo, bulk imports.
 
 use serde::Serialize;
-use strata_store::SessionId;
+use strata_seam::SessionId;
 
 use crate::compactor::{Compactor, Outcome};
 use crate::error::Result;

@@ -2,7 +2,7 @@
 //! 300,000-character tool result in one turn) is cut into pieces, each summarized alone, and
 //! the pieces' summaries merged into one.
 
-use strata_store::memories::MemoryUpdate;
+use strata_seam::memories::MemoryUpdate;
 
 use crate::error::SummarizeError;
 use crate::summarizer::{

@@ -17,8 +17,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use strata_store::stats::LlmCall;
-use strata_store::{
+use strata_seam::stats::LlmCall;
+use strata_seam::{
     Backend, Level, Memory, Message, NewSummary, NodeId, Role, SessionId, SharedBackend, SummaryNode,
     ToolCall, error_chain,
 };
@@ -180,13 +180,13 @@ impl Refusal {
     /// error, never a refusal.
     fn of(err: &Error) -> Option<Refusal> {
         match err {
-            Error::Store(strata_store::Error::AlreadyCovered { seq, node, .. }) => {
+            Error::Store(strata_seam::Error::AlreadyCovered { seq, node, .. }) => {
                 Some(Refusal::AlreadyCovered { seq: *seq, node: *node })
             }
-            Error::Store(strata_store::Error::AlreadyMerged { node, parent }) => {
+            Error::Store(strata_seam::Error::AlreadyMerged { node, parent }) => {
                 Some(Refusal::AlreadyMerged { node: *node, parent: *parent })
             }
-            Error::Store(strata_store::Error::AlreadyReplaced { node, summarizer }) => {
+            Error::Store(strata_seam::Error::AlreadyReplaced { node, summarizer }) => {
                 Some(Refusal::AlreadyReplaced { node: *node, summarizer: summarizer.clone() })
             }
             _ => None,
@@ -667,7 +667,7 @@ impl Compactor {
                         progress(&written);
                     }
                     // Rewritten meanwhile (a raw archive summarized by a compaction): skip it.
-                    Err(Error::Store(strata_store::Error::AlreadyReplaced { .. })) => done.unchanged += 1,
+                    Err(Error::Store(strata_seam::Error::AlreadyReplaced { .. })) => done.unchanged += 1,
                     Err(error) => return Err(error),
                 }
             }
@@ -732,14 +732,14 @@ mod tests {
 
     #[test]
     fn only_the_stores_three_refusals_are_refusals() {
-        let merged = Error::Store(strata_store::Error::AlreadyMerged { node: NodeId(3), parent: NodeId(9) });
+        let merged = Error::Store(strata_seam::Error::AlreadyMerged { node: NodeId(3), parent: NodeId(9) });
         let refusal = Refusal::of(&merged).unwrap();
         assert_eq!(refusal, Refusal::AlreadyMerged { node: NodeId(3), parent: NodeId(9) });
         assert_eq!(refusal.to_string(), "node 3 was already merged into node 9");
         let outcome = serde_json::to_value(Outcome::NoProgress { refused: Some(refusal) }).unwrap();
         assert_eq!(outcome["refused"]["refusal"], "already_merged");
         // Anything else a write can fail with stops the compaction as an error.
-        let missing = Error::Store(strata_store::Error::NotFound(strata_store::Missing::Node(NodeId(3))));
+        let missing = Error::Store(strata_seam::Error::NotFound(strata_seam::Missing::Node(NodeId(3))));
         assert_eq!(Refusal::of(&missing), None);
         assert_eq!(Refusal::of(&Error::Config { field: "k", reason: "x".into() }), None);
     }

@@ -2,8 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 use strata_llm::RetryPolicy;
-use strata_store::memories::MemoryTtls;
-use strata_store::secrets::Secrets;
+use strata_seam::memories::MemoryTtls;
+use strata_seam::secrets::Secrets;
 
 use crate::error::{Error, Result};
 use crate::tokens::{Encoding, TokenCounter};
@@ -280,7 +280,7 @@ impl CompactorConfig {
     /// Refuses a message larger than [`CompactorConfig::max_message_bytes`], before anything
     /// counts or stores it: the whole message as sent (its body, media bytes included), or
     /// its columns when it has no body.
-    pub fn check_message_size(&self, message: &strata_store::NewMessage) -> Result<()> {
+    pub fn check_message_size(&self, message: &strata_seam::NewMessage) -> Result<()> {
         let columns = || {
             message.content.len()
                 + message.tool_calls.as_ref().map_or(0, |calls| calls.to_string().len())

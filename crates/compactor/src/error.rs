@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use strata_store::SessionId;
+use strata_seam::SessionId;
 
 use strata_llm::LlmError;
 
@@ -28,7 +28,7 @@ pub enum Error {
     },
     /// The store refused or failed.
     #[error("store error")]
-    Store(#[from] strata_store::Error),
+    Store(#[from] strata_seam::Error),
     /// Even the protected head and tail do not fit the budget: sending them would overflow the
     /// model's window, so no context is produced.
     #[error(

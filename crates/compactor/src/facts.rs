@@ -3,9 +3,9 @@
 //! "I prefer …"), in English, German, Spanish, French, Chinese and Japanese. Anything subtler is
 //! left to an LLM summarizer; the list is empty otherwise.
 
-use strata_store::memories::{MAX_CONTENT_CHARS, MAX_KEY_CHARS, MemoryUpdate, normalize_key};
-use strata_store::search::STOPWORDS;
-use strata_store::{Category, Role};
+use strata_seam::memories::{MAX_CONTENT_CHARS, MAX_KEY_CHARS, MemoryUpdate, normalize_key};
+use strata_seam::search::STOPWORDS;
+use strata_seam::{Category, Role};
 
 use crate::summarizer::{MAX_MEMORY_UPDATES, SourceItem, truncate_chars};
 

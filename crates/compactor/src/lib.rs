@@ -1,6 +1,6 @@
 //! strata-compactor: keeps a chat's context inside the model's window.
 //!
-//! A [`Compactor`] runs the cycle of DESIGN.md §3 over a [`strata_store::Store`]: it cuts a
+//! A [`Compactor`] runs the compaction cycle over any backend ([`strata_seam::Backend`]): it cuts a
 //! session at turn edges, protects the head, the tail and pinned messages, folds the oldest
 //! whole turns of the middle into Level-0 summary nodes, merges the oldest K roots of a level
 //! into one node a level up whenever 2K exist, and assembles the context handed to the model
@@ -13,7 +13,8 @@
 //! ```
 //! use std::sync::Arc;
 //! use strata_compactor::{Compactor, CompactorConfig, ExtractiveSummarizer, Outcome};
-//! use strata_store::{Backend, NewMessage, Role, Store};
+//! use strata_seam::{Conversations, NewMessage, Role};
+//! use strata_store::Store;
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), strata_compactor::Error> {

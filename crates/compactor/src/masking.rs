@@ -4,9 +4,9 @@
 //! them), and in the memories and messages a context shows besides the messages themselves
 //! (the injected memories and the recalled block). The messages laid verbatim stay as sent.
 
-use strata_store::Memory;
-use strata_store::search::Recalled;
-use strata_store::secrets::Secrets;
+use strata_seam::Memory;
+use strata_seam::search::Recalled;
+use strata_seam::secrets::Secrets;
 
 use crate::summarizer::{SourceItem, Summary};
 

@@ -16,8 +16,8 @@ use tracing::Instrument as _;
 
 use crate::error::SummarizeError;
 use strata_llm::{ChatEndpoint, LlmError, RetryPolicy};
-use strata_store::Category;
-use strata_store::memories::{Edit, MemoryUpdate};
+use strata_seam::Category;
+use strata_seam::memories::{Edit, MemoryUpdate};
 
 use crate::summarizer::{BoxFuture, MAX_MEMORY_UPDATES, SourceKind, Summarizer, Summary, SummaryRequest};
 use strata_llm::{ReportedCall, UsageLog};
@@ -486,7 +486,7 @@ impl Summarizer for OpenAiSummarizer {
 mod tests {
     use super::*;
     use crate::summarizer::{Origin, SourceCall, SourceItem};
-    use strata_store::Role;
+    use strata_seam::Role;
 
     /// The prompt shows a message's tool calls after its text and their names in its heading,
     /// and a tool result under the tool's name.
@@ -514,7 +514,7 @@ mod tests {
         };
         let request = SummaryRequest {
             kind: SourceKind::Messages,
-            level: strata_store::Level::LEAF,
+            level: strata_seam::Level::LEAF,
             persona: "p".into(),
             items: vec![asked, answered],
             source_tokens: 40,

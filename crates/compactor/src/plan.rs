@@ -7,7 +7,7 @@
 //! chunk ([`Plan::next_chunk`], [`Plan::covered`]), so a call costs time in proportion to the
 //! uncovered messages, not to the rounds times the history.
 
-use strata_store::{MessageOutline, Role};
+use strata_seam::{MessageOutline, Role};
 
 use crate::config::CompactorConfig;
 
@@ -226,7 +226,7 @@ pub(crate) fn turns(
 #[cfg(test)]
 mod tests {
     use chrono::DateTime;
-    use strata_store::{MessageId, NodeId};
+    use strata_seam::{MessageId, NodeId};
 
     use super::*;
 

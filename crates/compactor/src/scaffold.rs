@@ -1,7 +1,7 @@
 //! The scaffold message: the summary forest as the model sees it.
 
-use strata_store::SummaryNode;
-use strata_store::fence::{NOTICE, fence};
+use strata_seam::SummaryNode;
+use strata_seam::fence::{NOTICE, fence};
 
 use crate::tokens::TokenCounter;
 use crate::tool_names::{self, ToolNames};

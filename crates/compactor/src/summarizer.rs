@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use strata_store::memories::MemoryUpdate;
-use strata_store::{Category, Level, Memory, Role};
+use strata_seam::memories::MemoryUpdate;
+use strata_seam::{Category, Level, Memory, Role};
 
 use crate::error::SummarizeError;
 use crate::tokens::TokenCounter;
@@ -232,7 +232,7 @@ pub fn known_memories(
             category: memory.category,
             key: memory.key.clone(),
             title: one_line_within(&memory.title, KnownMemory::MAX_TITLE_CHARS),
-            content: one_line_within(&memory.content, strata_store::memories::MAX_CONTENT_CHARS),
+            content: one_line_within(&memory.content, strata_seam::memories::MAX_CONTENT_CHARS),
         };
         let tokens = counter.text(&known.line()) + 1;
         if tokens > left {
@@ -394,14 +394,14 @@ impl<S: Summarizer, W: Stopwatch> Summarizer for TimedSummarizer<S, W> {
     }
 }
 
-/// The one-line form of a headline: [`strata_store::fence::one_line`] (whitespace collapsed),
+/// The one-line form of a headline: [`strata_seam::fence::one_line`] (whitespace collapsed),
 /// cut to at most `max_chars` characters.
 pub(crate) fn one_line_within(text: &str, max_chars: usize) -> String {
-    truncate_chars(&strata_store::fence::one_line(text), max_chars)
+    truncate_chars(&strata_seam::fence::one_line(text), max_chars)
 }
 
 /// The store's rule of cutting text, under the name the summarizers' modules import.
-pub(crate) use strata_store::text::truncate_chars;
+pub(crate) use strata_seam::text::truncate_chars;
 
 /// Headlines longer than this many characters are cut: they are listed for every root.
 pub(crate) const HEADLINE_MAX_CHARS: usize = 240;
@@ -643,7 +643,7 @@ mod tests {
     fn request(source: &str, source_tokens: u32) -> SummaryRequest {
         SummaryRequest {
             kind: SourceKind::Messages,
-            level: strata_store::Level::LEAF,
+            level: strata_seam::Level::LEAF,
             persona: "p".into(),
             items: vec![SourceItem {
                 reference: "message 1".into(),

@@ -133,14 +133,14 @@ impl Memo {
 impl TokenCounter {
     /// Makes this counter's encoding the database's when it has none yet (the first command
     /// that counts records it), and refuses a database whose counts were made with another.
-    pub fn claim(&self, store: &dyn strata_store::Backend) -> crate::Result<()> {
+    pub fn claim(&self, store: &dyn strata_seam::Backend) -> crate::Result<()> {
         let recorded = store.claim_token_encoding(self.encoding.as_str())?;
         self.agree(recorded)
     }
 
     /// Like [`TokenCounter::claim`], without writing: for commands that only read. A database
     /// with no recorded encoding passes.
-    pub fn check(&self, store: &dyn strata_store::Backend) -> crate::Result<()> {
+    pub fn check(&self, store: &dyn strata_seam::Backend) -> crate::Result<()> {
         match store.token_encoding()? {
             Some(recorded) => self.agree(recorded),
             None => Ok(()),
@@ -273,7 +273,7 @@ impl TokenCounter {
     }
 
     /// Fills in the token count of a message about to be stored.
-    pub fn count_new(&self, message: &mut strata_store::NewMessage) {
+    pub fn count_new(&self, message: &mut strata_seam::NewMessage) {
         message.token_count = self.message(
             &message.content,
             message.tool_calls.as_ref(),
@@ -294,10 +294,10 @@ impl TokenCounter {
 
     /// [`TokenCounter::count_new`] for many messages, on every core: tokenizing is most of an
     /// import's CPU besides the search index, and each message is counted on its own.
-    pub fn count_new_all<'a>(&self, messages: impl IntoIterator<Item = &'a mut strata_store::NewMessage>) {
+    pub fn count_new_all<'a>(&self, messages: impl IntoIterator<Item = &'a mut strata_seam::NewMessage>) {
         /// Fewer messages than this per thread are counted where they are: a thread costs more.
         const PER_THREAD_MIN: usize = 512;
-        let mut messages: Vec<&mut strata_store::NewMessage> = messages.into_iter().collect();
+        let mut messages: Vec<&mut strata_seam::NewMessage> = messages.into_iter().collect();
         if messages.len() <= PER_THREAD_MIN {
             messages.into_iter().for_each(|message| self.count_new(message));
             return;
@@ -319,10 +319,10 @@ mod tests {
     #[test]
     fn messages_counted_together_count_as_each_alone() {
         let counter = TokenCounter::for_model("gpt-4o");
-        let mut messages: Vec<strata_store::NewMessage> = (0..3_000)
+        let mut messages: Vec<strata_seam::NewMessage> = (0..3_000)
             .map(|i| {
                 let text = format!("message {i}: {}", "word ".repeat(i % 300));
-                strata_store::NewMessage::text(strata_store::Role::User, text)
+                strata_seam::NewMessage::text(strata_seam::Role::User, text)
             })
             .collect();
         counter.count_new_all(messages.iter_mut());

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use strata_store::{Backend, NodeId, SessionId, SummaryNode};
+use strata_seam::{Backend, NodeId, SessionId, SummaryNode};
 
 use crate::error::Result;
 use crate::scaffold::time_range;

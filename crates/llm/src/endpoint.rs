@@ -184,8 +184,8 @@ fn error_message(body: &str) -> String {
 }
 
 /// `text` on one line (runs of whitespace become one space), cut to at most `max_chars`
-/// characters ending in `…`: the rule of `strata_store::fence::one_line` and
-/// `strata_store::text::truncate_chars`, restated because this crate holds no store.
+/// characters ending in `…`: the rule of `strata_seam::fence::one_line` and
+/// `strata_seam::text::truncate_chars`, restated because this crate holds no store.
 fn one_line_within(text: &str, max_chars: usize) -> String {
     let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
     match line.char_indices().nth(max_chars.saturating_sub(1)) {

@@ -3,8 +3,9 @@
 //! rows (coverage, the forest's shape, dense seqs, the backlog and the vectors). Each check
 //! is one query whose rows are its problems.
 
-use strata_store::Error;
-use strata_store::check::{Check, FOREST_CHECKS, Report};
+use strata_seam::Error;
+use strata_seam::check::{Check, Report};
+use strata_store::kinds::FOREST_CHECKS;
 
 use crate::db::{Queries, SCHEMA_VERSION, Tx, pg};
 

@@ -11,11 +11,11 @@
 
 use chrono::Utc;
 use pgvector::Vector;
-use strata_store::backend::{fold, to_unix};
+use strata_seam::backend::{fold, to_unix};
+use strata_seam::search::HitKind;
+use strata_seam::transfer::{Copied, Source, StoredMemory};
+use strata_seam::{Error, NewMessage};
 use strata_store::kinds::Kind;
-use strata_store::search::HitKind;
-use strata_store::transfer::{Copied, Source, StoredMemory};
-use strata_store::{Error, NewMessage};
 
 use crate::db::{Queries, Tx, pg};
 use crate::rows::MessageColumns;
@@ -298,7 +298,7 @@ fn last_vector(tx: &mut Tx<'_>, kind: HitKind) -> Result<Option<(i64, usize)>, E
 fn insert_vectors(
     tx: &mut Tx<'_>,
     kind: HitKind,
-    batch: &[strata_store::transfer::StoredVector],
+    batch: &[strata_seam::transfer::StoredVector],
 ) -> Result<(), Error> {
     let kind = Kind::of(kind);
     let ids: Vec<i64> = batch.iter().map(|v| v.item_id).collect();
@@ -323,7 +323,7 @@ fn insert_vectors(
 /// A memory and its versions, oldest first; nothing when it was copied before.
 fn copy_memory(tx: &mut Tx<'_>, stored: &StoredMemory) -> Result<(), Error> {
     let memory = &stored.memory;
-    let source = |provenance: &strata_store::memories::Provenance| {
+    let source = |provenance: &strata_seam::memories::Provenance| {
         serde_json::to_value(provenance)
             .map_err(|error| Error::Invalid { field: "provenance", reason: error.to_string() })
     };
@@ -381,7 +381,7 @@ struct Columns {
 }
 
 impl Columns {
-    fn push(&mut self, stored: &strata_store::transfer::StoredMessage) {
+    fn push(&mut self, stored: &strata_seam::transfer::StoredMessage) {
         let message = &stored.message;
         self.id.push(message.id.0);
         self.session.push(message.session_id.0);

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use postgres::types::ToSql;
 use postgres::{Client, GenericClient, NoTls, Row, Statement, Transaction};
-use strata_store::{Error, Result};
+use strata_seam::{Error, Result};
 
 pub(crate) type Pool = r2d2::Pool<Manager>;
 pub(crate) type Connection = r2d2::PooledConnection<Manager>;
@@ -257,7 +257,7 @@ pub(crate) fn pool_error(source: r2d2::Error) -> Error {
 pub(crate) fn open(url: &str, size: u32) -> Result<Pool> {
     let config: postgres::Config = url.parse().map_err(|source: postgres::Error| Error::Invalid {
         field: "database url",
-        reason: format!("{} ({source})", strata_store::location::without_password(url)),
+        reason: format!("{} ({source})", strata_seam::location::without_password(url)),
     })?;
     // The whole first connection (connect, migrate, close) off any async runtime.
     off_runtime(|| {

@@ -5,13 +5,13 @@
 use std::sync::Mutex;
 
 use pgvector::Vector;
-use strata_store::backend::from_unix;
-use strata_store::embeddings::EmbeddingSpace;
-use strata_store::memories::{MemoryVersion, QueuedUpdate};
-use strata_store::search::HitKind;
-use strata_store::stats::LlmCall;
-use strata_store::transfer::{Source, StoredMemory, StoredMessage, StoredSession, StoredVector};
-use strata_store::{Error, SummaryNode};
+use strata_seam::backend::from_unix;
+use strata_seam::embeddings::EmbeddingSpace;
+use strata_seam::memories::{MemoryVersion, QueuedUpdate};
+use strata_seam::search::HitKind;
+use strata_seam::stats::LlmCall;
+use strata_seam::transfer::{Source, StoredMemory, StoredMessage, StoredSession, StoredVector};
+use strata_seam::{Error, SummaryNode};
 
 use crate::db::{Queries, Tx, pg};
 use crate::{PgStore, rows, upkeep, vectors};

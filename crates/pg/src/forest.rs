@@ -3,8 +3,8 @@
 //! the second finds the first's coverage.
 
 use chrono::Utc;
-use strata_store::backend::{NodePlace, RAW_ARCHIVE, check_adjacent, plan_merge, to_unix, validate_summary};
-use strata_store::{Error, Level, Missing, NewSummary, NodeId, SessionId, SummaryNode};
+use strata_seam::backend::{NodePlace, RAW_ARCHIVE, check_adjacent, plan_merge, to_unix, validate_summary};
+use strata_seam::{Error, Level, Missing, NewSummary, NodeId, SessionId, SummaryNode};
 
 use crate::db::{Queries, Tx, pg};
 use crate::rows;
@@ -128,7 +128,7 @@ pub(crate) fn replace_summary(
     summary: &NewSummary,
 ) -> Result<SummaryNode, Error> {
     validate_summary(summary)?;
-    let folded = strata_store::backend::fold(&format!("{}\n{}", summary.headline, summary.body));
+    let folded = strata_seam::backend::fold(&format!("{}\n{}", summary.headline, summary.body));
     let changed = tx
         .execute(
             "UPDATE summary_nodes SET headline = $3, body = $4, token_count = $5, summarizer = $6, folded = $7
@@ -155,7 +155,7 @@ pub(crate) fn replace_summary(
 }
 
 fn insert(tx: &mut Tx<'_>, persona: &str, place: &NodePlace, summary: &NewSummary) -> Result<NodeId, Error> {
-    let folded = strata_store::backend::fold(&format!("{}\n{}", summary.headline, summary.body));
+    let folded = strata_seam::backend::fold(&format!("{}\n{}", summary.headline, summary.body));
     let row = tx
         .query_one(
             "INSERT INTO summary_nodes(session_id, persona, level, headline, body, first_seq, last_seq, start_time,

@@ -1,6 +1,6 @@
 //! Forgetting on PostgreSQL: the rows go in one transaction, then the files let go of them.
 //!
-//! What goes is what the SQLite file erases (see `strata_store::forgetting`): the messages in
+//! What goes is what the SQLite file erases (see `strata_seam::forgetting`): the messages in
 //! scope, the nodes over them (a Level-0 node that also covers kept messages is rewritten from
 //! what remains, by the caller's summary or a marker; a node above forgotten text is dissolved),
 //! their vectors and backlog rows, the facts queued from those nodes, the memory versions that
@@ -19,13 +19,13 @@
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
-use strata_store::backend::{to_unix, validate_persona};
-use strata_store::forgetting::{
+use strata_seam::backend::{to_unix, validate_persona};
+use strata_seam::forgetting::{
     Cut, ForgetCounts, ForgetPlan, ForgetScope, Forgotten, KeptSpan, Rebuilt, SessionPart, SessionVersion,
 };
-use strata_store::maintenance::{proposed_label, withdrawn};
-use strata_store::memories::Provenance;
-use strata_store::{Error, Missing, NewSummary, NodeId, Result, SessionId};
+use strata_seam::maintenance::{proposed_label, withdrawn};
+use strata_seam::memories::Provenance;
+use strata_seam::{Error, Missing, NewSummary, NodeId, Result, SessionId};
 
 use crate::PgStore;
 use crate::db::{Queries, Tx, pg};
@@ -296,7 +296,7 @@ fn rewrite_memory(tx: &mut Tx<'_>, memory: i64, gone: &HashSet<i64>) -> Result<(
         .query_one("SELECT provenance FROM memory_versions WHERE id = $1", &[&newest.id])
         .map_err(pg)?
         .get(0);
-    let folded = strata_store::backend::fold(&format!("{key} {title}: {}", newest.content));
+    let folded = strata_seam::backend::fold(&format!("{key} {title}: {}", newest.content));
     tx.execute(
         "UPDATE agent_memories SET key = $2, title = $3, content = $4, updated_at = $5, folded = $6, provenance = $7,
              valid_from = (SELECT valid_from FROM memory_versions WHERE id = $8),
@@ -319,7 +319,7 @@ fn rewrite_leaf(tx: &mut Tx<'_>, span: &KeptSpan, summary: &NewSummary) -> Resul
             reason: "a rebuilt summary needs a headline, a body and a summarizer".to_owned(),
         });
     }
-    let folded = strata_store::backend::fold(&format!("{}\n{}", summary.headline, summary.body));
+    let folded = strata_seam::backend::fold(&format!("{}\n{}", summary.headline, summary.body));
     tx.execute(
         "UPDATE summary_nodes SET headline = $2, body = $3, token_count = $4, summarizer = $5,
                 first_seq = $6, parent_id = NULL, folded = $7,
@@ -452,12 +452,12 @@ fn erase(tx: &mut Tx<'_>, scope: &ForgetScope, command: &str, rebuilt: &[Rebuilt
 }
 
 impl PgStore {
-    /// See [`strata_store::Maintenance::forget_plan`]: read in one read-only snapshot.
+    /// See [`strata_seam::Maintenance::forget_plan`]: read in one read-only snapshot.
     pub(crate) fn plan_forget(&self, scope: &ForgetScope) -> Result<ForgetPlan> {
         self.snapshot(|tx| Ok(plan(tx, scope)?.0))
     }
 
-    /// See [`strata_store::Maintenance::forget`] and the module's doc. `Forgotten::wal_truncated`
+    /// See [`strata_seam::Maintenance::forget`] and the module's doc. `Forgotten::wal_truncated`
     /// says whether the rewrite and the checkpoint both ran (the checkpoint needs a superuser or
     /// the `pg_checkpoint` role; without it the server's next checkpoint does the same).
     pub(crate) fn erase(

@@ -1,7 +1,7 @@
 //! strata-pg: strata's PostgreSQL backend, for a fleet of bot processes on several hosts that
 //! share one memory.
 //!
-//! [`PgStore`] implements the storage seam ([`strata_store::Backend`]) over a pool of
+//! [`PgStore`] implements the storage seam ([`strata_seam::Backend`]) over a pool of
 //! connections to one PostgreSQL database with the `vector` (pgvector) and `pg_trgm`
 //! extensions. The server enforces what SQLite's triggers enforce (messages append-only and
 //! verbatim, coverage written once, a node merged once, one memory per key), appends number a
@@ -9,9 +9,9 @@
 //! lock that dies with its connection.
 //!
 //! ```no_run
-//! use strata_store::{Backend, NewMessage, Role};
+//! use strata_seam::{Conversations, NewMessage, Role};
 //!
-//! # fn main() -> Result<(), strata_store::Error> {
+//! # fn main() -> Result<(), strata_seam::Error> {
 //! let store = strata_pg::PgStore::open("postgres://postgres:postgres@127.0.0.1:5432/strata")?;
 //! let session = store.session("chat-1", "default")?;
 //! store.append(session.id, &[NewMessage::text(Role::User, "The port is 8080.")])?;
@@ -38,25 +38,26 @@ use std::ops::RangeInclusive;
 
 use chrono::DateTime;
 use chrono::Utc;
-use strata_store::backend::{from_unix, to_unix, validate_session_key};
-use strata_store::check::Report;
-use strata_store::embeddings::{BacklogItem, EmbeddingSpace};
-use strata_store::forgetting::{ForgetPlan, ForgetRecord, ForgetScope, Forgotten, Rebuilt};
-use strata_store::memories::{
+use strata_seam::backend::{from_unix, to_unix, validate_session_key};
+use strata_seam::check::Report;
+use strata_seam::embeddings::{BacklogItem, EmbeddingSpace};
+use strata_seam::forgetting::{ForgetPlan, ForgetRecord, ForgetScope, Forgotten, Rebuilt};
+use strata_seam::memories::{
     MemoryUpdate, MemoryVersion, MemoryWrite, Provenance, QueuedUpdate, UpdateId, Writer,
 };
-use strata_store::search::{CandidateQuery, Candidates, SearchFilter, TextHit, TextQuery};
-use strata_store::stats::{LlmCall, Stats, StoreMetrics};
-use strata_store::{
-    Backend, Category, Error, Lease, Level, Memory, Message, MessageId, MessageOutline, Missing, NewMessage,
-    NewSummary, NodeId, Result, Session, SessionId, SessionOverview, Snapshot, SummaryNode,
+use strata_seam::search::{CandidateQuery, Candidates, SearchFilter, TextHit, TextQuery};
+use strata_seam::stats::{LlmCall, Stats, StoreMetrics};
+use strata_seam::{
+    Backend, Category, Conversations, Error, Forest, Lease, Level, Maintenance, Memories, Memory, Message,
+    MessageId, MessageOutline, Missing, NewMessage, NewSummary, NodeId, Result, Search, Session, SessionId,
+    SessionOverview, Snapshot, SummaryNode, Vectors,
 };
 
 pub use crate::db::SCHEMA_VERSION;
 use crate::db::{Conn, Connection, Pool, Queries, Tx, pg, pool_error};
 use crate::rows::MessageColumns;
-pub use strata_store::transfer::Copied;
-use strata_store::transfer::Source;
+pub use strata_seam::transfer::Copied;
+use strata_seam::transfer::Source;
 
 /// Connections a pool opens at most, unless [`PgStore::open_with_pool_size`] says otherwise.
 const DEFAULT_POOL_SIZE: u32 = 8;
@@ -83,12 +84,12 @@ impl PgStore {
 
     /// Like [`PgStore::open`], with at most `size` connections.
     pub fn open_with_pool_size(url: &str, size: u32) -> Result<PgStore> {
-        Ok(PgStore { pool: db::open(url, size.max(1))?, url: strata_store::location::without_password(url) })
+        Ok(PgStore { pool: db::open(url, size.max(1))?, url: strata_seam::location::without_password(url) })
     }
 
     /// True for a database location this backend opens (`postgres://`, `postgresql://`).
     pub fn is_url(location: &str) -> bool {
-        strata_store::location::is_postgres_url(location)
+        strata_seam::location::is_postgres_url(location)
     }
 
     fn connection(&self) -> Result<Connection> {
@@ -148,18 +149,18 @@ fn key_reused(key: &str, id: i64) -> Error {
     }
 }
 
-impl strata_store::Maintenance for PgStore {
+impl Maintenance for PgStore {
     fn import(
         &self,
-        incoming: &[strata_store::transfer::IncomingMessage],
-    ) -> Result<strata_store::transfer::Imported> {
+        incoming: &[strata_seam::transfer::IncomingMessage],
+    ) -> Result<strata_seam::transfer::Imported> {
         self.import_messages(incoming)
     }
 
     fn export_messages(
         &self,
-        scope: strata_store::transfer::ExportScope<'_>,
-    ) -> Result<Vec<strata_store::transfer::ExportedMessage>> {
+        scope: strata_seam::transfer::ExportScope<'_>,
+    ) -> Result<Vec<strata_seam::transfer::ExportedMessage>> {
         self.exported(scope)
     }
 
@@ -193,6 +194,36 @@ impl strata_store::Maintenance for PgStore {
     ) -> Result<Copied> {
         PgStore::copy_from(self, dump, name, progress)
     }
+
+    /// One snapshot of the server's database, copied into the new SQLite file: PostgreSQL has
+    /// no file copy of its own that a SQLite reader opens.
+    fn backup(&self, dest: &std::path::Path) -> Result<()> {
+        strata_store::backup_into(self, dest)
+    }
+
+    fn record_llm_calls(&self, calls: &[LlmCall]) -> Result<()> {
+        if calls.is_empty() {
+            return Ok(());
+        }
+        self.write(|tx| upkeep::record_llm_calls(tx, calls))
+    }
+
+    fn stats(&self) -> Result<Stats> {
+        self.snapshot(upkeep::stats)
+    }
+
+    fn metrics(&self) -> Result<StoreMetrics> {
+        self.snapshot(upkeep::metrics)
+    }
+
+    fn usage_by_day(&self) -> Result<Vec<strata_seam::stats::UsageDay>> {
+        self.read(upkeep::usage_by_day)
+    }
+
+    fn doctor(&self, _full: bool) -> Result<Report> {
+        // The server checks its own pages (checksums, WAL); strata checks its rows.
+        self.snapshot(check::doctor)
+    }
 }
 
 impl Backend for PgStore {
@@ -200,9 +231,15 @@ impl Backend for PgStore {
         "postgres"
     }
 
+    fn read_snapshot(&self, f: &mut dyn FnMut(&dyn Snapshot) -> Result<()>) -> Result<()> {
+        self.snapshot(|tx| f(&outline::Reader::new(tx)))
+    }
+}
+
+impl Conversations for PgStore {
     fn session(&self, key: &str, persona: &str) -> Result<Session> {
         validate_session_key(key)?;
-        strata_store::backend::validate_persona(persona)?;
+        strata_seam::backend::validate_persona(persona)?;
         self.write(|tx| {
             let now = to_unix(Utc::now());
             // Of two processes creating one key, one inserts; the other finds its row.
@@ -300,6 +337,16 @@ impl Backend for PgStore {
         self.read(|db| outline::recent_uncovered(db, session, limit))
     }
 
+    fn token_encoding(&self) -> Result<Option<String>> {
+        self.read(upkeep::token_encoding)
+    }
+
+    fn claim_token_encoding(&self, encoding: &str) -> Result<String> {
+        self.write(|tx| upkeep::claim_token_encoding(tx, encoding))
+    }
+}
+
+impl Forest for PgStore {
     fn insert_leaves(
         &self,
         session: SessionId,
@@ -348,16 +395,29 @@ impl Backend for PgStore {
         self.read(|db| forest::first_raw_archive(db, session))
     }
 
-    fn read_snapshot(&self, f: &mut dyn FnMut(&dyn Snapshot) -> Result<()>) -> Result<()> {
-        self.snapshot(|tx| f(&outline::Reader::new(tx)))
-    }
-
     fn covered_messages(&self, node: NodeId) -> Result<Vec<Message>> {
         let sql = format!("SELECT {} FROM messages WHERE summary_id = $1 ORDER BY seq", rows::MESSAGE);
         let found = self.connection()?.query(&sql, &[&node.0]).map_err(pg)?;
         Ok(found.iter().map(rows::message).collect())
     }
 
+    fn set_summarizer_failures(&self, session: SessionId, failures: u32) -> Result<()> {
+        self.write(|tx| upkeep::set_summarizer_failures(tx, session, failures))
+    }
+
+    fn count_rejection(&self, summarizer: &str, reason: &str) -> Result<()> {
+        self.write(|tx| upkeep::count_rejection(tx, summarizer, reason))
+    }
+
+    fn compaction_lease(&self, session: SessionId) -> Result<Option<Box<dyn Lease>>> {
+        let mut conn = self.connection()?;
+        let key = LEASE_NAMESPACE | session.0;
+        let taken: bool = conn.query_one("SELECT pg_try_advisory_lock($1)", &[&key]).map_err(pg)?.get(0);
+        Ok(taken.then(|| Box::new(AdvisoryLease { conn: Some(conn), key }) as Box<dyn Lease>))
+    }
+}
+
+impl Memories for PgStore {
     fn save_memory(
         &self,
         writer: Writer,
@@ -459,7 +519,7 @@ impl Backend for PgStore {
     fn accept_proposal(&self, persona: &str, key: &str) -> Result<Memory> {
         self.write(|tx| {
             let found = memories::take_proposal(tx, persona, key)?;
-            let (write, provenance) = strata_store::backend::accepted_proposal(&found);
+            let (write, provenance) = strata_seam::backend::accepted_proposal(&found);
             Ok(memories::save(tx, Writer::User, persona, &write, &provenance, Utc::now())?.0)
         })
     }
@@ -467,7 +527,9 @@ impl Backend for PgStore {
     fn reject_proposal(&self, persona: &str, key: &str) -> Result<QueuedUpdate> {
         self.write(|tx| memories::take_proposal(tx, persona, key))
     }
+}
 
+impl Search for PgStore {
     fn grep(&self, query: &TextQuery, filter: &SearchFilter) -> Result<Vec<TextHit>> {
         self.snapshot(|tx| search::grep(tx, query, filter))
     }
@@ -479,7 +541,9 @@ impl Backend for PgStore {
     fn said_between(&self, filter: &SearchFilter, oldest_first: bool, offset: usize) -> Result<Vec<TextHit>> {
         self.read(|db| search::said_between(db, filter, oldest_first, offset))
     }
+}
 
+impl Vectors for PgStore {
     fn use_space(&self, space: &EmbeddingSpace) -> Result<bool> {
         self.write(|tx| vectors::use_space(tx, space))
     }
@@ -499,53 +563,6 @@ impl Backend for PgStore {
 
     fn put_vectors(&self, model: &str, items: &[(BacklogItem, Vec<Vec<f32>>)]) -> Result<usize> {
         self.write(|tx| vectors::put(tx, model, items))
-    }
-
-    fn set_summarizer_failures(&self, session: SessionId, failures: u32) -> Result<()> {
-        self.write(|tx| upkeep::set_summarizer_failures(tx, session, failures))
-    }
-
-    fn count_rejection(&self, summarizer: &str, reason: &str) -> Result<()> {
-        self.write(|tx| upkeep::count_rejection(tx, summarizer, reason))
-    }
-
-    fn record_llm_calls(&self, calls: &[LlmCall]) -> Result<()> {
-        if calls.is_empty() {
-            return Ok(());
-        }
-        self.write(|tx| upkeep::record_llm_calls(tx, calls))
-    }
-
-    fn token_encoding(&self) -> Result<Option<String>> {
-        self.read(upkeep::token_encoding)
-    }
-
-    fn claim_token_encoding(&self, encoding: &str) -> Result<String> {
-        self.write(|tx| upkeep::claim_token_encoding(tx, encoding))
-    }
-
-    fn stats(&self) -> Result<Stats> {
-        self.snapshot(upkeep::stats)
-    }
-
-    fn metrics(&self) -> Result<StoreMetrics> {
-        self.snapshot(upkeep::metrics)
-    }
-
-    fn usage_by_day(&self) -> Result<Vec<strata_store::stats::UsageDay>> {
-        self.read(upkeep::usage_by_day)
-    }
-
-    fn doctor(&self, _full: bool) -> Result<Report> {
-        // The server checks its own pages (checksums, WAL); strata checks its rows.
-        self.snapshot(check::doctor)
-    }
-
-    fn compaction_lease(&self, session: SessionId) -> Result<Option<Box<dyn Lease>>> {
-        let mut conn = self.connection()?;
-        let key = LEASE_NAMESPACE | session.0;
-        let taken: bool = conn.query_one("SELECT pg_try_advisory_lock($1)", &[&key]).map_err(pg)?.get(0);
-        Ok(taken.then(|| Box::new(AdvisoryLease { conn: Some(conn), key }) as Box<dyn Lease>))
     }
 }
 

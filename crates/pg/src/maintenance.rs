@@ -1,21 +1,21 @@
 //! The maintenance role on PostgreSQL: importing transcripts (re-runs add nothing), exporting
 //! a persona or a session, and the audit of forgets (the erasure itself is `forget.rs`). The
-//! rules are the seam's (`strata_store::maintenance`); this module only reads and writes rows.
+//! rules are the seam's (`strata_seam::maintenance`); this module only reads and writes rows.
 
 use std::collections::HashMap;
 
 use chrono::Utc;
-use strata_store::backend::{from_unix, to_unix, validate_persona, validate_session_key};
-use strata_store::forgetting::{ForgetCounts, ForgetRecord};
-use strata_store::maintenance::{chain, matching_run, recognize_transcript};
-use strata_store::transfer::{ExportScope, ExportedMessage, Imported, IncomingMessage};
-use strata_store::{Error, NewMessage, Result, SessionId};
+use strata_seam::backend::{from_unix, to_unix, validate_persona, validate_session_key};
+use strata_seam::forgetting::{ForgetCounts, ForgetRecord};
+use strata_seam::maintenance::{chain, matching_run, recognize_transcript};
+use strata_seam::transfer::{ExportScope, ExportedMessage, Imported, IncomingMessage};
+use strata_seam::{Error, NewMessage, Result, SessionId};
 
 use crate::db::{Queries, Tx, pg};
 use crate::{PgStore, append_in, rows};
 
 impl PgStore {
-    /// See [`strata_store::Maintenance::import`].
+    /// See [`strata_seam::Maintenance::import`].
     pub(crate) fn import_messages(&self, incoming: &[IncomingMessage]) -> Result<Imported> {
         for item in incoming {
             validate_session_key(&item.session_key)?;
@@ -73,7 +73,7 @@ impl PgStore {
         })
     }
 
-    /// See [`strata_store::Maintenance::export_messages`]: one statement in one snapshot.
+    /// See [`strata_seam::Maintenance::export_messages`]: one statement in one snapshot.
     pub(crate) fn exported(&self, scope: ExportScope<'_>) -> Result<Vec<ExportedMessage>> {
         let (column, value) = match scope {
             ExportScope::Persona(persona) => ("persona", persona),
@@ -103,7 +103,7 @@ impl PgStore {
         })
     }
 
-    /// See [`strata_store::Maintenance::forgets`].
+    /// See [`strata_seam::Maintenance::forgets`].
     pub(crate) fn forget_records(&self) -> Result<Vec<ForgetRecord>> {
         let rows = self
             .connection()?

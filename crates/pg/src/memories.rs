@@ -2,13 +2,13 @@
 //! had) and the queue of facts on their way to memory, with the proposals waiting for the user.
 
 use chrono::{DateTime, Utc};
-use strata_store::backend::{
+use strata_seam::backend::{
     check_merge, check_supersede, check_writer, fold, from_unix, to_unix, validate_memory,
 };
-use strata_store::memories::{
+use strata_seam::memories::{
     MemoryUpdate, MemoryVersion, MemoryWrite, Provenance, QueuedUpdate, UpdateId, Writer,
 };
-use strata_store::{Category, Error, Memory, Missing};
+use strata_seam::{Category, Error, Memory, Missing};
 
 use crate::db::{Queries, Tx, pg};
 use crate::rows;
@@ -39,7 +39,7 @@ pub(crate) fn save(
     now: DateTime<Utc>,
 ) -> Result<(Memory, bool), Error> {
     check_writer(writer, memory.category)?;
-    strata_store::backend::validate_persona(persona)?;
+    strata_seam::backend::validate_persona(persona)?;
     validate_memory(memory)?;
     let source = source(tx, provenance)?;
     let folded = fold(&format!("{} {}: {}", memory.key, memory.title, memory.content));
@@ -107,7 +107,7 @@ fn source(tx: &mut Tx<'_>, provenance: &Provenance) -> Result<serde_json::Value,
             .query_opt("SELECT session_id, first_seq, last_seq FROM summary_nodes WHERE id = $1", &[&node.0])
             .map_err(pg)?
     {
-        provenance.session = Some(strata_store::SessionId(row.get(0)));
+        provenance.session = Some(strata_seam::SessionId(row.get(0)));
         provenance.first_seq = Some(row.get(1));
         provenance.last_seq = Some(row.get(2));
     }

@@ -5,8 +5,8 @@ use std::cell::RefCell;
 use std::ops::Range;
 
 use chrono::{DateTime, Utc};
-use strata_store::backend::{CompactionState, from_unix};
-use strata_store::{
+use strata_seam::backend::{CompactionState, from_unix};
+use strata_seam::{
     Category, Error, Level, Memory, Message, MessageOutline, Session, SessionId, Snapshot, SummaryNode,
 };
 
@@ -114,7 +114,7 @@ impl Snapshot for Reader<'_, '_> {
             .borrow_mut()
             .query_opt("SELECT next_seq FROM sessions WHERE id = $1", &[&session.0])
             .map_err(pg)?;
-        row.map(|row| row.get(0)).ok_or(Error::NotFound(strata_store::Missing::Session(session)))
+        row.map(|row| row.get(0)).ok_or(Error::NotFound(strata_seam::Missing::Session(session)))
     }
 
     fn compaction_state(&self, session: SessionId) -> Result<CompactionState, Error> {

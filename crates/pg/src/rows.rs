@@ -1,9 +1,9 @@
 //! Rows as the store's types: each type's column list and its reader, in one place.
 
 use postgres::Row;
-use strata_store::backend::{from_unix, to_unix};
-use strata_store::memories::{MemoryUpdate, QueuedUpdate, UpdateId};
-use strata_store::{
+use strata_seam::backend::{from_unix, to_unix};
+use strata_seam::memories::{MemoryUpdate, QueuedUpdate, UpdateId};
+use strata_seam::{
     Category, Level, Memory, MemoryId, Message, MessageId, MessageOutline, NewMessage, NodeId, Role, Session,
     SessionId, SummaryNode,
 };
@@ -113,7 +113,7 @@ pub(crate) fn update(row: &Row) -> QueuedUpdate {
             key: row.get(4),
             title: row.get(5),
             content: row.get(6),
-            edit: row.get::<_, Option<&str>>(9).and_then(strata_store::memories::Edit::parse),
+            edit: row.get::<_, Option<&str>>(9).and_then(strata_seam::memories::Edit::parse),
         },
         proposed: row.get::<_, &str>(7) == "proposed",
         created_at: from_unix(row.get(8)),
@@ -141,7 +141,7 @@ pub(crate) struct MessageColumns {
     pub external_id: Vec<Option<String>>,
     /// The message as sent, when the columns do not say all of it (TEXT: kept byte for byte).
     pub body: Vec<Option<String>>,
-    /// The text folded as `memory_grep` matches it (`strata_store::backend::fold`).
+    /// The text folded as `memory_grep` matches it (`strata_seam::backend::fold`).
     pub folded: Vec<String>,
 }
 
@@ -170,7 +170,7 @@ impl MessageColumns {
         } = message;
         self.seq.push(seq);
         self.role.push(role.as_str());
-        self.folded.push(strata_store::backend::fold(&content));
+        self.folded.push(strata_seam::backend::fold(&content));
         self.content.push(content);
         self.tool_calls.push(tool_calls.filter(|calls| calls.as_array().is_some_and(|a| !a.is_empty())));
         self.tool_call_id.push(tool_call_id);

@@ -10,13 +10,13 @@
 use std::collections::HashMap;
 
 use postgres::types::{FromSql, ToSql, Type};
-use strata_store::backend::{fold, from_unix, rank_grep_hits, to_unix};
-use strata_store::kinds::Kind;
-use strata_store::search::{
+use strata_seam::backend::{fold, from_unix, rank_grep_hits, to_unix};
+use strata_seam::search::{
     CandidateQuery, Candidates, HitId, HitKind, RowTerms, SearchFilter, TextHit, TextQuery, WordStatistics,
     bm25,
 };
-use strata_store::{Error, Level, NodeId, SessionId};
+use strata_seam::{Error, Level, NodeId, SessionId};
+use strata_store::kinds::Kind;
 
 use crate::db::{Queries, Tx, pg};
 use crate::vectors;
@@ -184,7 +184,7 @@ type KeywordSide = (WordStatistics, Vec<(i64, f64)>);
 
 /// The keyword side of a ranked search of one kind: the persona's word statistics and the
 /// newest rows holding any of the words (up to [`RANK_SCAN_ROWS`]), scored by the store's bm25
-/// (`strata_store::search::bm25`, as on SQLite), best first; `None`
+/// (`strata_seam::search::bm25`, as on SQLite), best first; `None`
 /// when the persona has no row of the kind. Recall weighs a keyword score against the bm25 a
 /// row holding every word would reach (`ideal_score`), so the score must be bm25, not
 /// `ts_rank`.

@@ -3,12 +3,12 @@
 //! derived from stored rows, so any process of a fleet reads the same.
 
 use chrono::Utc;
-use strata_store::backend::{CompactionState, RAW_ARCHIVE, to_unix};
-use strata_store::stats::{
+use strata_seam::backend::{CompactionState, RAW_ARCHIVE, to_unix};
+use strata_seam::stats::{
     CallTotals, LlmCall, NodeTotals, RejectionCount, RowTotals, Stats, StoreMetrics, SummarizerStats,
     ToolTotals, UsageDay,
 };
-use strata_store::{Error, Missing, SessionId};
+use strata_seam::{Error, Missing, SessionId};
 
 use crate::db::{Queries, Tx, pg};
 use crate::vectors;
@@ -53,7 +53,7 @@ pub(crate) fn count_rejection(tx: &mut Tx<'_>, summarizer: &str, reason: &str) -
 }
 
 pub(crate) fn record_llm_calls(tx: &mut Tx<'_>, calls: &[LlmCall]) -> Result<(), Error> {
-    strata_store::backend::validate_llm_calls(calls)?;
+    strata_seam::backend::validate_llm_calls(calls)?;
     let count = |n: Option<u64>| n.map(|n| n.min(i64::MAX as u64) as i64);
     for call in calls {
         tx.execute(
@@ -104,7 +104,7 @@ fn n(row: &postgres::Row, index: usize) -> u64 {
 }
 
 fn row_totals(tx: &mut Tx<'_>) -> Result<RowTotals, Error> {
-    let row = tx.query_one(RowTotals::QUERY, &[]).map_err(pg)?;
+    let row = tx.query_one(strata_store::kinds::ROW_TOTALS, &[]).map_err(pg)?;
     Ok(RowTotals::from_counts([row.get(0), row.get(1), row.get(2), row.get(3)]))
 }
 

@@ -2,10 +2,10 @@
 //! exact distances for the candidates it finds, and an exact scan when the filter is narrow.
 
 use pgvector::Vector;
-use strata_store::embeddings::{BacklogItem, EmbeddingSpace, MAX_CHUNKS};
+use strata_seam::embeddings::{BacklogItem, EmbeddingSpace, MAX_CHUNKS};
+use strata_seam::search::{HitId, HitKind, SearchFilter};
+use strata_seam::{Error, Role, SessionId};
 use strata_store::kinds::Kind;
-use strata_store::search::{HitId, HitKind, SearchFilter};
-use strata_store::{Error, Role, SessionId};
 
 use crate::db::{Queries, Tx, pg};
 use crate::search::Params;
@@ -221,10 +221,10 @@ pub(crate) fn nearest(
         conditions.push(format!("e.session_id = {}", params.push(session.0)));
     }
     if let Some(start) = filter.start {
-        conditions.push(format!("e.at >= {}", params.push(strata_store::backend::to_unix(start))));
+        conditions.push(format!("e.at >= {}", params.push(strata_seam::backend::to_unix(start))));
     }
     if let Some(end) = filter.end {
-        conditions.push(format!("e.at < {}", params.push(strata_store::backend::to_unix(end))));
+        conditions.push(format!("e.at < {}", params.push(strata_seam::backend::to_unix(end))));
     }
     let conditions = conditions.join(" AND ");
     let within: i64 = tx

@@ -9,7 +9,8 @@ use std::collections::HashMap;
 use std::process::Command;
 
 use strata_pg::PgStore;
-use strata_store::{Backend, Level};
+use strata_seam::Level;
+use strata_seam::{Conversations, Forest};
 
 const WORKERS: usize = 4;
 const OPERATIONS: usize = 60;
@@ -73,7 +74,7 @@ fn four_processes_share_one_database_without_losing_duplicating_or_overlapping()
             .map(|row| row.get(0))
             .collect();
         for leaf in leaves {
-            check_leaf(&store, strata_store::NodeId(leaf), &covered_by);
+            check_leaf(&store, strata_seam::NodeId(leaf), &covered_by);
         }
     }
     let expected = WORKERS * OPERATIONS * 3;
@@ -110,7 +111,7 @@ fn four_processes_share_one_database_without_losing_duplicating_or_overlapping()
     admin.batch_execute(&format!("DROP DATABASE {name} WITH (FORCE)")).unwrap();
 }
 
-fn check_leaf(store: &PgStore, id: strata_store::NodeId, covered_by: &HashMap<i64, i64>) {
+fn check_leaf(store: &PgStore, id: strata_seam::NodeId, covered_by: &HashMap<i64, i64>) {
     let node = store.node(id).unwrap();
     assert_eq!(node.level, Level::LEAF);
     let covered: Vec<i64> = store.covered_messages(id).unwrap().iter().map(|m| m.seq).collect();

@@ -5,9 +5,10 @@
 mod common;
 
 use strata_pg::PgStore;
-use strata_store::forgetting::ForgetScope;
-use strata_store::memories::{MemoryWrite, Writer};
-use strata_store::{Backend, Category, Maintenance, NewMessage, NewSummary, Role};
+use strata_seam::forgetting::ForgetScope;
+use strata_seam::memories::{MemoryWrite, Writer};
+use strata_seam::{Category, Maintenance, NewMessage, NewSummary, Role};
+use strata_seam::{Conversations, Forest, Memories};
 
 #[test]
 fn the_server_refuses_what_strata_never_does() {

@@ -3,10 +3,10 @@
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
-use strata_store::search::Scan;
-use strata_store::secrets::Secrets;
+use strata_seam::search::Scan;
+use strata_seam::secrets::Secrets;
 // Expiry is the store's rule (it owns memories); `[recall] memory_ttls` is where it is set.
-use strata_store::memories::{MemoryTtls, Ttl};
+use strata_seam::memories::{MemoryTtls, Ttl};
 
 /// Settings of the recall tools and the embedding pipeline.
 ///
@@ -278,7 +278,7 @@ impl RecallConfig {
         for (field, chunks) in
             [("embed_max_chunks", self.embed_max_chunks), ("embed_tool_chunks", self.embed_tool_chunks)]
         {
-            if !(1..=strata_store::embeddings::MAX_CHUNKS).contains(&chunks) {
+            if !(1..=strata_seam::embeddings::MAX_CHUNKS).contains(&chunks) {
                 return invalid(field, "must be between 1 and 32");
             }
         }

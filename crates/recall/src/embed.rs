@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock, TryLockError};
 
 use fastembed::{InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel};
-use strata_store::embeddings::EmbeddingSpace;
+use strata_seam::embeddings::EmbeddingSpace;
 
 use crate::error::{Error, Result};
 

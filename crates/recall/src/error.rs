@@ -105,7 +105,7 @@ pub enum Error {
         /// The existing key it is close to.
         existing_key: String,
         /// The existing memory's category.
-        existing_category: strata_store::Category,
+        existing_category: strata_seam::Category,
         /// How they are alike.
         likeness: crate::tools::Likeness,
     },
@@ -114,7 +114,7 @@ pub enum Error {
     UnknownTool(String),
     /// The store refused or failed.
     #[error(transparent)]
-    Store(#[from] strata_store::Error),
+    Store(#[from] strata_seam::Error),
 }
 
 impl Error {
@@ -125,7 +125,7 @@ impl Error {
     /// A short machine-readable class: `invalid_argument`, `not_found`, `forbidden`,
     /// `near_duplicate_key`, `semantic_search_unavailable`, `unknown_tool`, `busy`, `internal`.
     pub fn kind(&self) -> &'static str {
-        use strata_store::Error as Store;
+        use strata_seam::Error as Store;
         match self {
             Error::InvalidArgument { .. } => "invalid_argument",
             Error::NearDuplicateKey { .. } => "near_duplicate_key",
@@ -145,8 +145,8 @@ impl Error {
         }
     }
 
-    /// The message with its causes, `: `-separated ([`strata_store::error_chain`]).
+    /// The message with its causes, `: `-separated ([`strata_seam::error_chain`]).
     pub fn chain_message(&self) -> String {
-        strata_store::error_chain(self)
+        strata_seam::error_chain(self)
     }
 }

@@ -8,12 +8,13 @@
 //!   vector tables caught up, crash-safely.
 //!
 //! Every tool is confined to the persona of the calling session: the persona is never an
-//! argument. Recalled text comes back fenced as data (see [`strata_store::fence`]).
+//! argument. Recalled text comes back fenced as data (see [`strata_seam::fence`]).
 //!
 //! ```
 //! use serde_json::json;
 //! use strata_recall::{RecallSettings, ToolContext, call_tool};
-//! use strata_store::{Backend, NewMessage, Role, Store};
+//! use strata_seam::{Conversations, NewMessage, Role};
+//! use strata_store::Store;
 //!
 //! let dir = tempfile::tempdir().unwrap();
 //! let store = Store::open(dir.path().join("strata.db")).unwrap();

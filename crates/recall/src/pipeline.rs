@@ -2,7 +2,7 @@
 //! append path.
 //!
 //! Crash safety comes from the store: a trigger queues every new row in `embedding_backlog` in
-//! the transaction that writes it, and [`Backend::put_vectors`](strata_store::Backend::put_vectors)
+//! the transaction that writes it, and [`Vectors::put_vectors`](strata_seam::Vectors::put_vectors)
 //! deletes the queue entry in the transaction that writes the vector. A batch is committed as a whole after it is embedded, so
 //! a process killed at any point loses at most the batch in flight, which is still queued and
 //! is embedded (once) by the next run.
@@ -11,8 +11,8 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use strata_store::embeddings::{BacklogItem, MAX_CHUNKS};
-use strata_store::{Backend, Role, SessionId, SharedBackend};
+use strata_seam::embeddings::{BacklogItem, MAX_CHUNKS};
+use strata_seam::{Backend, Role, SessionId, SharedBackend};
 
 use crate::config::{RecallConfig, RecallSettings};
 use crate::embed::{Embedder, chunk_text};
@@ -296,7 +296,7 @@ fn run(store: &dyn Backend, embedder: &Embedder, config: &RecallConfig, poll: Du
 
 #[cfg(test)]
 mod tests {
-    use strata_store::search::{HitId, HitKind};
+    use strata_seam::search::{HitId, HitKind};
 
     use super::*;
 

@@ -6,10 +6,12 @@
 use std::path::Path;
 
 use rusqlite::{Connection, OptionalExtension};
-use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::search::index::Deferred;
+pub(crate) use strata_seam::check::{Check, Report};
+
+use crate::kinds::FOREST_CHECKS;
 
 /// The full-text indexes, each checked against its content.
 const FTS_TABLES: [&str; 6] =
@@ -17,62 +19,6 @@ const FTS_TABLES: [&str; 6] =
 
 /// Most problems listed per check; the count says how many there were.
 const MAX_LISTED: usize = 20;
-
-/// One check of [`Report`].
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Check {
-    /// What was checked.
-    pub name: &'static str,
-    /// How many problems were found.
-    pub problems: u64,
-    /// The first problems, in words.
-    pub details: Vec<String>,
-    /// Why the check could not run this time, when it could not (not a problem of the file:
-    /// another process writing, a full disk).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub skipped: Option<String>,
-}
-
-/// What `strata doctor` found.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Report {
-    /// Every check, in the order run.
-    pub checks: Vec<Check>,
-    /// Rows still waiting for a vector (not a problem: the embedder catches up).
-    pub embedding_backlog: u64,
-}
-
-impl Report {
-    /// Whether every check passed.
-    pub fn healthy(&self) -> bool {
-        self.checks.iter().all(|check| check.problems == 0)
-    }
-}
-
-/// The forest's checks, each one query whose rows are its problems, in SQL both backends read
-/// alike: (what holds, the query).
-pub const FOREST_CHECKS: [(&str, &str); 3] = [
-    (
-        "each merged node's parent is one level up and spans it",
-        "SELECT 'node ' || c.id || ' (level ' || c.level || ', seq ' || c.first_seq || '-' || c.last_seq ||
-                ') has parent ' || p.id || ' (level ' || p.level || ', seq ' || p.first_seq || '-' || p.last_seq || ')'
-         FROM summary_nodes c JOIN summary_nodes p ON p.id = c.parent_id
-         WHERE p.level <> c.level + 1 OR p.session_id <> c.session_id
-            OR c.first_seq < p.first_seq OR c.last_seq > p.last_seq
-            OR c.start_time < p.start_time - 0.001 OR c.end_time > p.end_time + 0.001",
-    ),
-    (
-        "node time ranges run forward",
-        "SELECT 'node ' || id || ' starts after it ends' FROM summary_nodes WHERE start_time > end_time",
-    ),
-    (
-        "no two Level-0 nodes overlap",
-        "SELECT 'nodes ' || a.id || ' and ' || b.id || ' overlap in session ' || a.session_id
-         FROM summary_nodes a JOIN summary_nodes b
-           ON a.session_id = b.session_id AND a.level = 0 AND b.level = 0 AND a.id < b.id
-          AND a.first_seq <= b.last_seq AND b.first_seq <= a.last_seq",
-    ),
-];
 
 /// A check whose problems are the rows of `sql` (one text column each), all counted, the
 /// first [`MAX_LISTED`] kept.

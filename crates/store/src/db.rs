@@ -104,7 +104,7 @@ pub(crate) fn open_connection(path: &Path, busy_timeout: Duration, access: Acces
     }
     let wal_had_frames = wal_has_frames(path);
     let conn = Connection::open_with_flags(path, FLAGS)
-        .map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
+        .map_err(|source| Error::Open { path: path.to_path_buf(), source: source.into() })?;
     init_connection(&conn, busy_timeout)?;
     // This connection only decides on the file; closed as the last one, SQLite would
     // checkpoint a `-wal` left by a crash into the file and delete it, which for a damaged one
@@ -195,7 +195,7 @@ fn probe(path: &Path, busy_timeout: Duration) -> Result<()> {
         &uri,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
-    .map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
+    .map_err(|source| Error::Open { path: path.to_path_buf(), source: source.into() })?;
     // A writer in rollback mode holds a lock that readers wait for.
     probe.busy_timeout(busy_timeout.min(MAX_BUSY_TIMEOUT))?;
     let application_id: i64 = probe.query_row("PRAGMA application_id", [], |row| row.get(0))?;

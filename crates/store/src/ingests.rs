@@ -12,31 +12,10 @@
 //! first message that differs.
 
 use rusqlite::{Connection, params};
-use sha2::{Digest, Sha256};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::types::{SessionId, to_unix};
-
-/// The sha-256 of one transcript line, as
-/// [`IncomingMessage::line_digest`](crate::transfer::IncomingMessage::line_digest) holds it.
-pub fn line_digest(line: &str) -> [u8; 32] {
-    Sha256::digest(line.as_bytes()).into()
-}
-
-/// The chained digests of a session's lines: element `i` covers lines `0..=i`.
-pub fn chain(lines: &[[u8; 32]]) -> Vec<String> {
-    let mut digest = [0u8; 32];
-    lines
-        .iter()
-        .map(|line| {
-            let mut hasher = Sha256::new();
-            hasher.update(digest);
-            hasher.update(line);
-            digest = hasher.finalize().into();
-            digest.iter().map(|b| format!("{b:02x}")).collect()
-        })
-        .collect()
-}
+pub(crate) use strata_seam::maintenance::{matching_run, recognize_transcript};
 
 /// How many of the leading lines a recorded run of this session already stored: the longest
 /// recorded run whose digest matches the chain at its length.
@@ -48,19 +27,6 @@ pub(crate) fn already_stored(conn: &Connection, session: SessionId, chain: &[Str
         |row| Ok((row.get(0)?, row.get(1)?)),
     )?;
     Ok(matching_run(runs, chain))
-}
-
-/// Of a session's recorded runs (digest, lines), the length of the longest whose digest is
-/// the chain's at that length; 0 when none is. Shared by every backend.
-pub fn matching_run(runs: impl IntoIterator<Item = (String, i64)>, chain: &[String]) -> usize {
-    runs.into_iter()
-        .filter(|(digest, lines)| {
-            usize::try_from(*lines).ok().and_then(|n| n.checked_sub(1)).and_then(|n| chain.get(n))
-                == Some(digest)
-        })
-        .map(|(_, lines)| lines as usize)
-        .max()
-        .unwrap_or(0)
 }
 
 /// When no recorded run matches the chain (a line was edited, or the file was cut short), how
@@ -76,7 +42,7 @@ pub(crate) fn stored_by_content(
     conn: &Connection,
     session: SessionId,
     key: &str,
-    messages: &[&crate::NewMessage],
+    messages: &[&crate::types::NewMessage],
 ) -> Result<usize> {
     let starts: Vec<i64> = crate::db::query_all(
         conn,
@@ -94,61 +60,6 @@ pub(crate) fn stored_by_content(
     recognize_transcript(&starts, &mut at, key, messages)
 }
 
-/// Which leading lines of a transcript a session already holds, over any backend: `starts`
-/// are the first seqs of the session's recorded runs, `at` reads the stored (role, content)
-/// at a seq. Shared by every backend, so an edited transcript is recognized and refused alike
-/// on each.
-pub fn recognize_transcript(
-    starts: &[i64],
-    at: &mut dyn FnMut(i64) -> Result<Option<(String, String)>>,
-    key: &str,
-    messages: &[&crate::NewMessage],
-) -> Result<usize> {
-    let Some(first) = messages.first() else { return Ok(0) };
-    let same = |message: &crate::NewMessage, (role, content): &(String, String)| {
-        message.role.as_str() == role && &message.content == content
-    };
-    // The edited start whose matching prefix is longest: (matched, seq that differs).
-    let mut edited: Option<(usize, i64)> = None;
-    for &start in starts {
-        if !at(start)?.is_some_and(|row| same(first, &row)) {
-            continue;
-        }
-        // Every position both hold is compared: the leading run that matches, the first that
-        // differs, and how many match in all.
-        let (mut matched, mut differs, mut alike, mut compared) = (0, None, 0usize, 0usize);
-        for (offset, message) in messages.iter().enumerate() {
-            let Some(row) = at(start + offset as i64)? else { break };
-            compared += 1;
-            if same(message, &row) {
-                alike += 1;
-                if differs.is_none() {
-                    matched += 1;
-                }
-            } else if differs.is_none() {
-                differs = Some(start + offset as i64);
-            }
-        }
-        match differs {
-            None => return Ok(matched),
-            // Most of it is the stored conversation: the same transcript, edited. Another file
-            // that merely opens with the same line ("ok") differs at most places: not this one.
-            Some(seq) if alike >= 2 && alike * 2 > compared => {
-                if edited.is_none_or(|(longest, _)| matched > longest) {
-                    edited = Some((matched, seq));
-                }
-            }
-            Some(_) => {}
-        }
-    }
-    match edited {
-        Some((matched, seq)) => {
-            Err(Error::EditedTranscript { session: key.to_owned(), position: matched + 1, seq })
-        }
-        None => Ok(0),
-    }
-}
-
 /// Records a run of `chain.len()` lines of a session whose first new message got `first_seq`.
 pub(crate) fn record(
     conn: &Connection,
@@ -164,19 +75,4 @@ pub(crate) fn record(
     )?
     .execute(params![session, digest, chain.len() as i64, first_seq, to_unix(now)])?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_chain_depends_on_every_earlier_line() {
-        let a = [line_digest("a"), line_digest("b"), line_digest("c")];
-        let b = [line_digest("x"), line_digest("b"), line_digest("c")];
-        let (a, b) = (chain(&a), chain(&b));
-        assert_eq!(a.len(), 3);
-        assert!(a.iter().zip(&b).all(|(x, y)| x != y));
-        assert_eq!(chain(&[line_digest("a"), line_digest("b")]), a[..2]);
-    }
 }

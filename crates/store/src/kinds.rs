@@ -8,6 +8,9 @@
 //! statements from them too); the rest name SQLite's own indexes and the join that gives a row
 //! its persona (PostgreSQL keeps the persona on each row).
 //!
+//! It also holds the other SQL both backends read alike: the row totals ([`ROW_TOTALS`]) and
+//! the forest's checks ([`FOREST_CHECKS`]). The seam (strata-seam) holds no SQL.
+//!
 //! The aliases are fixed (`m` for messages, `n` for summary nodes, `a` for memories, `s` for
 //! the session that gives messages and nodes their persona), so that the fragments compose.
 //! Only the triggers of the schema (`schema/*.sql`) spell a kind's text again, for the
@@ -219,6 +222,37 @@ static MEMORIES: Kind = Kind {
     // Memories are indexed by triggers, in the transaction that writes them.
     deferred: None,
 };
+
+/// The row totals (`strata_seam::stats::RowTotals`): one row of four counts, in the order of
+/// its fields. Both backends read it, so what counts as a compacted message is said once.
+pub const ROW_TOTALS: &str = "SELECT (SELECT count(*) FROM sessions), (SELECT count(*) FROM messages),
+                          (SELECT count(*) FROM messages WHERE summary_id IS NOT NULL),
+                          (SELECT count(*) FROM agent_memories)";
+
+/// The forest's checks, each one query whose rows are its problems, in SQL both backends read
+/// alike (`strata doctor`): (what holds, the query).
+pub const FOREST_CHECKS: [(&str, &str); 3] = [
+    (
+        "each merged node's parent is one level up and spans it",
+        "SELECT 'node ' || c.id || ' (level ' || c.level || ', seq ' || c.first_seq || '-' || c.last_seq ||
+                ') has parent ' || p.id || ' (level ' || p.level || ', seq ' || p.first_seq || '-' || p.last_seq || ')'
+         FROM summary_nodes c JOIN summary_nodes p ON p.id = c.parent_id
+         WHERE p.level <> c.level + 1 OR p.session_id <> c.session_id
+            OR c.first_seq < p.first_seq OR c.last_seq > p.last_seq
+            OR c.start_time < p.start_time - 0.001 OR c.end_time > p.end_time + 0.001",
+    ),
+    (
+        "node time ranges run forward",
+        "SELECT 'node ' || id || ' starts after it ends' FROM summary_nodes WHERE start_time > end_time",
+    ),
+    (
+        "no two Level-0 nodes overlap",
+        "SELECT 'nodes ' || a.id || ' and ' || b.id || ' overlap in session ' || a.session_id
+         FROM summary_nodes a JOIN summary_nodes b
+           ON a.session_id = b.session_id AND a.level = 0 AND b.level = 0 AND a.id < b.id
+          AND a.first_seq <= b.last_seq AND b.first_seq <= a.last_seq",
+    ),
+];
 
 #[cfg(test)]
 mod tests {

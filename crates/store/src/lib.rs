@@ -1,21 +1,19 @@
-//! strata-store: the SQLite layer of strata.
+//! strata-store: the SQLite backend of strata.
 //!
 //! One file in WAL mode holds everything: sessions, the verbatim messages (append-only), the
 //! summary forest, the agent memories, and their full-text (FTS5) and vector (sqlite-vec)
-//! indexes. This crate knows nothing of LLMs, HTTP or async runtimes; it offers a typed,
-//! synchronous API: [`Store`] opens the file and implements [`Backend`], the storage seam
-//! (strata-pg implements it too), whose writes are short immediate transactions.
-//!
-//! The root holds what nearly every caller needs: [`Store`], the [`Backend`] seam, the errors
-//! and the core rows (sessions, messages, summary nodes, memories). The rest is grouped by
-//! concept: [`stats`], [`transfer`] (dump, export, import), [`forgetting`], [`search`],
-//! [`memories`] (their rules, provenance and update queue), [`secrets`] (masked in derived text), [`embeddings`], [`check`],
-//! [`location`], [`text`], [`fence`], and in [`backend`] the rules every backend shares.
+//! indexes. This crate knows nothing of LLMs, HTTP or async runtimes. [`Store`] opens the file
+//! and implements the storage seam (`strata_seam::Backend` and its roles), whose writes are
+//! short immediate transactions; the rows, the errors and the rules every backend shares are
+//! strata-seam's. What only a SQLite file has is here too: [`backup_into`] (a consistent copy
+//! of any backend into a new SQLite file), the file's own checks, and [`kinds`], the tables
+//! and columns both backends' SQL is built from.
 //!
 //! ```
-//! use strata_store::{Backend, NewMessage, NewSummary, Role, Store};
+//! use strata_seam::{Conversations, Forest, NewMessage, NewSummary, Role};
+//! use strata_store::Store;
 //!
-//! # fn main() -> Result<(), strata_store::Error> {
+//! # fn main() -> Result<(), strata_seam::Error> {
 //! let dir = tempfile::tempdir().unwrap();
 //! let store = Store::open(dir.path().join("strata.db"))?;
 //! let session = store.session("chat-1", "default")?;
@@ -41,51 +39,36 @@
 #![deny(missing_docs)]
 
 mod agent_memories;
-pub mod backend;
-pub mod check;
+mod check;
 mod db;
 mod dump;
-pub mod embeddings;
 mod error;
 mod export;
-pub mod fence;
 mod forest;
-pub mod forgetting;
+mod forgetting;
 mod ingests;
 pub mod kinds;
 mod load;
-pub mod location;
-pub mod maintenance;
-pub mod memories;
 mod messages;
 mod metrics;
 mod migrate;
 mod outline;
 mod provenance;
 mod queues;
-pub mod search;
-pub mod secrets;
+mod search;
 mod sessions;
-pub mod stats;
 mod store;
-pub mod text;
-pub mod transfer;
 mod types;
 mod usage;
 mod vec;
 mod vectors;
 mod watermark;
 
-pub use crate::backend::{Backend, Lease, SharedBackend, Snapshot, read_consistent};
-pub use crate::error::{Error, Missing, Result, error_chain};
-pub use crate::maintenance::Maintenance;
-pub use crate::outline::MessageOutline;
-pub use crate::sessions::SessionOverview;
+pub use crate::dump::Dump;
+pub use crate::load::backup_into;
 pub use crate::store::Store;
-pub use crate::types::{
-    Category, Level, Memory, MemoryId, Message, MessageId, NewMessage, NewSummary, NodeId, Role, Session,
-    SessionId, SummaryNode, ToolCall,
-};
-// What only tests read: the schema's version.
+// What only tests read: the schema's version, the stored vectors and their counts.
 #[cfg(any(test, feature = "test-support"))]
 pub use crate::migrate::SCHEMA_VERSION;
+#[cfg(any(test, feature = "test-support"))]
+pub use crate::vectors::{Embeddings, VectorCounts};

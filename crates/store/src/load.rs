@@ -6,34 +6,16 @@
 use chrono::Utc;
 use rusqlite::{Transaction, params};
 
-use crate::backend::to_unix;
 use crate::dump::{Source, StoredMemory};
 use crate::error::{Error, Result};
 use crate::search::HitKind;
 use crate::store::Store;
 use crate::vectors::{self, MAX_CHUNKS};
+pub(crate) use strata_seam::backend::to_unix;
+pub(crate) use strata_seam::transfer::Copied;
 
 /// Rows a batch reads from the source.
 const BATCH: usize = 2_000;
-
-/// What a copy wrote, table by table.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Copied {
-    /// Sessions.
-    pub sessions: u64,
-    /// Messages.
-    pub messages: u64,
-    /// Summary nodes.
-    pub nodes: u64,
-    /// Memories (with their versions).
-    pub memories: u64,
-    /// Facts and proposals in the queue.
-    pub queued: u64,
-    /// Chunk vectors.
-    pub vectors: u64,
-    /// Rows still waiting for a vector.
-    pub backlog: u64,
-}
 
 impl Store {
     /// Fills this database, which must hold no session, with everything `dump` reads;
@@ -51,7 +33,7 @@ impl Store {
             load(tx, dump, &mut progress)
         })?;
         // The copied rows are indexed for search now, not by the first bot that searches.
-        crate::Backend::catch_up_search_index(self)?;
+        strata_seam::Search::catch_up_search_index(self)?;
         Ok(copied)
     }
 }
@@ -262,12 +244,16 @@ fn copy_memory(tx: &Transaction<'_>, stored: &StoredMemory) -> Result<()> {
     Ok(())
 }
 
-/// Copies the database `source` reads into the new SQLite file `dest` in one transaction
-/// (the default [`Maintenance::backup`](crate::maintenance::Maintenance::backup)); on failure
-/// the file and its companions are removed, so no half copy is left.
-pub(crate) fn backup_into<S>(source: &S, dest: &std::path::Path) -> Result<()>
+/// Copies the database `source` reads ([`Maintenance::read_dump`]) into the new SQLite file
+/// `dest` in one transaction: the backup of a backend without a file of its own (PostgreSQL's
+/// [`Maintenance::backup`]). On failure the file and its companions are removed, so no half
+/// copy is left.
+///
+/// [`Maintenance::read_dump`]: strata_seam::Maintenance::read_dump
+/// [`Maintenance::backup`]: strata_seam::Maintenance::backup
+pub fn backup_into<S>(source: &S, dest: &std::path::Path) -> Result<()>
 where
-    S: crate::maintenance::Maintenance + ?Sized,
+    S: strata_seam::maintenance::Maintenance + ?Sized,
 {
     if dest.exists() {
         return Err(Error::Invalid {

@@ -6,53 +6,8 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::db::query_all;
 use crate::error::{Error, Missing, Result};
-use crate::sessions::validate_name;
-use crate::types::{Message, MessageId, NewMessage, Role, SessionId, to_unix};
-
-/// The longest speaker name and the longest tool call id.
-const MAX_NAME_CHARS: usize = 64;
-const MAX_CALL_ID_CHARS: usize = 256;
-
-/// Checks a message before it is stored. Its speaker name and its tool call ids go to the model
-/// verbatim, as fields of the wire format, so they must be one-line text: a name with a line
-/// break could write a line of its own, and a call id that is not a string cannot be answered.
-pub fn validate(message: &NewMessage) -> Result<()> {
-    if let Some(calls) = &message.tool_calls {
-        let Some(calls) = calls.as_array() else {
-            return Err(Error::invalid("tool_calls", "must be a JSON array"));
-        };
-        if message.role != Role::Assistant {
-            return Err(Error::invalid("tool_calls", "only assistant messages make tool calls"));
-        }
-        for (index, call) in calls.iter().enumerate() {
-            if !call.is_object() {
-                return Err(Error::invalid("tool_calls", format!("call {index} is not a JSON object")));
-            }
-            match call.get("id") {
-                None => {}
-                Some(serde_json::Value::String(id)) => {
-                    validate_name("tool call id", id, MAX_CALL_ID_CHARS)?;
-                }
-                Some(other) => {
-                    return Err(Error::invalid(
-                        "tool call id",
-                        format!("call {index} has id {other}, which is not a string"),
-                    ));
-                }
-            }
-        }
-    }
-    if let Some(id) = &message.tool_call_id {
-        if message.role != Role::Tool {
-            return Err(Error::invalid("tool_call_id", "only tool messages answer a tool call"));
-        }
-        validate_name("tool_call_id", id, MAX_CALL_ID_CHARS)?;
-    }
-    if let Some(name) = &message.name {
-        validate_name("name", name, MAX_NAME_CHARS)?;
-    }
-    Ok(())
-}
+use crate::types::FromRow;
+use crate::types::{Message, MessageId, NewMessage, SessionId, to_unix};
 
 /// What an append did.
 #[derive(Debug, Default)]
@@ -76,7 +31,7 @@ pub struct Appended {
 /// writers never hand out the same number.
 pub fn append(conn: &Connection, session: SessionId, messages: &[NewMessage]) -> Result<Appended> {
     for message in messages {
-        validate(message)?;
+        message.validate()?;
     }
     let next_seq = next_seq(conn, session)?;
     let mut insert = conn.prepare_cached(
@@ -183,7 +138,7 @@ pub fn range(conn: &Connection, session: SessionId, seqs: RangeInclusive<i64>) -
 }
 
 /// The messages a Level-0 node covers, in order.
-pub fn covered_by(conn: &Connection, node: crate::NodeId) -> Result<Vec<Message>> {
+pub fn covered_by(conn: &Connection, node: crate::types::NodeId) -> Result<Vec<Message>> {
     let sql = format!("SELECT {} FROM messages m WHERE m.summary_id = ?1 ORDER BY m.seq", Message::COLUMNS);
     query_all(conn, &sql, [node], Message::from_row)
 }

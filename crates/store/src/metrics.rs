@@ -8,129 +8,11 @@
 //! MCP client's) are counted only in the process that ran them.
 
 use rusqlite::Connection;
-use serde::Serialize;
 
 use crate::db::query_all;
 use crate::error::Result;
 use crate::store::Store;
-
-/// The nodes one summarizer wrote at one level.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct NodeTotals {
-    /// Model id, `extractive` or `raw-archive`.
-    pub summarizer: String,
-    /// The level.
-    pub level: i64,
-    /// Nodes.
-    pub nodes: u64,
-    /// Tokens of their sources (what was folded).
-    pub source_tokens: u64,
-    /// Tokens of the summaries (what replaced it).
-    pub tokens: u64,
-}
-
-/// LLM calls of one purpose, caller and model, summed over time.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct CallTotals {
-    /// `summary` or `chat`.
-    pub purpose: String,
-    /// The summarizer's name, or `chat`.
-    pub caller: String,
-    /// The model.
-    pub model: String,
-    /// Calls.
-    pub calls: u64,
-    /// Failed calls.
-    pub failures: u64,
-    /// Prompt tokens the server reported.
-    pub prompt_tokens: u64,
-    /// Completion tokens the server reported.
-    pub completion_tokens: u64,
-    /// Milliseconds spent.
-    pub millis: u64,
-}
-
-/// The stored results of one tool.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct ToolTotals {
-    /// The tool's name.
-    pub tool: String,
-    /// Results stored.
-    pub calls: u64,
-    /// Of those, results that found something.
-    pub hits: u64,
-    /// Of those, error answers.
-    pub errors: u64,
-}
-
-/// Everything [`Backend::metrics`](crate::Backend::metrics) reads.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct StoreMetrics {
-    /// Sessions.
-    pub sessions: u64,
-    /// Messages.
-    pub messages: u64,
-    /// Messages covered by a Level-0 node.
-    pub compacted_messages: u64,
-    /// Memories.
-    pub memories: u64,
-    /// Nodes per summarizer and level.
-    pub nodes: Vec<NodeTotals>,
-    /// Summaries the quality gate refused, per summarizer and reason.
-    pub rejections: Vec<(String, String, u64)>,
-    /// LLM calls.
-    pub calls: Vec<CallTotals>,
-    /// Tool results stored, per tool.
-    pub tools: Vec<ToolTotals>,
-    /// Rows waiting for a vector.
-    pub embedding_backlog: u64,
-    /// Forgets done.
-    pub forgets: u64,
-    /// The database file's size.
-    pub file_bytes: u64,
-    /// The write-ahead log's size.
-    pub wal_bytes: u64,
-}
-
-/// The row totals both `strata stats` and `strata metrics` report, from one query both
-/// backends read alike ([`RowTotals::QUERY`]): what counts as a compacted message is said once.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RowTotals {
-    /// Sessions.
-    pub sessions: u64,
-    /// Messages.
-    pub messages: u64,
-    /// Messages covered by a Level-0 node.
-    pub compacted_messages: u64,
-    /// Memories.
-    pub memories: u64,
-}
-
-impl RowTotals {
-    /// One row of four counts, in the order of the fields.
-    pub const QUERY: &str = "SELECT (SELECT count(*) FROM sessions), (SELECT count(*) FROM messages),
-                                    (SELECT count(*) FROM messages WHERE summary_id IS NOT NULL),
-                                    (SELECT count(*) FROM agent_memories)";
-
-    /// The totals from [`RowTotals::QUERY`]'s four counts.
-    pub fn from_counts([sessions, messages, compacted_messages, memories]: [i64; 4]) -> RowTotals {
-        let n = |count: i64| count.max(0) as u64;
-        RowTotals {
-            sessions: n(sessions),
-            messages: n(messages),
-            compacted_messages: n(compacted_messages),
-            memories: n(memories),
-        }
-    }
-
-    /// Reads them on SQLite.
-    pub(crate) fn read(conn: &Connection) -> Result<RowTotals> {
-        let counts = conn.query_row(RowTotals::QUERY, [], |row| {
-            Ok([row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?])
-        })?;
-        Ok(RowTotals::from_counts(counts))
-    }
-}
+pub(crate) use strata_seam::stats::{CallTotals, NodeTotals, RowTotals, StoreMetrics, ToolTotals};
 
 fn count(conn: &Connection, sql: &str) -> Result<u64> {
     Ok(conn.query_row(sql, [], |row| row.get::<_, i64>(0))?.max(0) as u64)
@@ -202,7 +84,7 @@ pub(crate) fn read(store: &Store) -> Result<StoreMetrics> {
         )?;
         let mut wal = path.as_os_str().to_owned();
         wal.push("-wal");
-        let totals = RowTotals::read(conn)?;
+        let totals = crate::metrics::row_totals(conn)?;
         Ok(StoreMetrics {
             sessions: totals.sessions,
             messages: totals.messages,
@@ -218,4 +100,12 @@ pub(crate) fn read(store: &Store) -> Result<StoreMetrics> {
             wal_bytes: std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0),
         })
     })
+}
+
+/// The row totals, read on SQLite.
+pub(crate) fn row_totals(conn: &Connection) -> Result<RowTotals> {
+    let counts = conn.query_row(crate::kinds::ROW_TOTALS, [], |row| {
+        Ok([row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?])
+    })?;
+    Ok(RowTotals::from_counts(counts))
 }

@@ -9,34 +9,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
-use serde::Serialize;
 
-use crate::backend::{CompactionState, Snapshot};
 use crate::db::query_all;
 use crate::error::Result;
 use crate::store::Store;
-use crate::types::{
-    Category, Level, Memory, Message, MessageId, NodeId, Role, Session, SessionId, SummaryNode, from_unix,
-};
-
-/// A message without its text: what the compactor needs to plan cuts and budgets.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct MessageOutline {
-    /// Database id.
-    pub id: MessageId,
-    /// 0-based position in its session.
-    pub seq: i64,
-    /// Who sent it.
-    pub role: Role,
-    /// Cached token count.
-    pub token_count: u32,
-    /// Never compacted.
-    pub pinned: bool,
-    /// The Level-0 node covering it, if any.
-    pub summary_id: Option<NodeId>,
-    /// When it was sent.
-    pub created_at: DateTime<Utc>,
-}
+use crate::types::FromRow;
+use crate::types::{Category, Level, Memory, Message, Session, SessionId, SummaryNode, from_unix};
+pub(crate) use strata_seam::MessageOutline;
+pub(crate) use strata_seam::backend::{CompactionState, Snapshot};
 
 /// The outline of every message of a session, in seq order.
 pub fn outline(conn: &Connection, session: SessionId) -> Result<Vec<MessageOutline>> {

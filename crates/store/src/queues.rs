@@ -7,7 +7,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use crate::agent_memories::{self, MemoryWrite};
 use crate::db::query_all;
 use crate::error::{Error, Missing, Result};
-use crate::provenance::Provenance;
+use crate::types::FromRow;
 use crate::types::{Category, Memory, MemoryUpdate, NodeId, QueuedUpdate, UpdateId, Writer, to_unix};
 
 /// Queues the facts found by the summary of `node`, for the persona of its session. Call in
@@ -62,7 +62,7 @@ pub fn propose(conn: &Connection, id: UpdateId, key: &str, title: &str, content:
         .optional()?;
     let category = category.and_then(|name| name.parse().ok()).unwrap_or(Category::UserPreferences);
     // A proposal obeys the rules of the memory it would become, so accepting never fails.
-    agent_memories::validate(&MemoryWrite { category, key, title, content })?;
+    strata_seam::backend::validate_memory(&MemoryWrite { category, key, title, content })?;
     conn.prepare_cached(
         "DELETE FROM memory_updates WHERE state = 'proposed' AND key = ?2
              AND role = (SELECT role FROM memory_updates WHERE id = ?1)",
@@ -87,7 +87,7 @@ pub fn propose_stated(
     now: DateTime<Utc>,
 ) -> Result<()> {
     // A proposal obeys the rules of the memory it would become, so accepting never fails.
-    agent_memories::validate(&MemoryWrite {
+    strata_seam::backend::validate_memory(&MemoryWrite {
         category: update.category,
         key: &update.key,
         title: &update.title,
@@ -136,22 +136,10 @@ fn proposal(conn: &Connection, persona: &str, key: &str) -> Result<QueuedUpdate>
 /// update consolidation held back), and the proposal is gone. Both in the caller's transaction.
 pub fn accept(conn: &Connection, persona: &str, key: &str, now: DateTime<Utc>) -> Result<Memory> {
     let found = proposal(conn, persona, key)?;
-    let (write, provenance) = accepted(&found);
+    let (write, provenance) = strata_seam::backend::accepted_proposal(&found);
     let (memory, _) = agent_memories::upsert(conn, Writer::User, persona, &write, &provenance, now)?;
     conn.prepare_cached("DELETE FROM memory_updates WHERE id = ?1")?.execute([found.id])?;
     Ok(memory)
-}
-
-/// What an accepted proposal is saved as: the user's memory of its category, sourced to the
-/// proposal (and the summary that found it).
-pub fn accepted(proposal: &QueuedUpdate) -> (MemoryWrite<'_>, Provenance) {
-    let write = MemoryWrite {
-        category: proposal.update.category,
-        key: &proposal.update.key,
-        title: &proposal.update.title,
-        content: &proposal.update.content,
-    };
-    (write, Provenance::proposal(proposal.node_id))
 }
 
 /// The user rejects a proposal; it is deleted.

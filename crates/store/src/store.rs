@@ -10,17 +10,13 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior};
-use serde::Serialize;
 
 use crate::agent_memories::{self, MemoryWrite};
-use crate::backend::{Backend, Lease, Snapshot};
-use crate::check::{self, Report};
+use crate::check;
 use crate::db::{self, Pool};
 use crate::error::{Error, Result};
 use crate::export::{ExportScope, ExportedMessage};
-use crate::forgetting::{ForgetPlan, ForgetRecord, ForgetScope, Forgotten, Rebuilt};
-use crate::maintenance::Maintenance;
-use crate::metrics::{self, RowTotals, StoreMetrics};
+use crate::metrics::{self, StoreMetrics};
 use crate::outline::{self, MessageOutline};
 use crate::provenance::{MemoryVersion, Provenance};
 use crate::search::index::Deferred;
@@ -33,6 +29,13 @@ use crate::types::{
 use crate::usage::{self, LlmCall};
 use crate::vectors::{self, BacklogItem, EmbeddingSpace};
 use crate::{forest, ingests, messages, migrate, queues, watermark};
+pub(crate) use strata_seam::backend::{Backend, Lease, Snapshot};
+use strata_seam::check::Report;
+pub(crate) use strata_seam::forgetting::{ForgetPlan, ForgetRecord, ForgetScope, Forgotten, Rebuilt};
+pub(crate) use strata_seam::maintenance::Maintenance;
+pub(crate) use strata_seam::stats::{RejectionCount, Stats, SummarizerStats};
+pub(crate) use strata_seam::transfer::{Imported, IncomingMessage};
+pub(crate) use strata_seam::{Conversations, Forest, Memories, Search, Vectors};
 
 /// Rows indexed per transaction when a writer catches the search indexes up: short enough
 /// that other writers wait milliseconds for the lock, not the whole catch-up.
@@ -41,81 +44,6 @@ const INDEX_BATCH: usize = 2_000;
 /// Appends of at most this many messages are indexed for search in their own transaction
 /// (when nothing older waits); larger ones are indexed later, in batches.
 const SYNC_INDEX_MAX: usize = 16;
-
-/// A message to append to a session named by key, as read from a transcript.
-#[derive(Clone, Debug, PartialEq)]
-pub struct IncomingMessage {
-    /// The session's key; created on first use.
-    pub session_key: String,
-    /// The persona a new session is bound to (must match an existing one).
-    pub persona: String,
-    /// The message.
-    pub message: NewMessage,
-    /// The sha-256 of the transcript line it was read from
-    /// ([`line_digest`](crate::transfer::line_digest)). When every message of a session in a
-    /// call has one, re-running the same transcript skips what an earlier run stored (see
-    /// [`Store::append_many`]).
-    pub line_digest: Option<[u8; 32]>,
-}
-
-/// What [`Store::append_many`] did.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Imported {
-    /// The messages stored by this call, in order.
-    pub ids: Vec<MessageId>,
-    /// Messages not stored again: lines an earlier run of the same transcript stored, and
-    /// messages whose `external_id` their session already held.
-    pub skipped: usize,
-}
-
-/// Counts for `strata stats`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct Stats {
-    /// Sessions.
-    pub sessions: u64,
-    /// Messages.
-    pub messages: u64,
-    /// Messages covered by a Level-0 node.
-    pub compacted_messages: u64,
-    /// Sum of cached message token counts.
-    pub message_tokens: u64,
-    /// Summary nodes per level, index = level.
-    pub nodes_per_level: Vec<u64>,
-    /// Agent memories.
-    pub memories: u64,
-    /// Rows waiting for a vector.
-    pub embedding_backlog: u64,
-    /// Size of the database file (without the WAL), in bytes.
-    pub file_bytes: u64,
-    /// What each summarizer has written: the compaction accounting.
-    pub summarizers: Vec<SummarizerStats>,
-    /// Summaries the quality gate refused, per summarizer and reason.
-    pub rejections: Vec<RejectionCount>,
-}
-
-/// How many summaries of one summarizer the quality gate refused for one reason.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct RejectionCount {
-    /// Model id or `extractive`.
-    pub summarizer: String,
-    /// `empty`, `oversized`, `not_compressed`, `near_copy` or `malformed`.
-    pub reason: String,
-    /// Refusals so far.
-    pub count: u64,
-}
-
-/// The work of one summarizer, derived from the nodes it wrote.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct SummarizerStats {
-    /// Model id, `extractive` or `raw-archive`.
-    pub summarizer: String,
-    /// Nodes it wrote.
-    pub nodes: u64,
-    /// Tokens it was given (messages for Level-0 nodes, child summaries above).
-    pub tokens_in: u64,
-    /// Tokens it wrote.
-    pub tokens_out: u64,
-}
 
 /// A strata database: one SQLite file in WAL mode, shared by a pool of connections.
 ///
@@ -281,7 +209,7 @@ impl Store {
     /// session already holds is skipped too.
     ///
     /// The messages are not indexed for search: the caller catches the index up once the call
-    /// returns, with [`Backend::catch_up_search_index`] or, to show progress,
+    /// returns, with [`Search::catch_up_search_index`] or, to show progress,
     /// [`Store::index_messages`] in a loop. Until then `memory_grep` still finds them (it reads
     /// the unindexed rows) but `memory_search` ranks only indexed ones.
     pub fn append_many(&self, incoming: &[IncomingMessage]) -> Result<Imported> {
@@ -314,7 +242,7 @@ impl Store {
                     });
                 }
                 let digests: Option<Vec<[u8; 32]>> = group.iter().map(|item| item.line_digest).collect();
-                let chain = digests.as_deref().map(ingests::chain).unwrap_or_default();
+                let chain = digests.as_deref().map(strata_seam::maintenance::chain).unwrap_or_default();
                 let mut done = ingests::already_stored(tx, session.id, &chain)?;
                 if done == 0 && !chain.is_empty() {
                     // An edited or shortened version of a transcript imported before.
@@ -335,7 +263,7 @@ impl Store {
     /// Every message of a session, in order.
     #[cfg(any(test, feature = "test-support"))]
     pub fn all_messages(&self, session: SessionId) -> Result<Vec<Message>> {
-        Backend::messages(self, session, 0..=i64::MAX)
+        Conversations::messages(self, session, 0..=i64::MAX)
     }
 
     /// Every message of a persona or a session with every stored field, for a lossless
@@ -423,11 +351,23 @@ impl Lease for FileLease {}
 
 /// Every method is one short transaction on the pool (or one read); see [`Backend`] for what
 /// each promises.
+impl From<Store> for strata_seam::SharedBackend {
+    fn from(store: Store) -> strata_seam::SharedBackend {
+        std::sync::Arc::new(store)
+    }
+}
+
 impl Backend for Store {
     fn name(&self) -> &'static str {
         "sqlite"
     }
 
+    fn read_snapshot(&self, f: &mut dyn FnMut(&dyn Snapshot) -> Result<()>) -> Result<()> {
+        self.read_consistent(|reader| f(reader))
+    }
+}
+
+impl Conversations for Store {
     fn session(&self, key: &str, persona: &str) -> Result<Session> {
         // An existing session is only read: opening one (as `strata mcp` does at start) must
         // not wait for another process's long write, nor need room on the disk.
@@ -497,6 +437,27 @@ impl Backend for Store {
         self.read(|conn| sessions::recent_uncovered(conn, session, limit))
     }
 
+    fn token_encoding(&self) -> Result<Option<String>> {
+        self.read(|conn| {
+            Ok(conn
+                .prepare_cached("SELECT encoding FROM token_encoding WHERE id = 1")?
+                .query_row([], |row| row.get(0))
+                .optional()?)
+        })
+    }
+
+    fn claim_token_encoding(&self, encoding: &str) -> Result<String> {
+        self.write(|tx| {
+            tx.prepare_cached("INSERT OR IGNORE INTO token_encoding (id, encoding) VALUES (1, ?1)")?
+                .execute([encoding])?;
+            Ok(tx
+                .prepare_cached("SELECT encoding FROM token_encoding WHERE id = 1")?
+                .query_row([], |row| row.get(0))?)
+        })
+    }
+}
+
+impl Forest for Store {
     fn insert_leaves(
         &self,
         session: SessionId,
@@ -560,10 +521,6 @@ impl Backend for Store {
         self.read(|conn| forest::first_raw_archive(conn, session))
     }
 
-    fn read_snapshot(&self, f: &mut dyn FnMut(&dyn Snapshot) -> Result<()>) -> Result<()> {
-        self.read_consistent(|reader| f(reader))
-    }
-
     fn set_summarizer_failures(&self, session: SessionId, failures: u32) -> Result<()> {
         forest::set_summarizer_failures(self, session, failures)
     }
@@ -572,40 +529,25 @@ impl Backend for Store {
         forest::count_rejection(self, summarizer, reason)
     }
 
-    fn record_llm_calls(&self, calls: &[LlmCall]) -> Result<()> {
-        usage::record(self, calls)
+    fn compaction_lease(&self, session: SessionId) -> Result<Option<Box<dyn Lease>>> {
+        let mut path = self.path().as_os_str().to_owned();
+        path.push(format!("-lease-{session}"));
+        let file = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|source| Error::Lease { path: path.clone().into(), source })?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(Box::new(FileLease(file)))),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+            Err(std::fs::TryLockError::Error(source)) => Err(Error::Lease { path: path.into(), source }),
+        }
     }
+}
 
-    fn token_encoding(&self) -> Result<Option<String>> {
-        self.read(|conn| {
-            Ok(conn
-                .prepare_cached("SELECT encoding FROM token_encoding WHERE id = 1")?
-                .query_row([], |row| row.get(0))
-                .optional()?)
-        })
-    }
-
-    fn claim_token_encoding(&self, encoding: &str) -> Result<String> {
-        self.write(|tx| {
-            tx.prepare_cached("INSERT OR IGNORE INTO token_encoding (id, encoding) VALUES (1, ?1)")?
-                .execute([encoding])?;
-            Ok(tx
-                .prepare_cached("SELECT encoding FROM token_encoding WHERE id = 1")?
-                .query_row([], |row| row.get(0))?)
-        })
-    }
-
-    /// Indexes every message and summary node waiting for the search indexes, in batches of
-    /// their own transactions. Writers call it (the bulk writer after its append, every
-    /// compaction at its end), never a search; nothing to do (one cheap read per index) in the
-    /// common case.
-    fn catch_up_search_index(&self) -> Result<usize> {
-        let summaries =
-            if self.read(|conn| Deferred::Summaries.caught_up(conn))? { 0 } else { self.index_summaries()? };
-        Ok(self.catch_up_messages()? + summaries)
-    }
-
-    /// An update keeps the earlier text as a version ([`Backend::memory_history`]); whether
+impl Memories for Store {
+    /// An update keeps the earlier text as a version ([`Memories::memory_history`]); whether
     /// the memory is new is decided inside the write transaction, so of several writers racing
     /// to create one key exactly one hears "new".
     fn save_memory(
@@ -700,6 +642,18 @@ impl Backend for Store {
     fn reject_proposal(&self, persona: &str, key: &str) -> Result<QueuedUpdate> {
         self.write(|tx| queues::reject(tx, persona, key))
     }
+}
+
+impl Search for Store {
+    /// Indexes every message and summary node waiting for the search indexes, in batches of
+    /// their own transactions. Writers call it (the bulk writer after its append, every
+    /// compaction at its end), never a search; nothing to do (one cheap read per index) in the
+    /// common case.
+    fn catch_up_search_index(&self) -> Result<usize> {
+        let summaries =
+            if self.read(|conn| Deferred::Summaries.caught_up(conn))? { 0 } else { self.index_summaries()? };
+        Ok(self.catch_up_messages()? + summaries)
+    }
 
     /// It only reads: rows a bulk writer has not indexed yet are read and matched past the
     /// index, within the same snapshot, so they are found all the same.
@@ -720,7 +674,9 @@ impl Backend for Store {
     fn said_between(&self, filter: &SearchFilter, oldest_first: bool, offset: usize) -> Result<Vec<TextHit>> {
         self.read(|conn| search::said_between(conn, filter, oldest_first, offset))
     }
+}
 
+impl Vectors for Store {
     fn use_space(&self, space: &EmbeddingSpace) -> Result<bool> {
         self.write(|tx| vectors::use_space(tx, space))
     }
@@ -741,99 +697,6 @@ impl Backend for Store {
     /// Vectors of a model other than the space's are refused.
     fn put_vectors(&self, model: &str, items: &[(BacklogItem, Vec<Vec<f32>>)]) -> Result<usize> {
         self.write(|tx| vectors::put(tx, model, items))
-    }
-
-    fn compaction_lease(&self, session: SessionId) -> Result<Option<Box<dyn Lease>>> {
-        let mut path = self.path().as_os_str().to_owned();
-        path.push(format!("-lease-{session}"));
-        let file = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|source| Error::Lease { path: path.clone().into(), source })?;
-        match file.try_lock() {
-            Ok(()) => Ok(Some(Box::new(FileLease(file)))),
-            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
-            Err(std::fs::TryLockError::Error(source)) => Err(Error::Lease { path: path.into(), source }),
-        }
-    }
-
-    fn stats(&self) -> Result<Stats> {
-        self.read(|conn| {
-            let count = |sql: &str| -> Result<u64> {
-                Ok(conn.query_row(sql, [], |row| row.get::<_, i64>(0))? as u64)
-            };
-            let mut nodes_per_level = Vec::new();
-            let mut stmt =
-                conn.prepare("SELECT level, count(*) FROM summary_nodes GROUP BY level ORDER BY level")?;
-            for row in
-                stmt.query_map([], |row| Ok((row.get::<_, i64>(0)? as usize, row.get::<_, i64>(1)? as u64)))?
-            {
-                let (level, n) = row?;
-                nodes_per_level.resize(level + 1, 0);
-                nodes_per_level[level] = n;
-            }
-            let mut stmt = conn.prepare(
-                "SELECT summarizer, count(*), SUM(source_token_count), SUM(token_count)
-                 FROM summary_nodes GROUP BY summarizer ORDER BY count(*) DESC",
-            )?;
-            let summarizers = stmt
-                .query_map([], |row| {
-                    Ok(SummarizerStats {
-                        summarizer: row.get(0)?,
-                        nodes: row.get::<_, i64>(1)? as u64,
-                        tokens_in: row.get::<_, i64>(2)? as u64,
-                        tokens_out: row.get::<_, i64>(3)? as u64,
-                    })
-                })?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
-            let totals = RowTotals::read(conn)?;
-            Ok(Stats {
-                sessions: totals.sessions,
-                messages: totals.messages,
-                compacted_messages: totals.compacted_messages,
-                message_tokens: count("SELECT COALESCE(SUM(token_count), 0) FROM messages")?,
-                nodes_per_level,
-                memories: totals.memories,
-                embedding_backlog: crate::vectors::backlog_count(conn, None, None)?,
-                file_bytes: std::fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0),
-                summarizers,
-                rejections: rejections(conn)?,
-            })
-        })
-    }
-
-    fn metrics(&self) -> Result<StoreMetrics> {
-        metrics::read(self)
-    }
-
-    fn usage_by_day(&self) -> Result<Vec<crate::stats::UsageDay>> {
-        crate::usage::by_day(self)
-    }
-
-    /// SQLite's own check is `quick_check`, or `integrity_check` when `full`; a commit lost
-    /// with a damaged WAL is reported too.
-    fn doctor(&self, full: bool) -> Result<Report> {
-        let mut report = self.read(|conn| check::doctor(conn, full))?;
-        let mut check = check::Check {
-            name: "no committed write is missing (WAL)",
-            problems: 0,
-            details: Vec::new(),
-            skipped: None,
-        };
-        // A damaged file cannot be trusted to answer (the SQLite check said so already).
-        let lost = if report.healthy() { self.lost_commits()? } else { None };
-        if let Some((found, recorded)) = lost {
-            check.problems = recorded - found;
-            check.details.push(format!(
-                "the database holds {found} commits but {recorded} were made: the newest {} were lost with a \
-                 damaged or truncated -wal (restore a backup, or `strata doctor --accept-lost-commits`)",
-                recorded - found
-            ));
-        }
-        report.checks.push(check);
-        Ok(report)
     }
 }
 
@@ -870,17 +733,98 @@ impl Maintenance for Store {
 
     fn read_dump(
         &self,
-        f: &mut dyn FnMut(&dyn crate::transfer::Source) -> Result<crate::transfer::Copied>,
-    ) -> Result<crate::transfer::Copied> {
+        f: &mut dyn FnMut(&dyn strata_seam::transfer::Source) -> Result<strata_seam::transfer::Copied>,
+    ) -> Result<strata_seam::transfer::Copied> {
         f(&self.dump())
     }
 
     fn copy_from(
         &self,
-        dump: &dyn crate::transfer::Source,
+        dump: &dyn strata_seam::transfer::Source,
         _name: &str,
         progress: &mut dyn FnMut(&str, u64),
-    ) -> Result<crate::transfer::Copied> {
+    ) -> Result<strata_seam::transfer::Copied> {
         Store::copy_from(self, dump, progress)
+    }
+
+    fn record_llm_calls(&self, calls: &[LlmCall]) -> Result<()> {
+        usage::record(self, calls)
+    }
+
+    fn stats(&self) -> Result<Stats> {
+        self.read(|conn| {
+            let count = |sql: &str| -> Result<u64> {
+                Ok(conn.query_row(sql, [], |row| row.get::<_, i64>(0))? as u64)
+            };
+            let mut nodes_per_level = Vec::new();
+            let mut stmt =
+                conn.prepare("SELECT level, count(*) FROM summary_nodes GROUP BY level ORDER BY level")?;
+            for row in
+                stmt.query_map([], |row| Ok((row.get::<_, i64>(0)? as usize, row.get::<_, i64>(1)? as u64)))?
+            {
+                let (level, n) = row?;
+                nodes_per_level.resize(level + 1, 0);
+                nodes_per_level[level] = n;
+            }
+            let mut stmt = conn.prepare(
+                "SELECT summarizer, count(*), SUM(source_token_count), SUM(token_count)
+                 FROM summary_nodes GROUP BY summarizer ORDER BY count(*) DESC",
+            )?;
+            let summarizers = stmt
+                .query_map([], |row| {
+                    Ok(SummarizerStats {
+                        summarizer: row.get(0)?,
+                        nodes: row.get::<_, i64>(1)? as u64,
+                        tokens_in: row.get::<_, i64>(2)? as u64,
+                        tokens_out: row.get::<_, i64>(3)? as u64,
+                    })
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            let totals = crate::metrics::row_totals(conn)?;
+            Ok(Stats {
+                sessions: totals.sessions,
+                messages: totals.messages,
+                compacted_messages: totals.compacted_messages,
+                message_tokens: count("SELECT COALESCE(SUM(token_count), 0) FROM messages")?,
+                nodes_per_level,
+                memories: totals.memories,
+                embedding_backlog: crate::vectors::backlog_count(conn, None, None)?,
+                file_bytes: std::fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0),
+                summarizers,
+                rejections: rejections(conn)?,
+            })
+        })
+    }
+
+    fn metrics(&self) -> Result<StoreMetrics> {
+        metrics::read(self)
+    }
+
+    fn usage_by_day(&self) -> Result<Vec<strata_seam::stats::UsageDay>> {
+        crate::usage::by_day(self)
+    }
+
+    /// SQLite's own check is `quick_check`, or `integrity_check` when `full`; a commit lost
+    /// with a damaged WAL is reported too.
+    fn doctor(&self, full: bool) -> Result<Report> {
+        let mut report = self.read(|conn| check::doctor(conn, full))?;
+        let mut check = strata_seam::check::Check {
+            name: "no committed write is missing (WAL)",
+            problems: 0,
+            details: Vec::new(),
+            skipped: None,
+        };
+        // A damaged file cannot be trusted to answer (the SQLite check said so already).
+        let lost = if report.healthy() { self.lost_commits()? } else { None };
+        if let Some((found, recorded)) = lost {
+            check.problems = recorded - found;
+            check.details.push(format!(
+                "the database holds {found} commits but {recorded} were made: the newest {} were lost with a \
+                 damaged or truncated -wal (restore a backup, or `strata doctor --accept-lost-commits`)",
+                recorded - found
+            ));
+        }
+        report.checks.push(check);
+        Ok(report)
     }
 }

@@ -12,7 +12,6 @@ use std::collections::{HashMap, HashSet};
 
 use rusqlite::types::Value;
 use rusqlite::{Connection, MAIN_DB, OptionalExtension, params, params_from_iter};
-use serde::Serialize;
 
 use crate::db::query_all;
 use crate::error::{Error, Result};
@@ -22,49 +21,8 @@ use crate::search::{HitId, HitKind, SearchFilter};
 use crate::store::Store;
 use crate::types::{Role, SessionId};
 use crate::vec::{hamming_each, to_blob};
-
-/// Most chunks (vectors) stored per row; text past them is not embedded.
-pub const MAX_CHUNKS: usize = 32;
-
-/// A row still waiting for its vector.
-#[derive(Clone, Debug, PartialEq)]
-pub struct BacklogItem {
-    /// The row: its table and its id there.
-    pub id: HitId,
-    /// The persona it belongs to (the vector's partition).
-    pub persona: String,
-    /// The text to embed.
-    pub text: String,
-    /// The role of a message (its embedding policy depends on it); `None` for summaries and
-    /// memories.
-    pub message_role: Option<crate::types::Role>,
-}
-
-/// The model the vector tables hold vectors of.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct EmbeddingSpace {
-    /// The model's id (for example `all-MiniLM-L6-v2`).
-    pub model: String,
-    /// Dimensions of its vectors.
-    pub dimensions: usize,
-}
-
-impl EmbeddingSpace {
-    /// The rules of a space, whatever stores it: a named model, 8 to 8,192 dimensions in
-    /// whole bytes of the 1-bit vectors (a multiple of 8).
-    pub fn validate(&self) -> Result<()> {
-        if self.model.is_empty()
-            || !(1..=8192).contains(&self.dimensions)
-            || !self.dimensions.is_multiple_of(8)
-        {
-            return Err(Error::invalid(
-                "embedding space",
-                format!("model {:?} with {} dimensions", self.model, self.dimensions),
-            ));
-        }
-        Ok(())
-    }
-}
+pub(crate) use strata_seam::embeddings::{BacklogItem, EmbeddingSpace, MAX_CHUNKS};
+pub(crate) use strata_seam::search::Scan;
 
 pub(crate) fn table(kind: HitKind) -> &'static str {
     Kind::of(kind).vectors
@@ -332,7 +290,7 @@ pub fn put(conn: &Connection, model: &str, items: &[(BacklogItem, Vec<Vec<f32>>)
 
 /// How many vectors each table holds (what tests check).
 #[cfg(any(test, feature = "test-support"))]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct VectorCounts {
     /// Message vectors.
     pub messages: u64,
@@ -433,20 +391,6 @@ pub fn vector_counts(conn: &Connection) -> Result<VectorCounts> {
         summaries: count(HitKind::Summary)?,
         memories: count(HitKind::Memory)?,
     })
-}
-
-/// How a k-nearest query scans.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Scan {
-    /// Every float vector of the persona, by sqlite-vec: exact.
-    #[default]
-    Exact,
-    /// The 1-bit vectors first (32x less to read; hamming distance, in strata), then exact
-    /// cosine distances for the best `candidates` chunks, read from the float vectors.
-    Quantized {
-        /// Chunks kept from the bit scan for exact re-scoring.
-        candidates: usize,
-    },
 }
 
 /// A time or session window holding at most this many rows is searched within: its ids are
@@ -790,8 +734,8 @@ fn cosine_distance(query: &[f32], query_norm: f64, stored: &[u8]) -> f64 {
 }
 
 /// The vectors of one [`Store`] as tests read them ([`Store::embeddings`]): nearest-neighbour
-/// queries and counts. Everything else goes through [`Backend`](crate::Backend) (and the
-/// space through [`Dump::space`](crate::transfer::Dump::space)).
+/// queries and counts. Everything else goes through [`Backend`](strata_seam::Backend) (and the
+/// space through [`Dump::space`](strata_seam::transfer::Dump::space)).
 #[cfg(any(test, feature = "test-support"))]
 #[derive(Clone, Copy, Debug)]
 pub struct Embeddings<'a> {

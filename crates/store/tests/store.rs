@@ -9,12 +9,16 @@ mod store {
 use std::sync::{Arc, Barrier};
 use std::thread;
 
-use strata_store::check::Check;
-use strata_store::embeddings::EmbeddingSpace;
-use strata_store::memories::{MemoryWrite, Writer};
-use strata_store::search::{CandidateQuery, HitId, HitKind, Scan, SearchFilter, TextQuery};
-use strata_store::transfer::{IncomingMessage, Source};
-use strata_store::{Backend, Category, Error, Level, NewMessage, NewSummary, Role, Store};
+use strata_seam::check::Check;
+use strata_seam::embeddings::EmbeddingSpace;
+use strata_seam::memories::{MemoryWrite, Writer};
+use strata_seam::search::{CandidateQuery, HitId, HitKind, Scan, SearchFilter, TextQuery};
+use strata_seam::transfer::{IncomingMessage, Source};
+use strata_seam::{
+    Category, Conversations, Error, Forest, Level, Maintenance, Memories, NewMessage, NewSummary, Role,
+    Search, Vectors,
+};
+use strata_store::Store;
 
 /// The keyword side of a ranked search alone: (id, bm25 score), best first.
 fn rank_words(store: &Store, kind: HitKind, words: &[String], filter: &SearchFilter) -> Vec<(HitId, f64)> {
@@ -81,7 +85,7 @@ fn text(role: Role, content: &str) -> NewMessage {
     message
 }
 
-fn session_with(store: &Store, key: &str, persona: &str, n: usize) -> strata_store::Session {
+fn session_with(store: &Store, key: &str, persona: &str, n: usize) -> strata_seam::Session {
     let session = store.session(key, persona).unwrap();
     let messages: Vec<NewMessage> = (0..n)
         .map(|i| {
@@ -279,7 +283,7 @@ fn remember(
     category: Category,
     key: &str,
     content: &str,
-) -> strata_store::Result<strata_store::Memory> {
+) -> strata_seam::Result<strata_seam::Memory> {
     store.put_memory(writer, persona, &MemoryWrite { category, key, title: key, content })
 }
 
@@ -351,7 +355,7 @@ fn personas_are_isolated_in_listing_and_search() {
             } else {
                 let memory =
                     store.memory(persona, Category::Memo, hit.key.as_deref().unwrap()).unwrap().unwrap();
-                assert_eq!(strata_store::search::HitId::Memory(memory.id), hit.id);
+                assert_eq!(strata_seam::search::HitId::Memory(memory.id), hit.id);
             }
         }
         let hits = store
@@ -361,7 +365,7 @@ fn personas_are_isolated_in_listing_and_search() {
         // Guessing ids does not help either.
         let other_message = store.find_session(&format!("{other}-chat")).unwrap().unwrap();
         let other_id = store.all_messages(other_message.id).unwrap()[0].id;
-        assert!(matches!(Backend::message_of(&store, persona, other_id), Err(Error::NotFound(_))));
+        assert!(matches!(Conversations::message_of(&store, persona, other_id), Err(Error::NotFound(_))));
     }
 }
 
@@ -456,7 +460,7 @@ fn transcript(lines: &[(&str, &str)]) -> Vec<IncomingMessage> {
             session_key: session.into(),
             persona: "p".into(),
             message: text(Role::User, content),
-            line_digest: Some(strata_store::transfer::line_digest(&format!("{session}\t{content}"))),
+            line_digest: Some(strata_seam::transfer::line_digest(&format!("{session}\t{content}"))),
         })
         .collect()
 }
@@ -631,7 +635,7 @@ fn chunks_of_one_row_come_back_as_one_row() {
         store.embeddings().nearest(MODEL, HitKind::Message, "alice", &unit(2), 10, Scan::Exact).unwrap();
     assert_eq!(near.iter().map(|(id, _)| *id).collect::<Vec<_>>(), [backlog[0].id, backlog[1].id]);
     assert!(near[0].1.abs() < 1e-6, "the nearest chunk decides: {near:?}");
-    let too_many = vec![unit(0); strata_store::embeddings::MAX_CHUNKS + 1];
+    let too_many = vec![unit(0); strata_seam::embeddings::MAX_CHUNKS + 1];
     let fresh = store.session("b", "alice").unwrap();
     store.append(fresh.id, &[NewMessage::text(Role::User, "more")]).unwrap();
     let waiting = store.backlog(None, None, 10).unwrap();
@@ -713,7 +717,7 @@ fn a_vector_of_outdated_text_does_not_clear_the_backlog() {
 fn consistent_reads_do_not_see_a_commit_made_between_them() {
     let (_dir, store) = temp_store();
     let session = session_with(&store, "s", "p", 6);
-    let seen = strata_store::read_consistent(&store, |reader| {
+    let seen = strata_seam::read_consistent(&store, |reader| {
         let before = reader.context_messages(session.id, 0)?.len();
         // Another connection commits a compaction between two reads of the snapshot.
         store.insert_leaf(session.id, 0, 3, &summary("meanwhile")).unwrap();

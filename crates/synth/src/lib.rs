@@ -26,7 +26,7 @@ use chrono::{DateTime, Duration, TimeZone, Utc};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
-use strata_store::{NewMessage, Role};
+use strata_seam::{NewMessage, Role};
 
 mod team;
 

@@ -10,7 +10,7 @@
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use strata_store::{NewMessage, Role};
+use strata_seam::{NewMessage, Role};
 
 use super::{PlantedFact, Transcript};
 

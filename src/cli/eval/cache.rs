@@ -30,9 +30,11 @@ use serde_json::{Value, json};
 use strata::blocking::Engine;
 use strata_compactor::TokenCounter;
 use strata_compactor::context::Part;
-use strata_store::{Backend, NewMessage, Role, Store};
+use strata_seam::{NewMessage, Role};
+use strata_store::Store;
 
 use crate::cli::output::print_json;
+use strata_seam::Conversations;
 
 /// What a cached input token costs, relative to an uncached one (Anthropic's cache reads).
 const CACHED_PRICE: f64 = 0.1;

@@ -24,10 +24,12 @@ use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 use strata::blocking::Engine;
 use strata_compactor::{AssembledContext, TokenCounter};
-use strata_store::{Backend, Message, MessageId, NewMessage, Role, SessionId, Store};
+use strata_seam::{Message, MessageId, NewMessage, Role, SessionId};
+use strata_store::Store;
 
 use super::{Probe, holds_all, read_questions};
 use crate::cli::output::print_json;
+use strata_seam::{Conversations, Search};
 
 #[derive(Debug, clap::Args)]
 pub struct ContextArgs {

@@ -27,11 +27,13 @@ use serde::Serialize;
 use strata::SentenceModel;
 use strata_compactor::summarize::{EmbedError, SentenceEmbedder, SourceKind, Stopwatch, TimedSummarizer};
 use strata_compactor::{Compactor, ExtractiveSummarizer, TokenCounter};
-use strata_store::transfer::IncomingMessage;
-use strata_store::{Backend, Message, NodeId, Store, SummaryNode};
+use strata_seam::transfer::IncomingMessage;
+use strata_seam::{Message, NodeId, SummaryNode};
+use strata_store::Store;
 
 use super::{Probe, Question, content_words, holds_all, read_questions, words};
 use crate::cli::output::print_json;
+use strata_seam::{Conversations, Forest, Search};
 
 #[derive(Debug, clap::Args)]
 pub struct SummariesArgs {
@@ -132,7 +134,7 @@ struct CorpusReport {
     messages: usize,
     /// Evidence messages whose text holds every content word of the answer.
     answerable: usize,
-    nodes_per_level: BTreeMap<strata_store::Level, usize>,
+    nodes_per_level: BTreeMap<strata_seam::Level, usize>,
     level0: Retention,
     level1: Retention,
     /// Source tokens / summary tokens over the Level-0 nodes.
@@ -334,7 +336,7 @@ fn evaluate(
     let (mut leaf_source, mut leaf_tokens, mut merge_source, mut merge_tokens) = (0u64, 0u64, 0u64, 0u64);
     for node in nodes.values() {
         *nodes_per_level.entry(node.level).or_insert(0) += 1;
-        let (source, tokens) = if node.level == strata_store::Level::LEAF {
+        let (source, tokens) = if node.level == strata_seam::Level::LEAF {
             (&mut leaf_source, &mut leaf_tokens)
         } else {
             (&mut merge_source, &mut merge_tokens)

@@ -7,7 +7,7 @@
 //! A stage of its own because it only counts: it never changes what a message says, so the
 //! prefix it keeps is the same bytes the window laid out.
 
-use strata_store::{Message, Role, SummaryNode};
+use strata_seam::{Message, Role, SummaryNode};
 
 use super::context::Part;
 use super::slot::{Slot, sum, total};
@@ -106,7 +106,7 @@ pub(super) fn fit_buffer_and_scaffold(
 
 /// acknowledgement and every uncovered message, from the cached counts.
 pub(crate) fn unabridged_tokens(
-    outline: &[strata_store::MessageOutline],
+    outline: &[strata_seam::MessageOutline],
     roots: &[SummaryNode],
     config: &CompactorConfig,
     counter: &TokenCounter,

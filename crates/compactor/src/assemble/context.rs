@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 use serde_json::Value;
-use strata_store::{MessageId, SessionId};
+use strata_seam::{MessageId, SessionId};
 
 use super::recalled::RecalledBlock;
 
@@ -126,7 +126,7 @@ pub struct AssembledContext {
     /// for (proactive recall off, or no user request).
     pub recalled: Option<RecalledBlock>,
     /// One per message: the stored message as its caller sent it, where it has a body
-    /// ([`strata_store::Message::body`]), for rendering the context in another format.
+    /// ([`strata_seam::Message::body`]), for rendering the context in another format.
     #[serde(skip)]
     pub originals: Vec<Option<Original>>,
 }

@@ -10,8 +10,8 @@
 use std::collections::HashSet;
 
 use serde_json::Value;
-use strata_store::search::Recalled;
-use strata_store::{Memory, Message, MessageId, Role, SessionId, fence};
+use strata_seam::search::Recalled;
+use strata_seam::{Memory, Message, MessageId, Role, SessionId, fence};
 
 use super::budget::{fit_buffer_and_scaffold, layout_tokens};
 use super::context::{AssembledContext, ContextEntry, Original, Part, TokenAccounting};

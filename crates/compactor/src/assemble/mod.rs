@@ -29,8 +29,8 @@ mod snapshot;
 mod window;
 
 use chrono::{DateTime, Utc};
-use strata_store::search::Recalled;
-use strata_store::{NewMessage, SessionId, SharedBackend};
+use strata_seam::search::Recalled;
+use strata_seam::{NewMessage, SessionId, SharedBackend};
 
 use crate::config::CompactorSettings;
 use crate::error::Result;
@@ -93,7 +93,7 @@ impl Assembler {
         &self,
         session: SessionId,
         now: DateTime<Utc>,
-        also: impl FnOnce(&dyn strata_store::Snapshot) -> strata_store::Result<T>,
+        also: impl FnOnce(&dyn strata_seam::Snapshot) -> strata_seam::Result<T>,
     ) -> Result<(ContextSnapshot, T)> {
         ContextSnapshot::read(&*self.store, session, &self.config, now, None, also)
     }

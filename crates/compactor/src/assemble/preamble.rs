@@ -6,8 +6,8 @@
 //! so everything before it repeats byte for byte (the rule of the cache). Stored text that
 //! goes in here is collapsed to one line or fenced, so it can never forge a block.
 
-use strata_store::search::Recalled;
-use strata_store::{Memory, Message, fence};
+use strata_seam::search::Recalled;
+use strata_seam::{Memory, Message, fence};
 
 use super::context::Injection;
 use super::recalled;
@@ -125,7 +125,7 @@ pub(super) fn inject(
     fill(template, |name| match name {
         // New personas are plain names (`validate_persona`); one stored by an older strata
         // that is not goes in quoted, so it reads as a name and not as an instruction.
-        "active_role" => Some(match strata_store::backend::validate_persona(background.persona) {
+        "active_role" => Some(match strata_seam::backend::validate_persona(background.persona) {
             Ok(()) => background.persona.to_owned(),
             Err(_) => format!("{:?}", fence::one_line(background.persona)),
         }),

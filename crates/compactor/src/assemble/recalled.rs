@@ -19,9 +19,9 @@
 use std::collections::HashSet;
 
 use serde::Serialize;
-use strata_store::search::{Recalled, RecalledHit};
-use strata_store::text::truncate_chars;
-use strata_store::{Memory, Message, MessageId, fence};
+use strata_seam::search::{Recalled, RecalledHit};
+use strata_seam::text::truncate_chars;
+use strata_seam::{Memory, Message, MessageId, fence};
 
 use super::context::Part;
 use super::preamble::injection_of;
@@ -278,7 +278,7 @@ impl Layer<'_> {
 #[cfg(test)]
 mod tests {
     use chrono::{TimeZone, Utc};
-    use strata_store::{Category, Memory, MemoryId};
+    use strata_seam::{Category, Memory, MemoryId};
 
     use super::memory_line;
 

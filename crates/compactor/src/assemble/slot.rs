@@ -9,7 +9,7 @@
 use std::collections::HashSet;
 
 use serde_json::{Value, json};
-use strata_store::{Message, Role};
+use strata_seam::{Message, Role};
 
 use super::context::{ContextEntry, Original, Part};
 use crate::tokens::{TOKENS_PER_REPLY, TokenCounter};

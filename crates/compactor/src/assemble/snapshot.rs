@@ -10,7 +10,7 @@
 use std::collections::HashSet;
 
 use chrono::{DateTime, Utc};
-use strata_store::{
+use strata_seam::{
     Backend, Category, Memory, Message, MessageId, MessageOutline, NewMessage, Role, SessionId, SummaryNode,
 };
 
@@ -27,7 +27,7 @@ pub struct ContextSnapshot {
     pub(crate) session: SessionId,
     pub(crate) persona: String,
     pub(crate) plan: Plan,
-    pub(crate) outline: Vec<strata_store::MessageOutline>,
+    pub(crate) outline: Vec<strata_seam::MessageOutline>,
     pub(crate) messages: Vec<Message>,
     pub(crate) roots: Vec<SummaryNode>,
     pub(crate) preferences: Vec<Memory>,
@@ -66,11 +66,11 @@ impl ContextSnapshot {
         config: &CompactorConfig,
         now: DateTime<Utc>,
         pending: Option<NewMessage>,
-        also: impl FnOnce(&dyn strata_store::Snapshot) -> strata_store::Result<T>,
+        also: impl FnOnce(&dyn strata_seam::Snapshot) -> strata_seam::Result<T>,
     ) -> Result<(ContextSnapshot, T)> {
         // One read snapshot: a compaction committed by another process between these reads
         // could otherwise show the same messages verbatim and inside a new node.
-        Ok(strata_store::read_consistent(store, |reader| {
+        Ok(strata_seam::read_consistent(store, |reader| {
             let persona = reader.session(session)?.persona;
             // Only the live part of the session: the head and what no summary covers.
             let mut outline = reader.live_outline(session, i64::from(config.head_messages))?;
@@ -200,11 +200,11 @@ fn unstored(session: SessionId, seq: i64, new: NewMessage) -> Message {
 /// so every tool round of one turn gets the same injection (and the same bytes) however long
 /// the tools take. What the live outline leaves out (covered messages) is asked for directly.
 fn latest_request(
-    reader: &dyn strata_store::Snapshot,
+    reader: &dyn strata_seam::Snapshot,
     session: SessionId,
     outline: &[MessageOutline],
     config: &CompactorConfig,
-) -> strata_store::Result<Option<(usize, bool)>> {
+) -> strata_seam::Result<Option<(usize, bool)>> {
     let Some(latest) = outline.iter().rposition(|m| m.role == Role::User) else { return Ok(None) };
     let seq = outline[latest].seq;
     let earlier_request = outline[..latest].iter().any(|m| m.role == Role::User)

@@ -7,7 +7,7 @@
 //! the request with its preamble), while the budget only decides what is left out. Head and
 //! tail become stubs only when a huge message of theirs would make the context impossible.
 
-use strata_store::{Memory, Message, Role};
+use strata_seam::{Memory, Message, Role};
 
 use super::context::{Injection, Part};
 use super::preamble::{Background, inject, injection_of};

@@ -11,8 +11,8 @@ use std::collections::VecDeque;
 use std::sync::PoisonError;
 
 use chrono::{DateTime, Utc};
-use strata_store::backend::CompactionState;
-use strata_store::{
+use strata_seam::backend::CompactionState;
+use strata_seam::{
     Level, Memory, Message, MessageOutline, NewSummary, NodeId, SessionId, Snapshot, SummaryNode, error_chain,
 };
 
@@ -100,7 +100,7 @@ impl Planning {
         reader: &dyn Snapshot,
         session: SessionId,
         config: &CompactorSettings,
-    ) -> strata_store::Result<Planning> {
+    ) -> strata_seam::Result<Planning> {
         let outline = reader.live_outline(session, i64::from(config.head_messages))?;
         let roots = reader.roots(session, None)?;
         let plan = Plan::new(&outline, config);
@@ -120,7 +120,7 @@ impl Start {
         reader: &dyn Snapshot,
         session: SessionId,
         config: &CompactorSettings,
-    ) -> strata_store::Result<Start> {
+    ) -> strata_seam::Result<Start> {
         Ok(Start {
             persona: reader.session(session)?.persona,
             state: reader.compaction_state(session)?,
@@ -310,7 +310,7 @@ impl Compactor {
     async fn start(&self, session: SessionId) -> Result<Start> {
         let config = self.inner.config.clone();
         self.blocking(move |store| {
-            Ok(strata_store::read_consistent(store, |reader| Start::read(reader, session, &config))?)
+            Ok(strata_seam::read_consistent(store, |reader| Start::read(reader, session, &config))?)
         })
         .await
     }
@@ -319,7 +319,7 @@ impl Compactor {
     async fn planning(&self, session: SessionId) -> Result<Planning> {
         let config = self.inner.config.clone();
         self.blocking(move |store| {
-            Ok(strata_store::read_consistent(store, |reader| Planning::read(reader, session, &config))?)
+            Ok(strata_seam::read_consistent(store, |reader| Planning::read(reader, session, &config))?)
         })
         .await
     }
@@ -610,7 +610,7 @@ fn recent_turn_tokens(outline: &[MessageOutline], head_end: usize) -> u64 {
     const RECENT_TURNS: usize = 8;
     let live = head_end.min(outline.len())..outline.len();
     let turns: Vec<std::ops::Range<usize>> =
-        crate::plan::turns(live, |index| outline[index].role == strata_store::Role::User).collect();
+        crate::plan::turns(live, |index| outline[index].role == strata_seam::Role::User).collect();
     let recent = &turns[turns.len().saturating_sub(RECENT_TURNS)..];
     if recent.is_empty() {
         return 0;

@@ -3,8 +3,8 @@
 //! same quality gate as every summary. The store uses it only if the span is unchanged when
 //! its transaction runs, and writes a marker otherwise (or when the summarizer fails here).
 
-use strata_store::forgetting::KeptSpan;
-use strata_store::{Level, NewSummary, error_chain};
+use strata_seam::forgetting::KeptSpan;
+use strata_seam::{Level, NewSummary, error_chain};
 
 use super::{Compactor, source_item};
 use crate::error::Result;

@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet};
 
 use chrono::NaiveDate;
-use strata_store::Role;
+use strata_seam::Role;
 
 use super::segment::{
     DECISION_MARKERS, PROPOSAL_MARKERS, capitalize, clauses, compress_quote, content_runs, first_sentence,

@@ -37,7 +37,7 @@ use crate::tokens::{Encoding, TokenCounter};
 pub const EXTRACTIVE: &str = "extractive";
 /// The name of the flagged digests written while the summarizer is down (the store's, whose
 /// index is on it).
-pub use strata_store::backend::RAW_ARCHIVE;
+pub use strata_seam::backend::RAW_ARCHIVE;
 
 /// Why a [`SentenceEmbedder`] gave no vectors (the model is missing, it failed to run).
 pub type EmbedError = Box<dyn std::error::Error + Send + Sync>;
@@ -204,7 +204,7 @@ mod tests {
     fn request(items: Vec<SourceItem>, kind: SourceKind, target: u32) -> SummaryRequest {
         SummaryRequest {
             kind,
-            level: strata_store::Level::LEAF,
+            level: strata_seam::Level::LEAF,
             persona: "p".into(),
             items,
             source_tokens: 4_000,

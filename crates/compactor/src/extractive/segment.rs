@@ -8,7 +8,7 @@ use chrono::{Datelike, NaiveDate};
 
 use crate::summarizer::{SourceItem, one_line_within, truncate_chars};
 
-/// Function words beyond the store's list ([`strata_store::search::STOPWORDS`], the one list of common
+/// Function words beyond the store's list ([`strata_seam::search::STOPWORDS`], the one list of common
 /// English function words) that carry no fact of their own either: contractions' stems,
 /// reflexives and a few adverbs and prepositions.
 pub(super) const MORE_FUNCTION_WORDS: &[&str] = &[
@@ -314,10 +314,10 @@ pub(super) const FILE_EXTENSIONS: &[&str] = &[
     "svg",
 ];
 
-/// The function words ([`strata_store::search::STOPWORDS`], [`MORE_FUNCTION_WORDS`]) and [`FILLER`] as
+/// The function words ([`strata_seam::search::STOPWORDS`], [`MORE_FUNCTION_WORDS`]) and [`FILLER`] as
 /// one set: words that are never a fact.
 pub(super) static NOT_CONTENT: LazyLock<HashSet<&'static str>> = LazyLock::new(|| {
-    strata_store::search::STOPWORDS.iter().chain(MORE_FUNCTION_WORDS).chain(FILLER).copied().collect()
+    strata_seam::search::STOPWORDS.iter().chain(MORE_FUNCTION_WORDS).chain(FILLER).copied().collect()
 });
 
 pub(super) fn is_content(lower: &str) -> bool {

@@ -4,9 +4,10 @@ use std::sync::Arc;
 
 use strata_compactor::context::Part;
 use strata_compactor::{CompactorConfig, ExtractiveSummarizer, Outcome, ToolNames, render_tree};
-use strata_store::{Backend, NewMessage, Role};
+use strata_seam::{NewMessage, Role};
 
 use crate::util::{Fixture, Turn, fixture, fixture_as_configured, t0, tool_names, words};
+use strata_seam::{Conversations, Forest};
 
 /// Settings where every turn (about 150 tokens) becomes one Level-0 node of its own.
 fn one_turn_per_leaf() -> CompactorConfig {

@@ -15,7 +15,7 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 use crate::util::{Turn, fixture_with, t0, words};
-use strata_store::Backend;
+use strata_seam::Forest;
 
 const MODEL: &str = "flaky-model";
 
@@ -124,7 +124,7 @@ async fn five_hundred_turns_against_a_flaky_summarizer() {
     })
     .unwrap();
     let fx = fixture_with(config.clone(), Arc::new(summarizer));
-    fx.push(strata_store::NewMessage::text(strata_store::Role::System, "You are a careful coding agent."), 0);
+    fx.push(strata_seam::NewMessage::text(strata_seam::Role::System, "You are a careful coding agent."), 0);
     let mut minute = 1;
     let mut compacted_turns = 0;
     for i in 0..500u64 {

@@ -3,10 +3,11 @@
 use chrono::Duration;
 use strata_compactor::CompactorConfig;
 use strata_compactor::context::Injection;
-use strata_store::memories::{MemoryWrite, Writer};
-use strata_store::{Backend, Category, NewMessage, Role};
+use strata_seam::memories::{MemoryWrite, Writer};
+use strata_seam::{Category, NewMessage, Role};
 
 use crate::util::{fixture, t0, tool_names};
+use strata_seam::Memories;
 
 const GUIDELINES: &str = "[Background Context: Sync Guidelines]
 ======

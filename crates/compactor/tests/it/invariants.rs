@@ -5,9 +5,10 @@ use std::collections::{HashMap, HashSet};
 use proptest::prelude::*;
 use strata_compactor::context::Part;
 use strata_compactor::{AssembledContext, CompactorConfig, Error};
-use strata_store::{Backend, Level, Message, Role};
+use strata_seam::{Level, Message, Role};
 
 use crate::util::{Fixture, Turn, fixture, t0, words};
+use strata_seam::Forest;
 
 fn config() -> CompactorConfig {
     CompactorConfig {
@@ -178,7 +179,7 @@ proptest! {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let mut minute = 0;
         if system {
-            let mut prompt = strata_store::NewMessage::text(Role::System, "You are a careful coding agent.");
+            let mut prompt = strata_seam::NewMessage::text(Role::System, "You are a careful coding agent.");
             prompt.created_at = t0();
             fx.push(prompt, minute);
             minute += 1;

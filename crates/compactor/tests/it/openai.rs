@@ -7,12 +7,13 @@ use serde_json::{Value, json};
 use strata_compactor::summarize::RAW_ARCHIVE;
 use strata_compactor::{CompactorConfig, OpenAiConfig, OpenAiSummarizer, Outcome};
 use strata_llm::RetryPolicy;
-use strata_store::memories::{MemoryWrite, Writer};
-use strata_store::{Backend, Category};
+use strata_seam::Category;
+use strata_seam::memories::{MemoryWrite, Writer};
 use wiremock::matchers::{body_partial_json, header, method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
 use crate::util::{Fixture, Turn, fixture_with, words};
+use strata_seam::{Conversations, Forest, Maintenance, Memories};
 
 const MODEL: &str = "test-model";
 
@@ -326,7 +327,7 @@ async fn an_oversized_request_is_summarized_in_capped_pieces_then_merged() {
     use strata_compactor::context::Encoding;
     use strata_compactor::summarize::{Origin, SourceItem, SourceKind, SummaryRequest};
     use strata_compactor::{CappedSummarizer, Summarizer, TokenCounter};
-    use strata_store::Role;
+    use strata_seam::Role;
 
     let server = MockServer::start().await;
     Mock::given(method("POST"))
@@ -364,7 +365,7 @@ async fn an_oversized_request_is_summarized_in_capped_pieces_then_merged() {
     assert!(source_tokens > 20_000, "{source_tokens}");
     let request = SummaryRequest {
         kind: SourceKind::Messages,
-        level: strata_store::Level::LEAF,
+        level: strata_seam::Level::LEAF,
         persona: "p".into(),
         items,
         source_tokens,

@@ -6,7 +6,7 @@ use std::time::Instant;
 use serde_json::json;
 use strata_compactor::CompactorConfig;
 use strata_compactor::context::Part;
-use strata_store::{NewMessage, Role};
+use strata_seam::{NewMessage, Role};
 
 use super::util::*;
 

@@ -3,9 +3,10 @@
 //! the whole history.
 
 use strata_compactor::{BeforeAssembly, CompactorConfig, Outcome};
-use strata_store::{Backend, NewMessage, Role};
+use strata_seam::{NewMessage, Role};
 
 use super::util::*;
+use strata_seam::Conversations;
 
 fn config() -> CompactorConfig {
     CompactorConfig {

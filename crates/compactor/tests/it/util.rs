@@ -5,8 +5,10 @@ use std::sync::Arc;
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use serde_json::json;
 use strata_compactor::{Compactor, CompactorConfig, ExtractiveSummarizer, Outcome, Summarizer, ToolNames};
-use strata_store::memories::{MemoryWrite, Writer};
-use strata_store::{Backend, Category, NewMessage, Role, SessionId, Store};
+use strata_seam::memories::{MemoryWrite, Writer};
+use strata_seam::{Category, NewMessage, Role, SessionId};
+use strata_seam::{Conversations, Forest, Memories};
+use strata_store::Store;
 
 pub struct Fixture {
     // Kept alive for the store's file.

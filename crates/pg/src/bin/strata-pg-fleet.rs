@@ -13,9 +13,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use strata_pg::PgStore;
-use strata_store::embeddings::{BacklogItem, EmbeddingSpace};
-use strata_store::search::{CandidateQuery, HitKind, Scan, SearchFilter, TextQuery};
-use strata_store::{Backend, Level, NewMessage, NewSummary, Role, SessionId};
+use strata_seam::embeddings::{BacklogItem, EmbeddingSpace};
+use strata_seam::search::{CandidateQuery, HitKind, Scan, SearchFilter, TextQuery};
+use strata_seam::{Conversations, Forest, Search, Vectors};
+use strata_seam::{Level, NewMessage, NewSummary, Role, SessionId};
 
 const MODEL: &str = "fleet-bytes-8d";
 const PERSONA: &str = "fleet";
@@ -68,16 +69,16 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(error) => {
-            eprintln!("worker {worker}: {}", strata_store::error_chain(&error));
+            eprintln!("worker {worker}: {}", strata_seam::error_chain(&error));
             ExitCode::FAILURE
         }
     }
 }
 
-fn run(url: &str, worker: usize, operations: usize, sessions: usize) -> Result<Tally, strata_store::Error> {
+fn run(url: &str, worker: usize, operations: usize, sessions: usize) -> Result<Tally, strata_seam::Error> {
     let store = PgStore::open_with_pool_size(url, 3)?;
     let mut marks = postgres::Client::connect(url, postgres::NoTls)
-        .map_err(|source| strata_store::Error::Backend { backend: "postgres", source: Box::new(source) })?;
+        .map_err(|source| strata_seam::Error::Backend { backend: "postgres", source: Box::new(source) })?;
     store.use_space(&EmbeddingSpace { model: MODEL.into(), dimensions: 8 })?;
     let mut tally = Tally::default();
     let mut previous: Option<(SessionId, Vec<NewMessage>)> = None;
@@ -133,7 +134,7 @@ fn compact(
     marks: &mut postgres::Client,
     session: SessionId,
     tally: &mut Tally,
-) -> Result<(), strata_store::Error> {
+) -> Result<(), strata_seam::Error> {
     let Some(lease) = store.compaction_lease(session)? else {
         tally.lease_busy += 1;
         return Ok(());
@@ -183,7 +184,7 @@ fn compact(
     }
     marks
         .execute("DELETE FROM fleet_leases WHERE session = $1", &[&session.0])
-        .map_err(|source| strata_store::Error::Backend { backend: "postgres", source: Box::new(source) })?;
+        .map_err(|source| strata_seam::Error::Backend { backend: "postgres", source: Box::new(source) })?;
     drop(lease);
     Ok(())
 }

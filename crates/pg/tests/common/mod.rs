@@ -8,7 +8,8 @@ use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use strata_pg::PgStore;
-use strata_store::{Backend, Store};
+use strata_seam::Backend;
+use strata_store::Store;
 
 /// A backend and what it lives in, dropped in this order: the store, then its database.
 pub struct Fixture {

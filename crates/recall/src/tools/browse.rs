@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use strata_store::{Backend, Level, Message, MessageId, NodeId, SessionOverview, SummaryNode};
+use strata_seam::{Backend, Level, Message, MessageId, NodeId, SessionOverview, SummaryNode};
 
 use super::{ExpandSummaryArgs, ViewMessageArgs};
 use crate::config::RecallConfig;
@@ -29,7 +29,7 @@ pub struct MessageExcerpt {
 
 impl MessageExcerpt {
     fn new(message: &Message, max_chars: usize) -> MessageExcerpt {
-        let content = strata_store::text::truncate_chars(&message.content, max_chars);
+        let content = strata_seam::text::truncate_chars(&message.content, max_chars);
         MessageExcerpt {
             id: message.id,
             seq: message.seq,

@@ -9,10 +9,10 @@
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use strata_store::memories::{
+use strata_seam::memories::{
     Edit, MAX_CONTENT_CHARS, MemoryWrite, Provenance, QueuedUpdate, Writer, normalize_key,
 };
-use strata_store::{Backend, Category, Memory};
+use strata_seam::{Backend, Category, Memory};
 
 use super::{MemoryListArgs, SaveMemoryArgs, curate};
 use crate::config::RecallConfig;
@@ -498,7 +498,7 @@ fn save_checked(
 ) -> Result<SaveAnswer> {
     let category: Category = match args.category.trim() {
         "user_preferences" => {
-            return Err(Error::Store(strata_store::Error::ProtectedCategory));
+            return Err(Error::Store(strata_seam::Error::ProtectedCategory));
         }
         other => other.parse().map_err(|_| {
             Error::invalid(
@@ -628,7 +628,7 @@ pub fn settle_memory_updates(
         for queued in &batch {
             let applied = match settle_one(store, config, embedder, &mut vectors, queued) {
                 Ok(applied) => applied,
-                Err(Error::Store(error)) if !matches!(error, strata_store::Error::Invalid { .. }) => {
+                Err(Error::Store(error)) if !matches!(error, strata_seam::Error::Invalid { .. }) => {
                     return Err(Error::Store(error));
                 }
                 Err(refused) => {

@@ -14,13 +14,13 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use strata_store::memories::Provenance;
-use strata_store::{MessageId, NodeId, Session, SessionId, SharedBackend};
+use strata_seam::memories::Provenance;
+use strata_seam::{MessageId, NodeId, Session, SessionId, SharedBackend};
 
 use crate::config::RecallSettings;
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
-use strata_store::fence;
+use strata_seam::fence;
 
 pub use self::browse::{
     ExpandAnswer, HistoryAnswer, MessageExcerpt, NodeBrief, NodeView, RecentMessages, TimelineEntry,

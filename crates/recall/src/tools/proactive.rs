@@ -11,8 +11,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use strata_store::search::{HitId, HitKind, Recalled, RecalledHit, TextHit};
-use strata_store::{Backend, MessageId};
+use strata_seam::search::{HitId, HitKind, Recalled, RecalledHit, TextHit};
+use strata_seam::{Backend, MessageId};
 
 use super::Tool;
 use super::search::{FusionQuery, coverage, cut_query, fuse, one_hit_per_source};

@@ -15,12 +15,12 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use strata_store::search::{
+use strata_seam::search::{
     CandidateQuery, Candidates, HitId, HitKind, STOPWORDS, SearchFilter, TextHit, TextQuery, WordStatistics,
     idf,
 };
-use strata_store::text::truncate_chars;
-use strata_store::{Backend, Category, Level, MessageId, NodeId};
+use strata_seam::text::truncate_chars;
+use strata_seam::{Backend, Category, Level, MessageId, NodeId};
 
 use super::temporal::TimeQuestion;
 use super::{EmbedderState, MemoryGrepArgs, MemorySearchArgs, Scope};
@@ -145,7 +145,7 @@ pub struct InContext(pub std::collections::HashSet<MessageId>);
 impl InContext {
     /// The messages of `session` no summary covers: the head, buffer and tail the compactor
     /// assembles verbatim, the latest request included.
-    pub fn of_session(store: &dyn Backend, session: strata_store::SessionId) -> Result<InContext> {
+    pub fn of_session(store: &dyn Backend, session: strata_seam::SessionId) -> Result<InContext> {
         let outline = store.live_outline(session, 0)?;
         Ok(InContext(outline.into_iter().filter(|m| m.summary_id.is_none()).map(|m| m.id).collect()))
     }
@@ -251,7 +251,7 @@ pub fn grep_outside(
         ));
     }
     let query = TextQuery::parse(&cut_query(&args.query)?).map_err(|e| match e {
-        strata_store::Error::Invalid { reason, .. } => Error::invalid("query", reason),
+        strata_seam::Error::Invalid { reason, .. } => Error::invalid("query", reason),
         other => Error::Store(other),
     })?;
     let range = parse_range(args.start_time.as_deref(), args.end_time.as_deref())?;

@@ -4,7 +4,9 @@
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use strata_recall::{Embedder, RecallSettings, ToolContext, call_tool, tool_names};
-use strata_store::{Backend, NewMessage, Role, Store};
+use strata_seam::Conversations;
+use strata_seam::{NewMessage, Role};
+use strata_store::Store;
 
 fn json_value() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![

@@ -9,7 +9,7 @@
 use serde_json::{Value, json};
 
 use super::util::*;
-use strata_store::Backend;
+use strata_seam::Conversations;
 
 const DOCS: [&str; 21] = [
     "The CI pipeline failed because a required package was not installed.",

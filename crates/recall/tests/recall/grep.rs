@@ -1,10 +1,11 @@
 //! memory_grep: planted needles, hostile queries, time bounds, CJK.
 
 use serde_json::json;
-use strata_store::memories::{MemoryWrite, Writer};
-use strata_store::{Backend, Category, NewSummary};
+use strata_seam::memories::{MemoryWrite, Writer};
+use strata_seam::{Category, NewSummary};
 
 use super::util::*;
+use strata_seam::{Conversations, Forest, Maintenance, Memories};
 
 fn filler(n: usize) -> Vec<String> {
     let topics =
@@ -206,7 +207,7 @@ fn time_bounds_start_inclusive_end_exclusive_date_means_whole_day() {
         ["2024-04-30T23:59:59Z", "2024-05-01T00:00:00Z", "2024-05-01T12:00:00Z", "2024-05-02T00:00:00Z"];
     let messages: Vec<_> = times
         .iter()
-        .map(|t| message(strata_store::Role::User, &format!("boundary marker at {t}"), at(t)))
+        .map(|t| message(strata_seam::Role::User, &format!("boundary marker at {t}"), at(t)))
         .collect();
     let ids: Vec<i64> = store.append(session.id, &messages).unwrap().into_iter().map(|id| id.0).collect();
     let ctx = ctx(store, &session);

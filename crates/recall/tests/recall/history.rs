@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use super::util::*;
-use strata_store::Backend;
+use strata_seam::Conversations;
 
 #[test]
 fn another_threads_recent_messages_are_visible_before_any_summary() {

@@ -2,9 +2,10 @@
 
 use serde_json::json;
 use strata_recall::{RecallSettings, ToolContext};
-use strata_store::{Backend, NewSummary};
+use strata_seam::NewSummary;
 
 use super::util::*;
+use strata_seam::{Conversations, Forest};
 
 #[test]
 fn messages_still_in_the_callers_context_are_left_out_and_counted() {

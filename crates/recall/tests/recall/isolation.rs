@@ -4,10 +4,12 @@
 use std::collections::HashSet;
 
 use serde_json::{Value, json};
-use strata_store::memories::{MemoryWrite, Writer};
-use strata_store::{Backend, Category, NewSummary, Store};
+use strata_seam::memories::{MemoryWrite, Writer};
+use strata_seam::{Category, NewSummary};
+use strata_store::Store;
 
 use super::util::*;
+use strata_seam::{Conversations, Forest, Memories};
 
 struct Owned {
     messages: HashSet<i64>,

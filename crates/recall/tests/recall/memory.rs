@@ -2,10 +2,11 @@
 
 use serde_json::json;
 use strata_recall::{RecallConfig, purge_expired};
-use strata_store::memories::{MemoryTtls, MemoryUpdate, MemoryWrite, Ttl, Writer};
-use strata_store::{Backend, Category, NewSummary};
+use strata_seam::memories::{MemoryTtls, MemoryUpdate, MemoryWrite, Ttl, Writer};
+use strata_seam::{Category, NewSummary};
 
 use super::util::*;
+use strata_seam::{Conversations, Forest, Memories};
 
 #[test]
 fn user_preferences_are_read_only_and_limits_are_enforced() {
@@ -305,7 +306,7 @@ fn memory_list_pages_through_the_personas_memories_newest_first() {
 
 /// The summary of one chunk of `session`, carrying `facts`, written as a Level-0 node (which
 /// queues the facts, as a compaction does); the chunk is one new message.
-fn summary_with_facts(store: &strata_store::Store, session: &strata_store::Session, facts: &[MemoryUpdate]) {
+fn summary_with_facts(store: &strata_store::Store, session: &strata_seam::Session, facts: &[MemoryUpdate]) {
     let seqs = append_texts(store, session, "2026-11-02T09:00:00Z", &["今天学完了第13课。"]);
     let seq = store.messages(session.id, 0..=i64::MAX).unwrap().last().map(|m| m.seq).unwrap();
     assert_eq!(seqs.len(), 1);
@@ -482,7 +483,7 @@ fn an_update_that_would_drop_half_a_memory_is_refused_and_kept_as_a_proposal() {
         store,
         &session,
         &[MemoryUpdate {
-            edit: Some(strata_store::memories::Edit::Supersede),
+            edit: Some(strata_seam::memories::Edit::Supersede),
             ..fact("deploy_rules", "Deploy rules", new)
         }],
     );

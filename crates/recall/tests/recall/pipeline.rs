@@ -3,8 +3,9 @@
 use std::time::Duration;
 
 use strata_recall::{BacklogFilter, EmbedWorker, RecallConfig, RecallSettings, embed_backlog_with};
-use strata_store::search::{HitId, HitKind, Scan};
-use strata_store::{Backend, MessageId, NewSummary};
+use strata_seam::search::{HitId, HitKind, Scan};
+use strata_seam::{Conversations, Forest, Vectors};
+use strata_seam::{MessageId, NewSummary};
 
 const MODEL: &str = strata_recall::DEFAULT_MODEL;
 
@@ -108,14 +109,14 @@ fn tool_results_get_one_vector_by_default_and_conversation_text_all_of_its_chunk
     let vectors = |config: &RecallConfig| {
         let fx = fixture();
         let session = fx.store.session("s", "p").unwrap();
-        let mut tool = message(strata_store::Role::Tool, &content, at("2024-05-01T08:00:00Z"));
+        let mut tool = message(strata_seam::Role::Tool, &content, at("2024-05-01T08:00:00Z"));
         tool.name = Some("read_file".into());
         tool.tool_call_id = Some("call_1".into());
-        let mut call = message(strata_store::Role::Assistant, "", at("2024-05-01T08:00:00Z"));
+        let mut call = message(strata_seam::Role::Assistant, "", at("2024-05-01T08:00:00Z"));
         call.tool_calls = Some(serde_json::json!([{
             "id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}
         }]));
-        let user = message(strata_store::Role::User, &content, at("2024-05-01T08:01:00Z"));
+        let user = message(strata_seam::Role::User, &content, at("2024-05-01T08:01:00Z"));
         fx.store.append(session.id, &[call, tool, user]).unwrap();
         let written =
             embed_backlog_with(&fx.store, &embedder(), config, &BacklogFilter::default(), |_| {}).unwrap();

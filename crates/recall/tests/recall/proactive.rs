@@ -4,9 +4,10 @@
 use std::collections::HashSet;
 
 use strata_recall::{RecallConfig, proactive};
-use strata_store::{Backend, Role};
+use strata_seam::Role;
 
 use super::util::*;
+use strata_seam::Conversations;
 
 #[test]
 fn a_recalled_hit_carries_its_speaker_text_and_place_from_the_search_read() {

@@ -5,7 +5,7 @@ use serde_json::json;
 use strata_recall::{Embedder, RecallSettings, ToolContext, call_tool};
 
 use super::util::*;
-use strata_store::Backend;
+use strata_seam::{Conversations, Forest};
 
 const CORPUS: [&str; 10] = [
     "What a merge conflict mess, I had to redo the whole branch by hand.",
@@ -139,7 +139,7 @@ fn a_message_and_its_summary_are_one_hit() {
             session.id,
             0,
             1,
-            &strata_store::NewSummary {
+            &strata_seam::NewSummary {
                 headline: "A merge conflict mess and a dinner table.".into(),
                 body: "The user redid the branch by hand after a merge conflict mess; booked a table.".into(),
                 token_count: 20,
@@ -238,7 +238,7 @@ const FAINT_MATCHES: [&str; 6] = [
 /// The first result's id of `memory_search` for `query` under `config`.
 fn first_hit(
     store: &strata_store::Store,
-    session: &strata_store::Session,
+    session: &strata_seam::Session,
     config: strata_recall::RecallConfig,
     query: &str,
 ) -> serde_json::Value {
@@ -290,7 +290,7 @@ fn a_question_naming_a_speaker_prefers_what_that_speaker_said() {
     append_texts(store, &session, "2024-05-02T08:00:00Z", &FAINT_MATCHES);
     let said = |name: &str, text: &str, minute: i64| {
         let mut message = message(
-            strata_store::Role::User,
+            strata_seam::Role::User,
             text,
             at("2024-05-03T08:00:00Z") + chrono::Duration::minutes(minute),
         );

@@ -5,7 +5,9 @@ use std::sync::OnceLock;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use strata_recall::{Embedder, RecallConfig, RecallSettings, ToolContext, call_tool, embed_backlog};
-use strata_store::{Backend, NewMessage, Role, Session, Store};
+use strata_seam::{Conversations, Vectors};
+use strata_seam::{NewMessage, Role, Session};
+use strata_store::Store;
 
 /// The real all-MiniLM-L6-v2, loaded once per test binary.
 pub fn embedder() -> Embedder {

@@ -1,14 +1,14 @@
 //! `memory_search`'s keyword side on SQLite: the rows the word indexes (Porter stemmed, each
 //! message with its speaker; schema 3) find, read as bm25 sees them, and the persona's word
-//! statistics that weigh them ([`super::bm25`] scores).
+//! statistics that weigh them (`strata_seam::search::bm25` scores).
 
 use rusqlite::types::Value;
 use rusqlite::{Connection, params, params_from_iter};
 
-use super::bm25::RowTerms;
 use super::{SearchFilter, quoted};
 use crate::error::Result;
 use crate::kinds::Kind;
+use strata_seam::search::RowTerms;
 
 /// Matching rows `memory_search`'s keyword side reads per kind, newest first; see
 /// [`read_words_in`]. Each costs two primary-key lookups (the persona is the session's): at
@@ -185,8 +185,8 @@ mod tests {
     use rusqlite::Connection;
 
     use super::*;
-    use crate::search::bm25::bm25;
     use crate::search::{HitKind, WordStatistics};
+    use strata_seam::search::bm25;
 
     /// A connection holding just what a message search reads here: two personas' sessions,
     /// the messages' ids and their word index, `rows` rows, a row holding `text(id)` and

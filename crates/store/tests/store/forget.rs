@@ -2,12 +2,14 @@
 //! left in the file's bytes, what was kept is unchanged, and the database stays healthy.
 
 use chrono::{Duration, TimeZone, Utc};
-use strata_store::embeddings::EmbeddingSpace;
-use strata_store::forgetting::ForgetScope;
-use strata_store::memories::{MemoryUpdate, MemoryWrite, Writer};
-use strata_store::{Backend, Category, Error, NewMessage, NewSummary, Role, Store};
+use strata_seam::embeddings::EmbeddingSpace;
+use strata_seam::forgetting::ForgetScope;
+use strata_seam::memories::{MemoryUpdate, MemoryWrite, Writer};
+use strata_seam::{Category, Error, NewMessage, NewSummary, Role};
+use strata_store::Store;
 
 use crate::temp_store;
+use strata_seam::{Conversations, Forest, Maintenance, Memories, Search, Vectors};
 
 const DIMS: usize = 16;
 
@@ -266,8 +268,8 @@ fn a_large_forget_rebuilds_the_indexes_and_leaves_no_bytes() {
         .collect();
     assert!(left.is_empty(), "still in the file: {left:?}");
     assert_eq!(holdings(&store, "bob"), bob_before);
-    let filter = strata_store::search::SearchFilter::persona("bob");
-    let query = strata_store::search::TextQuery::parse(&secret("bob", "Message", 3)).unwrap();
+    let filter = strata_seam::search::SearchFilter::persona("bob");
+    let query = strata_seam::search::TextQuery::parse(&secret("bob", "Message", 3)).unwrap();
     assert_eq!(store.grep(&query, &filter).unwrap().len(), 1, "bob's rows are in the rebuilt index");
     assert!(store.doctor(true).unwrap().healthy());
 }
@@ -276,8 +278,8 @@ fn a_large_forget_rebuilds_the_indexes_and_leaves_no_bytes() {
 /// memory came from removes it and its history, and an earlier version from it alone.
 #[test]
 fn memories_keep_their_sources_and_history_and_forgetting_removes_them() {
-    use strata_store::NodeId;
-    use strata_store::memories::{Provenance, Source};
+    use strata_seam::NodeId;
+    use strata_seam::memories::{Provenance, Source};
     let (_dir, store) = temp_store();
     populate(&store, "alice");
     let session = store.find_session("alice-chat").unwrap().unwrap();
@@ -349,7 +351,7 @@ fn memories_keep_their_sources_and_history_and_forgetting_removes_them() {
 /// forgotten session only updated goes back to the kept session's text.
 #[test]
 fn forgetting_a_session_rewrites_memories_another_session_shares_from_what_remains() {
-    use strata_store::memories::Provenance;
+    use strata_seam::memories::Provenance;
     let (_dir, store) = temp_store();
     let a = store.session("alice-a", "alice").unwrap();
     let b = store.session("alice-b", "alice").unwrap();

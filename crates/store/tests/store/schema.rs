@@ -10,8 +10,9 @@
 use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
-use strata_store::search::{HitKind, SearchFilter, TextQuery};
-use strata_store::{Backend, SCHEMA_VERSION, Store};
+use strata_seam::search::{HitKind, SearchFilter, TextQuery};
+use strata_seam::{Maintenance, Search, Vectors};
+use strata_store::{SCHEMA_VERSION, Store};
 
 /// Set to 1 to rewrite `schema/current.sql` from a fresh database instead of checking it.
 const BLESS: &str = "STRATA_BLESS";

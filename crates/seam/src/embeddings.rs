@@ -4,6 +4,3 @@
 //! is [`search::Scan`](crate::search::Scan).
 
 pub use crate::vectors::{BacklogItem, EmbeddingSpace, MAX_CHUNKS};
-// What only tests read: the stored vectors and their counts.
-#[cfg(any(test, feature = "test-support"))]
-pub use crate::vectors::{Embeddings, VectorCounts};

@@ -1,62 +1,33 @@
-//! The storage seam: what strata asks of a database, in the words of the domain (sessions,
-//! appends, coverage, the forest, memories, the queue, keyword and vector candidates, leases),
-//! never in SQL. [`Store`] (SQLite, embedded) implements it (in `store.rs`); `strata-pg`
-//! (PostgreSQL, for a fleet of processes on several hosts) implements it over a connection pool.
+//! The roles of the storage seam, one trait each: [`Conversations`] (sessions and messages),
+//! [`Forest`] (summary nodes and the compactor's bookkeeping), [`Memories`] (agent memories
+//! and the update queue), [`Search`] (keyword search and ranked candidates), [`Vectors`]
+//! (embeddings) and [`Maintenance`](crate::Maintenance) (whole-database work). A
+//! [`Backend`](crate::Backend) is all of them; a caller that needs one role can ask for just
+//! that one.
 //!
-//! Both backends answer the same conformance suite (`crates/pg/tests/conformance.rs`), and the
-//! rules a row obeys before it is written (a summary's, a memory's, a session key's) have one
-//! home, re-exported here for a backend to call (a message's is [`NewMessage::validate`], a
-//! persona's [`validate_persona`]), and so do the clock's stored form ([`to_unix`],
-//! [`from_unix`]): a backend adds how rows are stored, never what a valid row is.
+//! Every method is one transaction (or one snapshot, for reads); every error names the problem
+//! and leaves the database as it was.
 
-use std::ops::{Range, RangeInclusive};
-use std::sync::Arc;
+use std::ops::RangeInclusive;
 
 use chrono::{DateTime, Utc};
 
 use crate::agent_memories::MemoryWrite;
-use crate::check::Report;
+use crate::backend::Lease;
 use crate::error::{Error, Missing, Result};
-use crate::maintenance::Maintenance;
-use crate::metrics::StoreMetrics;
 use crate::outline::MessageOutline;
 use crate::provenance::{MemoryVersion, Provenance, Source};
 use crate::search::{CandidateQuery, Candidates, SearchFilter, TextHit, TextQuery};
 use crate::sessions::SessionOverview;
-use crate::store::{Stats, Store};
 use crate::types::{
     Category, Level, Memory, MemoryUpdate, Message, MessageId, NewMessage, NewSummary, NodeId, QueuedUpdate,
     Session, SessionId, SummaryNode, UpdateId, Writer,
 };
-use crate::usage::LlmCall;
 use crate::vectors::{BacklogItem, EmbeddingSpace};
 
-pub use crate::agent_memories::{check_merge, check_supersede, check_writer, validate as validate_memory};
-pub use crate::forest::{NodePlace, RAW_ARCHIVE, check_adjacent, plan_merge, validate as validate_summary};
-pub use crate::queues::accepted as accepted_proposal;
-pub use crate::search::grep::{fold, rank_grep_hits};
-pub use crate::sessions::{validate_persona, validate_session_key};
-pub use crate::types::{from_unix, to_unix};
-pub use crate::usage::validate as validate_llm_calls;
-
-/// A compaction lease on one session: while it is held, no other holder (in this process or
-/// any other sharing the database) gets one for that session. Dropping it gives it up; so
-/// does the holder's death (a closed connection, a closed file), so a crashed process never
-/// blocks a session for good.
-pub trait Lease: Send {}
-
-/// What strata asks of a database. Every method is one transaction (or one snapshot, for
-/// reads); every error names the problem and leaves the database as it was.
-///
-/// The engine, the compactor and the tools hold a [`SharedBackend`] and never learn which
-/// database is behind it; what only a SQLite file has (its bytes, `restore`, a file's own
-/// checks) the command line does with a [`Store`] it opens on the file itself.
-pub trait Backend: Maintenance + Send + Sync + std::fmt::Debug {
-    /// Which backend this is, for messages and metrics (`sqlite`, `postgres`).
-    fn name(&self) -> &'static str;
-
-    // Sessions.
-
+/// Sessions and their messages: what a bot's turns are stored as. Messages are only ever
+/// appended; a forget ([`Maintenance::forget`](crate::Maintenance::forget)) is the one way they leave.
+pub trait Conversations {
     /// The session with this key, created for `persona` if new; [`Error::PersonaMismatch`]
     /// when the key belongs to another persona.
     fn session(&self, key: &str, persona: &str) -> Result<Session>;
@@ -68,9 +39,6 @@ pub trait Backend: Maintenance + Send + Sync + std::fmt::Debug {
     fn sessions(&self, persona: Option<&str>) -> Result<Vec<Session>>;
     /// The sessions of a persona with their message counts, oldest first.
     fn session_overviews(&self, persona: &str) -> Result<Vec<SessionOverview>>;
-
-    // Messages.
-
     /// Appends messages to a session, in one transaction; returns their ids in order. A
     /// message whose `external_id` the session already holds is not stored again: its stored
     /// id is returned (appends are idempotent by key).
@@ -89,7 +57,6 @@ pub trait Backend: Maintenance + Send + Sync + std::fmt::Debug {
     /// One message as seen from `persona`, with its session: another persona's message is
     /// [`Error::NotFound`], exactly like one that does not exist.
     fn message_of(&self, persona: &str, id: MessageId) -> Result<(Message, Session)> {
-        // Two reads without a snapshot are safe: a message never changes session.
         let message = self.message(id)?;
         let session = self.session_by_id(message.session_id)?;
         if session.persona != persona {
@@ -97,9 +64,16 @@ pub trait Backend: Maintenance + Send + Sync + std::fmt::Debug {
         }
         Ok((message, session))
     }
+    /// The token encoding the stored counts were made with; `None` until one is claimed.
+    fn token_encoding(&self) -> Result<Option<String>>;
+    /// Records `encoding` as the database's unless one is recorded already; returns the
+    /// database's (the first writer's).
+    fn claim_token_encoding(&self, encoding: &str) -> Result<String>;
+}
 
-    // The forest.
-
+/// The summary forest over a session's messages, and the compactor's bookkeeping: nodes are
+/// written once (coverage, merges and rewrites are compare-and-swap), read by level or span.
+pub trait Forest: Conversations {
     /// Several Level-0 nodes of one session, each over `first_seq..=last_seq`, written with
     /// their coverage in one transaction: all of them, or none ([`Error::AlreadyCovered`] when
     /// any message of a range is covered).
@@ -108,7 +82,7 @@ pub trait Backend: Maintenance + Send + Sync + std::fmt::Debug {
         session: SessionId,
         leaves: &[(i64, i64, NewSummary)],
     ) -> Result<Vec<SummaryNode>>;
-    /// One Level-0 node (see [`Backend::insert_leaves`]).
+    /// One Level-0 node (see [`Forest::insert_leaves`]).
     fn insert_leaf(
         &self,
         session: SessionId,
@@ -150,32 +124,17 @@ pub trait Backend: Maintenance + Send + Sync + std::fmt::Debug {
     fn covered_messages(&self, node: NodeId) -> Result<Vec<Message>>;
     /// The first `raw-archive` node of a session, by level then position.
     fn first_raw_archive(&self, session: SessionId) -> Result<Option<SummaryNode>>;
-    /// Runs `f` with reads that all see one snapshot of the database, so a compaction
-    /// committed meanwhile by another process cannot show a message both verbatim and
-    /// summarized. Generic callers use [`read_consistent`].
-    fn read_snapshot(&self, f: &mut dyn FnMut(&dyn Snapshot) -> Result<()>) -> Result<()>;
-
-    // The compactor's bookkeeping.
-
     /// Records the consecutive failed summarizer calls of a session (0 after a success).
     fn set_summarizer_failures(&self, session: SessionId, failures: u32) -> Result<()>;
     /// Counts one summary of `summarizer` refused by the quality gate for `reason`.
     fn count_rejection(&self, summarizer: &str, reason: &str) -> Result<()>;
-    /// Records calls made to an LLM, in one transaction.
-    fn record_llm_calls(&self, calls: &[LlmCall]) -> Result<()>;
-    /// The token encoding the stored counts were made with; `None` until one is claimed.
-    fn token_encoding(&self) -> Result<Option<String>>;
-    /// Records `encoding` as the database's unless one is recorded already; returns the
-    /// database's (the first writer's).
-    fn claim_token_encoding(&self, encoding: &str) -> Result<String>;
-    /// Brings a deferred keyword index up to date (SQLite's, after a bulk import); returns how
-    /// many rows it indexed. A backend that indexes as it writes has nothing to do.
-    fn catch_up_search_index(&self) -> Result<usize> {
-        Ok(0)
-    }
+    /// The compaction lease on a session, or `None` while another holder has it.
+    fn compaction_lease(&self, session: SessionId) -> Result<Option<Box<dyn Lease>>>;
+}
 
-    // Memories and the queue.
-
+/// Agent memories, their history and validity, and the queue of updates summarizers and
+/// users propose. One memory per (persona, category, key), whatever races.
+pub trait Memories {
     /// Saves the memory `(category, key)` of a persona (one per key, whatever races),
     /// recording where it came from; says whether it is new. The agent may not write
     /// `user_preferences`.
@@ -186,7 +145,7 @@ pub trait Backend: Maintenance + Send + Sync + std::fmt::Debug {
         memory: &MemoryWrite<'_>,
         provenance: &Provenance,
     ) -> Result<(Memory, bool)>;
-    /// [`Backend::save_memory`] with the writer as its only provenance.
+    /// [`Memories::save_memory`] with the writer as its only provenance.
     fn put_memory(&self, writer: Writer, persona: &str, memory: &MemoryWrite<'_>) -> Result<Memory> {
         let provenance = match writer {
             Writer::User => Provenance::user("library"),
@@ -197,7 +156,7 @@ pub trait Backend: Maintenance + Send + Sync + std::fmt::Debug {
     /// Supersedes the memory `(category, key)` of a persona: its text stopped being true at
     /// `at` (not in the future, not before it became true), and `with`, naming the same
     /// memory, is true from then on; without `with` the memory stays, ended (`valid_to`).
-    /// The old text stays a version with its dates ([`Backend::memories_as_of`]). The agent may
+    /// The old text stays a version with its dates ([`Memories::memories_as_of`]). The agent may
     /// not supersede `user_preferences`.
     #[allow(clippy::too_many_arguments)]
     fn supersede_memory(
@@ -260,9 +219,10 @@ pub trait Backend: Maintenance + Send + Sync + std::fmt::Debug {
     fn accept_proposal(&self, persona: &str, key: &str) -> Result<Memory>;
     /// Rejects a proposed preference; returns it.
     fn reject_proposal(&self, persona: &str, key: &str) -> Result<QueuedUpdate>;
+}
 
-    // Search.
-
+/// Keyword search (`memory_grep`) and the candidates `memory_search` ranks.
+pub trait Search {
     /// `memory_grep`: case- and diacritic-insensitive substring search of every fragment,
     /// any script, best match first.
     fn grep(&self, query: &TextQuery, filter: &SearchFilter) -> Result<Vec<TextHit>>;
@@ -271,9 +231,15 @@ pub trait Backend: Maintenance + Send + Sync + std::fmt::Debug {
     /// A bare `*`: the persona's messages within the filter's session and time range, in time
     /// order (newest first unless `oldest_first`), skipping `offset`, at most the filter's limit.
     fn said_between(&self, filter: &SearchFilter, oldest_first: bool, offset: usize) -> Result<Vec<TextHit>>;
+    /// Brings a deferred keyword index up to date (SQLite's, after a bulk import); returns how
+    /// many rows it indexed. A backend that indexes as it writes has nothing to do.
+    fn catch_up_search_index(&self) -> Result<usize> {
+        Ok(0)
+    }
+}
 
-    // Vectors.
-
+/// The embedding space and the rows waiting for a vector in it.
+pub trait Vectors {
     /// Makes `space` the embedding space (vectors of another model are dropped and their rows
     /// queued again); returns whether it changed.
     fn use_space(&self, space: &EmbeddingSpace) -> Result<bool>;
@@ -289,80 +255,4 @@ pub trait Backend: Maintenance + Send + Sync + std::fmt::Debug {
     /// Stores the chunk vectors `model` computed for backlog items, exactly once each;
     /// returns how many items were written.
     fn put_vectors(&self, model: &str, items: &[(BacklogItem, Vec<Vec<f32>>)]) -> Result<usize>;
-
-    // Many processes, and what was done.
-
-    /// The compaction lease on a session, or `None` while another holder has it.
-    fn compaction_lease(&self, session: SessionId) -> Result<Option<Box<dyn Lease>>>;
-    /// Counts of everything stored (`strata stats`).
-    fn stats(&self) -> Result<Stats>;
-    /// The totals `strata metrics` shows, derived from stored rows.
-    fn metrics(&self) -> Result<StoreMetrics>;
-    /// The calls made to LLMs, summed per day (UTC), purpose, caller and model, newest day
-    /// first (`strata stats`).
-    fn usage_by_day(&self) -> Result<Vec<crate::stats::UsageDay>>;
-    /// `strata doctor`: checks the schema and every invariant over the stored rows, changing
-    /// nothing. `full` also runs the database's own slowest check where it has one (SQLite's
-    /// `integrity_check`).
-    fn doctor(&self, full: bool) -> Result<Report>;
-}
-
-/// A backend shared by the engine, the compactor and the tools.
-pub type SharedBackend = Arc<dyn Backend>;
-
-impl From<Store> for SharedBackend {
-    fn from(store: Store) -> SharedBackend {
-        Arc::new(store)
-    }
-}
-
-/// The reads assembly makes, all from one snapshot ([`Backend::read_snapshot`]).
-pub trait Snapshot {
-    /// The session with this id.
-    fn session(&self, id: SessionId) -> Result<Session>;
-    /// See [`Backend::live_outline`].
-    fn live_outline(&self, session: SessionId, head: i64) -> Result<Vec<MessageOutline>>;
-    /// Every message with seq below `head_end` (the head, verbatim whatever covers it) and
-    /// every uncovered message after it, in seq order: what a context is built from.
-    fn context_messages(&self, session: SessionId, head_end: i64) -> Result<Vec<Message>>;
-    /// See [`Backend::roots`].
-    fn roots(&self, session: SessionId, level: Option<Level>) -> Result<Vec<SummaryNode>>;
-    /// See [`Backend::memories`].
-    fn memories(&self, persona: &str, category: Option<Category>) -> Result<Vec<Memory>>;
-    /// When the message at `seq` of a session was sent; `None` if there is none.
-    fn message_time(&self, session: SessionId, seq: i64) -> Result<Option<DateTime<Utc>>>;
-    /// The seq the session's next message will have.
-    fn next_seq(&self, session: SessionId) -> Result<i64>;
-    /// The newest messages of a session with a seq in `seqs`, in seq order: as many as it
-    /// takes to pass `tokens` tokens (one more than fit, so the caller can cut at a turn
-    /// edge). Read newest first and stopped there, so the rows read follow `tokens`.
-    fn folded_before(&self, session: SessionId, seqs: Range<i64>, tokens: u64) -> Result<Vec<Message>>;
-    /// Whether a session holds a user message before `seq`.
-    fn has_request_before(&self, session: SessionId, seq: i64) -> Result<bool>;
-    /// What the compactor recorded of a session besides its forest, read with the rest so
-    /// that a compaction's check that nothing is left to write sees the snapshot assembly does.
-    fn compaction_state(&self, session: SessionId) -> Result<CompactionState>;
-}
-
-/// A session's compaction bookkeeping ([`Snapshot::compaction_state`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CompactionState {
-    /// Consecutive failed summarizer calls recorded for the session (0 after a success).
-    pub summarizer_failures: u32,
-    /// Whether the session holds a raw archive: a node written without the summarizer, to be
-    /// summarized again ([`Backend::first_raw_archive`]).
-    pub raw_archive: bool,
-}
-
-/// Runs `f` on one snapshot of `backend` (see [`Backend::read_snapshot`]) and returns its value.
-pub fn read_consistent<T>(backend: &dyn Backend, f: impl FnOnce(&dyn Snapshot) -> Result<T>) -> Result<T> {
-    let mut f = Some(f);
-    let mut value = None;
-    backend.read_snapshot(&mut |snapshot| {
-        let f =
-            f.take().ok_or_else(|| Error::invalid("snapshot", "a backend ran a snapshot's reads twice"))?;
-        value = Some(f(snapshot)?);
-        Ok(())
-    })?;
-    value.ok_or_else(|| Error::invalid("snapshot", "a backend never ran a snapshot's reads"))
 }

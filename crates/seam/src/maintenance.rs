@@ -10,12 +10,14 @@
 
 use std::path::Path;
 
-use crate::dump::Source;
+use crate::check::Report;
+use crate::dump::{Copied, Source};
 use crate::error::Result;
 use crate::export::{ExportScope, ExportedMessage};
 use crate::forgetting::{ForgetPlan, ForgetRecord, ForgetScope, Forgotten, Rebuilt};
-use crate::load::Copied;
-use crate::store::{Imported, IncomingMessage};
+use crate::ingests::{Imported, IncomingMessage};
+use crate::metrics::{Stats, StoreMetrics};
+use crate::usage::{LlmCall, UsageDay};
 
 pub use crate::forgetting::withdrawn;
 pub use crate::ingests::{chain, line_digest, matching_run, recognize_transcript};
@@ -61,10 +63,25 @@ pub trait Maintenance {
     fn copy_from(&self, dump: &dyn Source, name: &str, progress: &mut dyn FnMut(&str, u64))
     -> Result<Copied>;
     /// Writes a consistent copy of the whole database into the new SQLite file `dest`, which
-    /// must not exist; a failed copy leaves no file. By default one snapshot
+    /// must not exist; a failed copy leaves no file. A backend without a file copy of its own
     /// ([`Maintenance::read_dump`]) is copied into the file in one transaction, every row with
-    /// its id; SQLite copies its file with `VACUUM INTO` instead, safe while others write.
-    fn backup(&self, dest: &Path) -> Result<()> {
-        crate::load::backup_into(self, dest)
-    }
+    /// its id (strata-store's `backup_into`); SQLite copies its file with `VACUUM INTO` instead,
+    /// safe while others write.
+    fn backup(&self, dest: &Path) -> Result<()>;
+
+    // Accounting and health.
+
+    /// Records calls made to an LLM, in one transaction.
+    fn record_llm_calls(&self, calls: &[LlmCall]) -> Result<()>;
+    /// Counts of everything stored (`strata stats`).
+    fn stats(&self) -> Result<Stats>;
+    /// The totals `strata metrics` shows, derived from stored rows.
+    fn metrics(&self) -> Result<StoreMetrics>;
+    /// The calls made to LLMs, summed per day (UTC), purpose, caller and model, newest day
+    /// first (`strata stats`).
+    fn usage_by_day(&self) -> Result<Vec<UsageDay>>;
+    /// `strata doctor`: checks the schema and every invariant over the stored rows, changing
+    /// nothing. `full` also runs the database's own slowest check where it has one (SQLite's
+    /// `integrity_check`).
+    fn doctor(&self, full: bool) -> Result<Report>;
 }
