@@ -36,6 +36,127 @@ export interface PrepareOptions {
   keepReasoning?: boolean;
 }
 
+// The shapes the engine answers with (strata::edge, versioned by `wireVersion`); times are
+// RFC 3339 text in UTC. node/test/stub.test.mjs checks these keys against what the addon returns.
+
+/** A conversation. */
+export interface StoredSession {
+  id: number;
+  key: string;
+  persona: string;
+  created_at: string;
+  last_active_at: string;
+}
+
+/** A stored message. */
+export interface StoredMessage {
+  id: number;
+  session_id: number;
+  seq: number;
+  role: "system" | "user" | "assistant" | "tool";
+  content: string;
+  tool_calls: JsonObject[] | null;
+  tool_call_id: string | null;
+  name: string | null;
+  created_at: string;
+  token_count: number;
+  pinned: boolean;
+  /** The level-0 summary covering it; `null` until it is compacted. */
+  summary_id: number | null;
+  /** The message as it was appended, when the fields above do not say all of it. */
+  as_sent?: JsonObject;
+}
+
+/** Where a memory's text came from. */
+export interface Provenance {
+  source: "user" | "agent" | "summary" | "proposal" | "unknown";
+  via?: string;
+  session?: number;
+  node?: number;
+  first_seq?: number;
+  last_seq?: number;
+  message?: number;
+  tool_call_id?: string;
+}
+
+export type Category = "user_preferences" | "progress" | "memo";
+
+/** A memory of a persona. */
+export interface Memory {
+  id: number;
+  category: Category;
+  key: string;
+  title: string;
+  content: string;
+  updated_at: string;
+  persona: string;
+  provenance?: Provenance;
+  valid_from: string;
+  /** When its text stopped being true; absent while it is. */
+  valid_to?: string;
+}
+
+/** A fact a summary found: a preference proposed to the user, or a fact not yet settled. */
+export interface Proposal {
+  id: number;
+  persona: string;
+  node_id: number | null;
+  category: Category;
+  key: string;
+  title: string;
+  content: string;
+  edit?: "add" | "update" | "supersede";
+  proposed: boolean;
+  created_at: string;
+}
+
+export interface Stats {
+  sessions: number;
+  messages: number;
+  compacted_messages: number;
+  message_tokens: number;
+  /** Summary nodes per level, the index being the level. */
+  nodes_per_level: number[];
+  memories: number;
+  embedding_backlog: number;
+  file_bytes: number;
+  summarizers: { summarizer: string; nodes: number; tokens_in: number; tokens_out: number }[];
+  rejections: { summarizer: string; reason: string; count: number }[];
+}
+
+export interface DoctorReport {
+  healthy: boolean;
+  checks: { name: string; problems: number; details: string[]; skipped?: string }[];
+  embedding_backlog: number;
+}
+
+export interface ForgetCounts {
+  sessions: number;
+  messages: number;
+  summaries: number;
+  rebuilt: number;
+  memories: number;
+  memory_versions: number;
+  proposals: number;
+  vectors: number;
+  ingests: number;
+}
+
+/** What a forget would erase (`dryRun`). */
+export interface ForgetPlan {
+  scope: { scope: "persona" | "session" | "session_before"; persona?: string; key?: string; before?: string };
+  counts: ForgetCounts;
+  rebuild: { node: number; session: number; persona: string; first_seq: number; last_seq: number }[];
+}
+
+/** What a forget did. */
+export interface Forgotten {
+  audit: number;
+  counts: ForgetCounts;
+  markers: number;
+  wal_truncated: boolean;
+}
+
 /** What to send to the model, from `Session.prepareContext`. */
 export declare class Context {
   private constructor();
@@ -77,7 +198,7 @@ export declare class Engine {
   [Symbol.asyncDispose](): Promise<void>;
   /** The conversation with this key, created for `persona` (default `default`) if new. */
   session(key: string, persona?: string): Promise<Session>;
-  sessions(persona?: string | null): Promise<JsonObject[]>;
+  sessions(persona?: string | null): Promise<StoredSession[]>;
   /** The tools the model may call, in `format` (default `openai`). */
   toolSpecs(format?: Format): JsonObject[];
   /** Creates or replaces a memory: `category` is `progress`, `user_preferences` or `memo`. */
@@ -87,21 +208,21 @@ export declare class Engine {
     key: string,
     content: string,
     title?: string | null,
-  ): Promise<{ memory: JsonObject; created: boolean }>;
-  memory(persona: string, category: string, key: string): Promise<JsonObject | null>;
-  memories(persona: string, category?: string | null): Promise<JsonObject[]>;
+  ): Promise<{ memory: Memory; created: boolean }>;
+  memory(persona: string, category: string, key: string): Promise<Memory | null>;
+  memories(persona: string, category?: string | null): Promise<Memory[]>;
   deleteMemory(persona: string, category: string, key: string): Promise<boolean>;
-  proposals(persona: string): Promise<JsonObject[]>;
-  acceptProposal(persona: string, key: string): Promise<JsonObject>;
-  rejectProposal(persona: string, key: string): Promise<JsonObject>;
+  proposals(persona: string): Promise<Proposal[]>;
+  acceptProposal(persona: string, key: string): Promise<Memory>;
+  rejectProposal(persona: string, key: string): Promise<Proposal>;
   searchMemories(persona: string, query: string, limit?: number): Promise<JsonObject>;
   /** Embeds everything waiting for a vector; how many vectors were written. */
   embed(): Promise<number>;
   startEmbedding(): Promise<void>;
   waitEmbedded(timeout?: number): Promise<boolean>;
-  stats(): Promise<JsonObject>;
-  doctor(full?: boolean): Promise<JsonObject & { healthy: boolean }>;
-  forget(options: ForgetOptions): Promise<JsonObject>;
+  stats(): Promise<Stats>;
+  doctor(full?: boolean): Promise<DoctorReport>;
+  forget(options: ForgetOptions): Promise<ForgetPlan | Forgotten>;
   /** Writes a consistent copy to `dest`, which must not exist. */
   backup(dest: string): Promise<void>;
 }
@@ -123,7 +244,7 @@ export declare class Session {
   /** The message that carries `answer` back to the model, ready to append. */
   toolMessage(toolCallId: string, name: string, answer: Json, format?: Format): JsonObject;
   compact(maxCalls?: number): Promise<JsonObject>;
-  messages(firstSeq?: number, lastSeq?: number | null): Promise<JsonObject[]>;
+  messages(firstSeq?: number, lastSeq?: number | null): Promise<StoredMessage[]>;
   tree(): Promise<string>;
 }
 
@@ -150,3 +271,8 @@ export declare class EmbedderUnavailable extends StrataError {}
 
 /** The version of strata the addon was built from. */
 export declare const version: string;
+/** The version of the JSON shapes the engine answers with (sessions, messages, memories,
+ * proposals, stats, doctor and forget reports; ARCHITECTURE.md, "The edge owns the wire"). It
+ * goes up when a field is removed or renamed, or its type or meaning changes; a new field does
+ * not change it. */
+export declare const wireVersion: number;

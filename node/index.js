@@ -220,14 +220,7 @@ class Session {
   async compact(maxCalls = 1000) { return parse(await call(this._native.compact(maxCalls))); }
   /** The stored messages, verbatim; one stored with more than strata reads has `as_sent`. */
   async messages(firstSeq = 0, lastSeq = null) {
-    const rows = parse(await call(this._native.messages(firstSeq, lastSeq)));
-    for (const row of rows) {
-      if (row.body !== undefined) {
-        if (row.body !== null) row.as_sent = parse(row.body);
-        delete row.body;
-      }
-    }
-    return rows;
+    return parse(await call(this._native.messages(firstSeq, lastSeq)));
   }
   /** The summary forest drawn as an indented tree. */
   async tree() { return call(this._native.tree()); }
@@ -243,4 +236,5 @@ process.once("exit", () => native.shutDown());
 module.exports = {
   Engine, Session, Context, StrataError, BadInput, NotFound, Forbidden, Busy, DatabaseError,
   DamagedDatabase, SummarizerUnavailable, EmbedderUnavailable, version: native.version(),
+  wireVersion: native.wireVersion(),
 };

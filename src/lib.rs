@@ -62,6 +62,7 @@ mod chat;
 #[allow(missing_docs, rustdoc::all)]
 pub mod cli;
 pub mod config;
+pub mod edge;
 mod embedding;
 mod engine;
 mod error;
@@ -83,6 +84,7 @@ mod tokens;
 pub use crate::render::render_context;
 
 pub use crate::config::{Config, SummarizerConfig, SummarizerKind};
+pub use crate::edge::WIRE_VERSION;
 pub use crate::embedding::{OpenAiEmbeddings, load_embedder};
 pub use crate::engine::{
     CompactedSession, Engine, EngineSession, HistorySearch, PreparedContext, SentenceModel,

@@ -264,8 +264,12 @@ async fn read_body(request: Request<Incoming>, limit: usize) -> Result<Bytes, Ap
 fn reply(status: StatusCode, content_type: &'static str, body: String) -> Response<Body> {
     let mut response = Response::new(Full::new(Bytes::from(body)).boxed());
     *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static(content_type));
+    let headers = response.headers_mut();
+    headers.insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static(content_type));
+    headers.insert(WIRE_VERSION_HEADER, hyper::header::HeaderValue::from(strata::WIRE_VERSION));
     response
 }
+
+/// The header every answer carries: the version of the JSON shapes it is written in
+/// ([`strata::WIRE_VERSION`]).
+const WIRE_VERSION_HEADER: &str = "strata-wire-version";

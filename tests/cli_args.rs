@@ -95,3 +95,15 @@ fn boundary_values_of_every_argument_end_in_success_or_one_clean_error() {
         assert_no_panic(&strata, &args, "hello\n");
     }
 }
+
+/// `--version --json` is the one command that answers without a database: the versions a client
+/// checks, strata's and its JSON shapes'.
+#[test]
+fn version_json_names_the_wire_version() {
+    let strata = Strata::new();
+    let versions: serde_json::Value =
+        serde_json::from_str(&strata.run(&["--version", "--json"]).success()).unwrap();
+    assert_eq!(versions["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(versions["wire_version"], strata::WIRE_VERSION);
+    assert_eq!(strata.run(&["--version"]).success(), format!("strata {}\n", env!("CARGO_PKG_VERSION")));
+}

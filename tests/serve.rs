@@ -116,6 +116,11 @@ async fn a_bot_over_rest(strata: &Strata, db: &Path) {
     assert_eq!(status, StatusCode::OK, "{ready}");
     let (status, _) = call(&client, addr, Method::GET, "/healthz", None, None).await;
     assert_eq!(status, StatusCode::OK);
+    // Every answer names the version of its JSON's shapes, as the OpenAPI document does.
+    let health = client.get(format!("http://{addr}/healthz")).send().await.unwrap();
+    assert_eq!(health.headers()["strata-wire-version"], strata::WIRE_VERSION.to_string().as_str());
+    let (_, document) = call(&client, addr, Method::GET, "/openapi.json", None, None).await;
+    assert_eq!(document["info"]["x-wire-version"], strata::WIRE_VERSION);
 
     let one = json!({"message": {"role": "system", "content": "You are alice's assistant."}});
     let (status, stored) =

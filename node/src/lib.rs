@@ -17,11 +17,11 @@ use napi::Env;
 use napi::bindgen_prelude::AsyncTask;
 use napi_derive::napi;
 use serde_json::Value;
-use strata::Incoming;
 use strata::seam::forgetting::ForgetScope;
 use strata::seam::memories::{MemoryWrite, Provenance, Writer, normalize_key};
 use strata::seam::{Category, SharedBackend};
 use strata::store::Store;
+use strata::{Incoming, edge};
 
 mod errors;
 mod work;
@@ -134,6 +134,13 @@ pub fn version() -> String {
     env!("CARGO_PKG_VERSION").to_owned()
 }
 
+/// The version of the shapes of the JSON this addon answers with (`strata::edge`): it goes up
+/// when a field is removed or renamed, or its type or meaning changes.
+#[napi]
+pub fn wire_version() -> u32 {
+    strata::WIRE_VERSION
+}
+
 /// A strata database: sessions, memories, search.
 #[napi]
 #[derive(Debug)]
@@ -195,7 +202,9 @@ impl Engine {
 
     #[napi]
     pub fn sessions(&self, persona: Option<String>) -> AsyncTask<Work<String>> {
-        self.with(move |engine| json(&engine.store().sessions(persona.as_deref())?))
+        self.with(move |engine| {
+            json(&edge::all::<_, edge::Session>(&engine.store().sessions(persona.as_deref())?))
+        })
     }
 
     /// The tools' specs in `format`, as JSON text.
@@ -224,7 +233,7 @@ impl Engine {
             let (memory, created) =
                 engine.store().save_memory(Writer::User, &persona, &write, &Provenance::user("node"))?;
             engine.engine().notify_embedder();
-            json(&serde_json::json!({"memory": memory, "created": created}))
+            json(&edge::SavedMemory { memory: edge::Memory::from(&memory), created })
         })
     }
 
@@ -232,7 +241,7 @@ impl Engine {
     pub fn memory(&self, persona: String, category: String, key: String) -> AsyncTask<Work<String>> {
         self.with(move |engine| {
             let (category, key) = (self::category(&category)?, memory_key(&key)?);
-            json(&engine.store().memory(&persona, category, &key)?)
+            json(&engine.store().memory(&persona, category, &key)?.as_ref().map(edge::Memory::from))
         })
     }
 
@@ -240,7 +249,7 @@ impl Engine {
     pub fn memories(&self, persona: String, category: Option<String>) -> AsyncTask<Work<String>> {
         self.with(move |engine| {
             let category = category.as_deref().map(self::category).transpose()?;
-            json(&engine.store().memories(&persona, category)?)
+            json(&edge::all::<_, edge::Memory>(&engine.store().memories(&persona, category)?))
         })
     }
 
@@ -254,17 +263,19 @@ impl Engine {
 
     #[napi]
     pub fn proposals(&self, persona: String) -> AsyncTask<Work<String>> {
-        self.with(move |engine| json(&engine.engine().proposals(&persona)?))
+        self.with(move |engine| json(&edge::all::<_, edge::Proposal>(&engine.engine().proposals(&persona)?)))
     }
 
     #[napi]
     pub fn accept_proposal(&self, persona: String, key: String) -> AsyncTask<Work<String>> {
-        self.with(move |engine| json(&engine.engine().accept_proposal(&persona, &key)?))
+        self.with(move |engine| json(&edge::Memory::from(&engine.engine().accept_proposal(&persona, &key)?)))
     }
 
     #[napi]
     pub fn reject_proposal(&self, persona: String, key: String) -> AsyncTask<Work<String>> {
-        self.with(move |engine| json(&engine.engine().reject_proposal(&persona, &key)?))
+        self.with(move |engine| {
+            json(&edge::Proposal::from(&engine.engine().reject_proposal(&persona, &key)?))
+        })
     }
 
     /// The memories of `persona` nearest `query` by meaning fused with keywords (keywords
@@ -306,19 +317,13 @@ impl Engine {
 
     #[napi]
     pub fn stats(&self) -> AsyncTask<Work<String>> {
-        self.with(|engine| json(&engine.store().stats()?))
+        self.with(|engine| json(&edge::Stats::from(&engine.store().stats()?)))
     }
 
     /// The database's checks, with `healthy` saying whether all passed.
     #[napi]
     pub fn doctor(&self, full: bool) -> AsyncTask<Work<String>> {
-        self.with(move |engine| {
-            let report = engine.store().doctor(full)?;
-            let mut value =
-                serde_json::to_value(&report).map_err(|error| Failure::Internal(error.to_string()))?;
-            value["healthy"] = Value::Bool(report.healthy());
-            json(&value)
-        })
+        self.with(move |engine| json(&edge::DoctorReport::from(&engine.store().doctor(full)?)))
     }
 
     /// Erases a persona, a session, or a session's messages sent before `before` (a Unix
@@ -345,9 +350,9 @@ impl Engine {
                 }
             };
             if dry_run {
-                json(&engine.forget_plan(&scope)?)
+                json(&edge::ForgetPlan::from(&engine.forget_plan(&scope)?))
             } else {
-                json(&engine.forget(&scope, "node", |_, _| {})?)
+                json(&edge::Forgotten::from(&engine.forget(&scope, "node", |_, _| {})?))
             }
         })
     }
@@ -474,7 +479,11 @@ impl Session {
     /// The stored messages with seqs `first_seq..=last_seq`.
     #[napi]
     pub fn messages(&self, first_seq: i64, last_seq: Option<i64>) -> AsyncTask<Work<String>> {
-        self.with_store(move |store, id| json(&store.messages(id, first_seq..=last_seq.unwrap_or(i64::MAX))?))
+        self.with_store(move |store, id| {
+            json(&edge::all::<_, edge::Message>(
+                &store.messages(id, first_seq..=last_seq.unwrap_or(i64::MAX))?,
+            ))
+        })
     }
 
     /// The summary forest drawn as an indented tree.

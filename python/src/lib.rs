@@ -13,10 +13,10 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 use pythonize::{depythonize, pythonize};
 use serde_json::Value;
-use strata::Incoming;
 use strata::seam::memories::{MemoryWrite, Provenance, Writer, normalize_key};
 use strata::seam::{Category, SharedBackend};
 use strata::store::Store;
+use strata::{Incoming, edge};
 
 mod errors;
 
@@ -218,7 +218,7 @@ impl PyEngine {
     #[pyo3(signature = (persona = None))]
     fn sessions(&self, py: Python<'_>, persona: Option<String>) -> PyResult<Json> {
         let store = self.store()?;
-        detached(py, move || Ok(store.sessions(persona.as_deref())?))
+        detached(py, move || Ok(edge::all::<_, edge::Session>(&store.sessions(persona.as_deref())?)))
     }
 
     #[pyo3(signature = (format = None))]
@@ -246,21 +246,21 @@ impl PyEngine {
             let (memory, created) =
                 store.save_memory(Writer::User, &persona, &write, &Provenance::user("python"))?;
             engine.engine().notify_embedder();
-            Ok(serde_json::json!({"memory": memory, "created": created}))
+            Ok(edge::SavedMemory { memory: edge::Memory::from(&memory), created })
         })
     }
 
     fn memory(&self, py: Python<'_>, persona: String, category: &str, key: &str) -> PyResult<Json> {
         let (category, store) = (self::category(category)?, self.store()?);
         let key = memory_key(key)?;
-        detached(py, move || Ok(store.memory(&persona, category, &key)?))
+        detached(py, move || Ok(store.memory(&persona, category, &key)?.as_ref().map(edge::Memory::from)))
     }
 
     #[pyo3(signature = (persona, category = None))]
     fn memories(&self, py: Python<'_>, persona: String, category: Option<&str>) -> PyResult<Json> {
         let category = category.map(self::category).transpose()?;
         let store = self.store()?;
-        detached(py, move || Ok(store.memories(&persona, category)?))
+        detached(py, move || Ok(edge::all::<_, edge::Memory>(&store.memories(&persona, category)?)))
     }
 
     fn delete_memory(&self, py: Python<'_>, persona: String, category: &str, key: &str) -> PyResult<bool> {
@@ -272,17 +272,17 @@ impl PyEngine {
 
     fn proposals(&self, py: Python<'_>, persona: String) -> PyResult<Json> {
         let engine = self.get()?;
-        detached(py, move || Ok(engine.engine().proposals(&persona)?))
+        detached(py, move || Ok(edge::all::<_, edge::Proposal>(&engine.engine().proposals(&persona)?)))
     }
 
     fn accept_proposal(&self, py: Python<'_>, persona: String, key: String) -> PyResult<Json> {
         let engine = self.get()?;
-        detached(py, move || Ok(engine.engine().accept_proposal(&persona, &key)?))
+        detached(py, move || Ok(edge::Memory::from(&engine.engine().accept_proposal(&persona, &key)?)))
     }
 
     fn reject_proposal(&self, py: Python<'_>, persona: String, key: String) -> PyResult<Json> {
         let engine = self.get()?;
-        detached(py, move || Ok(engine.engine().reject_proposal(&persona, &key)?))
+        detached(py, move || Ok(edge::Proposal::from(&engine.engine().reject_proposal(&persona, &key)?)))
     }
 
     /// The memories of `persona` nearest `query` by meaning fused with keywords (keywords alone,
@@ -319,19 +319,13 @@ impl PyEngine {
 
     fn stats(&self, py: Python<'_>) -> PyResult<Json> {
         let store = self.store()?;
-        detached(py, move || Ok(store.stats()?))
+        detached(py, move || Ok(edge::Stats::from(&store.stats()?)))
     }
 
     #[pyo3(signature = (full = false))]
     fn doctor(&self, py: Python<'_>, full: bool) -> PyResult<Json> {
         let store = self.store()?;
-        detached(py, move || {
-            let report = store.doctor(full)?;
-            let mut value =
-                serde_json::to_value(&report).map_err(|error| Failure::Internal(error.to_string()))?;
-            value["healthy"] = Value::Bool(report.healthy());
-            Ok(value)
-        })
+        detached(py, move || Ok(edge::DoctorReport::from(&store.doctor(full)?)))
     }
 
     /// Erases a persona, a session, or a session's messages sent before `before` (a Unix
@@ -363,11 +357,10 @@ impl PyEngine {
         let engine = self.get()?;
         detached(py, move || {
             if dry_run {
-                Ok(serde_json::to_value(engine.forget_plan(&scope)?)
-                    .map_err(|error| Failure::Internal(error.to_string()))?)
+                json(&edge::ForgetPlan::from(&engine.forget_plan(&scope)?)).map(|shape| shape.0)
             } else {
-                Ok(serde_json::to_value(engine.forget(&scope, "python", |_, _| {})?)
-                    .map_err(|error| Failure::Internal(error.to_string()))?)
+                json(&edge::Forgotten::from(&engine.forget(&scope, "python", |_, _| {})?))
+                    .map(|shape| shape.0)
             }
         })
     }
@@ -491,7 +484,11 @@ impl PySession {
     fn messages(&self, py: Python<'_>, first_seq: i64, last_seq: Option<i64>) -> PyResult<Json> {
         let session = self.open()?;
         let store = self.engine.get().store()?;
-        detached(py, move || Ok(store.messages(session.id(), first_seq..=last_seq.unwrap_or(i64::MAX))?))
+        detached(py, move || {
+            Ok(edge::all::<_, edge::Message>(
+                &store.messages(session.id(), first_seq..=last_seq.unwrap_or(i64::MAX))?,
+            ))
+        })
     }
 
     fn tree(&self, py: Python<'_>) -> PyResult<String> {
@@ -641,5 +638,6 @@ fn _strata(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<PyEngine>()?;
     module.add_class::<PySession>()?;
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    module.add("WIRE_VERSION", strata::WIRE_VERSION)?;
     Ok(())
 }

@@ -39,6 +39,11 @@ from strata._errors import (
 )
 
 __version__: str = _strata.__version__
+#: The version of the shapes of the dicts strata answers with (sessions, messages, memories,
+#: proposals, stats, doctor and forget reports; see ``strata._strata``'s stub for their keys).
+#: It goes up when a key is removed or renamed, or its type or meaning changes; a new key does
+#: not change it.
+WIRE_VERSION: int = _strata.WIRE_VERSION
 
 __all__ = [
     "Engine",
@@ -56,6 +61,7 @@ __all__ = [
     "SummarizerUnavailable",
     "EmbedderUnavailable",
     "__version__",
+    "WIRE_VERSION",
 ]
 
 #: A chat message in any format strata reads: OpenAI Chat Completions (every role, ``developer``
@@ -380,12 +386,7 @@ class Session:
     def messages(self, first_seq: int = 0, last_seq: Optional[int] = None) -> List[Dict[str, Any]]:
         """The stored messages, verbatim, by position in the session; a message stored with
         more than strata reads of it has ``as_sent``, the message as it was appended."""
-        rows = self._native.messages(first_seq, last_seq)
-        for row in rows:
-            body = row.pop("body", None)
-            if body is not None:
-                row["as_sent"] = json.loads(body)
-        return rows
+        return self._native.messages(first_seq, last_seq)
 
     def tree(self) -> str:
         """The summary forest drawn as an indented tree."""

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 use strata::blocking::Engine;
-use strata::{CompactedSession, Config, SummarizerKind};
+use strata::{CompactedSession, Config, SummarizerKind, edge};
 use strata_compactor::{AssembledContext, Compaction, Outcome};
 use strata_seam::{Backend, Session, SharedBackend};
 
@@ -481,7 +481,10 @@ pub struct TreeArgs {
 pub fn tree(store: SharedBackend, args: &TreeArgs, json: bool, out: &mut impl Write) -> anyhow::Result<()> {
     let session = session(&*store, &args.session)?;
     if json {
-        return print_json(out, &json!({ "session": session.key, "nodes": store.nodes(session.id)? }));
+        return print_json(
+            out,
+            &json!({ "session": session.key, "nodes": edge::all::<_, edge::SummaryNode>(&store.nodes(session.id)?) }),
+        );
     }
     write!(out, "{}", strata_compactor::render_tree(&*store, session.id)?)?;
     Ok(())

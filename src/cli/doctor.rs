@@ -15,7 +15,7 @@ use strata_seam::Maintenance;
 pub fn doctor(store: &dyn Backend, full: bool, json: bool, out: &mut impl Write) -> anyhow::Result<()> {
     let report = store.doctor(full).context("the checks could not run")?;
     if json {
-        print_json(out, &report)?;
+        print_json(out, &strata::edge::DoctorReport::from(&report))?;
     } else {
         for check in &report.checks {
             let verdict = match (&check.skipped, check.problems) {

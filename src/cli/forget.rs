@@ -76,7 +76,7 @@ fn lines(counts: &ForgetCounts) -> Vec<(u64, &'static str)> {
 pub fn plan(store: &dyn Backend, args: &ForgetArgs, json: bool, out: &mut impl Write) -> anyhow::Result<()> {
     let plan = store.forget_plan(&args.scope()?).context("cannot plan the forget")?;
     if json {
-        return print_json(out, &plan);
+        return print_json(out, &strata::edge::ForgetPlan::from(&plan));
     }
     writeln!(out, "would erase (dry run, nothing changed):")?;
     for (count, what) in lines(&plan.counts) {
@@ -108,7 +108,7 @@ pub fn run(
         .context("nothing was forgotten")?;
     bar.finish_and_clear();
     if json {
-        return print_json(out, &forgotten);
+        return print_json(out, &strata::edge::Forgotten::from(&forgotten));
     }
     writeln!(out, "erased (audit record {}):", forgotten.audit)?;
     for (count, what) in lines(&forgotten.counts) {

@@ -5,6 +5,7 @@ use std::io::Write;
 use anyhow::Context;
 use chrono::{DateTime, SecondsFormat, Utc};
 use clap::Subcommand;
+use strata::edge;
 use strata_seam::memories::{MemoryWrite, Provenance, Writer, normalize_key};
 use strata_seam::{Backend, Category, Memory};
 
@@ -226,7 +227,7 @@ pub fn run(
                 &Provenance::user("strata memory set"),
             )?;
             if json {
-                print_json(out, &memory)?;
+                print_json(out, &edge::Memory::from(&memory))?;
             } else {
                 writeln!(out, "saved {} {} for persona {}", memory.category, memory.key, memory.persona)?;
             }
@@ -237,7 +238,7 @@ pub fn run(
                 .memory(persona, *category, &key)?
                 .with_context(|| format!("no {category} memory {key:?} for persona {persona:?}"))?;
             if json {
-                print_json(out, &memory)?;
+                print_json(out, &edge::Memory::from(&memory))?;
             } else {
                 print_memory(out, &memory)?;
             }
@@ -268,7 +269,7 @@ pub fn run(
                 &Provenance::user("strata memory supersede"),
             )?;
             if json {
-                print_json(out, &memory)?;
+                print_json(out, &edge::Memory::from(&memory))?;
             } else {
                 print_memory(out, &memory)?;
             }
@@ -279,7 +280,7 @@ pub fn run(
                 None => store.memories(persona, *category)?,
             };
             if json {
-                print_json(out, &memories)?;
+                print_json(out, &edge::all::<_, edge::Memory>(&memories))?;
             } else if memories.is_empty() {
                 writeln!(out, "no memories for persona {persona}")?;
             } else {
@@ -317,7 +318,7 @@ pub fn run(
                 &Provenance::user(via),
             )?;
             if json {
-                print_json(out, &memory)?;
+                print_json(out, &edge::Memory::from(&memory))?;
             } else {
                 writeln!(out, "merged {category} {key} into {} {}", memory.category, memory.key)?;
                 print_memory(out, &memory)?;
@@ -384,7 +385,7 @@ pub fn run(
                 anyhow::bail!("no {category} memory {key:?} for persona {persona:?}");
             }
             if json {
-                print_json(out, &versions)?;
+                print_json(out, &edge::all::<_, edge::MemoryVersion>(&versions))?;
             } else {
                 for version in &versions {
                     let when = version.written_at.to_rfc3339_opts(SecondsFormat::Secs, true);
@@ -414,7 +415,7 @@ pub fn run(
         MemoryCommand::Proposals { persona } => {
             let proposals = store.proposals(persona)?;
             if json {
-                print_json(out, &proposals)?;
+                print_json(out, &edge::all::<_, edge::Proposal>(&proposals))?;
             } else if proposals.is_empty() {
                 writeln!(out, "no proposed preferences for persona {persona}")?;
             } else {
@@ -439,7 +440,7 @@ pub fn run(
         MemoryCommand::Accept { key, persona } => {
             let memory = store.accept_proposal(persona, &key_of(key)?)?;
             if json {
-                print_json(out, &memory)?;
+                print_json(out, &edge::Memory::from(&memory))?;
             } else {
                 writeln!(out, "accepted: user_preferences {} for persona {}", memory.key, memory.persona)?;
             }
@@ -447,7 +448,7 @@ pub fn run(
         MemoryCommand::Reject { key, persona } => {
             let proposal = store.reject_proposal(persona, &key_of(key)?)?;
             if json {
-                print_json(out, &proposal)?;
+                print_json(out, &edge::Proposal::from(&proposal))?;
             } else {
                 writeln!(out, "rejected: {}", proposal.update.key)?;
             }

@@ -367,9 +367,11 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             let stats = store.stats()?;
             let usage = store.usage_by_day()?;
             if cli.json {
-                let mut value = serde_json::to_value(&stats)?;
-                value["llm_usage"] = serde_json::to_value(&usage)?;
-                print_json(&mut out, &value)?;
+                let shape = strata::edge::Stats {
+                    llm_usage: Some(strata::edge::all(&usage)),
+                    ..strata::edge::Stats::from(&stats)
+                };
+                print_json(&mut out, &shape)?;
             } else {
                 writeln!(out, "sessions            {}", stats.sessions)?;
                 writeln!(out, "messages            {}", stats.messages)?;
@@ -422,7 +424,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             let store = open_existing(&cli)?;
             let text = strata::metrics::render(&store.metrics()?, &Default::default());
             if cli.json {
-                print_json(&mut out, &store.metrics()?)?;
+                print_json(&mut out, &strata::edge::Metrics::from(&store.metrics()?))?;
             } else {
                 write!(out, "{text}")?;
             }
@@ -471,8 +473,24 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
 /// an error as one line, and returns the process's exit code (0, 1, or clap's 2 for a bad
 /// argument).
 pub fn main_from(args: impl IntoIterator<Item = std::ffi::OsString>) -> u8 {
-    let args = match Cli::try_parse_from(args) {
+    let args: Vec<std::ffi::OsString> = args.into_iter().collect();
+    let args = match Cli::try_parse_from(&args) {
         Ok(args) => args,
+        // `--version --json`: the versions a client checks, strata's and its JSON shapes'.
+        Err(error)
+            if error.kind() == clap::error::ErrorKind::DisplayVersion
+                && args.iter().any(|arg| arg == "--json") =>
+        {
+            let versions = serde_json::json!({
+                "version": env!("CARGO_PKG_VERSION"),
+                "wire_version": strata::WIRE_VERSION,
+            });
+            return match print_json(&mut std::io::stdout().lock(), &versions) {
+                Ok(()) => 0,
+                Err(err) if is_broken_pipe(&err) => 0,
+                Err(_) => 1,
+            };
+        }
         // Help and version are "errors" that exit 0; clap prints and picks the code.
         Err(error) => {
             let _ = error.print();

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-use strata::{Engine, EngineSession, ErrorKind, Format, Incoming};
+use strata::{Engine, EngineSession, ErrorKind, Format, Incoming, edge};
 use strata_seam::forgetting::ForgetScope;
 use strata_seam::transfer::ExportScope;
 
@@ -66,11 +66,11 @@ pub async fn handle(
         Endpoint::Sessions => {
             let store = engine.store().clone();
             let overviews = blocking(move || Ok(store.session_overviews(&persona)?)).await?;
-            Ok(Reply::Json(to_json(&overviews)?))
+            Ok(Reply::Json(to_json(&edge::all::<_, edge::SessionOverview>(&overviews))?))
         }
         Endpoint::Session => {
             let session = owned_session(engine, &persona, params.get("session")).await?;
-            Ok(Reply::Json(to_json(&session)?))
+            Ok(Reply::Json(to_json(&edge::Session::from(&session))?))
         }
         Endpoint::Append => {
             let request: AppendRequest = parse_body(&body)?;
@@ -164,20 +164,20 @@ pub async fn handle(
                 .map_err(ApiError::from)?;
             let store = engine.store().clone();
             let memories = blocking(move || Ok(store.memories(&persona, category)?)).await?;
-            Ok(Reply::Json(to_json(&memories)?))
+            Ok(Reply::Json(to_json(&edge::all::<_, edge::Memory>(&memories))?))
         }
         Endpoint::Proposals => {
             let engine = engine.clone();
             let proposals = blocking(move || Ok(engine.proposals(&persona)?)).await?;
-            Ok(Reply::Json(to_json(&proposals)?))
+            Ok(Reply::Json(to_json(&edge::all::<_, edge::Proposal>(&proposals))?))
         }
         Endpoint::Accept | Endpoint::Reject => {
             let (engine, key) = (engine.clone(), params.get("key").to_owned());
             let answer = blocking(move || {
                 Ok(if endpoint == Endpoint::Accept {
-                    to_json(&engine.accept_proposal(&persona, &key)?)?
+                    to_json(&edge::Memory::from(&engine.accept_proposal(&persona, &key)?))?
                 } else {
-                    to_json(&engine.reject_proposal(&persona, &key)?)?
+                    to_json(&edge::Proposal::from(&engine.reject_proposal(&persona, &key)?))?
                 })
             })
             .await?;
@@ -226,7 +226,7 @@ async fn owned_session(engine: &Engine, persona: &str, key: &str) -> Result<stra
 
 async fn forget(engine: &Engine, scope: ForgetScope) -> Result<Reply> {
     let forgotten = engine.forget(&scope, "strata serve", |_, _| {}).await?;
-    Ok(Reply::Json(to_json(&forgotten.counts)?))
+    Ok(Reply::Json(to_json(&edge::ForgetCounts::from(&forgotten.counts))?))
 }
 
 fn lines(messages: &[strata_seam::transfer::ExportedMessage]) -> Reply {

@@ -86,6 +86,8 @@ pub fn document() -> Value {
         "info": {
             "title": "strata serve",
             "version": env!("CARGO_PKG_VERSION"),
+            // The version of the JSON shapes the routes answer with (`strata::edge`).
+            "x-wire-version": strata::WIRE_VERSION,
             "description": "strata's memory and context compaction for a fleet of bots. Every request but health, readiness and this document carries `Authorization: Bearer <token>`; a token acts only as the personas its entry names.",
         },
         "paths": paths,

@@ -1,10 +1,8 @@
 //! `strata doctor`'s report: each check, its problems, and the forest's checks every
 //! backend runs.
 
-use serde::Serialize;
-
 /// One check of [`Report`].
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Check {
     /// What was checked.
     pub name: &'static str,
@@ -14,12 +12,11 @@ pub struct Check {
     pub details: Vec<String>,
     /// Why the check could not run this time, when it could not (not a problem of the file:
     /// another process writing, a full disk).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skipped: Option<String>,
 }
 
 /// What `strata doctor` found.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Report {
     /// Every check, in the order run.
     pub checks: Vec<Check>,

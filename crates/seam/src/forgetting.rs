@@ -4,14 +4,12 @@
 use std::collections::HashSet;
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
 
 use crate::error::Result;
 use crate::types::{NewSummary, NodeId, SessionId};
 
 /// What to forget.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(tag = "scope", rename_all = "snake_case")]
+#[derive(Clone, Debug, PartialEq)]
 pub enum ForgetScope {
     /// Every session of a persona, and its memories and proposals.
     Persona {
@@ -45,7 +43,7 @@ impl ForgetScope {
 }
 
 /// Counts of what a forget erases (or erased).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ForgetCounts {
     /// Sessions deleted (a `--before` forget keeps its session).
     pub sessions: u64,
@@ -69,7 +67,7 @@ pub struct ForgetCounts {
 
 /// A Level-0 node that covers forgotten and kept messages: it is rewritten over the kept
 /// ones, `first_seq..=last_seq`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeptSpan {
     /// The node.
     pub node: NodeId,
@@ -93,7 +91,7 @@ pub struct Rebuilt {
 }
 
 /// What a forget would erase: [`Maintenance::forget_plan`](crate::Maintenance::forget_plan) (a dry run).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ForgetPlan {
     /// The request.
     pub scope: ForgetScope,
@@ -104,7 +102,7 @@ pub struct ForgetPlan {
 }
 
 /// What [`Maintenance::forget`](crate::Maintenance::forget) did.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Forgotten {
     /// The audit row (`forgets.id`).
     pub audit: i64,
@@ -236,7 +234,7 @@ pub fn withdrawn(span: &KeptSpan, forgotten: usize, now: DateTime<Utc>) -> NewSu
 }
 
 /// One row of the audit table: a forget that happened.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ForgetRecord {
     /// Its id.
     pub id: i64,

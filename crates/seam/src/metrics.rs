@@ -1,9 +1,7 @@
 //! What the database holds and what the work cost: [`Stats`] and [`StoreMetrics`].
 
-use serde::Serialize;
-
 /// The nodes one summarizer wrote at one level.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct NodeTotals {
     /// Model id, `extractive` or `raw-archive`.
     pub summarizer: String,
@@ -18,7 +16,7 @@ pub struct NodeTotals {
 }
 
 /// LLM calls of one purpose, caller and model, summed over time.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CallTotals {
     /// `summary` or `chat`.
     pub purpose: String,
@@ -39,7 +37,7 @@ pub struct CallTotals {
 }
 
 /// The stored results of one tool.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ToolTotals {
     /// The tool's name.
     pub tool: String,
@@ -52,7 +50,7 @@ pub struct ToolTotals {
 }
 
 /// Everything [`Maintenance::metrics`](crate::Maintenance::metrics) reads.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StoreMetrics {
     /// Sessions.
     pub sessions: u64,
@@ -109,7 +107,7 @@ impl RowTotals {
 }
 
 /// Counts for `strata stats`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Stats {
     /// Sessions.
     pub sessions: u64,
@@ -134,7 +132,7 @@ pub struct Stats {
 }
 
 /// How many summaries of one summarizer the quality gate refused for one reason.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RejectionCount {
     /// Model id or `extractive`.
     pub summarizer: String,
@@ -145,7 +143,7 @@ pub struct RejectionCount {
 }
 
 /// The work of one summarizer, derived from the nodes it wrote.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct SummarizerStats {
     /// Model id, `extractive` or `raw-archive`.
     pub summarizer: String,

@@ -1,12 +1,11 @@
 //! A message without its text: what assembly and the compactor plan with.
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
 
 use crate::types::{MessageId, NodeId, Role};
 
 /// A message without its text: what the compactor needs to plan cuts and budgets.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct MessageOutline {
     /// Database id.
     pub id: MessageId,

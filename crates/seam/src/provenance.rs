@@ -163,7 +163,7 @@ pub fn proposed_label(via: Option<&str>) -> Option<(&str, &str)> {
 }
 
 /// One version of a memory: its text then, when it was written and replaced, and its source.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct MemoryVersion {
     /// The title then.
     pub title: String,

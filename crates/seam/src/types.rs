@@ -167,7 +167,7 @@ impl std::str::FromStr for Role {
 }
 
 /// A conversation, bound to one persona for its whole life.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Session {
     /// Database id.
     pub id: SessionId,
@@ -271,7 +271,7 @@ impl NewMessage {
 }
 
 /// A stored message.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Message {
     /// Database id.
     pub id: MessageId,
@@ -299,7 +299,6 @@ pub struct Message {
     pub summary_id: Option<NodeId>,
     /// The message object as the caller sent it (JSON text), when the columns do not say all
     /// of it ([`NewMessage::body`]).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub body: Option<String>,
 }
 
@@ -368,7 +367,7 @@ impl Edit {
 
 /// A row of the `memory_updates` queue: a fact waiting to be settled, or a proposed preference
 /// waiting for the user.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct QueuedUpdate {
     /// Database id.
     pub id: UpdateId,
@@ -377,7 +376,6 @@ pub struct QueuedUpdate {
     /// The node whose summary found it; `None` once that node is gone.
     pub node_id: Option<NodeId>,
     /// The fact.
-    #[serde(flatten)]
     pub update: MemoryUpdate,
     /// True for a proposal waiting for the user, false for a fact not yet settled.
     pub proposed: bool,
@@ -386,7 +384,7 @@ pub struct QueuedUpdate {
 }
 
 /// A node of the summary forest.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct SummaryNode {
     /// Database id.
     pub id: NodeId,

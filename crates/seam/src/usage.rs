@@ -1,13 +1,12 @@
 //! The LLM calls recorded for usage accounting ([`LlmCall`]), summed per day ([`UsageDay`]).
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::metrics::CallTotals;
 
 /// One call to an LLM.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LlmCall {
     /// When it was made.
     pub at: DateTime<Utc>,
@@ -32,12 +31,11 @@ pub struct LlmCall {
 }
 
 /// The calls of one day, purpose, caller and model, summed (`strata stats`).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct UsageDay {
     /// The day (UTC), `YYYY-MM-DD`.
     pub day: String,
     /// The calls, as `strata metrics` sums them over all time.
-    #[serde(flatten)]
     pub totals: CallTotals,
     /// Prompt tokens strata counted.
     pub counted_prompt_tokens: u64,

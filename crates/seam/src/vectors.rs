@@ -1,8 +1,6 @@
 //! Embeddings as a backend keeps them: the one space, the rows waiting for a vector, and how
 //! a k-nearest query scans.
 
-use serde::Serialize;
-
 use crate::error::{Error, Result};
 use crate::search::HitId;
 
@@ -24,7 +22,7 @@ pub struct BacklogItem {
 }
 
 /// The model the vector tables hold vectors of.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EmbeddingSpace {
     /// The model's id (for example `all-MiniLM-L6-v2`).
     pub model: String,

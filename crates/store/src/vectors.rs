@@ -290,7 +290,7 @@ pub fn put(conn: &Connection, model: &str, items: &[(BacklogItem, Vec<Vec<f32>>)
 
 /// How many vectors each table holds (what tests check).
 #[cfg(any(test, feature = "test-support"))]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct VectorCounts {
     /// Message vectors.
     pub messages: u64,

@@ -211,10 +211,9 @@ impl SearchFilter {
 }
 
 /// One keyword hit.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct TextHit {
-    /// What was found (serialized as `kind` and `id`).
-    #[serde(flatten)]
+    /// What was found: its kind and its id.
     pub id: HitId,
     /// The session of a message or summary.
     pub session_id: Option<SessionId>,
@@ -235,7 +234,6 @@ pub struct TextHit {
     /// The speaker of a message, when it was given a name (`name`): who said it, which the
     /// ranking matches against the people a question names and the recalled block shows
     /// without reading the message again.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub speaker: Option<String>,
     /// The row's whole text: a message's content, a summary's
     /// headline and body, a memory's `title: content`. The tools cut the excerpt they show.

@@ -2,14 +2,13 @@
 //! compactor's assembly lays out, so neither crate depends on the other.
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
 
 use crate::types::{MemoryId, MessageId};
 
 /// What a search of a persona's history found on a request: found by recall's `proactive`,
 /// handed by the engine to the compactor's layout (`strata_compactor::Assembler::lay_out`),
 /// which shows it as the recalled block.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Recalled {
     /// Messages, best first.
     pub hits: Vec<RecalledHit>,
@@ -24,7 +23,7 @@ pub struct Recalled {
 }
 
 /// One message the search found.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct RecalledHit {
     /// The message.
     pub message_id: MessageId,
