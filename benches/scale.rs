@@ -112,7 +112,7 @@ fn search(c: &mut Criterion) {
     group.bench_function("memory_search_question_exact_scan", |b| {
         b.iter(|| call_tool(&exact, "memory_search", &json!({"query": question, "limit": 10})))
     });
-    // The ranking before issue 39's sixth deliverable (no time, speaker or second-hop terms),
+    // The ranking before issue 39's sixth deliverable (no time, speaker, second-hop or neighbour terms),
     // beside it in the same run: what the second hop's read costs.
     let one_hop = ToolContext::new(
         store.clone(),
@@ -122,6 +122,7 @@ fn search(c: &mut Criterion) {
             time_weight: 0.0,
             speaker_weight: 0.0,
             expansion_weight: 0.0,
+            neighbour_weight: 0.0,
             ..RecallConfig::default()
         })
         .unwrap(),
