@@ -112,8 +112,8 @@ fn search(c: &mut Criterion) {
     group.bench_function("memory_search_question_exact_scan", |b| {
         b.iter(|| call_tool(&exact, "memory_search", &json!({"query": question, "limit": 10})))
     });
-    // The ranking before issue 39's sixth deliverable (no time, speaker, second-hop or neighbour terms),
-    // beside it in the same run: what the second hop's read costs.
+    // The ranking before issue 39's sixth deliverable (no time, speaker, second-hop or
+    // neighbour terms), beside it in the same run: what the second hop's read costs.
     let one_hop = ToolContext::new(
         store.clone(),
         store.find_session("p-0").unwrap().unwrap(),
@@ -129,6 +129,16 @@ fn search(c: &mut Criterion) {
     );
     group.bench_function("memory_search_question_one_hop", |b| {
         b.iter(|| call_tool(&one_hop, "memory_search", &json!({"query": question, "limit": 10})))
+    });
+    // The neighbour term alone off: what its pass over the candidates costs.
+    let no_neighbour = ToolContext::new(
+        store.clone(),
+        store.find_session("p-0").unwrap().unwrap(),
+        embedder.clone(),
+        RecallSettings::new(RecallConfig { neighbour_weight: 0.0, ..RecallConfig::default() }).unwrap(),
+    );
+    group.bench_function("memory_search_question_no_neighbour", |b| {
+        b.iter(|| call_tool(&no_neighbour, "memory_search", &json!({"query": question, "limit": 10})))
     });
     group.finish();
 }
