@@ -113,8 +113,8 @@ fn search(c: &mut Criterion) {
     group.bench_function("memory_search_question_exact_scan", |b| {
         b.iter(|| call_tool(&exact, "memory_search", &json!({"query": question, "limit": 10})))
     });
-    // The ranking before issue 39's sixth deliverable (no time, speaker or second-hop terms),
-    // beside it in the same run: what the second hop's read costs.
+    // The ranking before issue 39's sixth deliverable (no time, speaker, second-hop or
+    // neighbour terms), beside it in the same run: what the second hop's read costs.
     let one_hop = ToolContext::new(
         store.clone(),
         store.find_session("p-0").unwrap().unwrap(),
@@ -123,12 +123,23 @@ fn search(c: &mut Criterion) {
             time_weight: 0.0,
             speaker_weight: 0.0,
             expansion_weight: 0.0,
+            neighbour_weight: 0.0,
             ..RecallConfig::default()
         })
         .unwrap(),
     );
     group.bench_function("memory_search_question_one_hop", |b| {
         b.iter(|| call_tool(&one_hop, "memory_search", &json!({"query": question, "limit": 10})))
+    });
+    // The neighbour term alone off: what its pass over the candidates costs.
+    let no_neighbour = ToolContext::new(
+        store.clone(),
+        store.find_session("p-0").unwrap().unwrap(),
+        embedder.clone(),
+        RecallSettings::new(RecallConfig { neighbour_weight: 0.0, ..RecallConfig::default() }).unwrap(),
+    );
+    group.bench_function("memory_search_question_no_neighbour", |b| {
+        b.iter(|| call_tool(&no_neighbour, "memory_search", &json!({"query": question, "limit": 10})))
     });
     group.finish();
 }

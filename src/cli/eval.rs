@@ -75,7 +75,7 @@ pub struct RetrievalArgs {
     /// how flat the fitted optimum is.
     #[arg(long)]
     sweep: bool,
-    /// Also choose the tuned settings (semantic, time, speaker and second-hop weights, over a
+    /// Also choose the tuned settings (semantic, time, speaker, second-hop and neighbour weights, over a
     /// small grid) on all conversations but one, score the one left out, and report the
     /// average over the conversations beside the dev figure: a gain that holds only on the
     /// conversations it was tuned on shows as a gap.
@@ -489,16 +489,26 @@ struct Tuned {
     time_weight: f64,
     speaker_weight: f64,
     expansion_weight: f64,
+    neighbour_weight: f64,
 }
 
-/// The grid the settings are chosen from: each setting's default and values on both sides.
+/// The grid the settings are chosen from: each setting's default and values on both sides
+/// (the second hop on or off, the neighbour term off and three weights).
 fn tuning_grid() -> Vec<Tuned> {
     let mut grid = Vec::new();
     for semantic_weight in [0.2, 0.3, 0.4] {
-        for time_weight in [0.0, 0.1, 0.15, 0.2, 0.3] {
-            for speaker_weight in [0.0, 0.1, 0.2, 0.3] {
-                for expansion_weight in [0.0, 0.2, 0.3] {
-                    grid.push(Tuned { semantic_weight, time_weight, speaker_weight, expansion_weight });
+        for time_weight in [0.1, 0.2, 0.3] {
+            for speaker_weight in [0.2, 0.3] {
+                for expansion_weight in [0.0, 0.2] {
+                    for neighbour_weight in [0.0, 0.1, 0.2, 0.3] {
+                        grid.push(Tuned {
+                            semantic_weight,
+                            time_weight,
+                            speaker_weight,
+                            expansion_weight,
+                            neighbour_weight,
+                        });
+                    }
                 }
             }
         }
@@ -578,6 +588,7 @@ fn leave_one_out(
             time_weight: point.time_weight,
             speaker_weight: point.speaker_weight,
             expansion_weight: point.expansion_weight,
+            neighbour_weight: point.neighbour_weight,
             ..recall.clone()
         };
         let run = run_each("grid", questions, |q| {
@@ -640,13 +651,14 @@ fn write_leave_one_out(
 ) -> anyhow::Result<()> {
     writeln!(out, "\nleave one conversation out (settings chosen on the others by mean R@1/5/10):")?;
     for fold in &held_out.folds {
-        let Tuned { semantic_weight, time_weight, speaker_weight, expansion_weight } = fold.chosen;
+        let Tuned { semantic_weight, time_weight, speaker_weight, expansion_weight, neighbour_weight } =
+            fold.chosen;
         let [h1, h5, h10] = fold.held_out;
         let [f1, f5, f10] = fold.fitted;
         writeln!(
             out,
             "  {} left out: semantic {semantic_weight:.1}, time {time_weight:.2}, speaker {speaker_weight:.2}, \
-             expansion {expansion_weight:.1}; \
+             expansion {expansion_weight:.1}, neighbour {neighbour_weight:.1}; \
              on it {h1:.1} / {h5:.1} / {h10:.1}, on the others {f1:.1} / {f5:.1} / {f10:.1}",
             fold.persona
         )?;
@@ -667,13 +679,14 @@ fn write_leave_one_out(
         };
     row("dev (defaults, all three)", dev.overall, &|c| dev.categories.get(c).map_or(0.0, |r| r[2]))?;
     row("leave one out", held_out.overall, &|c| held_out.categories.get(c).map_or(0.0, |r| r[2]))?;
-    let Tuned { semantic_weight, time_weight, speaker_weight, expansion_weight } = held_out.fitted_on_all;
+    let Tuned { semantic_weight, time_weight, speaker_weight, expansion_weight, neighbour_weight } =
+        held_out.fitted_on_all;
     let [a1, a5, a10] = held_out.fitted_on_all_overall;
     writeln!(
         out,
         "best grid point on all three: semantic {semantic_weight:.1}, time {time_weight:.2}, speaker \
          {speaker_weight:.2}, expansion \
-         {expansion_weight:.1}: {a1:.1} / {a5:.1} / {a10:.1}"
+         {expansion_weight:.1}, neighbour {neighbour_weight:.1}: {a1:.1} / {a5:.1} / {a10:.1}"
     )?;
     Ok(())
 }

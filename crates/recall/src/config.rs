@@ -80,6 +80,12 @@ pub struct RecallConfig {
     /// rows that share what the first hits are about. 0 (no second hop, no second read) turns it
     /// off. Default 0.2.
     pub expansion_weight: f64,
+    /// Added to a candidate message's fused score, times the better fused score of the messages
+    /// just before and after it in its session (when they are candidates too): a turn that
+    /// answers in other words ("It was Matt Patterson") sits beside the turn that names the
+    /// topic ("What concert was it?"). 0 turns it off. Default 0.2 (benches/README.md, "The
+    /// turn beside the match").
+    pub neighbour_weight: f64,
     /// Semantic candidates less similar than this (cosine) to the query stay out of fusion.
     /// Default 0.0.
     pub min_similarity: f64,
@@ -176,6 +182,7 @@ impl Default for RecallConfig {
             time_weight: 0.2,
             speaker_weight: 0.3,
             expansion_weight: 0.2,
+            neighbour_weight: 0.2,
             min_similarity: 0.0,
             search_candidates: 50,
             quantized_candidates: 3_200,
@@ -247,6 +254,7 @@ impl RecallConfig {
             ("time_weight", self.time_weight),
             ("speaker_weight", self.speaker_weight),
             ("expansion_weight", self.expansion_weight),
+            ("neighbour_weight", self.neighbour_weight),
         ] {
             if !(value.is_finite() && value >= 0.0) {
                 return invalid(field, "must be a number of zero or more");

@@ -744,6 +744,9 @@ pub(crate) fn fuse(
             read.spans.extend(second.spans);
         }
     }
+    if config.neighbour_weight > 0.0 {
+        add_neighbours(&mut fusion.results, config.neighbour_weight);
+    }
     sort_fused(&mut fusion.results);
     fusion.read = read;
     Ok(fusion)
@@ -775,6 +778,30 @@ impl NamedSpeakers {
             .map(str::to_lowercase)
             .collect();
         name.first().is_some_and(|first| self.0.contains(first))
+    }
+}
+
+/// Adds to each candidate message `weight` × how much better the best of the messages just
+/// before and after it in its session scores, when they are candidates too. In a conversation
+/// the answer is often said in other words than the turn that names the topic: "What concert
+/// was it?" is answered by "It was Matt Patterson", "Congrats on the promotion!" by "... now
+/// that I'm an assistant manager". Only a better neighbour lifts a row, and never past it, so
+/// two matches side by side keep their order; the scores added are read before any is added.
+fn add_neighbours(results: &mut [Hit], weight: f64) {
+    let place = |hit: &Hit| -> Option<(String, i64)> {
+        (hit.kind() == HitKind::Message).then_some(())?;
+        Some((hit.session.clone()?, hit.seq?))
+    };
+    let at: HashMap<(String, i64), f64> =
+        results.iter().filter_map(|hit| Some((place(hit)?, hit.score.unwrap_or(0.0)))).collect();
+    for hit in results.iter_mut() {
+        let Some((session, seq)) = place(hit) else { continue };
+        let own = hit.score.unwrap_or(0.0);
+        let beside = [seq - 1, seq + 1]
+            .into_iter()
+            .filter_map(|near| at.get(&(session.clone(), near)).copied())
+            .fold(own, f64::max);
+        hit.score = Some(own + weight * (beside - own));
     }
 }
 
@@ -1018,6 +1045,34 @@ mod tests {
         assert!(!added.iter().any(|w| w == "relax" || w == "melanie" || w.chars().count() < 4), "{added:?}");
         assert!(added.len() <= EXPANSION_WORDS);
         assert!(expansion_words(&question, &[]).is_empty());
+    }
+
+    #[test]
+    fn a_message_beside_a_better_match_rises_towards_it_and_never_past() {
+        let message = |id: i64, seq: i64, score: f64| Hit {
+            id: HitId::Message(MessageId(id)),
+            session: Some("s".to_owned()),
+            seq: Some(seq),
+            timestamp: DateTime::<Utc>::UNIX_EPOCH,
+            role: "user".to_owned(),
+            level: None,
+            category: None,
+            key: None,
+            snippet: String::new(),
+            score: Some(score),
+            similarity: None,
+            semantic_rank: None,
+            keyword_rank: None,
+            keyword_match: None,
+            also_in: Vec::new(),
+        };
+        // "What concert was it?" matches; the reply naming the singer is beside it.
+        let mut results = vec![message(1, 0, 1.0), message(2, 1, 0.2), message(3, 5, 0.1)];
+        add_neighbours(&mut results, 0.2);
+        let scores: Vec<f64> = results.iter().map(|hit| hit.score.unwrap()).collect();
+        assert_eq!(scores[0], 1.0, "a weaker neighbour does not lift the better match");
+        assert!((scores[1] - 0.36).abs() < 1e-9, "{scores:?}");
+        assert_eq!(scores[2], 0.1, "a message with no candidate beside it keeps its score");
     }
 
     #[test]
